@@ -1,0 +1,74 @@
+# missive — plain Makefile. `make` builds the library and both programs; `make test` runs every
+# test binary and prints the grand total; `make asan` does the same with ASan + UBSan.
+PKGS    := sqlite3 libpq jansson libmicrohttpd libcurl libcrypto
+BUILD   ?= build
+CC      ?= cc
+OPT     ?= -O2 -g
+SAN     ?=
+
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+ifneq ($(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes),yes)
+$(info missive: installing build dependencies with scripts/deps)
+$(shell scripts/deps >&2)
+endif
+endif
+
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
+           -Iinclude -Isrc -Itests $(OPT) $(SAN) -MMD -MP $(shell pkg-config --cflags $(PKGS))
+LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread -lm
+LDFLAGS := $(SAN)
+
+LIB_SRC  := $(shell find src -name '*.c' -not -path 'src/cmd/*' | sort)
+CMD_MAIN := src/cmd/missive.c src/cmd/missived.c
+CMD_SRC  := $(filter-out $(CMD_MAIN),$(wildcard src/cmd/*.c))
+TEST_SRC := $(shell find tests -name '*_test.c' | sort)
+SUP_SRC  := $(wildcard tests/support/*.c)
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
+SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+LIB      := $(BUILD)/libmissive.a
+
+all: $(LIB) $(BUILD)/missive $(BUILD)/missived
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/missive: $(BUILD)/obj/src/cmd/missive.o $(CMD_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/missived: $(BUILD)/obj/src/cmd/missived.o $(CMD_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+test: all $(TEST_BIN)
+	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
+
+run: all
+	@scripts/run-example
+
+lint:
+	clang-tidy --quiet $(LIB_SRC) $(CMD_SRC) $(CMD_MAIN) -- -std=c11 -D_GNU_SOURCE -Iinclude -Isrc \
+	    $(shell pkg-config --cflags $(PKGS))
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	    --suppress=missingIncludeSystem -Iinclude -Isrc src
+
+clean:
+	rm -rf build build-asan build-release var
+
+.PHONY: all test asan run lint clean
+.SECONDARY:
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

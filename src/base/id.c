@@ -1,0 +1,53 @@
+/* id.c — message ids in the ObjectId layout (time-ordered, unique per process by a counter) and
+ * UUID v4 from the OS random source. The 5 per-process random bytes are drawn once. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "missive/base.h"
+
+static unsigned char process_random[5];
+static atomic_uint id_counter;
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+
+static void id_init(void) {
+    unsigned char seed[8];
+    if (mv_random_bytes(seed, sizeof seed, NULL) != MV_OK) {
+        /* The OS random source failing is near impossible; fall back to time so ids stay unique
+         * within the process thanks to the counter. */
+        uint64_t t = (uint64_t)mv_now_ms();
+        for (int i = 0; i < 8; i++) seed[i] = (unsigned char)(t >> (i * 8));
+    }
+    for (int i = 0; i < 5; i++) process_random[i] = seed[i];
+    atomic_store(&id_counter, (unsigned)seed[5] << 16 | (unsigned)seed[6] << 8 | seed[7]);
+}
+
+void mv_id_message(char out[25]) {
+    pthread_once(&id_once, id_init);
+    unsigned char b[12];
+    uint32_t secs = (uint32_t)time(NULL);
+    unsigned c = atomic_fetch_add(&id_counter, 1) & 0xffffffu;
+    b[0] = (unsigned char)(secs >> 24);
+    b[1] = (unsigned char)(secs >> 16);
+    b[2] = (unsigned char)(secs >> 8);
+    b[3] = (unsigned char)secs;
+    for (int i = 0; i < 5; i++) b[4 + i] = process_random[i];
+    b[9] = (unsigned char)(c >> 16);
+    b[10] = (unsigned char)(c >> 8);
+    b[11] = (unsigned char)c;
+    mv_hex(b, 12, out);
+}
+
+mv_code mv_id_uuid(char out[37], mv_err *err) {
+    unsigned char b[16];
+    mv_code rc = mv_random_bytes(b, sizeof b, err);
+    if (rc != MV_OK) return rc;
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+    return MV_OK;
+}

@@ -1,0 +1,23 @@
+/* cmd/cli.h — the `missive` subcommands. Each takes the arguments after its own name
+ * (argv[0] is the subcommand) and returns the process exit status. */
+#ifndef MISSIVE_CMD_CLI_H
+#define MISSIVE_CMD_CLI_H
+
+#include <stdbool.h>
+
+int cli_migrate(int argc, char **argv);   /* cli_store.c */
+int cli_gc(int argc, char **argv);        /* cli_store.c */
+int cli_templates(int argc, char **argv); /* cli_templates.c */
+int cli_render(int argc, char **argv);    /* cli_render.c */
+int cli_logic(int argc, char **argv);     /* cli_logic.c */
+int cli_reconcile(int argc, char **argv); /* cli_durable.c */
+int cli_approvals(int argc, char **argv); /* cli_durable.c */
+int cli_saga(int argc, char **argv);      /* cli_durable.c */
+int cli_outbox(int argc, char **argv);    /* cli_outbox.c */
+
+/* Returns the value of "--name VALUE" / "--name=VALUE" in argv, or NULL. */
+const char *cli_flag(int argc, char **argv, const char *name);
+/* True when "--name" is present. */
+bool cli_has(int argc, char **argv, const char *name);
+
+#endif

@@ -1,0 +1,11 @@
+/* cli_render.c — placeholder until its module lands. */
+#include <stdio.h>
+
+#include "cmd/cli.h"
+
+int cli_render(int argc, char **argv) {
+    (void)argc;
+    fprintf(stderr, "missive %s: not available in this build\n", argv[0]);
+    return 2;
+}
+

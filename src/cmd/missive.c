@@ -1,0 +1,43 @@
+/* missive.c — the command-line tool: a table of subcommands, each in its own cli_*.c file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cli.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+} commands[] = {
+    {"migrate", cli_migrate, "migrate --store URL"},
+    {"gc", cli_gc, "gc --store URL [--older-than-ms N]"},
+    {"templates", cli_templates, "templates check FILE..."},
+    {"render", cli_render, "render --text TEMPLATE [--data FILE.json] [--plain]"},
+    {"logic", cli_logic, "logic --rule JSON [--data JSON]"},
+    {"reconcile", cli_reconcile,
+     "reconcile --store URL [--kind effects|sagas|actions|requests|outbox] [--stale-ms N]"},
+    {"approvals", cli_approvals, "approvals decide --store URL ID approved|denied --tenant T --by U"},
+    {"saga", cli_saga,
+     "saga resolve --config FILE --saga ID --kind K --step S --effect E --outcome O "
+     "[--result JSON] [--error-code C]"},
+    {"outbox", cli_outbox, "outbox run --config FILE"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: missive COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  missive %s\n", commands[i].usage);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "missive: unknown command \"%s\"\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,63 @@
+/* store/db.h — the one SQL layer every domain module uses, inside mv_store_write/read callbacks.
+ *
+ * Queries are written once with `?` placeholders; the PostgreSQL driver rewrites them to $n.
+ * Write SQL that both dialects accept: INTEGER/BIGINT/TEXT columns, JSON kept as TEXT, booleans
+ * as 0/1 integers, times as BIGINT milliseconds, `INSERT … ON CONFLICT DO NOTHING`, `RETURNING`.
+ * Keep each statement in a `static const char SQL_NAME[]` constant: statements are cached per
+ * connection keyed by that pointer, so the same constant is prepared once per connection.
+ *
+ *   mv_stmt *st;
+ *   if ((rc = mv_db_prepare(db, SQL_CLAIM, &st, err))) return rc;
+ *   mv_stmt_bindf(st, "ssi", attempt_id, message_id, now);
+ *   int r = mv_stmt_step(st, err);        // 1 row, 0 done, -1 error (err filled)
+ *   int64_t n = mv_stmt_changes(st);      // rows changed (compare-and-set)
+ *   mv_stmt_done(st);                     // always: returns the statement to the cache
+ */
+#ifndef MISSIVE_STORE_DB_H
+#define MISSIVE_STORE_DB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "missive/store.h"
+
+typedef struct mv_stmt mv_stmt;
+
+/* Prepares (or takes from the connection's cache) the statement for sql. The pointer sql must be
+ * stable (a static constant): it is the cache key. */
+mv_code mv_db_prepare(mv_db *db, const char *sql, mv_stmt **out, mv_err *err);
+
+/* Binding (1-based). Text is copied; NULL text binds SQL NULL. */
+void mv_stmt_bind_text(mv_stmt *st, int idx, const char *s);
+void mv_stmt_bind_int64(mv_stmt *st, int idx, int64_t v);
+void mv_stmt_bind_null(mv_stmt *st, int idx);
+/* Binds parameters 1..n from fmt: 's' const char * (NULL → NULL), 'i' int64_t, 'n' no argument
+ * (NULL), 'b' int used as a 0/1 boolean. */
+void mv_stmt_bindf(mv_stmt *st, const char *fmt, ...);
+
+/* Executes or advances: 1 = a row is available, 0 = done, -1 = error (err filled; the code is
+ * MV_STORE_UNAVAILABLE when the connection is gone, MV_INTERNAL otherwise). */
+int mv_stmt_step(mv_stmt *st, mv_err *err);
+
+/* Columns of the current row (0-based). Text is NULL for SQL NULL and stays valid until the next
+ * step or mv_stmt_done. */
+const char *mv_stmt_text(mv_stmt *st, int col);
+int64_t mv_stmt_int64(mv_stmt *st, int col);
+bool mv_stmt_is_null(mv_stmt *st, int col);
+int mv_stmt_column_count(mv_stmt *st);
+
+/* Rows inserted/updated/deleted by the last completed step of this statement. */
+int64_t mv_stmt_changes(mv_stmt *st);
+
+/* Resets the statement, clears its bindings and returns it to the cache. NULL-safe. */
+void mv_stmt_done(mv_stmt *st);
+
+/* Runs one parameterised statement to completion; *changes (may be NULL) gets the row count. */
+mv_code mv_db_execf(mv_db *db, const char *sql, int64_t *changes, mv_err *err, const char *fmt,
+                    ...);
+/* Runs SQL text without parameters (may hold several statements; for DDL and migrations). */
+mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err);
+
+mv_store_kind mv_db_kind(const mv_db *db);
+
+#endif

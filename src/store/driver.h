@@ -1,0 +1,75 @@
+/* store/driver.h — what a database driver provides to the generic SQL layer (store/store.c).
+ * The generic layer owns connection pooling, statement caching, parameter storage and the
+ * transaction protocol; a driver only talks to its database. */
+#ifndef MISSIVE_STORE_DRIVER_H
+#define MISSIVE_STORE_DRIVER_H
+
+#include <pthread.h>
+
+#include "store/db.h"
+
+#define MV_STMT_MAX_PARAMS 48
+
+typedef struct mv_param {
+    enum { MV_PARAM_NULL, MV_PARAM_TEXT, MV_PARAM_INT } type;
+    int64_t i;
+    char *s; /* owned */
+} mv_param;
+
+typedef struct mv_driver {
+    const char *name;
+    mv_code (*connect)(const char *url, const mv_store_options *opts, void **conn, mv_err *err);
+    void (*disconnect)(void *conn);
+    /* Several statements, no parameters. */
+    mv_code (*exec)(void *conn, const char *sql, mv_err *err);
+    /* BEGIN for reads; a write-intent BEGIN (SQLite: IMMEDIATE) for writes. */
+    mv_code (*begin)(void *conn, bool write, mv_err *err);
+    mv_code (*prepare)(void *conn, const char *sql, void **stmt, mv_err *err);
+    void (*finalize)(void *stmt);
+    /* first = true on the first step after a reset: bind params and execute. Returns 1 row,
+     * 0 done, -1 error. *changes receives the affected row count when the statement finishes. */
+    int (*step)(void *conn, void *stmt, bool first, const mv_param *params, int nparams,
+                int64_t *changes, mv_err *err);
+    const char *(*text)(void *stmt, int col);
+    int64_t (*int64)(void *stmt, int col);
+    bool (*is_null)(void *stmt, int col);
+    int (*column_count)(void *stmt);
+    void (*reset)(void *stmt);
+    /* True when the connection is unusable and must be reopened (PostgreSQL after a drop). */
+    bool (*is_broken)(void *conn);
+} mv_driver;
+
+extern const mv_driver mv_sqlite_driver;
+extern const mv_driver mv_pg_driver;
+
+#define MV_STMT_CACHE_BUCKETS 64
+
+struct mv_stmt {
+    mv_db *db;
+    const char *sql; /* cache key */
+    void *drv_stmt;
+    mv_param params[MV_STMT_MAX_PARAMS];
+    int nparams;
+    int64_t changes;
+    bool started;
+    mv_stmt *next;
+};
+
+struct mv_db {
+    mv_store *store;
+    const mv_driver *drv;
+    void *conn;
+    mv_stmt *cache[MV_STMT_CACHE_BUCKETS];
+};
+
+typedef struct mv_migration {
+    int version;
+    const char *name;
+    const char *sqlite_sql;
+    const char *postgres_sql;
+} mv_migration;
+
+/* The ordered list of migrations (store/migrations.c). */
+extern const mv_migration *const mv_migrations[];
+
+#endif

@@ -1,0 +1,14 @@
+/* migrations.c — the ordered schema history. A migration never changes once released; each has
+ * the SQL of both dialects side by side so the differences are visible in one place. */
+#include "store/driver.h"
+
+extern const mv_migration mv_migration_messages;
+extern const mv_migration mv_migration_outbox;
+extern const mv_migration mv_migration_durable;
+
+const mv_migration *const mv_migrations[] = {
+    &mv_migration_messages,
+    &mv_migration_outbox,
+    &mv_migration_durable,
+    NULL,
+};

@@ -1,0 +1,117 @@
+/* sqlite.c — the SQLite driver: WAL journal, synchronous=FULL unless configured, a busy timeout
+ * for writers in other processes, and BEGIN IMMEDIATE for write transactions so a transaction
+ * that will write takes the lock up front instead of failing half-way with SQLITE_BUSY. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/driver.h"
+
+static mv_code sqlite_error(sqlite3 *db, int rc, mv_err *err) {
+    mv_code code = (rc == SQLITE_BUSY || rc == SQLITE_LOCKED || rc == SQLITE_CANTOPEN ||
+                    rc == SQLITE_IOERR || rc == SQLITE_FULL)
+                       ? MV_STORE_UNAVAILABLE
+                       : MV_INTERNAL;
+    return mv_err_set(err, code, "sqlite: %s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
+
+static mv_code sq_exec(void *conn, const char *sql, mv_err *err) {
+    int rc = sqlite3_exec(conn, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? MV_OK : sqlite_error(conn, rc, err);
+}
+
+static mv_code sq_connect(const char *url, const mv_store_options *o, void **out, mv_err *err) {
+    const char *path = url + strlen("sqlite:");
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        mv_err_set(err, MV_STORE_UNAVAILABLE, "sqlite: cannot open \"%s\": %s", path,
+                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return MV_STORE_UNAVAILABLE;
+    }
+    sqlite3_busy_timeout(db, o->busy_timeout_ms);
+    char pragmas[256];
+    snprintf(pragmas, sizeof pragmas,
+             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;",
+             o->synchronous);
+    mv_code code = sq_exec(db, pragmas, err);
+    if (code != MV_OK) {
+        sqlite3_close(db);
+        return code;
+    }
+    *out = db;
+    return MV_OK;
+}
+
+static void sq_disconnect(void *conn) { sqlite3_close_v2(conn); }
+
+static mv_code sq_begin(void *conn, bool write, mv_err *err) {
+    return sq_exec(conn, write ? "BEGIN IMMEDIATE" : "BEGIN", err);
+}
+
+static mv_code sq_prepare(void *conn, const char *sql, void **out, mv_err *err) {
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v3(conn, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    if (rc != SQLITE_OK) return sqlite_error(conn, rc, err);
+    *out = st;
+    return MV_OK;
+}
+
+static void sq_finalize(void *st) { sqlite3_finalize(st); }
+
+static int sq_step(void *conn, void *stmt, bool first, const mv_param *params, int n,
+                   int64_t *changes, mv_err *err) {
+    sqlite3_stmt *st = stmt;
+    if (first) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        for (int i = 0; i < n; i++) {
+            switch (params[i].type) {
+            case MV_PARAM_NULL: sqlite3_bind_null(st, i + 1); break;
+            case MV_PARAM_INT: sqlite3_bind_int64(st, i + 1, params[i].i); break;
+            case MV_PARAM_TEXT:
+                sqlite3_bind_text(st, i + 1, params[i].s, -1, SQLITE_TRANSIENT);
+                break;
+            }
+        }
+    }
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) return 1;
+    if (rc == SQLITE_DONE) {
+        *changes = sqlite3_changes64(conn);
+        return 0;
+    }
+    sqlite_error(conn, rc, err);
+    sqlite3_reset(st);
+    return -1;
+}
+
+static const char *sq_text(void *st, int col) {
+    return (const char *)sqlite3_column_text(st, col);
+}
+static int64_t sq_int64(void *st, int col) { return sqlite3_column_int64(st, col); }
+static bool sq_is_null(void *st, int col) { return sqlite3_column_type(st, col) == SQLITE_NULL; }
+static int sq_column_count(void *st) { return sqlite3_column_count(st); }
+static void sq_reset(void *st) {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+}
+
+const mv_driver mv_sqlite_driver = {
+    .name = "sqlite",
+    .connect = sq_connect,
+    .disconnect = sq_disconnect,
+    .exec = sq_exec,
+    .begin = sq_begin,
+    .prepare = sq_prepare,
+    .finalize = sq_finalize,
+    .step = sq_step,
+    .text = sq_text,
+    .int64 = sq_int64,
+    .is_null = sq_is_null,
+    .column_count = sq_column_count,
+    .reset = sq_reset,
+    .is_broken = NULL,
+};
