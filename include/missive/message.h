@@ -1,0 +1,194 @@
+/* missive/message.h — the message service: create (idempotent), read, actions exactly once.
+ *
+ * A service is bound to one store and one template registry; two services never share state.
+ * Messages are JSON documents in the shape of the HTTP API (README "Message JSON"): every
+ * function that returns messages returns new jansson references the caller owns.
+ *
+ * Exactly-once actions: pressing an action claims the message (active → processing, with an
+ * attempt id and a lease) in one conditional update; the handler runs outside any transaction;
+ * success archives the message, inserts the sender notification and queues emails in one
+ * transaction that only the claim's owner can commit. A failed handler leaves the message
+ * retryable with the same attempt id, which external systems see as the Idempotency-Key. */
+#ifndef MISSIVE_MESSAGE_H
+#define MISSIVE_MESSAGE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "missive/base.h"
+#include "missive/store.h"
+#include "missive/template.h"
+
+typedef struct mv_service mv_service;
+
+/* ---- extension points --------------------------------------------------------------------- */
+
+/* Payment provider (all three calls are idempotent on the far side). create_session receives an
+ * idempotency key derived from the client request scope and item index (empty without a client
+ * request id) and returns a malloc'd session id (NULL or "" counts as a failure). */
+typedef struct mv_payment_provider {
+    mv_code (*create_session)(void *ctx, const char *payer_id, const char *payment_cd,
+                              const json_t *price_args, const char *idempotency_key,
+                              char **session_id, mv_err *err);
+    mv_code (*expire_session)(void *ctx, const char *session_id, mv_err *err);
+    mv_code (*refund_payment)(void *ctx, const char *session_id, mv_err *err);
+    void *ctx;
+} mv_payment_provider;
+
+/* Reported when expiring a payment session during compensation fails. */
+typedef struct mv_payment_failure {
+    const char *operation; /* "expire" */
+    const char *session_id;
+    const char *error;          /* the expire failure */
+    const char *original_error; /* what made compensation necessary */
+    const char *client_request_id, *client_request_owner_id, *template_cd; /* may be NULL */
+} mv_payment_failure;
+
+/* A prepare hook in C (a template's prepare may also be declarative or a webhook). Returns in
+ * *items NULL/json null (no messages), one item object, or an array of items; each item may have
+ * toUser, toRoles, templateData, payload, display, paymentCd, priceArgs, type, fromUser. */
+typedef struct mv_prepare_input {
+    const char *template_cd;
+    const mv_user *user;
+    const json_t *payload;
+    const char *idempotency_key;
+} mv_prepare_input;
+typedef mv_code (*mv_prepare_fn)(void *ctx, const mv_prepare_input *in, json_t **items,
+                                 mv_err *err);
+
+/* An action handler in C. *result (may stay NULL = null) is a new reference. */
+typedef struct mv_action_input {
+    const json_t *message; /* the claimed message */
+    const mv_action_def *action;
+    const char *action_name; /* rendered */
+    const mv_user *user;
+    const char *attempt_id;
+    const json_t *input; /* the request body, {} when none */
+} mv_action_input;
+typedef mv_code (*mv_action_fn)(void *ctx, const mv_action_input *in, json_t **result,
+                                mv_err *err);
+
+/* Runs an action whose template names a handler the message layer does not run itself (a
+ * webhook or a saga); the daemon supplies it. Same contract as mv_action_fn. */
+typedef struct mv_handler_runner {
+    mv_action_fn run;
+    void *ctx;
+} mv_handler_runner;
+
+/* Email: called inside the creating/archiving transaction for every new message that qualifies
+ * (toUser set, receiver title non-empty and not excluded) — it writes an outbox row. */
+typedef mv_code (*mv_email_enqueue_fn)(void *ctx, mv_db *db, const json_t *message, int64_t now,
+                                       mv_err *err);
+
+typedef struct mv_service_options {
+    mv_store *store;        /* required, borrowed */
+    mv_registry *registry;  /* required, borrowed */
+    const mv_clock *clock;  /* NULL = real time */
+    const char *const *admin_roles; /* roles given to messages whose prepare gives none */
+    size_t nadmin_roles;
+    int default_list_limit; /* 0 → 50 */
+    int max_list_limit;     /* 0 → 100 */
+    int64_t client_request_lease_ms; /* 0 → 30000 */
+    int64_t client_request_wait_ms;  /* < 0 → 0; 0 → 5000 unless wait_zero */
+    bool client_request_wait_zero;   /* make the wait exactly 0 (one attempt) */
+    int64_t client_request_poll_ms;  /* 0 → 200 */
+    int64_t action_lease_ms;         /* 0 → 30000 */
+    const mv_payment_provider *payment; /* NULL = no payments */
+    void (*on_payment_compensation_failure)(void *ctx, const mv_payment_failure *ev);
+    void *hook_ctx;
+    mv_prepare_fn prepare_webhook; /* runs {"webhook": URL} prepares; ctx = prepare_ctx */
+    void *prepare_ctx;
+    mv_handler_runner handlers;    /* runs webhook and saga handlers */
+    mv_email_enqueue_fn email_enqueue; /* NULL = no email */
+    void *email_ctx;
+    const json_t *email_exclusions; /* array of titles (trimmed, case-insensitive) */
+} mv_service_options;
+
+/* Validates options (limits: finite integers ≥ 1, default ≤ max — MV_INVALID_PAGINATION with the
+ * reference's messages) and creates a service. Free with mv_service_free(). */
+mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err *err);
+void mv_service_free(mv_service *svc);
+
+/* Registers a C prepare hook for a template (overrides its declarative prepare). */
+void mv_service_set_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn fn, void *ctx);
+/* Registers a C handler for an action (overrides the template's handler). */
+void mv_service_set_handler(mv_service *svc, const char *template_cd, const char *action_cd,
+                            mv_action_fn fn, void *ctx);
+
+/* ---- create -------------------------------------------------------------------------------- */
+
+typedef struct mv_create_request {
+    const char *template_cd;
+    const mv_user *user;
+    const json_t *payload;       /* object; NULL = {} */
+    const mv_user *payer;        /* NULL = user */
+    const json_t *client_request_id; /* NULL = none; otherwise must be a string (normalised) */
+} mv_create_request;
+
+/* createMessage. *messages: a new JSON array of the created (or replayed) messages. *replayed
+ * (may be NULL) is true when the answer is a replay of an earlier request. */
+mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t **messages,
+                          bool *replayed, mv_err *err);
+
+/* Normalises a client request id: NULL → none (out[0] = 0); not a string →
+ * "clientRequestId must be a string when provided"; trimmed empty → "…non-empty string after
+ * trimming whitespace"; longer than 128 → "…at most 128 characters". out holds 129 bytes. */
+mv_code mv_client_request_id_normalize(const json_t *value, char out[129], mv_err *err);
+
+/* createNotification: a generic notification (templateCd "__generic-notification__").
+ * params: {fromUser?, toUser?, toRoles?, receiverContent: {title, long, short?},
+ * senderContent?, documents?}. *message: the stored message. */
+mv_code mv_notification_create(mv_service *svc, const json_t *params, json_t **message,
+                               mv_err *err);
+
+/* Deletes completed client-request reservations completed at or before completed_before (ms):
+ * `missive gc`. *removed (may be NULL) receives the count. */
+mv_code mv_requests_gc(mv_store *store, int64_t completed_before, int64_t *removed, mv_err *err);
+
+/* ---- read ---------------------------------------------------------------------------------- */
+
+typedef struct mv_list_request {
+    const mv_user *user;
+    const json_t *limit;  /* NULL = default; must be a finite integer; clamped to [1, max] */
+    const json_t *skip;   /* NULL = 0; must be a finite integer; negative → 0 */
+    const char *cursor;   /* opaque keyset cursor from a previous page, NULL = first page */
+    bool archived;        /* false: the inbox (active); true: archived messages */
+} mv_list_request;
+
+/* *messages: new array; *next_cursor: malloc'd cursor or NULL on the last page. */
+mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **messages,
+                        char **next_cursor, mv_err *err);
+/* Active messages visible to the user. */
+mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err);
+/* A message by id (active or archived). user NULL → no visibility check; otherwise
+ * MV_MESSAGE_NOT_FOUND unless visible. */
+mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, json_t **message,
+                       mv_err *err);
+
+/* getActions: *out = {"uiTemplate": …, "actions": [...]}. Order: unknown message → not found;
+ * no user → MV_INVALID_USER; not that usertype and not admin → not found; generic notification;
+ * unregistered template → MV_TEMPLATE_NOT_FOUND; admin or archived → no actions. */
+mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype,
+                           const mv_user *user, bool is_admin, json_t **out, mv_err *err);
+
+/* ---- actions ------------------------------------------------------------------------------- */
+
+typedef struct mv_action_request {
+    const char *message_id;
+    const char *template_cd; /* NULL = the message's own */
+    const char *action_cd;
+    const mv_user *user;
+    const json_t *input;         /* request body; NULL = {} */
+    const char *resume_token;    /* X-Resume-Token, for actions that need approval */
+} mv_action_request;
+
+/* handleAction. *result: new reference (the handler's result, json null when none). */
+mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
+                         mv_err *err);
+
+/* Extends the lease of a running attempt by action_lease_ms (for long handlers). Returns false
+ * when the attempt no longer holds the message (its lease expired and another took over). */
+bool mv_action_extend_lease(mv_service *svc, const char *message_id, const char *attempt_id);
+
+#endif

@@ -1,0 +1,313 @@
+/* claim.c — handleAction: the message action state machine and the exactly-once protocol.
+ *
+ *   active ──claim──▶ processing ──handler ok, archive txn (owner only)──▶ archived
+ *                      │    ▲
+ *      handler failed  ▼    │ re-claim: same actionCd, attempt id kept
+ *                    retryable (or processing whose lease expired)
+ *
+ * Every arrow is one conditional UPDATE; its row count decides who won, so two presses, two
+ * servers or a crashed server can never run the effect twice under one attempt. The handler runs
+ * between transactions; external systems receive the attempt id as Idempotency-Key and the same
+ * id on every retry, so they can deduplicate what missive cannot see. The archiving transaction
+ * also inserts the sender notification and queues emails, so nothing is ever half-done. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "message/service.h"
+
+static const char SQL_CLAIM_ACTIVE[] =
+    "UPDATE messages SET action_state = 'processing', action_cd = ?, action_attempt_id = ?, "
+    "action_claimed_by = ?, action_claimed_at = ?, action_lease_expires_at = ?, "
+    "action_failure_message = NULL, action_approval_id = ?, updated_at = ? "
+    "WHERE id = ? AND action_state = 'active'";
+static const char SQL_CLAIM_RETRY[] =
+    "UPDATE messages SET action_state = 'processing', action_claimed_by = ?, "
+    "action_claimed_at = ?, action_lease_expires_at = ?, action_failure_message = NULL, "
+    "updated_at = ? "
+    "WHERE id = ? AND action_cd = ? AND action_attempt_id IS NOT NULL "
+    "AND (action_state = 'retryable' OR (action_state = 'processing' AND "
+    "action_lease_expires_at <= ?))";
+static const char SQL_ATTEMPT_OF[] =
+    "SELECT action_attempt_id, action_state, action_cd, action_approval_id FROM messages "
+    "WHERE id = ?";
+static const char SQL_MARK_RETRYABLE[] =
+    "UPDATE messages SET action_state = 'retryable', action_failure_message = ?, "
+    "action_lease_expires_at = NULL, updated_at = ? "
+    "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
+static const char SQL_ARCHIVE[] =
+    "UPDATE messages SET action_state = 'archived', archived = 1, archived_by = ?, "
+    "archived_at = ?, action_lease_expires_at = NULL, updated_at = ? "
+    "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
+static const char SQL_ARCHIVE_ROLES[] = "UPDATE message_roles SET archived = 1 WHERE message_id = ?";
+static const char SQL_EXTEND_LEASE[] =
+    "UPDATE messages SET action_lease_expires_at = ? "
+    "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
+
+typedef struct action_job {
+    mv_service *svc;
+    const mv_action_request *req;
+    const char *user_id;
+    json_t *message; /* as loaded */
+    const mv_template *tpl;
+    const mv_action_def *action;
+    char attempt_id[64];
+    char approval_id[64];
+    bool new_attempt;
+    json_t *result;
+    json_t *notification; /* sender notification document, when any */
+} action_job;
+
+/* ---- claim ------------------------------------------------------------------------------- */
+
+static mv_code read_attempt(mv_db *db, const char *id, char attempt[64], char state[16],
+                            char action_cd[129], mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_ATTEMPT_OF, &st, err);
+    if (rc != MV_OK) return rc;
+    mv_stmt_bindf(st, "s", id);
+    int r = mv_stmt_step(st, err);
+    attempt[0] = state[0] = action_cd[0] = '\0';
+    if (r == 1) {
+        mv_strlcpy(attempt, mv_stmt_text(st, 0), 64);
+        mv_strlcpy(state, mv_stmt_text(st, 1), 16);
+        mv_strlcpy(action_cd, mv_stmt_text(st, 2), 129);
+    }
+    mv_stmt_done(st);
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+}
+
+static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
+    action_job *j = ctx;
+    const char *id = j->req->message_id;
+    int64_t now = svc_now(j->svc), lease = now + j->svc->o.action_lease_ms;
+    char attempt[37];
+    mv_code rc = mv_id_uuid(attempt, err);
+    if (rc != MV_OK) return rc;
+    int64_t changes = 0;
+    rc = mv_db_execf(db, SQL_CLAIM_ACTIVE, &changes, err, "sssiisis", j->action->action_cd, attempt,
+                     j->user_id, now, lease, j->approval_id[0] ? j->approval_id : NULL, now, id);
+    if (rc != MV_OK) return rc;
+    if (changes == 1) {
+        mv_strlcpy(j->attempt_id, attempt, sizeof j->attempt_id);
+        j->new_attempt = true;
+        return MV_OK;
+    }
+    rc = mv_db_execf(db, SQL_CLAIM_RETRY, &changes, err, "siiissi", j->user_id, now, lease, now, id,
+                     j->action->action_cd, now);
+    if (rc != MV_OK) return rc;
+    char state[16], action_cd[129];
+    if ((rc = read_attempt(db, id, j->attempt_id, state, action_cd, err)) != MV_OK) return rc;
+    if (changes == 1) return MV_OK;
+    if (strcmp(state, "archived") == 0)
+        return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
+    return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress", id);
+}
+
+/* ---- handler ----------------------------------------------------------------------------- */
+
+static mv_code run_payment(action_job *j, mv_err *err) {
+    const mv_payment_provider *p = j->svc->o.payment;
+    const char *session = mv_json_str(j->message, "paymentSession");
+    if (!p) return mv_err_set(err, MV_PAYMENT_FAILED, "no payment provider is configured");
+    if (!session) return MV_OK; /* nothing was charged: nothing to refund or expire */
+    bool refund = strcmp(j->action->handler_target, "refund") == 0;
+    mv_code rc = refund ? (p->refund_payment ? p->refund_payment(p->ctx, session, err) : MV_OK)
+                        : (p->expire_session ? p->expire_session(p->ctx, session, err) : MV_OK);
+    if (rc == MV_OK) j->result = json_pack("{s:s,s:s}", "paymentSession", session, "operation",
+                                          j->action->handler_target);
+    return rc;
+}
+
+static mv_code run_handler(action_job *j, mv_err *err) {
+    mv_action_fn fn = NULL;
+    void *ctx = NULL;
+    char *name = NULL;
+    json_t *empty = json_object();
+    mv_code rc = mv_tpl_render(j->action->name, json_object_get(j->message, "payload"),
+                               MV_ESCAPE_NONE, &name, NULL, err);
+    if (rc != MV_OK) goto done;
+    mv_action_input in = {j->message, j->action, name, j->req->user, j->attempt_id,
+                          j->req->input ? j->req->input : empty};
+    if (svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
+        rc = fn(ctx, &in, &j->result, err);
+    } else if (j->action->handler == MV_HANDLER_NONE) {
+        rc = MV_OK;
+    } else if (j->action->handler == MV_HANDLER_PAYMENT) {
+        rc = run_payment(j, err);
+    } else if (j->svc->o.handlers.run) {
+        rc = j->svc->o.handlers.run(j->svc->o.handlers.ctx, &in, &j->result, err);
+    } else {
+        rc = mv_err_set(err, MV_INTERNAL, "no runner for the handler of action \"%s\"",
+                        j->action->action_cd);
+    }
+done:
+    free(name);
+    json_decref(empty);
+    return rc;
+}
+
+typedef struct {
+    action_job *j;
+    const char *failure;
+} retry_arg;
+
+static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
+    retry_arg *a = ctx;
+    return mv_db_execf(db, SQL_MARK_RETRYABLE, NULL, err, "siss", a->failure, svc_now(a->j->svc),
+                       a->j->req->message_id, a->j->attempt_id);
+}
+
+/* ---- archive + notify --------------------------------------------------------------------- */
+
+static mv_code build_notification(action_job *j, mv_err *err) {
+    const mv_action_def *a = j->action;
+    const char *from = mv_json_str(j->message, "fromUser");
+    if (!a->has_sender_notification || !from || !*from) return MV_OK;
+    json_t *data = json_deep_copy(json_object_get(j->message, "payload"));
+    if (!json_is_object(data)) {
+        json_decref(data);
+        data = json_object();
+    }
+    json_object_set(data, "result", j->result ? j->result : json_null());
+    char *title = NULL, *shrt = NULL, *lng = NULL;
+    mv_code rc = MV_OK;
+    if (a->notify_title) rc = mv_tpl_render(a->notify_title, data, MV_ESCAPE_NONE, &title, NULL, err);
+    if (rc == MV_OK && a->notify_long)
+        rc = mv_tpl_render(a->notify_long, data, MV_ESCAPE_NONE, &lng, NULL, err);
+    if (rc == MV_OK && a->notify_short)
+        rc = mv_tpl_render(a->notify_short, data, MV_ESCAPE_NONE, &shrt, NULL, err);
+    if (rc == MV_OK) {
+        const char *sender_title = mv_json_str(json_object_get(j->message, "senderContent"), "title");
+        const char *t = title && *title ? title : sender_title ? sender_title : "";
+        const char *l = lng ? lng : "";
+        const char *s = shrt && *shrt ? shrt : l;
+        json_t *params = json_pack("{s:s,s:{s:s,s:s,s:s}}", "toUser", from, "receiverContent",
+                                   "title", t, "long", l, "short", s);
+        j->notification = notification_doc(j->svc, params);
+        json_decref(params);
+    }
+    free(title);
+    free(shrt);
+    free(lng);
+    json_decref(data);
+    return rc;
+}
+
+static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
+    action_job *j = ctx;
+    const char *id = j->req->message_id;
+    int64_t now = svc_now(j->svc), changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_ARCHIVE, &changes, err, "siiss", j->user_id, now, now, id,
+                             j->attempt_id);
+    if (rc != MV_OK) return rc;
+    if (changes != 1)
+        return mv_err_set(err, MV_ACTION_CONFLICT,
+                          "message \"%s\" already has an action in progress", id);
+    if ((rc = mv_db_execf(db, SQL_ARCHIVE_ROLES, NULL, err, "s", id)) != MV_OK) return rc;
+    if (j->notification) {
+        if ((rc = doc_insert(db, j->notification, NULL, -1, err)) != MV_OK) return rc;
+        if ((rc = doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+/* ---- handleAction ------------------------------------------------------------------------- */
+
+static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
+    action_job *j = ctx;
+    return doc_load(db, j->req->message_id, &j->message, err);
+}
+
+mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
+                         mv_err *err) {
+    *result = NULL;
+    char uid[256];
+    action_job j = {.svc = svc, .req = req, .user_id = uid};
+    mv_template *tpl = NULL;
+    mv_code rc = svc_require_user(req->user, uid, err);
+    if (rc != MV_OK) return rc;
+    if (!mv_valid_message_id(req->message_id))
+        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
+                          req->message_id ? req->message_id : "");
+    if ((rc = mv_store_read(svc->o.store, load_tx, &j, err)) != MV_OK) return rc;
+    if (!j.message)
+        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
+    const char *stored_cd = mv_json_str(j.message, "templateCd");
+    const char *state = mv_json_str(j.message, "actionState");
+    if (state && strcmp(state, "archived") == 0) {
+        rc = mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", req->message_id);
+        goto done;
+    }
+    if (req->template_cd && strcmp(req->template_cd, stored_cd) != 0) {
+        rc = mv_err_set(err, MV_ACTION_TEMPLATE_MISMATCH,
+                        "message template \"%s\" does not match requested template \"%s\"",
+                        stored_cd, req->template_cd);
+        goto done;
+    }
+    tpl = mv_registry_find(svc->o.registry, stored_cd);
+    if (!tpl) {
+        rc = mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found", stored_cd);
+        goto done;
+    }
+    j.tpl = tpl;
+    j.action = mv_template_action(tpl, req->action_cd ? req->action_cd : "");
+    if (!j.action) {
+        rc = mv_err_set(err, MV_ACTION_NOT_FOUND, "action \"%s\" not found in template \"%s\"",
+                        req->action_cd ? req->action_cd : "", stored_cd);
+        goto done;
+    }
+    if (!mv_action_allowed(j.action, req->user, j.message)) {
+        rc = mv_err_set(err, MV_ACTION_NOT_ALLOWED, "not allowed");
+        goto done;
+    }
+    if ((rc = mv_store_write(svc->o.store, claim_tx, &j, err)) != MV_OK) goto done;
+
+    mv_err herr = {0};
+    rc = run_handler(&j, &herr);
+    if (rc == MV_OK) rc = build_notification(&j, &herr);
+    if (rc != MV_OK) {
+        retry_arg a = {&j, herr.message};
+        mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
+        rc = mv_err_set(err, MV_ACTION_RETRYABLE,
+                        "message \"%s\" action attempt \"%s\" failed before commit and may be "
+                        "retried",
+                        req->message_id, j.attempt_id);
+        if (err) {
+            mv_strlcpy(err->attempt_id, j.attempt_id, sizeof err->attempt_id);
+            mv_strlcpy(err->cause, herr.message, sizeof err->cause);
+        }
+        goto done;
+    }
+    if ((rc = mv_store_write(svc->o.store, archive_tx, &j, err)) != MV_OK) {
+        if (rc != MV_ACTION_CONFLICT) {
+            retry_arg a = {&j, err ? err->message : "archive failed"};
+            mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL);
+        }
+        goto done;
+    }
+    *result = j.result ? json_incref(j.result) : json_null();
+done:
+    json_decref(j.result);
+    json_decref(j.notification);
+    json_decref(j.message);
+    mv_template_release(tpl);
+    return rc;
+}
+
+/* Extends the lease of a running attempt (long handlers); false when the attempt lost it. */
+typedef struct {
+    mv_service *svc;
+    const char *id, *attempt;
+    int64_t changes;
+} extend_arg;
+
+static mv_code extend_tx(mv_db *db, void *ctx, mv_err *err) {
+    extend_arg *a = ctx;
+    return mv_db_execf(db, SQL_EXTEND_LEASE, &a->changes, err, "iss",
+                       svc_now(a->svc) + a->svc->o.action_lease_ms, a->id, a->attempt);
+}
+
+bool mv_action_extend_lease(mv_service *svc, const char *message_id, const char *attempt_id) {
+    extend_arg a = {svc, message_id, attempt_id, 0};
+    return mv_store_write(svc->o.store, extend_tx, &a, NULL) == MV_OK && a.changes == 1;
+}

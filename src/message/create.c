@@ -1,0 +1,504 @@
+/* create.c — createMessage: template → prepare → per-item documents (recipients, payment session,
+ * rendered content) → one transaction for all items.
+ *
+ * With a client request id the work is bracketed by a reservation (request.c): replay what is
+ * complete, wait on what is pending, and commit the messages together with the reservation's
+ * completion only while still its lease owner. Payment sessions opened for a batch that then
+ * fails are all expired, in order; the prepare and payment calls never run inside a
+ * transaction. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "message/request.h"
+
+typedef struct create_job {
+    mv_service *svc;
+    const mv_create_request *req;
+    mv_template *tpl;
+    char user_id[256];
+    char payer_id[256];
+    char crid[129];
+    request_scope scope;
+    char lease_owner[37];
+    const json_t *payload;
+    json_t *docs;     /* built documents */
+    json_t *sessions; /* payment session ids opened so far, in order */
+} create_job;
+
+mv_code mv_client_request_id_normalize(const json_t *value, char out[129], mv_err *err) {
+    out[0] = '\0';
+    if (!value) return MV_OK;
+    if (!json_is_string(value))
+        return mv_err_set(err, MV_INVALID_CLIENT_REQUEST_ID,
+                          "clientRequestId must be a string when provided");
+    const char *s = json_string_value(value);
+    size_t n = json_string_length(value);
+    while (n && isspace((unsigned char)*s)) s++, n--;
+    while (n && isspace((unsigned char)s[n - 1])) n--;
+    if (n == 0)
+        return mv_err_set(err, MV_INVALID_CLIENT_REQUEST_ID,
+                          "clientRequestId must be a non-empty string after trimming whitespace");
+    if (n > 128)
+        return mv_err_set(err, MV_INVALID_CLIENT_REQUEST_ID,
+                          "clientRequestId must be at most 128 characters");
+    memcpy(out, s, n);
+    out[n] = '\0';
+    if (memchr(out, '\0', n))
+        return mv_err_set(err, MV_INVALID_CLIENT_REQUEST_ID,
+                          "clientRequestId must not contain NUL characters");
+    return MV_OK;
+}
+
+/* ---- prepare ------------------------------------------------------------------------------ */
+
+static json_t *declarative_item(const mv_template *t, const json_t *data, const json_t *payload,
+                                mv_err *err, mv_code *rc) {
+    json_t *item = json_object();
+    if (t->prepare_to_user) {
+        char *to = NULL;
+        *rc = mv_tpl_render(t->prepare_to_user, data, MV_ESCAPE_NONE, &to, NULL, err);
+        if (*rc != MV_OK) {
+            json_decref(item);
+            return NULL;
+        }
+        if (*to) json_object_set_new(item, "toUser", json_string(to));
+        free(to);
+    }
+    if (t->prepare_to_roles) json_object_set(item, "toRoles", t->prepare_to_roles);
+    json_object_set(item, "templateData", (json_t *)data);
+    json_object_set(item, "payload", (json_t *)payload);
+    return item;
+}
+
+static mv_code run_prepare(create_job *job, json_t **items, mv_err *err) {
+    mv_service *svc = job->svc;
+    const mv_template *t = job->tpl;
+    mv_prepare_fn fn = NULL;
+    void *ctx = NULL;
+    *items = NULL;
+    char key[65];
+    if (job->crid[0]) {
+        char material[1024];
+        snprintf(material, sizeof material, "prepare\n%s\n%s\n%s\n%s", job->scope.owner,
+                 t->template_cd, job->crid, job->scope.fingerprint);
+        mv_sha256_hex(material, strlen(material), key);
+    } else {
+        char uuid[37];
+        mv_code rc = mv_id_uuid(uuid, err);
+        if (rc != MV_OK) return rc;
+        mv_strlcpy(key, uuid, sizeof key);
+    }
+    mv_prepare_input in = {t->template_cd, job->req->user, job->payload, key};
+    if (svc_find_prepare(svc, t->template_cd, &fn, &ctx) ||
+        (t->prepare == MV_PREPARE_WEBHOOK && (fn = svc->o.prepare_webhook, ctx = svc->o.prepare_ctx))) {
+        if (!fn) return mv_err_set(err, MV_PREPARE_FAILED, "no prepare runner is configured");
+        mv_code rc = fn(ctx, &in, items, err);
+        if (rc != MV_OK) return rc;
+        if (*items && !json_is_null(*items) && !json_is_object(*items) && !json_is_array(*items)) {
+            json_decref(*items);
+            *items = NULL;
+            return mv_err_set(err, MV_PREPARE_FAILED,
+                              "prepare for template \"%s\" returned neither null, an item nor an "
+                              "array of items",
+                              t->template_cd);
+        }
+        return MV_OK;
+    }
+    mv_code rc = MV_OK;
+    if (t->prepare_fan_out) {
+        json_t *list = mv_json_path(job->payload, t->prepare_fan_out);
+        if (!json_is_array(list))
+            return mv_err_set(err, MV_PREPARE_FAILED, "fanOut \"%s\" is not an array in the payload",
+                              t->prepare_fan_out);
+        json_t *arr = json_array();
+        size_t i;
+        json_t *el;
+        json_array_foreach(list, i, el) {
+            json_t *item = declarative_item(t, el, job->payload, err, &rc);
+            if (!item) {
+                json_decref(arr);
+                return rc;
+            }
+            json_array_append_new(arr, item);
+        }
+        *items = arr;
+        return MV_OK;
+    }
+    *items = declarative_item(t, job->payload, job->payload, err, &rc);
+    return *items ? MV_OK : rc;
+}
+
+/* ---- documents ---------------------------------------------------------------------------- */
+
+static const char *nonempty_str(const json_t *obj, const char *key) {
+    const char *s = mv_json_str(obj, key);
+    return s && *s ? s : NULL;
+}
+
+static mv_code open_payment_session(create_job *job, const json_t *item, size_t index,
+                                    const char *payment_cd, char **session, mv_err *err) {
+    const mv_payment_provider *p = job->svc->o.payment;
+    char key[65] = "";
+    if (job->crid[0]) {
+        char material[1024];
+        snprintf(material, sizeof material, "payment\n%s\n%s\n%s\n%zu", job->scope.owner,
+                 job->tpl->template_cd, job->crid, index);
+        mv_sha256_hex(material, strlen(material), key);
+    }
+    *session = NULL;
+    mv_code rc = p->create_session(p->ctx, job->payer_id, payment_cd,
+                                   json_object_get(item, "priceArgs"), key, session, err);
+    if (rc != MV_OK) {
+        free(*session);
+        *session = NULL;
+        if (err && err->code != MV_PAYMENT_FAILED) err->code = MV_PAYMENT_FAILED;
+        return MV_PAYMENT_FAILED;
+    }
+    if (!*session || !**session) {
+        free(*session);
+        *session = NULL;
+        return mv_err_set(err, MV_PAYMENT_FAILED, "payment session creation failed");
+    }
+    json_array_append_new(job->sessions, json_string(*session));
+    return MV_OK;
+}
+
+static mv_code build_doc(create_job *job, const json_t *item, size_t index, json_t **out,
+                         mv_err *err) {
+    mv_service *svc = job->svc;
+    const mv_template *t = job->tpl;
+    int64_t now = svc_now(svc);
+    const char *type = nonempty_str(item, "type");
+    if (!type) type = *t->type ? t->type : "notification";
+    json_t *doc = doc_new(type, t->template_cd, now);
+    mv_code rc = MV_OK;
+
+    const char *to_user = nonempty_str(item, "toUser");
+    if (to_user) json_object_set_new(doc, "toUser", json_string(to_user));
+    json_t *roles = json_object_get(item, "toRoles");
+    if (json_is_array(roles) && json_array_size(roles)) {
+        json_t *copy = json_array();
+        size_t i;
+        json_t *r;
+        json_array_foreach(roles, i, r) if (json_is_string(r)) json_array_append(copy, r);
+        json_object_set_new(doc, "toRoles", copy);
+    } else {
+        json_t *copy = json_array();
+        for (size_t i = 0; i < svc->nadmin_roles; i++)
+            json_array_append_new(copy, json_string(svc->admin_roles[i]));
+        json_object_set_new(doc, "toRoles", copy);
+    }
+    if (json_array_size(json_object_get(doc, "toRoles")) > MV_MAX_ROLES) {
+        rc = mv_err_set(err, MV_INVALID_ARGUMENT, "a message may have at most %d toRoles",
+                        MV_MAX_ROLES);
+        goto fail;
+    }
+    const char *payment_cd = nonempty_str(item, "paymentCd");
+    if (!payment_cd) payment_cd = t->payment_cd;
+    json_object_set_new(doc, "paymentCd", json_string(payment_cd));
+    if (*payment_cd && svc->o.payment && (to_user || json_array_size(json_object_get(doc, "toRoles")))) {
+        char *session = NULL;
+        if ((rc = open_payment_session(job, item, index, payment_cd, &session, err)) != MV_OK)
+            goto fail;
+        json_object_set_new(doc, "paymentSession", json_string(session));
+        free(session);
+    }
+    json_t *data = json_object_get(item, "templateData");
+    json_t *empty = json_object();
+    json_t *sender = NULL, *receiver = NULL;
+    if (!json_is_object(data)) data = empty;
+    rc = mv_content_render(&t->sender_content, data, &sender, err);
+    if (rc == MV_OK) rc = mv_content_render(&t->receiver_content, data, &receiver, err);
+    json_decref(empty);
+    if (rc != MV_OK) {
+        json_decref(sender);
+        goto fail;
+    }
+    json_object_set_new(doc, "senderContent", sender);
+    json_object_set_new(doc, "receiverContent", receiver);
+    const char *from = nonempty_str(item, "fromUser");
+    json_object_set_new(doc, "fromUser", json_string(from ? from : job->user_id));
+    json_t *documents = json_object_get(job->payload, "documents");
+    json_object_set_new(doc, "documents",
+                        json_is_array(documents) ? json_deep_copy(documents) : json_array());
+    json_t *payload = json_object_get(item, "payload");
+    json_object_set_new(doc, "payload",
+                        json_deep_copy(json_is_object(payload) ? payload : job->payload));
+    json_t *display = json_object_get(item, "display");
+    if (json_is_object(display)) json_object_set_new(doc, "display", json_deep_copy(display));
+    if (job->crid[0]) json_object_set_new(doc, "clientRequestId", json_string(job->crid));
+    *out = doc;
+    return MV_OK;
+fail:
+    json_decref(doc);
+    return rc;
+}
+
+static mv_code build_all(create_job *job, mv_err *err) {
+    json_t *items = NULL;
+    mv_code rc = run_prepare(job, &items, err);
+    if (rc != MV_OK) return rc;
+    if (!items || json_is_null(items)) {
+        json_decref(items);
+        return MV_OK;
+    }
+    if (json_is_object(items)) {
+        json_t *arr = json_array();
+        json_array_append_new(arr, items);
+        items = arr;
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item) {
+        json_t *doc = NULL;
+        if (!json_is_object(item)) {
+            rc = mv_err_set(err, MV_PREPARE_FAILED, "prepare item %zu is not an object", i);
+            break;
+        }
+        if ((rc = build_doc(job, item, i, &doc, err)) != MV_OK) break;
+        json_array_append_new(job->docs, doc);
+    }
+    json_decref(items);
+    return rc;
+}
+
+/* ---- compensation ------------------------------------------------------------------------- */
+
+/* Expires every session opened for this request, in order. The first failure is reported (hook
+ * and error); the remaining sessions are still expired. Returns MV_OK when all expired. */
+static mv_code compensate(create_job *job, const mv_err *original, mv_err *err) {
+    const mv_payment_provider *p = job->svc->o.payment;
+    mv_code result = MV_OK;
+    if (!p || !p->expire_session) return MV_OK;
+    size_t i;
+    json_t *sid;
+    json_array_foreach(job->sessions, i, sid) {
+        mv_err e = {0};
+        if (p->expire_session(p->ctx, json_string_value(sid), &e) == MV_OK) continue;
+        if (result != MV_OK) continue;
+        if (job->svc->o.on_payment_compensation_failure) {
+            mv_payment_failure ev = {"expire", json_string_value(sid), e.message,
+                                     original ? original->message : "",
+                                     job->crid[0] ? job->crid : NULL,
+                                     job->crid[0] ? job->user_id : NULL, job->tpl->template_cd};
+            job->svc->o.on_payment_compensation_failure(job->svc->o.hook_ctx, &ev);
+        }
+        result = mv_err_set(err, MV_PAYMENT_COMPENSATION_FAILED,
+                            "payment session compensation failed for session \"%s\" during expire: %s",
+                            json_string_value(sid), e.message);
+        if (err) {
+            mv_strlcpy(err->session_id, json_string_value(sid), sizeof err->session_id);
+            mv_strlcpy(err->operation, "expire", sizeof err->operation);
+            mv_strlcpy(err->cause, original ? original->message : "", sizeof err->cause);
+        }
+    }
+    return result;
+}
+
+/* ---- persistence -------------------------------------------------------------------------- */
+
+static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
+    size_t i;
+    json_t *doc;
+    json_array_foreach(job->docs, i, doc) {
+        mv_code rc = doc_insert(db, doc, job->crid[0] ? job->user_id : NULL,
+                                job->crid[0] ? (int64_t)i : -1, err);
+        if (rc == MV_OK) rc = doc_enqueue_email(job->svc, db, doc, err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
+    create_job *job = ctx;
+    mv_code rc = insert_docs_tx(db, job, err);
+    if (rc == MV_OK && job->crid[0])
+        rc = request_complete_tx(db, &job->scope, job->lease_owner,
+                                 (int64_t)json_array_size(job->docs), svc_now(job->svc), err);
+    return rc;
+}
+
+typedef struct {
+    create_job *job;
+    const char *failure;
+} fail_arg;
+
+static mv_code fail_tx(mv_db *db, void *ctx, mv_err *err) {
+    fail_arg *a = ctx;
+    return request_fail_tx(db, &a->job->scope, a->job->lease_owner, a->failure,
+                           svc_now(a->job->svc), err);
+}
+
+/* Builds and persists; on failure compensates payments and (with a reservation) records it. */
+static mv_code build_and_persist(create_job *job, mv_err *err) {
+    mv_err e = {0};
+    mv_code rc = build_all(job, &e);
+    if (rc == MV_OK) rc = mv_store_write(job->svc->o.store, persist_tx, job, &e);
+    if (rc == MV_OK) return MV_OK;
+    mv_code crc = compensate(job, &e, err);
+    if (crc == MV_OK) mv_err_copy(err, &e);
+    else rc = crc;
+    if (job->crid[0] && e.code != MV_CLIENT_REQUEST_PENDING) {
+        fail_arg a = {job, err ? err->message : e.message};
+        mv_store_write(job->svc->o.store, fail_tx, &a, NULL); /* best effort: the lease expires */
+    }
+    return rc;
+}
+
+/* ---- the reservation loop ----------------------------------------------------------------- */
+
+typedef struct {
+    create_job *job;
+    bool acquired;
+    json_t *replay;
+    int64_t lease_left;
+} acquire_arg;
+
+static mv_code acquire_tx(mv_db *db, void *ctx, mv_err *err) {
+    acquire_arg *a = ctx;
+    int64_t now = svc_now(a->job->svc);
+    mv_code rc = request_acquire_tx(db, &a->job->scope, a->job->lease_owner,
+                                    a->job->svc->o.client_request_lease_ms, now, &a->acquired, err);
+    if (rc != MV_OK || a->acquired) return rc;
+    return request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left, now, err);
+}
+
+static mv_code replay_tx(mv_db *db, void *ctx, mv_err *err) {
+    acquire_arg *a = ctx;
+    return request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left, svc_now(a->job->svc),
+                             err);
+}
+
+static mv_code create_with_reservation(create_job *job, json_t **messages, bool *replayed,
+                                       mv_err *err) {
+    mv_service *svc = job->svc;
+    acquire_arg a = {job, false, NULL, 0};
+    mv_code rc = mv_store_read(svc->o.store, replay_tx, &a, err);
+    if (rc != MV_OK) return rc;
+    if (a.replay) {
+        *messages = a.replay;
+        *replayed = true;
+        return MV_OK;
+    }
+    if ((rc = mv_id_uuid(job->lease_owner, err)) != MV_OK) return rc;
+    /* Waiting is measured in real time even when the service clock is injected. */
+    int64_t deadline = mv_now_ms() + svc->o.client_request_wait_ms;
+    for (;;) {
+        a.acquired = false;
+        a.replay = NULL;
+        if ((rc = mv_store_write(svc->o.store, acquire_tx, &a, err)) != MV_OK) return rc;
+        if (a.replay) {
+            *messages = a.replay;
+            *replayed = true;
+            return MV_OK;
+        }
+        if (a.acquired) break;
+        int64_t left = deadline - mv_now_ms();
+        if (left <= 0) {
+            mv_err_set(err, MV_CLIENT_REQUEST_PENDING,
+                       "clientRequestId \"%s\" is still pending; retry after the current "
+                       "reservation completes or its lease expires",
+                       job->crid);
+            int secs = (int)((a.lease_left + 999) / 1000);
+            if (err) err->retry_after_s = secs > 0 ? secs : 1;
+            return MV_CLIENT_REQUEST_PENDING;
+        }
+        mv_sleep_ms(left < svc->o.client_request_poll_ms ? left : svc->o.client_request_poll_ms);
+    }
+    if ((rc = build_and_persist(job, err)) != MV_OK) return rc;
+    *messages = json_incref(job->docs);
+    return MV_OK;
+}
+
+mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t **messages,
+                          bool *replayed, mv_err *err) {
+    *messages = NULL;
+    bool replay_flag = false;
+    create_job job = {.svc = svc, .req = req};
+    mv_code rc = mv_client_request_id_normalize(req->client_request_id, job.crid, err);
+    if (rc != MV_OK) return rc;
+    if ((rc = svc_require_user(req->user, job.user_id, err)) != MV_OK) return rc;
+    if (req->payer ? !mv_user_id(req->payer, job.payer_id, sizeof job.payer_id)
+                   : !mv_user_id(req->user, job.payer_id, sizeof job.payer_id))
+        mv_strlcpy(job.payer_id, job.user_id, sizeof job.payer_id);
+    json_t *empty = json_object();
+    job.payload = req->payload ? req->payload : empty;
+    if (!json_is_object(job.payload)) {
+        json_decref(empty);
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "body must be a JSON object");
+    }
+    job.tpl = mv_registry_find(svc->o.registry, req->template_cd ? req->template_cd : "");
+    if (!job.tpl) {
+        json_decref(empty);
+        return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",
+                          req->template_cd ? req->template_cd : "");
+    }
+    job.docs = json_array();
+    job.sessions = json_array();
+    if (job.crid[0]) {
+        job.scope.owner = job.user_id;
+        job.scope.template_cd = job.tpl->template_cd;
+        job.scope.id = job.crid;
+        mv_json_fingerprint(job.payload, job.scope.fingerprint);
+        rc = create_with_reservation(&job, messages, &replay_flag, err);
+    } else {
+        rc = build_and_persist(&job, err);
+        if (rc == MV_OK) *messages = json_incref(job.docs);
+    }
+    if (replayed) *replayed = replay_flag;
+    json_decref(job.docs);
+    json_decref(job.sessions);
+    json_decref(empty);
+    mv_template_release(job.tpl);
+    return rc;
+}
+
+/* ---- notifications ------------------------------------------------------------------------ */
+
+typedef struct {
+    mv_service *svc;
+    json_t *doc;
+} notify_arg;
+
+static mv_code notify_tx(mv_db *db, void *ctx, mv_err *err) {
+    notify_arg *a = ctx;
+    mv_code rc = doc_insert(db, a->doc, NULL, -1, err);
+    return rc == MV_OK ? doc_enqueue_email(a->svc, db, a->doc, err) : rc;
+}
+
+static json_t *content_from(const json_t *c) {
+    json_t *out = json_pack("{s:s,s:s,s:s}", "title", "", "short", "", "long", "");
+    const char *keys[] = {"title", "short", "long"};
+    for (int i = 0; i < 3; i++) {
+        const char *v = mv_json_str(c, keys[i]);
+        if (v) json_object_set_new(out, keys[i], json_string(v));
+    }
+    return out;
+}
+
+json_t *notification_doc(mv_service *svc, const json_t *params) {
+    json_t *doc = doc_new("notification", MV_GENERIC_NOTIFICATION_TEMPLATE_CD, svc_now(svc));
+    const char *from = mv_json_str(params, "fromUser"), *to = mv_json_str(params, "toUser");
+    if (from) json_object_set_new(doc, "fromUser", json_string(from));
+    if (to) json_object_set_new(doc, "toUser", json_string(to));
+    json_t *roles = json_object_get(params, "toRoles");
+    if (json_is_array(roles)) json_object_set_new(doc, "toRoles", json_deep_copy(roles));
+    json_object_set_new(doc, "receiverContent", content_from(json_object_get(params, "receiverContent")));
+    json_object_set_new(doc, "senderContent", content_from(json_object_get(params, "senderContent")));
+    json_t *documents = json_object_get(params, "documents");
+    if (json_is_array(documents)) json_object_set_new(doc, "documents", json_deep_copy(documents));
+    return doc;
+}
+
+mv_code mv_notification_create(mv_service *svc, const json_t *params, json_t **message,
+                               mv_err *err) {
+    *message = NULL;
+    if (!json_is_object(params) || !json_is_object(json_object_get(params, "receiverContent")))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "receiverContent must be an object");
+    notify_arg a = {svc, notification_doc(svc, params)};
+    mv_code rc = mv_store_write(svc->o.store, notify_tx, &a, err);
+    if (rc == MV_OK) *message = a.doc;
+    else json_decref(a.doc);
+    return rc;
+}

@@ -1,0 +1,161 @@
+/* document.c — the one place that knows how a message row maps to the message JSON of the API
+ * (README "Message JSON"). Structured fields (roles, contents, payload…) are stored as JSON text;
+ * times are integer milliseconds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "message/service.h"
+
+static json_t *json_or(const char *text, json_t *fallback) {
+    if (!text) return fallback;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (!v) return fallback;
+    json_decref(fallback);
+    return v;
+}
+
+static json_t *text_or_null(mv_stmt *st, int col) {
+    const char *s = mv_stmt_text(st, col);
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *int_or_null(mv_stmt *st, int col) {
+    return mv_stmt_is_null(st, col) ? json_null() : json_integer(mv_stmt_int64(st, col));
+}
+
+json_t *doc_from_row(mv_stmt *st) {
+    json_t *d = json_object();
+    json_object_set_new(d, "id", text_or_null(st, 0));
+    json_object_set_new(d, "type", text_or_null(st, 1));
+    json_object_set_new(d, "templateCd", text_or_null(st, 2));
+    json_object_set_new(d, "fromUser", text_or_null(st, 3));
+    json_object_set_new(d, "toUser", text_or_null(st, 4));
+    json_object_set_new(d, "toRoles", json_or(mv_stmt_text(st, 5), json_array()));
+    json_object_set_new(d, "senderContent", json_or(mv_stmt_text(st, 6), json_object()));
+    json_object_set_new(d, "receiverContent", json_or(mv_stmt_text(st, 7), json_object()));
+    json_object_set_new(d, "documents", json_or(mv_stmt_text(st, 8), json_array()));
+    json_object_set_new(d, "paymentSession", text_or_null(st, 9));
+    json_object_set_new(d, "paymentCd", text_or_null(st, 10));
+    json_object_set_new(d, "payload", json_or(mv_stmt_text(st, 11), json_object()));
+    json_object_set_new(d, "display", json_or(mv_stmt_text(st, 12), json_object()));
+    json_object_set_new(d, "clientRequestId", text_or_null(st, 13));
+    /* 14 client_request_owner_id, 15 item index: internal */
+    json_object_set_new(d, "actionState", text_or_null(st, 16));
+    json_object_set_new(d, "actionCd", text_or_null(st, 17));
+    json_object_set_new(d, "actionAttemptId", text_or_null(st, 18));
+    /* 19 claimed_by, 20 claimed_at, 21 lease, 22 failure message, 23 approval id: internal */
+    json_object_set_new(d, "archivedBy", text_or_null(st, 24));
+    json_object_set_new(d, "archivedAt", int_or_null(st, 25));
+    json_object_set_new(d, "createdAt", int_or_null(st, 26));
+    json_object_set_new(d, "updatedAt", int_or_null(st, 27));
+    return d;
+}
+
+json_t *doc_new(const char *type, const char *template_cd, int64_t now) {
+    char id[25];
+    mv_id_message(id);
+    json_t *empty_content = json_pack("{s:s,s:s,s:s}", "title", "", "short", "", "long", "");
+    return json_pack("{s:s,s:s,s:s,s:n,s:n,s:[],s:O,s:o,s:[],s:n,s:s,s:{},s:{},s:n,s:s,s:n,s:n,"
+                     "s:n,s:n,s:I,s:I}",
+                     "id", id, "type", type, "templateCd", template_cd, "fromUser", "toUser",
+                     "toRoles", "senderContent", empty_content, "receiverContent", empty_content,
+                     "documents", "paymentSession", "paymentCd", "", "payload", "display",
+                     "clientRequestId", "actionState", "active", "actionCd", "actionAttemptId",
+                     "archivedBy", "archivedAt", "createdAt", (json_int_t)now, "updatedAt",
+                     (json_int_t)now);
+}
+
+static const char SQL_INSERT_MESSAGE[] =
+    "INSERT INTO messages (id, type, template_cd, from_user, to_user, to_roles, sender_content, "
+    "receiver_content, documents, payment_session, payment_cd, payload, display, "
+    "client_request_id, client_request_owner_id, client_request_item_index, action_state, "
+    "archived, created_at, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 0, ?, ?)";
+static const char SQL_INSERT_ROLE[] =
+    "INSERT INTO message_roles (message_id, role, archived, created_at) VALUES (?, ?, 0, ?) "
+    "ON CONFLICT DO NOTHING";
+
+mv_code doc_insert(mv_db *db, const json_t *doc, const char *owner_id, int64_t item_index,
+                   mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_INSERT_MESSAGE, &st, err);
+    if (rc != MV_OK) return rc;
+    const char *json_fields[] = {"toRoles", "senderContent", "receiverContent", "documents",
+                                 "payload", "display"};
+    char *texts[6] = {0};
+    for (int i = 0; i < 6; i++) {
+        json_t *v = json_object_get(doc, json_fields[i]);
+        texts[i] = v && !json_is_null(v) ? mv_json_compact(v) : NULL;
+    }
+    int64_t created = json_integer_value(json_object_get(doc, "createdAt"));
+    mv_stmt_bindf(st, "ssssssssssssss", mv_json_str(doc, "id"), mv_json_str(doc, "type"),
+                  mv_json_str(doc, "templateCd"), mv_json_str(doc, "fromUser"),
+                  mv_json_str(doc, "toUser"), texts[0] ? texts[0] : "[]",
+                  texts[1] ? texts[1] : "{}", texts[2] ? texts[2] : "{}",
+                  texts[3] ? texts[3] : "[]", mv_json_str(doc, "paymentSession"),
+                  mv_json_str(doc, "paymentCd") ? mv_json_str(doc, "paymentCd") : "",
+                  texts[4] ? texts[4] : "{}", texts[5], mv_json_str(doc, "clientRequestId"));
+    mv_stmt_bind_text(st, 15, owner_id);
+    if (item_index >= 0) mv_stmt_bind_int64(st, 16, item_index);
+    else mv_stmt_bind_null(st, 16);
+    mv_stmt_bind_int64(st, 17, created);
+    mv_stmt_bind_int64(st, 18, json_integer_value(json_object_get(doc, "updatedAt")));
+    int r = mv_stmt_step(st, err);
+    mv_stmt_done(st);
+    for (int i = 0; i < 6; i++) free(texts[i]);
+    if (r < 0) return err ? err->code : MV_INTERNAL;
+
+    size_t i;
+    json_t *role;
+    json_array_foreach(json_object_get(doc, "toRoles"), i, role) {
+        if (!json_is_string(role)) continue;
+        rc = mv_db_execf(db, SQL_INSERT_ROLE, NULL, err, "ssi", mv_json_str(doc, "id"),
+                         json_string_value(role), created);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+static const char SQL_LOAD_MESSAGE[] = "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ?";
+
+mv_code doc_load(mv_db *db, const char *id, json_t **doc, mv_err *err) {
+    *doc = NULL;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_LOAD_MESSAGE, &st, err);
+    if (rc != MV_OK) return rc;
+    mv_stmt_bindf(st, "s", id);
+    int r = mv_stmt_step(st, err);
+    if (r == 1) *doc = doc_from_row(st);
+    mv_stmt_done(st);
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+}
+
+static bool title_excluded(const json_t *exclusions, const char *title) {
+    size_t i;
+    json_t *ex;
+    json_array_foreach(exclusions, i, ex) {
+        const char *e = json_string_value(ex);
+        if (!e) continue;
+        while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r') e++;
+        size_t n = strlen(e);
+        while (n && strchr(" \t\r\n", e[n - 1])) n--;
+        if (strlen(title) == n && strncasecmp(e, title, n) == 0) return true;
+    }
+    return false;
+}
+
+mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err) {
+    if (!svc->o.email_enqueue) return MV_OK;
+    const char *to = mv_json_str(doc, "toUser");
+    const char *title = mv_json_str(json_object_get(doc, "receiverContent"), "title");
+    if (!to || !*to || !title) return MV_OK;
+    while (*title && strchr(" \t\r\n", *title)) title++;
+    size_t n = strlen(title);
+    while (n && strchr(" \t\r\n", title[n - 1])) n--;
+    if (!n) return MV_OK;
+    char *trimmed = strndup(title, n);
+    bool excluded = !trimmed || title_excluded(svc->email_exclusions, trimmed);
+    free(trimmed);
+    if (excluded) return MV_OK;
+    return svc->o.email_enqueue(svc->o.email_ctx, db, doc, svc_now(svc), err);
+}

@@ -1,0 +1,192 @@
+/* request.c — the client-request reservation state machine (idempotent create).
+ *
+ *   (none) --reserve--> pending --complete (lease owner, same txn as the messages)--> completed
+ *                          |  \--fail (lease owner)--> failed
+ *                          \--takeover (lease expired, same fingerprint)--> pending (new owner)
+ *
+ * Every transition is one conditional statement; its row count says whether this caller won.
+ * A completed reservation is replayed only after checking that the stored messages are exactly
+ * items 0..n-1, so a half-written state can never be served as a success. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "message/request.h"
+
+static const char SQL_RESERVE[] =
+    "INSERT INTO message_requests (client_request_owner_id, template_cd, client_request_id, "
+    "state, fingerprint, item_count, lease_owner_id, lease_expires_at, created_at, updated_at) "
+    "VALUES (?, ?, ?, 'pending', ?, NULL, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+static const char SQL_TAKEOVER[] =
+    "UPDATE message_requests SET lease_owner_id = ?, lease_expires_at = ?, updated_at = ? "
+    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
+    "AND state = 'pending' AND fingerprint = ? AND lease_expires_at <= ?";
+static const char SQL_FIND[] =
+    "SELECT state, fingerprint, item_count, failure_message, lease_expires_at "
+    "FROM message_requests "
+    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ?";
+static const char SQL_FIND_MESSAGES[] =
+    "SELECT " MESSAGE_COLUMNS " FROM messages "
+    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
+    "ORDER BY client_request_item_index, id";
+static const char SQL_COMPLETE[] =
+    "UPDATE message_requests SET state = 'completed', item_count = ?, completed_at = ?, "
+    "lease_expires_at = NULL, updated_at = ? "
+    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
+    "AND state = 'pending' AND lease_owner_id = ?";
+static const char SQL_FAIL[] =
+    "UPDATE message_requests SET state = 'failed', failed_at = ?, failure_message = ?, "
+    "lease_expires_at = NULL, updated_at = ? "
+    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
+    "AND state = 'pending' AND lease_owner_id = ?";
+static const char SQL_GC[] =
+    "DELETE FROM message_requests WHERE state = 'completed' AND completed_at <= ?";
+
+static mv_code inconsistent(const request_scope *s, mv_err *err, const char *detail) {
+    return mv_err_set(err, MV_CLIENT_REQUEST_INCONSISTENT,
+                      "clientRequestId \"%s\" has inconsistent persisted state: %s", s->id, detail);
+}
+
+/* findCompletedClientRequestReplay, plus the fingerprint check. */
+mv_code request_replay_tx(mv_db *db, const request_scope *s, json_t **replay, int64_t *lease_left,
+                          int64_t now, mv_err *err) {
+    *replay = NULL;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_FIND, &st, err);
+    if (rc != MV_OK) return rc;
+    mv_stmt_bindf(st, "sss", s->owner, s->template_cd, s->id);
+    int r = mv_stmt_step(st, err);
+    if (r < 0) {
+        mv_stmt_done(st);
+        return err ? err->code : MV_INTERNAL;
+    }
+    bool found = r == 1;
+    char state[16] = "", fingerprint[65] = "", failure[400] = "";
+    bool count_null = true;
+    int64_t count = 0, lease = 0;
+    if (found) {
+        mv_strlcpy(state, mv_stmt_text(st, 0), sizeof state);
+        mv_strlcpy(fingerprint, mv_stmt_text(st, 1), sizeof fingerprint);
+        count_null = mv_stmt_is_null(st, 2);
+        count = mv_stmt_int64(st, 2);
+        mv_strlcpy(failure, mv_stmt_text(st, 3), sizeof failure);
+        lease = mv_stmt_int64(st, 4);
+    }
+    mv_stmt_done(st);
+    if (lease_left) *lease_left = lease > now ? lease - now : 0;
+
+    json_t *docs = json_array();
+    json_t *indexes = json_array();
+    if ((rc = mv_db_prepare(db, SQL_FIND_MESSAGES, &st, err)) != MV_OK) goto fail;
+    mv_stmt_bindf(st, "sss", s->owner, s->template_cd, s->id);
+    while ((r = mv_stmt_step(st, err)) == 1) {
+        json_array_append_new(docs, doc_from_row(st));
+        json_array_append_new(indexes, mv_stmt_is_null(st, 15) ? json_null()
+                                                               : json_integer(mv_stmt_int64(st, 15)));
+    }
+    mv_stmt_done(st);
+    if (r < 0) {
+        rc = err ? err->code : MV_INTERNAL;
+        goto fail;
+    }
+
+    if (!found) {
+        rc = json_array_size(docs) ? inconsistent(s, err, "messages exist without a reservation")
+                                   : MV_OK;
+        goto fail; /* nothing to replay either way */
+    }
+    if (strcmp(fingerprint, s->fingerprint) != 0) {
+        rc = mv_err_set(err, MV_CLIENT_REQUEST_MISMATCH,
+                        "clientRequestId \"%s\" was already used with a different payload", s->id);
+        goto fail;
+    }
+    if (strcmp(state, "failed") == 0) {
+        rc = mv_err_set(err, MV_CLIENT_REQUEST_FAILED, "clientRequestId \"%s\" previously failed: %s",
+                        s->id, failure);
+        goto fail;
+    }
+    if (strcmp(state, "completed") != 0) {
+        rc = MV_OK; /* pending: nothing to replay yet */
+        goto fail;
+    }
+    if (count_null || count < 0) {
+        rc = inconsistent(s, err, "completed reservation has an invalid itemCount");
+        goto fail;
+    }
+    if (count == 0 && json_array_size(docs)) {
+        rc = inconsistent(s, err, "completed zero-item reservation has messages");
+        goto fail;
+    }
+    bool exact = (int64_t)json_array_size(docs) == count;
+    for (size_t i = 0; exact && i < json_array_size(indexes); i++)
+        exact = json_integer_value(json_array_get(indexes, i)) == (json_int_t)i &&
+                json_is_integer(json_array_get(indexes, i));
+    if (!exact) {
+        char *found_json = mv_json_compact(indexes);
+        char detail[300];
+        snprintf(detail, sizeof detail, "completed reservation expects item indexes 0..%lld but found %s",
+                 (long long)(count - 1), found_json ? found_json : "[]");
+        free(found_json);
+        rc = inconsistent(s, err, detail);
+        goto fail;
+    }
+    json_decref(indexes);
+    *replay = docs;
+    return MV_OK;
+fail:
+    json_decref(docs);
+    json_decref(indexes);
+    return rc;
+}
+
+mv_code request_acquire_tx(mv_db *db, const request_scope *s, const char *lease_owner,
+                           int64_t lease_ms, int64_t now, bool *acquired, mv_err *err) {
+    int64_t changes = 0;
+    *acquired = false;
+    mv_code rc = mv_db_execf(db, SQL_RESERVE, &changes, err, "sssssiii", s->owner, s->template_cd,
+                             s->id, s->fingerprint, lease_owner, now + lease_ms, now, now);
+    if (rc != MV_OK) return rc;
+    if (changes == 0)
+        rc = mv_db_execf(db, SQL_TAKEOVER, &changes, err, "siissssi", lease_owner, now + lease_ms,
+                         now, s->owner, s->template_cd, s->id, s->fingerprint, now);
+    *acquired = rc == MV_OK && changes == 1;
+    return rc;
+}
+
+mv_code request_complete_tx(mv_db *db, const request_scope *s, const char *lease_owner,
+                            int64_t item_count, int64_t now, mv_err *err) {
+    int64_t changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_COMPLETE, &changes, err, "iiissss", item_count, now, now,
+                             s->owner, s->template_cd, s->id, lease_owner);
+    if (rc == MV_OK && changes != 1)
+        rc = mv_err_set(err, MV_CLIENT_REQUEST_PENDING,
+                        "clientRequestId \"%s\" is still pending; retry after the current "
+                        "reservation completes or its lease expires",
+                        s->id);
+    return rc;
+}
+
+mv_code request_fail_tx(mv_db *db, const request_scope *s, const char *lease_owner,
+                        const char *failure, int64_t now, mv_err *err) {
+    return mv_db_execf(db, SQL_FAIL, NULL, err, "isissss", now, failure, now, s->owner,
+                       s->template_cd, s->id, lease_owner);
+}
+
+mv_code request_gc_tx(mv_db *db, int64_t completed_before, int64_t *removed, mv_err *err) {
+    return mv_db_execf(db, SQL_GC, removed, err, "i", completed_before);
+}
+
+typedef struct {
+    int64_t before, removed;
+} gc_arg;
+
+static mv_code gc_tx(mv_db *db, void *ctx, mv_err *err) {
+    gc_arg *a = ctx;
+    return request_gc_tx(db, a->before, &a->removed, err);
+}
+
+mv_code mv_requests_gc(mv_store *store, int64_t completed_before, int64_t *removed, mv_err *err) {
+    gc_arg a = {completed_before, 0};
+    mv_code rc = mv_store_write(store, gc_tx, &a, err);
+    if (removed) *removed = a.removed;
+    return rc;
+}

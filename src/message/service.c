@@ -1,0 +1,123 @@
+/* service.c — constructing a message service: options validated once, admin roles and email
+ * exclusions copied (the caller's arrays may go away), C overrides for prepare and handlers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "message/service.h"
+
+int64_t svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); }
+
+mv_code svc_require_user(const mv_user *user, char buf[256], mv_err *err) {
+    if (!mv_user_id(user, buf, 256))
+        return mv_err_set(err, MV_INVALID_USER, "user._id must be a non-empty string or ObjectId");
+    return MV_OK;
+}
+
+static mv_code check_limit(const char *name, int value, mv_err *err) {
+    if (value < 1) return mv_err_set(err, MV_INVALID_PAGINATION, "%s must be at least 1", name);
+    return MV_OK;
+}
+
+mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err *err) {
+    *out = NULL;
+    if (!opts || !opts->store || !opts->registry)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "a message service needs a store and a registry");
+    mv_service_options o = *opts;
+    if (!o.max_list_limit) o.max_list_limit = 100;
+    if (!o.default_list_limit) o.default_list_limit = 50;
+    mv_code rc;
+    if ((rc = check_limit("maxListLimit", o.max_list_limit, err)) ||
+        (rc = check_limit("defaultListLimit", o.default_list_limit, err)))
+        return rc;
+    if (o.default_list_limit > o.max_list_limit)
+        return mv_err_set(err, MV_INVALID_PAGINATION,
+                          "defaultListLimit must be less than or equal to maxListLimit");
+    if (o.client_request_lease_ms <= 0) o.client_request_lease_ms = 30000;
+    if (o.client_request_wait_zero || o.client_request_wait_ms < 0) o.client_request_wait_ms = 0;
+    else if (o.client_request_wait_ms == 0) o.client_request_wait_ms = 5000;
+    if (o.client_request_poll_ms <= 0) o.client_request_poll_ms = 200;
+    if (o.action_lease_ms <= 0) o.action_lease_ms = 30000;
+    if (o.nadmin_roles > MV_MAX_ROLES)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d adminRoles", MV_MAX_ROLES);
+
+    mv_service *s = calloc(1, sizeof *s);
+    if (!s) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    s->o = o;
+    s->admin_roles = calloc(o.nadmin_roles + 1, sizeof *s->admin_roles);
+    for (size_t i = 0; s->admin_roles && i < o.nadmin_roles; i++)
+        s->admin_roles[s->nadmin_roles++] = strdup(o.admin_roles[i]);
+    s->o.admin_roles = NULL;
+    s->email_exclusions = o.email_exclusions ? json_deep_copy(o.email_exclusions) : json_array();
+    s->o.email_exclusions = NULL;
+    pthread_mutex_init(&s->mu, NULL);
+    *out = s;
+    return MV_OK;
+}
+
+void mv_service_free(mv_service *svc) {
+    if (!svc) return;
+    for (size_t i = 0; i < svc->nadmin_roles; i++) free(svc->admin_roles[i]);
+    free(svc->admin_roles);
+    json_decref(svc->email_exclusions);
+    for (override_entry *e = svc->overrides, *n; e; e = n) {
+        n = e->next;
+        free(e->template_cd);
+        free(e->action_cd);
+        free(e);
+    }
+    pthread_mutex_destroy(&svc->mu);
+    free(svc);
+}
+
+static void add_override(mv_service *svc, const char *template_cd, const char *action_cd,
+                         mv_prepare_fn prepare, mv_action_fn handler, void *ctx) {
+    override_entry *e = calloc(1, sizeof *e);
+    if (!e) return;
+    e->template_cd = strdup(template_cd);
+    e->action_cd = action_cd ? strdup(action_cd) : NULL;
+    e->prepare = prepare;
+    e->handler = handler;
+    e->ctx = ctx;
+    pthread_mutex_lock(&svc->mu);
+    e->next = svc->overrides; /* newest first: a later registration wins */
+    svc->overrides = e;
+    pthread_mutex_unlock(&svc->mu);
+}
+
+void mv_service_set_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn fn, void *ctx) {
+    add_override(svc, template_cd, NULL, fn, NULL, ctx);
+}
+
+void mv_service_set_handler(mv_service *svc, const char *template_cd, const char *action_cd,
+                            mv_action_fn fn, void *ctx) {
+    add_override(svc, template_cd, action_cd, NULL, fn, ctx);
+}
+
+static override_entry *find_override(mv_service *svc, const char *t, const char *a) {
+    override_entry *found = NULL;
+    pthread_mutex_lock(&svc->mu);
+    for (override_entry *e = svc->overrides; e && !found; e = e->next)
+        if (strcmp(e->template_cd, t) == 0 &&
+            (a ? (e->action_cd && strcmp(e->action_cd, a) == 0) : !e->action_cd))
+            found = e;
+    pthread_mutex_unlock(&svc->mu);
+    return found;
+}
+
+bool svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *fn, void **ctx) {
+    override_entry *e = find_override(svc, template_cd, NULL);
+    if (!e) return false;
+    *fn = e->prepare;
+    *ctx = e->ctx;
+    return true;
+}
+
+bool svc_find_handler(mv_service *svc, const char *template_cd, const char *action_cd,
+                      mv_action_fn *fn, void **ctx) {
+    override_entry *e = find_override(svc, template_cd, action_cd);
+    if (!e) return false;
+    *fn = e->handler;
+    *ctx = e->ctx;
+    return true;
+}

@@ -1,0 +1,65 @@
+/* message/service.h — internals shared by the message service's files. */
+#ifndef MISSIVE_MESSAGE_SERVICE_H
+#define MISSIVE_MESSAGE_SERVICE_H
+
+#include <pthread.h>
+
+#include "missive/message.h"
+#include "store/db.h"
+
+#define MV_MAX_ROLES 16 /* roles per user and per message considered for visibility */
+
+typedef struct override_entry {
+    char *template_cd, *action_cd; /* action_cd NULL for prepare overrides */
+    mv_prepare_fn prepare;
+    mv_action_fn handler;
+    void *ctx;
+    struct override_entry *next;
+} override_entry;
+
+struct mv_service {
+    mv_service_options o;
+    char **admin_roles;
+    size_t nadmin_roles;
+    json_t *email_exclusions;
+    pthread_mutex_t mu; /* guards overrides */
+    override_entry *overrides;
+};
+
+int64_t svc_now(const mv_service *svc);
+
+/* The trimmed user id into buf, or MV_INVALID_USER. */
+mv_code svc_require_user(const mv_user *user, char buf[256], mv_err *err);
+
+/* C overrides registered with mv_service_set_prepare / _set_handler (NULL when none). */
+bool svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *fn, void **ctx);
+bool svc_find_handler(mv_service *svc, const char *template_cd, const char *action_cd,
+                      mv_action_fn *fn, void **ctx);
+
+/* ---- document.c: the messages table <-> message JSON ---- */
+
+/* The column list every message SELECT uses, in the order doc_from_row reads. */
+#define MESSAGE_COLUMNS                                                                            \
+    "id, type, template_cd, from_user, to_user, to_roles, sender_content, receiver_content, "      \
+    "documents, payment_session, payment_cd, payload, display, client_request_id, "                \
+    "client_request_owner_id, client_request_item_index, action_state, action_cd, "               \
+    "action_attempt_id, action_claimed_by, action_claimed_at, action_lease_expires_at, "           \
+    "action_failure_message, action_approval_id, archived_by, archived_at, created_at, updated_at"
+
+/* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
+json_t *doc_from_row(mv_stmt *st);
+/* Inserts a message document (as built by create/notification) and its role rows. owner_id and
+ * item_index (< 0 = none) are the client request's, stored but not part of the JSON shape. */
+mv_code doc_insert(mv_db *db, const json_t *doc, const char *owner_id, int64_t item_index,
+                   mv_err *err);
+/* Loads one message by id inside a transaction; *doc NULL when absent. */
+mv_code doc_load(mv_db *db, const char *id, json_t **doc, mv_err *err);
+/* A fresh message document with every field at its default. */
+json_t *doc_new(const char *type, const char *template_cd, int64_t now);
+/* Queues an email for doc when it qualifies (SEMANTICS §1.10), inside the transaction. */
+mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err);
+
+/* A generic-notification document from createNotification params (not stored). */
+json_t *notification_doc(mv_service *svc, const json_t *params);
+
+#endif

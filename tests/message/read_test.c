@@ -1,0 +1,218 @@
+/* read_test.c — visibility, list ordering and pagination (skip and cursor), count, get and
+ * getActions (SEMANTICS §1.6, §2.2, §2.5). */
+#include "fixture.h"
+
+static json_t *create_to(fixture *f, const char *from, const char *to, const char *role) {
+    mv_user u = {.id = from};
+    json_t *payload = json_pack("{s:s}", "name", "W");
+    if (to) json_object_set_new(payload, "toUser", json_string(to));
+    if (role) json_object_set_new(payload, "toRoles", json_pack("[s]", role));
+    mv_create_request req = {.template_cd = "svc-test", .user = &u, .payload = payload};
+    json_t *m = NULL;
+    mv_err err = {0};
+    mv_message_create(f->svc, &req, &m, NULL, &err);
+    json_decref(payload);
+    json_t *one = json_incref(json_array_get(m, 0));
+    json_decref(m);
+    return one;
+}
+
+static json_t *list(fixture *f, const mv_user *u, json_t *limit, json_t *skip, const char *cursor,
+                    char **next, mv_code *rc) {
+    mv_list_request req = {.user = u, .limit = limit, .skip = skip, .cursor = cursor};
+    json_t *out = NULL;
+    mv_err err = {0};
+    *rc = mv_message_list(f->svc, &req, &out, next, &err);
+    json_decref(limit);
+    json_decref(skip);
+    return out;
+}
+
+TEST(visibility_covers_sender_recipient_and_roles_without_duplicates) {
+    fixture f;
+    REQUIRE(fixture_open(&f, "vis.db"));
+    json_decref(create_to(&f, "me", "other", NULL));    /* I sent it */
+    f.now++;
+    json_decref(create_to(&f, "other", "me", NULL));    /* sent to me */
+    f.now++;
+    json_decref(create_to(&f, "other", NULL, "ops"));   /* to my role */
+    f.now++;
+    json_decref(create_to(&f, "other", "me", "ops"));   /* both: must appear once */
+    f.now++;
+    json_decref(create_to(&f, "other", "else", "hr"));  /* hidden */
+    const char *roles[] = {"ops"};
+    mv_user me = {.id = "me", .roles = roles, .nroles = 1};
+    mv_code rc;
+    json_t *page = list(&f, &me, NULL, NULL, NULL, NULL, &rc);
+    CHECK_INT(rc, MV_OK);
+    CHECK_INT(json_array_size(page), 4);
+    int64_t n = 0;
+    mv_err err = {0};
+    CHECK_CODE(mv_message_count(f.svc, &me, &n, &err), MV_OK, &err);
+    CHECK_INT(n, 4);
+    mv_user stranger = {.id = "nobody"};
+    CHECK_CODE(mv_message_count(f.svc, &stranger, &n, &err), MV_OK, &err);
+    CHECK_INT(n, 0);
+    json_decref(page);
+    fixture_close(&f);
+}
+
+TEST(equal_created_at_pages_are_ordered_by_id_descending) {
+    fixture f;
+    REQUIRE(fixture_open(&f, "ties.db"));
+    json_t *a = create_to(&f, "u1", "u2", NULL);
+    json_t *b = create_to(&f, "u1", "u2", NULL);
+    json_t *c = create_to(&f, "u1", "u2", NULL);
+    mv_user u = {.id = "u1"};
+    mv_code rc;
+    char *next = NULL;
+    json_t *p1 = list(&f, &u, json_integer(2), NULL, NULL, &next, &rc);
+    REQUIRE(json_array_size(p1) == 2 && next);
+    CHECK_STR(mv_json_str(json_array_get(p1, 0), "id"), mv_json_str(c, "id"));
+    CHECK_STR(mv_json_str(json_array_get(p1, 1), "id"), mv_json_str(b, "id"));
+    char *next2 = NULL;
+    json_t *p2 = list(&f, &u, json_integer(2), NULL, next, &next2, &rc);
+    REQUIRE(json_array_size(p2) == 1);
+    CHECK_STR(mv_json_str(json_array_get(p2, 0), "id"), mv_json_str(a, "id"));
+    CHECK(next2 == NULL);
+    json_t *s = list(&f, &u, json_integer(2), json_integer(2), NULL, NULL, &rc);
+    CHECK_INT(json_array_size(s), 1);
+    json_decref(s);
+    free(next);
+    json_decref(p1);
+    json_decref(p2);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    fixture_close(&f);
+}
+
+TEST(limits_are_clamped_and_non_integers_rejected) {
+    mv_service_options o = {.default_list_limit = 2, .max_list_limit = 2};
+    fixture f;
+    REQUIRE(fixture_open_opts(&f, "clamp.db", &o));
+    for (int i = 0; i < 3; i++) json_decref(create_to(&f, "u1", "u2", NULL));
+    mv_user u = {.id = "u1"};
+    mv_code rc;
+    json_t *p;
+    p = list(&f, &u, json_integer(0), NULL, NULL, NULL, &rc);
+    CHECK_INT(json_array_size(p), 1);
+    json_decref(p);
+    p = list(&f, &u, json_integer(-10), NULL, NULL, NULL, &rc);
+    CHECK_INT(json_array_size(p), 1);
+    json_decref(p);
+    p = list(&f, &u, json_integer(100), NULL, NULL, NULL, &rc);
+    CHECK_INT(json_array_size(p), 2);
+    json_decref(p);
+    p = list(&f, &u, json_integer(2), json_integer(-10), NULL, NULL, &rc);
+    CHECK_INT(json_array_size(p), 2);
+    json_decref(p);
+    p = list(&f, &u, json_real(1.5), NULL, NULL, NULL, &rc);
+    CHECK_INT(rc, MV_INVALID_PAGINATION);
+    CHECK(p == NULL);
+    p = list(&f, &u, NULL, json_real(1.5), NULL, NULL, &rc);
+    CHECK_INT(rc, MV_INVALID_PAGINATION);
+    p = list(&f, &u, json_string("10"), NULL, NULL, NULL, &rc);
+    CHECK_INT(rc, MV_INVALID_PAGINATION);
+    p = list(&f, &u, NULL, NULL, "not-a-cursor!", NULL, &rc);
+    CHECK_INT(rc, MV_INVALID_PAGINATION);
+    fixture_close(&f);
+}
+
+TEST(service_limits_are_validated_with_the_reference_messages) {
+    mv_store *s = NULL;
+    mv_registry *r = mv_registry_new();
+    mv_store_options so = {.allow_memory = true};
+    REQUIRE(mv_store_open("sqlite::memory:", &so, &s, NULL) == MV_OK);
+    mv_service *svc = NULL;
+    mv_err err = {0};
+    mv_service_options o = {.store = s, .registry = r, .max_list_limit = -1};
+    CHECK_CODE(mv_service_new(&o, &svc, &err), MV_INVALID_PAGINATION, &err);
+    CHECK_STR(err.message, "maxListLimit must be at least 1");
+    o = (mv_service_options){.store = s, .registry = r, .default_list_limit = 11, .max_list_limit = 10};
+    CHECK_CODE(mv_service_new(&o, &svc, &err), MV_INVALID_PAGINATION, &err);
+    CHECK_STR(err.message, "defaultListLimit must be less than or equal to maxListLimit");
+    mv_registry_free(r);
+    mv_store_close(s);
+}
+
+TEST(get_returns_only_visible_messages) {
+    fixture f;
+    REQUIRE(fixture_open(&f, "get.db"));
+    json_t *m = create_to(&f, "u1", "u2", NULL);
+    mv_user u2 = {.id = "u2"}, u3 = {.id = "u3"};
+    json_t *got = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_message_get(f.svc, mv_json_str(m, "id"), &u2, &got, &err), MV_OK, &err);
+    json_decref(got);
+    CHECK_CODE(mv_message_get(f.svc, mv_json_str(m, "id"), &u3, &got, &err), MV_MESSAGE_NOT_FOUND, &err);
+    CHECK_CODE(mv_message_get(f.svc, "507f1f77bcf86cd799439011", &u2, &got, &err),
+               MV_MESSAGE_NOT_FOUND, &err);
+    json_decref(m);
+    fixture_close(&f);
+}
+
+TEST(get_actions_follows_the_reference_order) {
+    fixture f;
+    REQUIRE(fixture_open(&f, "getactions.db"));
+    json_t *m = create_to(&f, "u1", "u2", NULL);
+    const char *id = mv_json_str(m, "id");
+    mv_user u2 = {.id = "u2"}, u3 = {.id = "u3"}, blank = {.id = "  "}, admin = {.id = "admin1"};
+    json_t *out = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_message_actions(f.svc, id, MV_RECEIVER, &u2, false, &out, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(out, "uiTemplate"), "default-message");
+    json_t *acts = json_object_get(out, "actions");
+    REQUIRE(json_array_size(acts) == 2);
+    CHECK_STR(mv_json_str(json_array_get(acts, 0), "actionCd"), "approve");
+    CHECK_STR(mv_json_str(json_array_get(acts, 0), "name"), "Approve W");
+    json_decref(out);
+    CHECK_CODE(mv_message_actions(f.svc, id, MV_RECEIVER, &u3, false, &out, &err),
+               MV_MESSAGE_NOT_FOUND, &err);
+    CHECK_CODE(mv_message_actions(f.svc, id, MV_RECEIVER, &blank, false, &out, &err),
+               MV_INVALID_USER, &err);
+    CHECK_CODE(mv_message_actions(f.svc, id, MV_RECEIVER, &admin, true, &out, &err), MV_OK, &err);
+    CHECK_INT(json_array_size(json_object_get(out, "actions")), 0);
+    json_decref(out);
+    CHECK_CODE(mv_message_actions(f.svc, id, MV_SENDER, &u2, false, &out, &err),
+               MV_MESSAGE_NOT_FOUND, &err);
+    mv_user u1 = {.id = "u1"};
+    CHECK_CODE(mv_message_actions(f.svc, id, MV_SENDER, &u1, false, &out, &err), MV_OK, &err);
+    CHECK_INT(json_array_size(json_object_get(out, "actions")), 1);
+    json_decref(out);
+    json_t *params = json_pack("{s:s,s:{s:s,s:s}}", "toUser", "u2", "receiverContent", "title",
+                               "Hi", "long", "there");
+    json_t *n;
+    REQUIRE(mv_notification_create(f.svc, params, &n, &err) == MV_OK);
+    CHECK_CODE(mv_message_actions(f.svc, mv_json_str(n, "id"), MV_RECEIVER, &u2, false, &out, &err),
+               MV_OK, &err);
+    CHECK_STR(mv_json_str(out, "uiTemplate"), "notification");
+    CHECK_INT(json_array_size(json_object_get(out, "actions")), 0);
+    json_decref(out);
+    json_decref(n);
+    json_decref(params);
+    json_decref(m);
+    fixture_close(&f);
+}
+
+TEST(null_recipient_never_matches_the_user_named_null) {
+    fixture f;
+    REQUIRE(fixture_open(&f, "nullid.db"));
+    json_t *m = create_to(&f, "u1", NULL, NULL);
+    mv_user nul = {.id = "null"};
+    json_t *out = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_message_actions(f.svc, mv_json_str(m, "id"), MV_RECEIVER, &nul, false, &out, &err),
+               MV_MESSAGE_NOT_FOUND, &err);
+    json_decref(m);
+    fixture_close(&f);
+}
+
+int main(void) {
+    return RUN_TESTS(visibility_covers_sender_recipient_and_roles_without_duplicates,
+                     equal_created_at_pages_are_ordered_by_id_descending,
+                     limits_are_clamped_and_non_integers_rejected,
+                     service_limits_are_validated_with_the_reference_messages,
+                     get_returns_only_visible_messages, get_actions_follows_the_reference_order,
+                     null_recipient_never_matches_the_user_named_null);
+}
