@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "missive/base.h"
+#include "missive/deliver.h"
 #include "missive/store.h"
 #include "missive/template.h"
 
@@ -69,17 +70,12 @@ typedef struct mv_action_input {
 typedef mv_code (*mv_action_fn)(void *ctx, const mv_action_input *in, json_t **result,
                                 mv_err *err);
 
-/* Runs an action whose template names a handler the message layer does not run itself (a
- * webhook or a saga); the daemon supplies it. Same contract as mv_action_fn. */
+/* Runs an action whose template names a handler the message layer does not run itself (a saga);
+ * the daemon supplies it. Same contract as mv_action_fn. */
 typedef struct mv_handler_runner {
     mv_action_fn run;
     void *ctx;
 } mv_handler_runner;
-
-/* Email: called inside the creating/archiving transaction for every new message that qualifies
- * (toUser set, receiver title non-empty and not excluded) — it writes an outbox row. */
-typedef mv_code (*mv_email_enqueue_fn)(void *ctx, mv_db *db, const json_t *message, int64_t now,
-                                       mv_err *err);
 
 typedef struct mv_service_options {
     mv_store *store;        /* required, borrowed */
@@ -97,11 +93,9 @@ typedef struct mv_service_options {
     const mv_payment_provider *payment; /* NULL = no payments */
     void (*on_payment_compensation_failure)(void *ctx, const mv_payment_failure *ev);
     void *hook_ctx;
-    mv_prepare_fn prepare_webhook; /* runs {"webhook": URL} prepares; ctx = prepare_ctx */
-    void *prepare_ctx;
-    mv_handler_runner handlers;    /* runs webhook and saga handlers */
-    mv_email_enqueue_fn email_enqueue; /* NULL = no email */
-    void *email_ctx;
+    const mv_webhook_config *webhook; /* prepare and handler webhooks; NULL = defaults, unsigned */
+    mv_handler_runner handlers;    /* runs saga handlers (and overrides nothing else) */
+    bool email;                    /* queue emails in the outbox (see README "Email") */
     const json_t *email_exclusions; /* array of titles (trimmed, case-insensitive) */
 } mv_service_options;
 
@@ -115,6 +109,12 @@ void mv_service_set_prepare(mv_service *svc, const char *template_cd, mv_prepare
 /* Registers a C handler for an action (overrides the template's handler). */
 void mv_service_set_handler(mv_service *svc, const char *template_cd, const char *action_cd,
                             mv_action_fn fn, void *ctx);
+
+/* A payment provider that POSTs {"op": "create"|"expire"|"refund", …} to url (signed, with an
+ * Idempotency-Key). The returned provider copies url; wh stays borrowed. Free with
+ * mv_payment_webhook_free(). */
+mv_payment_provider *mv_payment_webhook_new(const char *url, const mv_webhook_config *wh);
+void mv_payment_webhook_free(mv_payment_provider *p);
 
 /* ---- create -------------------------------------------------------------------------------- */
 

@@ -10,8 +10,10 @@
  * between transactions; external systems receive the attempt id as Idempotency-Key and the same
  * id on every retry, so they can deduplicate what missive cannot see. The archiving transaction
  * also inserts the sender notification and queues emails, so nothing is ever half-done. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "message/service.h"
 
@@ -134,6 +136,8 @@ static mv_code run_handler(action_job *j, mv_err *err) {
         rc = MV_OK;
     } else if (j->action->handler == MV_HANDLER_PAYMENT) {
         rc = run_payment(j, err);
+    } else if (j->action->handler == MV_HANDLER_WEBHOOK) {
+        rc = webhook_handler(j->svc, j->action->handler_target, &in, &j->result, err);
     } else if (j->svc->o.handlers.run) {
         rc = j->svc->o.handlers.run(j->svc->o.handlers.ctx, &in, &j->result, err);
     } else {
@@ -144,6 +148,58 @@ done:
     free(name);
     json_decref(empty);
     return rc;
+}
+
+/* While a handler runs, a small thread keeps the claim's lease alive (every lease/3), so a slow
+ * but healthy handler is never taken over; a crashed server stops extending and its lease ends. */
+typedef struct {
+    action_job *j;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    pthread_t thread;
+} lease_keeper;
+
+static void *keep_lease(void *arg) {
+    lease_keeper *k = arg;
+    int64_t period = k->j->svc->o.action_lease_ms / 3;
+    pthread_mutex_lock(&k->mu);
+    while (!k->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (period % 1000) * 1000000;
+        ts.tv_sec += period / 1000 + ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) != 0 && !k->stop) {
+            pthread_mutex_unlock(&k->mu);
+            bool held = mv_action_extend_lease(k->j->svc, k->j->req->message_id, k->j->attempt_id);
+            pthread_mutex_lock(&k->mu);
+            if (!held) break;
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+static bool keeper_start(lease_keeper *k, action_job *j) {
+    k->j = j;
+    k->stop = false;
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    if (pthread_create(&k->thread, NULL, keep_lease, k) == 0) return true;
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    return false;
+}
+
+static void keeper_stop(lease_keeper *k) {
+    pthread_mutex_lock(&k->mu);
+    k->stop = true;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    pthread_join(k->thread, NULL);
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
 }
 
 typedef struct {
@@ -263,7 +319,10 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
     if ((rc = mv_store_write(svc->o.store, claim_tx, &j, err)) != MV_OK) goto done;
 
     mv_err herr = {0};
+    lease_keeper keeper;
+    bool keeping = keeper_start(&keeper, &j);
     rc = run_handler(&j, &herr);
+    if (keeping) keeper_stop(&keeper);
     if (rc == MV_OK) rc = build_notification(&j, &herr);
     if (rc != MV_OK) {
         retry_arg a = {&j, herr.message};

@@ -90,10 +90,10 @@ static mv_code run_prepare(create_job *job, json_t **items, mv_err *err) {
         mv_strlcpy(key, uuid, sizeof key);
     }
     mv_prepare_input in = {t->template_cd, job->req->user, job->payload, key};
-    if (svc_find_prepare(svc, t->template_cd, &fn, &ctx) ||
-        (t->prepare == MV_PREPARE_WEBHOOK && (fn = svc->o.prepare_webhook, ctx = svc->o.prepare_ctx))) {
-        if (!fn) return mv_err_set(err, MV_PREPARE_FAILED, "no prepare runner is configured");
-        mv_code rc = fn(ctx, &in, items, err);
+    bool custom = svc_find_prepare(svc, t->template_cd, &fn, &ctx);
+    if (custom || t->prepare == MV_PREPARE_WEBHOOK) {
+        mv_code rc = custom ? fn(ctx, &in, items, err)
+                            : webhook_prepare(svc, t->prepare_webhook, &in, items, err);
         if (rc != MV_OK) return rc;
         if (*items && !json_is_null(*items) && !json_is_object(*items) && !json_is_array(*items)) {
             json_decref(*items);

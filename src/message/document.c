@@ -130,32 +130,18 @@ mv_code doc_load(mv_db *db, const char *id, json_t **doc, mv_err *err) {
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
-static bool title_excluded(const json_t *exclusions, const char *title) {
-    size_t i;
-    json_t *ex;
-    json_array_foreach(exclusions, i, ex) {
-        const char *e = json_string_value(ex);
-        if (!e) continue;
-        while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r') e++;
-        size_t n = strlen(e);
-        while (n && strchr(" \t\r\n", e[n - 1])) n--;
-        if (strlen(title) == n && strncasecmp(e, title, n) == 0) return true;
-    }
-    return false;
-}
-
 mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err) {
-    if (!svc->o.email_enqueue) return MV_OK;
-    const char *to = mv_json_str(doc, "toUser");
-    const char *title = mv_json_str(json_object_get(doc, "receiverContent"), "title");
-    if (!to || !*to || !title) return MV_OK;
+    if (!svc->o.email) return MV_OK;
+    const json_t *content = json_object_get(doc, "receiverContent");
+    const char *to = mv_json_str(doc, "toUser"), *title = mv_json_str(content, "title");
+    if (!mv_email_should_send(to, title, svc->email_exclusions)) return MV_OK;
     while (*title && strchr(" \t\r\n", *title)) title++;
     size_t n = strlen(title);
     while (n && strchr(" \t\r\n", title[n - 1])) n--;
-    if (!n) return MV_OK;
-    char *trimmed = strndup(title, n);
-    bool excluded = !trimmed || title_excluded(svc->email_exclusions, trimmed);
-    free(trimmed);
-    if (excluded) return MV_OK;
-    return svc->o.email_enqueue(svc->o.email_ctx, db, doc, svc_now(svc), err);
+    json_t *row = json_pack("{s:s,s:s,s:s%,s:s}", "messageId", mv_json_str(doc, "id"), "toUser", to,
+                            "title", title, n, "body",
+                            mv_email_body(mv_json_str(content, "long"), mv_json_str(content, "short")));
+    mv_code rc = mv_outbox_add_tx(db, MV_OUTBOX_EMAIL, row, svc_now(svc), err);
+    json_decref(row);
+    return rc;
 }

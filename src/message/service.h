@@ -59,6 +59,12 @@ json_t *doc_new(const char *type, const char *template_cd, int64_t now);
 /* Queues an email for doc when it qualifies (SEMANTICS §1.10), inside the transaction. */
 mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err);
 
+/* webhooks.c: prepare hooks and action handlers over HTTP. */
+mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
+                        json_t **items, mv_err *err);
+mv_code webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
+                        json_t **result, mv_err *err);
+
 /* A generic-notification document from createNotification params (not stored). */
 json_t *notification_doc(mv_service *svc, const json_t *params);
 

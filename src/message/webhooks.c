@@ -1,0 +1,120 @@
+/* webhooks.c — the message service's outgoing calls: prepare hooks, action handlers and the
+ * payment provider, all as signed JSON POSTs (deliver/webhook.c) with an Idempotency-Key that is
+ * stable across retries of the same logical operation. None runs inside a transaction. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "message/service.h"
+
+static json_t *user_json(const mv_user *u) {
+    json_t *roles = json_array();
+    for (size_t i = 0; i < u->nroles; i++) json_array_append_new(roles, json_string(u->roles[i]));
+    return json_pack("{s:s,s:o}", "id", u->id ? u->id : "", "roles", roles);
+}
+
+mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
+                        json_t **items, mv_err *err) {
+    const mv_user *u = in->user;
+    json_t *body = json_pack("{s:s,s:o,s:O,s:O,s:O}", "templateCd", in->template_cd, "user",
+                             user_json(u), "identity", u->identity ? u->identity : json_object(),
+                             "permissions", u->permissions ? u->permissions : json_object(),
+                             "payload", in->payload);
+    mv_webhook_response res = {0};
+    mv_err e = {0};
+    mv_code rc = mv_webhook_post(svc->o.webhook, url, body, in->idempotency_key, &res, &e);
+    json_decref(body);
+    if (rc == MV_OK && res.json_invalid) {
+        rc = mv_err_set(&e, MV_PREPARE_FAILED, "prepare hook %s answered with invalid JSON", url);
+    } else if (rc == MV_OK) {
+        *items = res.json ? json_incref(res.json) : NULL;
+    }
+    mv_webhook_response_free(&res);
+    if (rc != MV_OK) return mv_err_set(err, MV_PREPARE_FAILED, "prepare failed: %s", e.message);
+    return MV_OK;
+}
+
+mv_code webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
+                        json_t **result, mv_err *err) {
+    json_t *body = json_pack("{s:O,s:{s:s,s:s},s:o,s:O,s:s}", "message", in->message, "action",
+                             "actionCd", in->action->action_cd, "name", in->action_name, "user",
+                             user_json(in->user), "input", in->input, "attemptId", in->attempt_id);
+    mv_webhook_response res = {0};
+    mv_code rc = mv_webhook_post(svc->o.webhook, url, body, in->attempt_id, &res, err);
+    json_decref(body);
+    if (rc == MV_OK) *result = res.json ? json_incref(res.json) : json_null();
+    mv_webhook_response_free(&res);
+    return rc;
+}
+
+/* ---- the webhook payment provider --------------------------------------------------------- */
+
+typedef struct {
+    mv_payment_provider p;
+    char *url;
+    const mv_webhook_config *wh;
+} payment_webhook;
+
+static mv_code pay_call(payment_webhook *pw, json_t *body, const char *key, json_t **answer,
+                        mv_err *err) {
+    mv_webhook_response res = {0};
+    char fresh[37];
+    if (!key || !*key) {
+        mv_code rc = mv_id_uuid(fresh, err);
+        if (rc != MV_OK) return rc;
+        key = fresh;
+    }
+    mv_code rc = mv_webhook_post(pw->wh, pw->url, body, key, &res, err);
+    json_decref(body);
+    if (rc == MV_OK && answer) *answer = res.json ? json_incref(res.json) : NULL;
+    mv_webhook_response_free(&res);
+    return rc;
+}
+
+static mv_code pay_create(void *ctx, const char *payer, const char *code, const json_t *args,
+                          const char *key, char **session, mv_err *err) {
+    json_t *answer = NULL;
+    json_t *body = json_pack("{s:s,s:s,s:s,s:O}", "op", "create", "payerId", payer, "paymentCd",
+                             code, "priceArgs", args ? args : json_null());
+    mv_code rc = pay_call(ctx, body, key, &answer, err);
+    if (rc == MV_OK) {
+        const char *sid = mv_json_str(answer, "sessionId");
+        *session = sid && *sid ? strdup(sid) : NULL;
+    }
+    json_decref(answer);
+    return rc;
+}
+
+static mv_code pay_session_op(void *ctx, const char *op, const char *session, mv_err *err) {
+    char key[65], material[256];
+    snprintf(material, sizeof material, "%s\n%s", op, session);
+    mv_sha256_hex(material, strlen(material), key);
+    return pay_call(ctx, json_pack("{s:s,s:s}", "op", op, "sessionId", session), key, NULL, err);
+}
+
+static mv_code pay_expire(void *ctx, const char *session, mv_err *err) {
+    return pay_session_op(ctx, "expire", session, err);
+}
+
+static mv_code pay_refund(void *ctx, const char *session, mv_err *err) {
+    return pay_session_op(ctx, "refund", session, err);
+}
+
+mv_payment_provider *mv_payment_webhook_new(const char *url, const mv_webhook_config *wh) {
+    payment_webhook *pw = calloc(1, sizeof *pw);
+    if (!pw) return NULL;
+    pw->url = strdup(url);
+    pw->wh = wh;
+    pw->p = (mv_payment_provider){pay_create, pay_expire, pay_refund, pw};
+    if (!pw->url) {
+        free(pw);
+        return NULL;
+    }
+    return &pw->p;
+}
+
+void mv_payment_webhook_free(mv_payment_provider *p) {
+    if (!p) return;
+    payment_webhook *pw = p->ctx;
+    free(pw->url);
+    free(pw);
+}
