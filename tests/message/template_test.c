@@ -41,6 +41,10 @@ static const char *rejection(const char *text) {
     return err.message;
 }
 
+static bool starts_with(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
 /* The reference's fixture (SEMANTICS §2.1). */
 static const char TEST_REQUEST[] =
     "{'templateCd': 'test-request', 'type': 'request', 'description': 'A test request',"
@@ -222,24 +226,23 @@ TEST(codes_must_match_their_route_patterns) {
 TEST(mustache_that_does_not_compile_is_rejected_naming_template_and_field) {
     const char *m = rejection("{'templateCd': 'x', 'actions': [],"
                               " 'receiverContent': {'title': 'Broken {{name'}}");
-    CHECK(strncmp(m, "t.json: template \"x\" receiverContent.title: ", 44) == 0);
-    CHECK(strstr(m, "line 1") != NULL);
+    CHECK_STR(m, "t.json: template \"x\" receiverContent.title: unclosed tag at line 1, column 8");
     m = rejection(one_action("{'actionCd': 'y', 'name': 'Go {{#a}}', 'variant': 'v', 'sender': true}"));
-    CHECK(strncmp(m, "t.json: template \"x\" action \"y\" name: ", 39) == 0);
+    CHECK(starts_with(m, "t.json: template \"x\" action \"y\" name: "));
     m = rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true,"
                              " 'confirmation': {'title': 'ok', 'message': 'x {{'}}"));
-    CHECK(strncmp(m, "t.json: template \"x\" action \"y\" confirmation.message: ", 55) == 0);
+    CHECK(starts_with(m, "t.json: template \"x\" action \"y\" confirmation.message: "));
     m = rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true,"
                              " 'senderNotification': {'long': '{{/z}}'}}"));
-    CHECK(strncmp(m, "t.json: template \"x\" action \"y\" senderNotification.long: ", 57) == 0);
+    CHECK(starts_with(m, "t.json: template \"x\" action \"y\" senderNotification.long: "));
     m = rejection("{'templateCd': 'x', 'actions': [], 'prepare': {'toUser': '{{host'}}");
-    CHECK(strncmp(m, "t.json: template \"x\" prepare.toUser: ", 37) == 0);
+    CHECK(starts_with(m, "t.json: template \"x\" prepare.toUser: "));
 }
 
 TEST(condition_that_is_not_valid_jsonlogic_is_rejected) {
     const char *m = rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v',"
                                          " 'receiver': true, 'condition': {'foo': [1, 2]}}"));
-    CHECK(strncmp(m, "t.json: template \"x\" action \"y\" condition: ", 44) == 0);
+    CHECK(starts_with(m, "t.json: template \"x\" action \"y\" condition: "));
     CHECK(strstr(m, "foo") != NULL);
     CHECK_STR(rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'receiver': true,"
                                    " 'condition': {'==': [{'var': 'payload.status'}, 'open']}}")),
