@@ -119,6 +119,42 @@ TEST(fixture_parses_with_its_fields) {
     mv_template_release(t);
 }
 
+TEST(design_example_with_webhook_handler_parses) {
+    mv_template *t;
+    mv_err err;
+    CHECK_CODE(
+        parse("{'templateCd': 'booking-request', 'type': 'request', 'paymentCd': 'deposit',"
+              " 'senderContent': {'title': 'You asked to book {{listing}}', 'short': '', 'long': ''},"
+              " 'receiverContent': {'title': '{{guestName}} wants {{listing}}', 'short': '{{note}}',"
+              "   'long': ''},"
+              " 'uiTemplate': 'booking-card',"
+              " 'prepare': {'toUser': '{{hostId}}', 'toRoles': [], 'fanOut': null},"
+              " 'actions': ["
+              "  {'actionCd': 'accept', 'name': 'Accept', 'variant': 'primary', 'receiver': true,"
+              "   'isDefault': true, 'permission': null,"
+              "   'condition': {'==': [{'var': 'payload.status'}, 'open']},"
+              "   'confirmation': {'title': 'Accept {{listing}}?', 'message': 'The guest is charged now.'},"
+              "   'handler': {'webhook': 'http://127.0.0.1:9000/hooks/accept'},"
+              "   'senderNotification': {'title': 'Your booking of {{listing}} was accepted'}},"
+              "  {'actionCd': 'withdraw', 'name': 'Withdraw', 'variant': 'secondary', 'sender': true,"
+              "   'handler': null}]}",
+              &t, &err),
+        MV_OK, &err);
+    REQUIRE(t);
+    const mv_action_def *a = mv_template_action(t, "accept");
+    REQUIRE(a);
+    CHECK(a->handler == MV_HANDLER_WEBHOOK);
+    CHECK_STR(a->handler_target, "http://127.0.0.1:9000/hooks/accept");
+    CHECK(a->permission == NULL);
+    CHECK(a->confirm_notes_label == NULL && a->confirm_require_notes == NULL);
+    CHECK_RENDER(a->notify_title, "{'listing': 'Flat 3'}", "Your booking of Flat 3 was accepted");
+    CHECK_RENDER(a->notify_long, "{}", "");
+    char *cond = mv_json_canonical(a->condition_json);
+    CHECK_STR(cond, "{\"==\":[{\"var\":\"payload.status\"},\"open\"]}");
+    free(cond);
+    mv_template_release(t);
+}
+
 TEST(empty_actions_array_is_a_valid_notification_template) {
     mv_template *t;
     mv_err err;
@@ -818,7 +854,8 @@ TEST(templates_check_fails_naming_file_template_and_problem) {
 }
 
 int main(void) {
-    return RUN_TESTS(fixture_parses_with_its_fields, empty_actions_array_is_a_valid_notification_template,
+    return RUN_TESTS(fixture_parses_with_its_fields, design_example_with_webhook_handler_parses,
+                     empty_actions_array_is_a_valid_notification_template,
                      reference_validation_messages_are_exact,
                      duplicate_action_code_is_rejected_with_the_reference_message,
                      two_default_receiver_actions_are_rejected_naming_both,
