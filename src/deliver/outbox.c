@@ -1,0 +1,589 @@
+/* outbox.c — the transactional outbox: rows added inside the caller's transaction, delivered
+ * afterwards by workers, at least once, with retries.
+ *
+ * Life of a row: pending → (claim) delivering → sent | skipped | pending again (retry, with
+ * backoff) | failed (after max_attempts, or at once when retrying cannot help). Every transition
+ * is one conditional UPDATE: the claim succeeds only while the row is pending and due, or
+ * delivering with an expired lease (its worker died); the outcome is written only while the lease
+ * owner is still ours. So two workers never deliver a row at once, and a row whose worker was
+ * killed is delivered again after its lease — with the same Idempotency-Key / Message-ID, so the
+ * far side can tell it is a repeat. The network call always happens between two transactions. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "deliver/transport.h"
+#include "missive/deliver.h"
+#include "store/db.h"
+
+#define DEFAULT_MAX_ATTEMPTS 5
+#define DEFAULT_BACKOFF_BASE_MS 1000
+#define DEFAULT_BACKOFF_CAP_MS 300000
+#define DEFAULT_LEASE_MS 60000
+
+static const char SQL_INSERT[] =
+    "INSERT INTO outbox (id, kind, payload, state, attempts, next_attempt_at, created_at, "
+    "updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?)";
+static const char SQL_DUE[] =
+    "SELECT id FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= ?) OR "
+    "(state = 'delivering' AND lease_expires_at <= ?)) AND kind IN (?, ?) "
+    "ORDER BY next_attempt_at, id LIMIT ?";
+static const char SQL_CLAIM[] =
+    "UPDATE outbox SET state = 'delivering', lease_owner = ?, lease_expires_at = ?, "
+    "attempts = attempts + 1, updated_at = ? WHERE id = ? AND ((state = 'pending' AND "
+    "next_attempt_at <= ?) OR (state = 'delivering' AND lease_expires_at <= ?))";
+static const char SQL_CLAIMED_ROW[] = "SELECT kind, payload, attempts FROM outbox WHERE id = ?";
+static const char SQL_FINISH[] =
+    "UPDATE outbox SET state = ?, lease_owner = NULL, lease_expires_at = NULL, last_error = ?, "
+    "failure_stage = ?, updated_at = ? WHERE id = ? AND state = 'delivering' AND lease_owner = ?";
+static const char SQL_RETRY[] =
+    "UPDATE outbox SET state = 'pending', next_attempt_at = ?, lease_owner = NULL, "
+    "lease_expires_at = NULL, last_error = ?, failure_stage = ?, updated_at = ? "
+    "WHERE id = ? AND state = 'delivering' AND lease_owner = ?";
+static const char SQL_DEPTH[] =
+    "SELECT (SELECT COUNT(*) FROM outbox WHERE state IN ('pending', 'delivering')), "
+    "(SELECT COUNT(*) FROM outbox WHERE state = 'failed')";
+static const char SQL_GET[] =
+    "SELECT id, kind, payload, state, attempts, next_attempt_at, lease_expires_at, created_at, "
+    "updated_at, lease_owner, last_error, failure_stage FROM outbox WHERE id = ?";
+static const char SQL_SCAN[] =
+    "SELECT id, kind, payload, state, attempts, next_attempt_at, lease_expires_at, created_at, "
+    "updated_at, lease_owner, last_error, failure_stage FROM outbox "
+    "WHERE (state = 'failed' OR (state = 'delivering' AND lease_expires_at <= ?)) AND id > ? "
+    "ORDER BY id LIMIT ?";
+
+static const char *kind_name(mv_outbox_kind k) { return k == MV_OUTBOX_EMAIL ? "email" : "webhook"; }
+
+/* ---- adding rows ------------------------------------------------------------------------- */
+
+static mv_code check_payload(mv_outbox_kind kind, const json_t *p, mv_err *err) {
+    if (!json_is_object(p)) return mv_err_set(err, MV_INVALID_ARGUMENT, "outbox payload must be a JSON object");
+    if (kind == MV_OUTBOX_EMAIL) {
+        static const char *fields[] = {"messageId", "toUser", "title", "body"};
+        for (size_t i = 0; i < 4; i++)
+            if (!mv_json_str(p, fields[i]))
+                return mv_err_set(err, MV_INVALID_ARGUMENT, "email outbox payload needs a string \"%s\"",
+                                  fields[i]);
+        if (!*mv_json_str(p, "toUser"))
+            return mv_err_set(err, MV_INVALID_ARGUMENT, "email outbox payload has an empty \"toUser\"");
+        return MV_OK;
+    }
+    const char *url = mv_json_str(p, "url");
+    if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "webhook outbox payload needs a \"url\" starting with http:// or https://");
+    if (!json_object_get(p, "body"))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "webhook outbox payload needs a \"body\"");
+    json_t *key = json_object_get(p, "idempotencyKey");
+    if (key && !(json_is_string(key) && mv_valid_token(json_string_value(key), 255)))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "webhook outbox \"idempotencyKey\" must be 1..255 printable characters");
+    return MV_OK;
+}
+
+mv_code mv_outbox_add_tx_id(mv_db *db, mv_outbox_kind kind, const json_t *payload, int64_t now,
+                            char id_out[37], mv_err *err) {
+    if (kind != MV_OUTBOX_EMAIL && kind != MV_OUTBOX_WEBHOOK)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown outbox kind %d", (int)kind);
+    mv_code rc = check_payload(kind, payload, err);
+    if (rc) return rc;
+    char id[37];
+    if ((rc = mv_id_uuid(id, err))) return rc;
+    char *text = mv_json_compact(payload);
+    if (!text) return mv_err_set(err, MV_NO_MEMORY, "out of memory serialising an outbox payload");
+    rc = mv_db_execf(db, SQL_INSERT, NULL, err, "sssiii", id, kind_name(kind), text, now, now, now);
+    free(text);
+    if (rc == MV_OK && id_out) memcpy(id_out, id, 37);
+    return rc;
+}
+
+mv_code mv_outbox_add_tx(mv_db *db, mv_outbox_kind kind, const json_t *payload, int64_t now,
+                         mv_err *err) {
+    return mv_outbox_add_tx_id(db, kind, payload, now, NULL, err);
+}
+
+/* ---- claiming ---------------------------------------------------------------------------- */
+
+typedef struct due_ctx {
+    int64_t now;
+    int limit;
+    bool email;
+    char (*ids)[37];
+    int n;
+} due_ctx;
+
+static mv_code find_due(mv_db *db, void *ctx, mv_err *err) {
+    due_ctx *c = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_DUE, &st, err);
+    if (rc) return rc;
+    mv_stmt_bindf(st, "iissi", c->now, c->now, "webhook", c->email ? "email" : "webhook",
+                  (int64_t)c->limit);
+    int r;
+    c->n = 0;
+    while ((r = mv_stmt_step(st, err)) == 1 && c->n < c->limit) mv_strlcpy(c->ids[c->n++], mv_stmt_text(st, 0), 37);
+    mv_stmt_done(st);
+    return r < 0 ? err->code : MV_OK;
+}
+
+typedef struct claim_ctx {
+    const char *id;
+    const char *owner;
+    int64_t now, lease_until;
+    bool won;
+    mv_outbox_kind kind;
+    json_t *payload;
+    int attempts;
+} claim_ctx;
+
+static mv_code claim_row(mv_db *db, void *ctx, mv_err *err) {
+    claim_ctx *c = ctx;
+    int64_t changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_CLAIM, &changes, err, "siisii", c->owner, c->lease_until,
+                             c->now, c->id, c->now, c->now);
+    if (rc) return rc;
+    c->won = changes == 1;
+    if (!c->won) return MV_OK;
+    mv_stmt *st;
+    if ((rc = mv_db_prepare(db, SQL_CLAIMED_ROW, &st, err))) return rc;
+    mv_stmt_bindf(st, "s", c->id);
+    int r = mv_stmt_step(st, err);
+    if (r == 1) {
+        const char *kind = mv_stmt_text(st, 0);
+        const char *payload = mv_stmt_text(st, 1);
+        c->kind = kind && strcmp(kind, "email") == 0 ? MV_OUTBOX_EMAIL : MV_OUTBOX_WEBHOOK;
+        c->payload = payload ? json_loads(payload, JSON_DECODE_ANY, NULL) : NULL;
+        c->attempts = (int)mv_stmt_int64(st, 2);
+    }
+    mv_stmt_done(st);
+    if (r < 0) return err->code;
+    if (r == 0) return mv_err_set(err, MV_INTERNAL, "claimed outbox row %s vanished", c->id);
+    return MV_OK;
+}
+
+/* ---- recording the outcome --------------------------------------------------------------- */
+
+typedef struct finish_ctx {
+    const char *id, *owner;
+    const char *state;      /* sent, skipped, failed; NULL → retry */
+    const char *error, *stage;
+    int64_t now, next_at;
+    bool kept;              /* false: our lease was taken over, nothing written */
+} finish_ctx;
+
+static mv_code finish_row(mv_db *db, void *ctx, mv_err *err) {
+    finish_ctx *c = ctx;
+    int64_t changes = 0;
+    mv_code rc;
+    if (c->state)
+        rc = mv_db_execf(db, SQL_FINISH, &changes, err, "sssiss", c->state, c->error, c->stage, c->now,
+                         c->id, c->owner);
+    else
+        rc = mv_db_execf(db, SQL_RETRY, &changes, err, "ississ", c->next_at, c->error, c->stage, c->now,
+                         c->id, c->owner);
+    c->kept = changes == 1;
+    return rc;
+}
+
+/* ---- delivering one row ------------------------------------------------------------------ */
+
+typedef enum verdict { DONE_SENT, DONE_SKIPPED, RETRY, GIVE_UP } verdict;
+
+typedef struct attempt {
+    verdict v;
+    const char *stage;
+    mv_err err;
+} attempt;
+
+static bool permanent(mv_code c) {
+    return c == MV_INVALID_ARGUMENT || c == MV_INVALID_CONFIG;
+}
+
+static void deliver_email(const mv_outbox_config *cfg, const char *row_id, const json_t *p,
+                          attempt *a) {
+    const mv_email_config *ec = cfg->email;
+    const char *to_user = mv_json_str(p, "toUser");
+    char *address = NULL;
+    a->stage = "recipientLookup";
+    mv_code rc = mv_directory_lookup(ec->directory, to_user, &address, &a->err);
+    if (rc) {
+        a->v = permanent(rc) ? GIVE_UP : RETRY;
+        return;
+    }
+    if (!address) {
+        a->v = DONE_SKIPPED;
+        return;
+    }
+    a->stage = "notifier";
+    const char *title = mv_json_str(p, "title");
+    const char *body = mv_json_str(p, "body");
+    /* The subject is the trimmed title, case preserved (SEMANTICS §1.10). */
+    while (*title == ' ' || *title == '\t' || *title == '\r' || *title == '\n') title++;
+    size_t tn = strlen(title);
+    while (tn > 0 && (title[tn - 1] == ' ' || title[tn - 1] == '\t' || title[tn - 1] == '\r' ||
+                      title[tn - 1] == '\n'))
+        tn--;
+    char *subject = strndup(title, tn);
+    if (!subject) {
+        free(address);
+        mv_err_set(&a->err, MV_NO_MEMORY, "out of memory");
+        a->v = RETRY;
+        return;
+    }
+    if (ec->webhook_url) {
+        json_t *req = json_pack("{s:{s:s, s:s, s:s, s:s, s:s}}", "email", "to", address, "subject",
+                                subject, "body", body, "messageId", mv_json_str(p, "messageId"),
+                                "toUser", to_user);
+        mv_webhook_response res;
+        rc = req ? mv_webhook_post(cfg->webhook, ec->webhook_url, req, row_id, &res, &a->err)
+                 : mv_err_set(&a->err, MV_NO_MEMORY, "out of memory");
+        if (req) mv_webhook_response_free(&res);
+        json_decref(req);
+    } else {
+        rc = mv_smtp_send(&ec->smtp, address, subject, body, row_id, &a->err);
+    }
+    free(subject);
+    free(address);
+    a->v = rc == MV_OK ? DONE_SENT : permanent(rc) ? GIVE_UP : RETRY;
+}
+
+static void deliver_webhook(const mv_outbox_config *cfg, const char *row_id, const json_t *p,
+                            attempt *a) {
+    a->stage = "webhook";
+    const char *key = mv_json_str(p, "idempotencyKey");
+    mv_webhook_response res;
+    mv_code rc = mv_webhook_post(cfg->webhook, mv_json_str(p, "url"), json_object_get(p, "body"),
+                                 key ? key : row_id, &res, &a->err);
+    if (rc == MV_OK) a->v = DONE_SENT;
+    else if (res.outcome == MV_WEBHOOK_REJECTED && res.status != 408 && res.status != 429)
+        a->v = GIVE_UP; /* 4xx: the receiver refuses it; asking again will not change that */
+    else a->v = permanent(rc) ? GIVE_UP : RETRY;
+    mv_webhook_response_free(&res);
+}
+
+static int64_t backoff_ms(const mv_outbox_config *cfg, int attempts) {
+    int64_t d = cfg->backoff_base_ms;
+    for (int i = 1; i < attempts && d < cfg->backoff_cap_ms; i++) d *= 2;
+    if (d > cfg->backoff_cap_ms) d = cfg->backoff_cap_ms;
+    uint32_t r = 0;
+    mv_random_bytes(&r, sizeof r, NULL);
+    return d - d / 2 + (int64_t)(r % (uint32_t)(d / 2 + 1)) ; /* in [d/2, d]: spreads retries */
+}
+
+static mv_outbox_config with_defaults(const mv_outbox_config *in) {
+    mv_outbox_config c = in ? *in : (mv_outbox_config){0};
+    if (c.max_attempts <= 0) c.max_attempts = DEFAULT_MAX_ATTEMPTS;
+    if (c.backoff_base_ms <= 0) c.backoff_base_ms = DEFAULT_BACKOFF_BASE_MS;
+    if (c.backoff_cap_ms <= 0) c.backoff_cap_ms = DEFAULT_BACKOFF_CAP_MS;
+    if (c.backoff_cap_ms < c.backoff_base_ms) c.backoff_cap_ms = c.backoff_base_ms;
+    if (c.lease_ms <= 0) c.lease_ms = DEFAULT_LEASE_MS;
+    return c;
+}
+
+/* Claims, delivers and records one row. *claimed tells whether we won it; *delivered whether it
+ * reached sent/skipped. Only store failures are returned as errors. */
+static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const char *id,
+                           bool *claimed, bool *delivered, mv_err *err) {
+    *claimed = *delivered = false;
+    char owner[37];
+    mv_code rc = mv_id_uuid(owner, err);
+    if (rc) return rc;
+    int64_t now = mv_clock_now(cfg->clock);
+    claim_ctx cc = {.id = id, .owner = owner, .now = now, .lease_until = now + cfg->lease_ms};
+    if ((rc = mv_store_write(store, claim_row, &cc, err))) {
+        json_decref(cc.payload);
+        return rc;
+    }
+    if (!cc.won) return MV_OK;
+    *claimed = true;
+
+    attempt a = {.v = GIVE_UP, .stage = cc.kind == MV_OUTBOX_EMAIL ? "notifier" : "webhook"};
+    if (!json_is_object(cc.payload)) {
+        mv_err_set(&a.err, MV_INTERNAL, "outbox row %s has an unreadable payload", id);
+    } else if (cc.kind == MV_OUTBOX_EMAIL) {
+        if (cfg->email) deliver_email(cfg, id, cc.payload, &a);
+        else mv_err_set(&a.err, MV_INVALID_CONFIG, "email is not configured"); /* not claimed normally */
+    } else {
+        deliver_webhook(cfg, id, cc.payload, &a);
+    }
+
+    finish_ctx fc = {.id = id, .owner = owner, .now = mv_clock_now(cfg->clock)};
+    switch (a.v) {
+    case DONE_SENT: fc.state = "sent"; break;
+    case DONE_SKIPPED:
+        fc.state = "skipped";
+        fc.error = "no_address: the recipient has no email address";
+        break;
+    case RETRY:
+    case GIVE_UP:
+        fc.error = a.err.message;
+        fc.stage = a.stage;
+        if (a.v == GIVE_UP || cc.attempts >= cfg->max_attempts) fc.state = "failed";
+        else fc.next_at = fc.now + backoff_ms(cfg, cc.attempts);
+        break;
+    }
+    rc = mv_store_write(store, finish_row, &fc, err);
+    if (rc == MV_OK && fc.kept) {
+        *delivered = a.v == DONE_SENT || a.v == DONE_SKIPPED;
+        if ((a.v == RETRY || a.v == GIVE_UP) && cfg->on_event) {
+            mv_outbox_event ev = {.row_id = id, .kind = cc.kind, .stage = a.stage,
+                                  .error = a.err.message, .attempt = cc.attempts,
+                                  .final = fc.state != NULL};
+            if (cc.kind == MV_OUTBOX_EMAIL && json_is_object(cc.payload)) {
+                ev.message_id = mv_json_str(cc.payload, "messageId");
+                ev.recipient = mv_json_str(cc.payload, "toUser");
+            }
+            cfg->on_event(cfg->on_event_ctx, &ev);
+        }
+    }
+    json_decref(cc.payload);
+    return rc;
+}
+
+static mv_code run_due(mv_store *store, const mv_outbox_config *in, int max_rows, int *claimed_out,
+                       int *delivered_out, mv_err *err) {
+    if (delivered_out) *delivered_out = 0;
+    if (claimed_out) *claimed_out = 0;
+    if (max_rows <= 0) return MV_OK;
+    if (max_rows > 1000) max_rows = 1000;
+    mv_outbox_config cfg = with_defaults(in);
+    due_ctx dc = {.now = mv_clock_now(cfg.clock), .limit = max_rows, .email = cfg.email != NULL};
+    dc.ids = calloc((size_t)max_rows, sizeof *dc.ids);
+    if (!dc.ids) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv_code rc = mv_store_read(store, find_due, &dc, err);
+    int claimed = 0, delivered = 0;
+    for (int i = 0; rc == MV_OK && i < dc.n; i++) {
+        bool c, d;
+        rc = process_row(store, &cfg, dc.ids[i], &c, &d, err);
+        claimed += c;
+        delivered += d;
+    }
+    free(dc.ids);
+    if (claimed_out) *claimed_out = claimed;
+    if (delivered_out) *delivered_out = delivered;
+    return rc;
+}
+
+mv_code mv_outbox_run_due(mv_store *store, const mv_outbox_config *cfg, int max_rows,
+                          int *delivered, mv_err *err) {
+    return run_due(store, cfg, max_rows, NULL, delivered, err);
+}
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+typedef struct depth_ctx {
+    int64_t pending, failed;
+} depth_ctx;
+
+static mv_code read_depth(mv_db *db, void *ctx, mv_err *err) {
+    depth_ctx *c = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_DEPTH, &st, err);
+    if (rc) return rc;
+    int r = mv_stmt_step(st, err);
+    if (r == 1) {
+        c->pending = mv_stmt_int64(st, 0);
+        c->failed = mv_stmt_int64(st, 1);
+    }
+    mv_stmt_done(st);
+    return r < 0 ? err->code : MV_OK;
+}
+
+mv_code mv_outbox_depth(mv_store *store, int64_t *pending, int64_t *failed, mv_err *err) {
+    depth_ctx c = {0};
+    mv_code rc = mv_store_read(store, read_depth, &c, err);
+    if (pending) *pending = c.pending;
+    if (failed) *failed = c.failed;
+    return rc;
+}
+
+void mv_outbox_row_free(mv_outbox_row *row) {
+    if (!row) return;
+    json_decref(row->payload);
+    free(row->lease_owner);
+    free(row->last_error);
+    free(row->failure_stage);
+    memset(row, 0, sizeof *row);
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static void read_row(mv_stmt *st, mv_outbox_row *r) {
+    memset(r, 0, sizeof *r);
+    mv_strlcpy(r->id, mv_stmt_text(st, 0), sizeof r->id);
+    const char *kind = mv_stmt_text(st, 1);
+    r->kind = kind && strcmp(kind, "email") == 0 ? MV_OUTBOX_EMAIL : MV_OUTBOX_WEBHOOK;
+    const char *payload = mv_stmt_text(st, 2);
+    r->payload = payload ? json_loads(payload, JSON_DECODE_ANY, NULL) : NULL;
+    mv_strlcpy(r->state, mv_stmt_text(st, 3), sizeof r->state);
+    r->attempts = (int)mv_stmt_int64(st, 4);
+    r->next_attempt_at = mv_stmt_int64(st, 5);
+    r->lease_expires_at = mv_stmt_is_null(st, 6) ? 0 : mv_stmt_int64(st, 6);
+    r->created_at = mv_stmt_int64(st, 7);
+    r->updated_at = mv_stmt_int64(st, 8);
+    r->lease_owner = dup_or_null(mv_stmt_text(st, 9));
+    r->last_error = dup_or_null(mv_stmt_text(st, 10));
+    r->failure_stage = dup_or_null(mv_stmt_text(st, 11));
+}
+
+typedef struct get_ctx {
+    const char *id;
+    mv_outbox_row *out;
+    bool found;
+} get_ctx;
+
+static mv_code get_row(mv_db *db, void *ctx, mv_err *err) {
+    get_ctx *c = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_GET, &st, err);
+    if (rc) return rc;
+    mv_stmt_bindf(st, "s", c->id);
+    int r = mv_stmt_step(st, err);
+    if (r == 1) {
+        read_row(st, c->out);
+        c->found = true;
+    }
+    mv_stmt_done(st);
+    return r < 0 ? err->code : MV_OK;
+}
+
+mv_code mv_outbox_get(mv_store *store, const char *id, mv_outbox_row *out, mv_err *err) {
+    memset(out, 0, sizeof *out);
+    get_ctx c = {.id = id, .out = out};
+    mv_code rc = mv_store_read(store, get_row, &c, err);
+    if (rc) return rc;
+    if (!c.found) return mv_err_set(err, MV_NOT_FOUND, "outbox row \"%.64s\" not found", id);
+    return MV_OK;
+}
+
+typedef struct scan_ctx {
+    int64_t older_than;
+    const char *after;
+    int limit, count;
+    void (*fn)(void *ctx, const mv_outbox_row *row);
+    void *ctx;
+    mv_outbox_row *rows;
+} scan_ctx;
+
+static mv_code scan_rows(mv_db *db, void *ctx, mv_err *err) {
+    scan_ctx *c = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_SCAN, &st, err);
+    if (rc) return rc;
+    mv_stmt_bindf(st, "isi", c->older_than, c->after, (int64_t)c->limit);
+    int r = 0;
+    c->count = 0;
+    while (c->count < c->limit && (r = mv_stmt_step(st, err)) == 1) read_row(st, &c->rows[c->count++]);
+    mv_stmt_done(st);
+    return r < 0 ? err->code : MV_OK;
+}
+
+mv_code mv_outbox_scan(mv_store *store, int64_t now, int64_t stale_ms, const char *after_id,
+                       int limit, void (*fn)(void *ctx, const mv_outbox_row *row), void *ctx,
+                       int *count, mv_err *err) {
+    if (count) *count = 0;
+    if (limit < 1 || limit > 1000)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "limit must be between 1 and 1000");
+    scan_ctx c = {.older_than = now - (stale_ms > 0 ? stale_ms : 0), .after = after_id ? after_id : "",
+                  .limit = limit, .fn = fn, .ctx = ctx};
+    c.rows = calloc((size_t)limit, sizeof *c.rows);
+    if (!c.rows) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    /* Rows are copied out and fn runs after the transaction: a callback may do anything. */
+    mv_code rc = mv_store_read(store, scan_rows, &c, err);
+    for (int i = 0; i < c.count; i++) {
+        if (rc == MV_OK && fn) fn(ctx, &c.rows[i]);
+        mv_outbox_row_free(&c.rows[i]);
+    }
+    free(c.rows);
+    if (count && rc == MV_OK) *count = c.count;
+    return rc;
+}
+
+/* ---- background worker ------------------------------------------------------------------- */
+
+#define WORKER_BATCH 16
+
+struct mv_outbox_worker {
+    mv_store *store;
+    mv_outbox_config cfg;
+    int poll_ms;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, wake;
+};
+
+static void *worker_main(void *arg) {
+    mv_outbox_worker *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        bool stop = w->stop;
+        w->wake = false;
+        pthread_mutex_unlock(&w->mu);
+        if (stop) break;
+        int claimed = 0;
+        mv_err err = {0};
+        /* A store error is retried on the next poll; the rows themselves are safe. */
+        mv_code rc = run_due(w->store, &w->cfg, WORKER_BATCH, &claimed, NULL, &err);
+        if (rc == MV_OK && claimed == WORKER_BATCH) continue; /* more may be due right now */
+
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += w->poll_ms / 1000;
+        until.tv_nsec += (long)(w->poll_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&w->mu);
+        while (!w->stop && !w->wake)
+            if (pthread_cond_timedwait(&w->cv, &w->mu, &until) != 0) break;
+        pthread_mutex_unlock(&w->mu);
+    }
+    return NULL;
+}
+
+mv_code mv_outbox_worker_start(mv_store *store, const mv_outbox_config *cfg, int poll_ms,
+                               mv_outbox_worker **out, mv_err *err) {
+    *out = NULL;
+    mv_outbox_worker *w = calloc(1, sizeof *w);
+    if (!w) return mv_err_set(err, MV_NO_MEMORY, "out of memory starting the outbox worker");
+    w->store = store;
+    w->cfg = cfg ? *cfg : (mv_outbox_config){0};
+    w->poll_ms = poll_ms > 0 ? poll_ms : 1000;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&w->mu, NULL);
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return mv_err_set(err, MV_INTERNAL, "cannot start the outbox worker thread");
+    }
+    *out = w;
+    return MV_OK;
+}
+
+void mv_outbox_worker_wake(mv_outbox_worker *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->wake = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void mv_outbox_worker_stop(mv_outbox_worker *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}

@@ -1,0 +1,241 @@
+/* webhook.c — signed JSON calls to the outside world over libcurl.
+ *
+ * One easy handle per call keeps the client trivially thread-safe; libcurl's global state is set
+ * up exactly once (pthread_once). The point of this file is the outcome classification: callers
+ * that journal side effects (sagas, actions) must know whether the far side may have acted.
+ * "Not sent" is claimed only when libcurl never finished connecting (pretransfer time is zero);
+ * anything that fails after that is ambiguous, because the request may have been processed. */
+#include <ctype.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deliver/transport.h"
+#include "missive/deliver.h"
+
+#define DEFAULT_CONNECT_MS 2000
+#define DEFAULT_TIMEOUT_MS 10000
+#define DEFAULT_MAX_RESPONSE (1024u * 1024u)
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_global_rc = CURLE_OK;
+
+static void curl_init_once(void) { curl_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+bool mv_curl_ready(void) {
+    pthread_once(&curl_once, curl_init_once);
+    return curl_global_rc == CURLE_OK;
+}
+
+void mv_url_redacted(const char *url, char *out, size_t size) {
+    /* Drop any "user:password@" so credentials never reach an error message. */
+    const char *scheme = strstr(url, "://");
+    const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+    if (scheme && at && (!slash || at < slash)) {
+        snprintf(out, size, "%.*s://%s", (int)(scheme - url), url, at + 1);
+    } else {
+        mv_strlcpy(out, url, size);
+    }
+}
+
+const char *mv_webhook_outcome_name(mv_webhook_outcome o) {
+    switch (o) {
+    case MV_WEBHOOK_OK: return "ok";
+    case MV_WEBHOOK_REJECTED: return "rejected";
+    case MV_WEBHOOK_AMBIGUOUS: return "ambiguous";
+    case MV_WEBHOOK_NOT_SENT: return "not_sent";
+    }
+    return "unknown";
+}
+
+void mv_webhook_response_free(mv_webhook_response *r) {
+    if (!r) return;
+    free(r->body);
+    json_decref(r->json);
+    memset(r, 0, sizeof *r);
+}
+
+void mv_webhook_signature(const void *secret, size_t secret_len, const void *body, size_t len,
+                          char out[72]) {
+    unsigned char mac[32];
+    mv_hmac_sha256(secret, secret_len, body, len, mac);
+    memcpy(out, "sha256=", 7);
+    mv_hex(mac, 32, out + 7);
+}
+
+typedef struct sink_buf {
+    char *data;
+    size_t len, cap, max;
+    bool too_large;
+} sink_buf;
+
+static size_t on_body(char *ptr, size_t size, size_t n, void *ud) {
+    sink_buf *b = ud;
+    size_t add = size * n;
+    if (b->len + add > b->max) {
+        b->too_large = true;
+        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+    }
+    if (b->len + add + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + add + 1) cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (!p) return 0;
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, ptr, add);
+    b->len += add;
+    b->data[b->len] = '\0';
+    return add;
+}
+
+static mv_webhook_outcome classify_status(long status) {
+    if (status >= 200 && status < 300) return MV_WEBHOOK_OK;
+    if (status >= 400 && status < 500) return MV_WEBHOOK_REJECTED;
+    return MV_WEBHOOK_AMBIGUOUS;
+}
+
+static bool http_url(const char *url) {
+    return url && (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0);
+}
+
+/* The shared half of POST and GET. body == NULL means GET. */
+static mv_code call(const mv_webhook_config *cfg, const char *method, const char *url,
+                    const char *body, size_t body_len, const char *key, mv_webhook_response *out,
+                    mv_err *err) {
+    mv_webhook_response local = {0};
+    mv_webhook_response *res = out ? out : &local;
+    memset(res, 0, sizeof *res);
+    res->outcome = MV_WEBHOOK_NOT_SENT;
+    char shown[512];
+    mv_url_redacted(url ? url : "", shown, sizeof shown);
+    if (!http_url(url)) {
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "webhook URL \"%s\" must start with http:// or https://",
+                          shown);
+    }
+    if (!mv_curl_ready()) return mv_err_set(err, MV_INTERNAL, "libcurl failed to initialise");
+
+    mv_webhook_config c = cfg ? *cfg : (mv_webhook_config){0};
+    if (c.connect_timeout_ms <= 0) c.connect_timeout_ms = DEFAULT_CONNECT_MS;
+    if (c.timeout_ms <= 0) c.timeout_ms = DEFAULT_TIMEOUT_MS;
+    if (c.max_response_bytes == 0) c.max_response_bytes = DEFAULT_MAX_RESPONSE;
+
+    mv_code rc = MV_OK;
+    struct curl_slist *hdrs = NULL;
+    sink_buf buf = {.max = c.max_response_bytes};
+    char errbuf[CURL_ERROR_SIZE] = "";
+    CURL *h = curl_easy_init();
+    if (!h) return mv_err_set(err, MV_NO_MEMORY, "out of memory creating an HTTP handle");
+
+    char line[600];
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip */
+    if (body) {
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        if (key) {
+            snprintf(line, sizeof line, "Idempotency-Key: %s", key);
+            hdrs = curl_slist_append(hdrs, line);
+        }
+        if (c.secret && c.secret_len > 0) {
+            char sig[72];
+            mv_webhook_signature(c.secret, c.secret_len, body, body_len, sig);
+            snprintf(line, sizeof line, "X-Missive-Signature: %s", sig);
+            hdrs = curl_slist_append(hdrs, line);
+        }
+    }
+    if (!hdrs) {
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory building HTTP headers");
+        goto done;
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c.connect_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c.timeout_ms);
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c.max_response_bytes);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "missive");
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    } else {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+
+    CURLcode cc = curl_easy_perform(h);
+    long status = 0;
+    curl_off_t pretransfer = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+    res->status = status;
+
+    if (cc == CURLE_OK) {
+        res->outcome = classify_status(status);
+    } else if (buf.too_large || cc == CURLE_FILESIZE_EXCEEDED) {
+        res->outcome = MV_WEBHOOK_AMBIGUOUS;
+        rc = mv_err_set(err, MV_UPSTREAM_FAILED,
+                        "%s %s: response larger than %zu bytes (HTTP %ld)", method, shown,
+                        c.max_response_bytes, status);
+        goto done;
+    } else {
+        bool not_sent = cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY ||
+                        cc == CURLE_COULDNT_CONNECT || cc == CURLE_UNSUPPORTED_PROTOCOL ||
+                        cc == CURLE_URL_MALFORMAT || pretransfer == 0;
+        res->outcome = not_sent ? MV_WEBHOOK_NOT_SENT : MV_WEBHOOK_AMBIGUOUS;
+        rc = mv_err_set(err, MV_UPSTREAM_FAILED, "%s %s: %s (%s)", method, shown,
+                        not_sent ? "not sent" : "no complete answer",
+                        errbuf[0] ? errbuf : curl_easy_strerror(cc));
+        goto done;
+    }
+
+    res->body = buf.data ? buf.data : strdup("");
+    res->body_len = buf.len;
+    buf.data = NULL;
+    if (!res->body) {
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory reading the response of %s", shown);
+        goto done;
+    }
+    size_t i = 0;
+    while (i < res->body_len && isspace((unsigned char)res->body[i])) i++;
+    if (i < res->body_len) {
+        json_error_t je;
+        res->json = json_loadb(res->body, res->body_len, JSON_DECODE_ANY, &je);
+        res->json_invalid = res->json == NULL;
+    }
+    if (res->outcome != MV_WEBHOOK_OK) {
+        rc = mv_err_set(err, MV_UPSTREAM_FAILED, "%s %s: HTTP %ld", method, shown, status);
+    }
+
+done:
+    free(buf.data);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    if (!out) mv_webhook_response_free(&local);
+    return rc;
+}
+
+mv_code mv_webhook_post(const mv_webhook_config *cfg, const char *url, const json_t *body,
+                        const char *idempotency_key, mv_webhook_response *out, mv_err *err) {
+    char *text = body ? mv_json_compact(body) : strdup("null");
+    if (!text) {
+        if (out) memset(out, 0, sizeof *out), out->outcome = MV_WEBHOOK_NOT_SENT;
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory serialising a webhook body");
+    }
+    mv_code rc = call(cfg, "POST", url, text, strlen(text), idempotency_key, out, err);
+    free(text);
+    return rc;
+}
+
+mv_code mv_webhook_get(const mv_webhook_config *cfg, const char *url, mv_webhook_response *out,
+                       mv_err *err) {
+    return call(cfg, "GET", url, NULL, 0, NULL, out, err);
+}
