@@ -8,7 +8,7 @@
 
 #include "store/db.h"
 
-#define MV_STMT_MAX_PARAMS 48
+#define MV_STMT_MAX_PARAMS 128
 
 typedef struct mv_param {
     enum { MV_PARAM_NULL, MV_PARAM_TEXT, MV_PARAM_INT } type;

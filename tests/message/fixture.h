@@ -15,7 +15,7 @@ typedef struct {
     int64_t n;
 } fixture_count_arg;
 
-static mv_code fixture_count_tx(mv_db *db, void *ctx, mv_err *err) {
+static inline mv_code fixture_count_tx(mv_db *db, void *ctx, mv_err *err) {
     fixture_count_arg *a = ctx;
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, a->sql, &st, err);
@@ -26,7 +26,7 @@ static mv_code fixture_count_tx(mv_db *db, void *ctx, mv_err *err) {
 }
 
 /* Rows in messages (which = 'm') or message_requests ('r'). */
-static int64_t fixture_rows(mv_store *store, char which) {
+static inline int64_t fixture_rows(mv_store *store, char which) {
     fixture_count_arg a = {which == 'm' ? SQL_FIXTURE_COUNT_MESSAGES : SQL_FIXTURE_COUNT_REQUESTS, -1};
     mv_store_read(store, fixture_count_tx, &a, NULL);
     return a.n;
@@ -52,7 +52,7 @@ typedef struct fixture {
 } fixture;
 
 /* prepareMessage of the reference fixture: templateData {name}, fromUser, toUser, payload. */
-static mv_code fixture_prepare(void *ctx, const mv_prepare_input *in, json_t **items, mv_err *err) {
+static inline mv_code fixture_prepare(void *ctx, const mv_prepare_input *in, json_t **items, mv_err *err) {
     (void)ctx;
     (void)err;
     const json_t *p = in->payload;
@@ -66,7 +66,7 @@ static mv_code fixture_prepare(void *ctx, const mv_prepare_input *in, json_t **i
     return MV_OK;
 }
 
-static int fixture_open_opts(fixture *f, const char *name, mv_service_options *opts) {
+static inline int fixture_open_opts(fixture *f, const char *name, mv_service_options *opts) {
     memset(f, 0, sizeof *f);
     snprintf(f->url, sizeof f->url, "sqlite:%s", test_tmp_path(name));
     mv_err err = {0};
@@ -97,16 +97,16 @@ static int fixture_open_opts(fixture *f, const char *name, mv_service_options *o
     return 1;
 }
 
-static int fixture_open(fixture *f, const char *name) { return fixture_open_opts(f, name, NULL); }
+static inline int fixture_open(fixture *f, const char *name) { return fixture_open_opts(f, name, NULL); }
 
-static void fixture_close(fixture *f) {
+static inline void fixture_close(fixture *f) {
     mv_service_free(f->svc);
     mv_registry_free(f->registry);
     mv_store_close(f->store);
 }
 
 /* Creates one svc-test message from `from` to `to` (JSON payload extras may be NULL). */
-static json_t *fixture_create(fixture *f, const char *from, const char *to, const char *crid,
+static inline json_t *fixture_create(fixture *f, const char *from, const char *to, const char *crid,
                               mv_code *rc_out) {
     mv_user u = {.id = from};
     json_t *payload = json_pack("{s:s,s:s}", "name", "Widget", "toUser", to);
@@ -122,7 +122,7 @@ static json_t *fixture_create(fixture *f, const char *from, const char *to, cons
     return msgs;
 }
 
-static const char *first_id(const json_t *msgs) {
+static inline const char *first_id(const json_t *msgs) {
     return mv_json_str(json_array_get(msgs, 0), "id");
 }
 
