@@ -76,7 +76,7 @@ static void add_subject(strbuf *b, const char *subject) {
     } else {
         size_t i = 0;
         while (i < n) {
-            size_t end = i + 45 < n ? i + 45 : n;
+            size_t end = i + 39 < n ? i + 39 : n; /* 52 base64 chars: lines stay under 78 */
             while (end > i + 1 && end < n && ((unsigned char)clean[end] & 0xC0) == 0x80) end--;
             unsigned char enc[64];
             int len = EVP_EncodeBlock(enc, (const unsigned char *)clean + i, (int)(end - i));
