@@ -11,6 +11,7 @@
 #include "missive/jsonlogic.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,42 +217,84 @@ static mv_code give(json_t *v, json_t **out, mv_err *err) {
 
 static json_t *boolean(bool b) { return b ? json_true() : json_false(); }
 
-/* The value at a dotted path ("a.b.0"); def when a step is missing. New reference. */
+/* Byte offset of code point i in the UTF-8 string s of n bytes (n when past the end). */
+static size_t utf8_offset(const char *s, size_t n, size_t i) {
+    size_t off = 0;
+    while (off < n && i > 0) {
+        off++;
+        while (off < n && ((unsigned char)s[off] & 0xC0) == 0x80) off++;
+        i--;
+    }
+    return off;
+}
+
+static size_t utf8_length(const char *s, size_t n) {
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) count++;
+    return count;
+}
+
+/* A canonical array index ("0", "17"; not "01", "-1", "1.0") or SIZE_MAX. */
+static size_t segment_index(const char *seg, size_t n) {
+    if (n == 0 || n > 18 || (seg[0] == '0' && n > 1)) return SIZE_MAX;
+    size_t i = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (seg[j] < '0' || seg[j] > '9') return SIZE_MAX;
+        i = i * 10 + (size_t)(seg[j] - '0');
+    }
+    return i;
+}
+
+/* JS cur[seg] for one path segment: object members, array elements, characters of a string
+ * (counted in code points) and the "length" of arrays and strings. New reference or NULL when
+ * JS would give undefined. */
+static json_t *member(const json_t *cur, const char *seg, size_t n) {
+    if (json_is_object(cur)) return json_incref(json_object_getn(cur, seg, n));
+    bool is_length = n == 6 && memcmp(seg, "length", 6) == 0;
+    size_t i = segment_index(seg, n);
+    if (json_is_array(cur)) {
+        if (is_length) return json_integer((json_int_t)json_array_size(cur));
+        return i == SIZE_MAX ? NULL : json_incref(json_array_get(cur, i));
+    }
+    if (json_is_string(cur)) {
+        const char *s = json_string_value(cur);
+        size_t bytes = json_string_length(cur), chars = utf8_length(s, bytes);
+        if (is_length) return json_integer((json_int_t)chars);
+        if (i == SIZE_MAX || i >= chars) return NULL;
+        size_t a = utf8_offset(s, bytes, i);
+        return json_stringn(s + a, utf8_offset(s + a, bytes - a, 1));
+    }
+    return NULL;
+}
+
+/* The value at a dotted path ("a.b.0"); def when a step is missing (JS undefined) or would step
+ * through null. A null found at the end is returned as null. New reference. */
 static json_t *var_lookup(const json_t *data, const json_t *path, const json_t *def) {
+    if (!def) def = json_null();
     if (!data) data = json_null();
     if (!path || json_is_null(path) || (json_is_string(path) && json_string_length(path) == 0))
         return json_incref((json_t *)data);
     size_t len;
     char *p = mv_js_to_string(path, &len);
     if (!p) return NULL;
-    const json_t *cur = data;
+    json_t *cur = json_incref((json_t *)data);
     const char *seg = p, *end = p + len;
     for (;;) {
         const char *dot = memchr(seg, '.', (size_t)(end - seg));
         size_t n = dot ? (size_t)(dot - seg) : (size_t)(end - seg);
-        const json_t *next = NULL;
-        if (json_is_object(cur)) {
-            next = json_object_getn(cur, seg, n);
-        } else if (json_is_array(cur) && n > 0 && n < 20 && (seg[0] != '0' || n == 1)) {
-            size_t i = 0, j = 0;
-            while (j < n && seg[j] >= '0' && seg[j] <= '9') i = i * 10 + (size_t)(seg[j++] - '0');
-            if (j == n) next = json_array_get(cur, i);
-        }
+        json_t *next = json_is_null(cur) ? NULL : member(cur, seg, n);
+        json_decref(cur);
         if (!next) {
-            cur = def ? def : json_null();
+            cur = json_incref((json_t *)def);
             break;
         }
         cur = next;
         if (!dot) break;
         seg = dot + 1;
-        /* stepping through null ends the walk with the default, as in JS */
-        if (json_is_null(cur)) {
-            cur = def ? def : json_null();
-            break;
-        }
     }
     free(p);
-    return json_incref((json_t *)cur);
+    return cur;
 }
 
 /* JsonLogic "missing": the keys (an array as first argument, or the arguments themselves) whose
@@ -276,24 +319,6 @@ static json_t *missing_keys(json_t *const *vals, size_t n, const json_t *data) {
 fail:
     json_decref(missing);
     return NULL;
-}
-
-/* Byte offset of code point i in the UTF-8 string s of n bytes (n when past the end). */
-static size_t utf8_offset(const char *s, size_t n, size_t i) {
-    size_t off = 0;
-    while (off < n && i > 0) {
-        off++;
-        while (off < n && ((unsigned char)s[off] & 0xC0) == 0x80) off++;
-        i--;
-    }
-    return off;
-}
-
-static size_t utf8_length(const char *s, size_t n) {
-    size_t count = 0;
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) count++;
-    return count;
 }
 
 /* JS ToIntegerOrInfinity, clamped to the range that matters for a string of size chars. */
@@ -324,7 +349,7 @@ static json_t *op_substr(json_t *const *vals, size_t n) {
         double size = (double)utf8_length(s, bytes);
         double from = to_integer(start);
         from = from < 0 ? fmax(size + from, 0) : fmin(from, size);
-        r = js_substr(s, bytes, start, true, size - from + to_integer(mv_js_to_number(vals[2])));
+        r = js_substr(s, bytes, start, true, size - from + mv_js_to_number(vals[2]));
     } else {
         r = js_substr(s, bytes, start, n > 2, n > 2 ? mv_js_to_number(vals[2]) : 0);
     }

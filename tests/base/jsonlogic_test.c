@@ -195,6 +195,11 @@ TEST(var_reads_dotted_paths_indexes_and_defaults) {
     CHECK_LOGIC("{\"var\": [\"payload.missing.deeper\", \"fallback\"]}", data, "\"fallback\"");
     CHECK_LOGIC("{\"var\": [\"payload.items.01\", \"no\"]}", data, "\"no\"");
     CHECK_LOGIC("{\"var\": [\"payload.status.x\", 7]}", data, "7");
+    /* what JS gives for arrays and strings: "length" and character indexes */
+    CHECK_LOGIC("{\"var\": \"payload.items.length\"}", data, "2");
+    CHECK_LOGIC("{\"var\": \"payload.status.length\"}", data, "4");
+    CHECK_LOGIC("{\"var\": \"payload.status.0\"}", data, "\"o\"");
+    CHECK_LOGIC("{\"var\": \"2\"}", "\"aéb\"", "\"b\"");
     /* a present null or 0 is returned as is; the default is only for missing paths */
     CHECK_LOGIC("{\"var\": [\"payload.none\", 5]}", data, "null");
     CHECK_LOGIC("{\"var\": [\"payload.zero\", 5]}", data, "0");
