@@ -63,23 +63,39 @@ static const struct {
     logic_op op;
     int min_args, max_args;
 } OPERATORS[] = {
-    {"var", OP_VAR, 0, 2},         {"missing", OP_MISSING, 0, ANY},
+    {"var", OP_VAR, 0, 2},
+    {"missing", OP_MISSING, 0, ANY},
     {"missing_some", OP_MISSING_SOME, 2, 2},
-    {"if", OP_IF, 0, ANY},         {"?:", OP_IF, 0, ANY},
-    {"==", OP_EQ, 2, 2},           {"===", OP_STRICT_EQ, 2, 2},
-    {"!=", OP_NE, 2, 2},           {"!==", OP_STRICT_NE, 2, 2},
-    {"!", OP_NOT, 1, 1},           {"!!", OP_TRUTHY, 1, 1},
-    {"or", OP_OR, 1, ANY},         {"and", OP_AND, 1, ANY},
-    {"<", OP_LT, 2, 3},            {"<=", OP_LE, 2, 3},
-    {">", OP_GT, 2, 2},            {">=", OP_GE, 2, 2},
-    {"in", OP_IN, 2, 2},           {"cat", OP_CAT, 0, ANY},
-    {"substr", OP_SUBSTR, 1, 3},   {"+", OP_ADD, 0, ANY},
-    {"-", OP_SUB, 1, 2},           {"*", OP_MUL, 1, ANY},
-    {"/", OP_DIV, 2, 2},           {"%", OP_MOD, 2, 2},
-    {"min", OP_MIN, 0, ANY},       {"max", OP_MAX, 0, ANY},
-    {"merge", OP_MERGE, 0, ANY},   {"map", OP_MAP, 2, 2},
-    {"filter", OP_FILTER, 2, 2},   {"reduce", OP_REDUCE, 2, 3},
-    {"all", OP_ALL, 2, 2},         {"none", OP_NONE, 2, 2},
+    {"if", OP_IF, 0, ANY},
+    {"?:", OP_IF, 0, ANY},
+    {"==", OP_EQ, 2, 2},
+    {"===", OP_STRICT_EQ, 2, 2},
+    {"!=", OP_NE, 2, 2},
+    {"!==", OP_STRICT_NE, 2, 2},
+    {"!", OP_NOT, 1, 1},
+    {"!!", OP_TRUTHY, 1, 1},
+    {"or", OP_OR, 1, ANY},
+    {"and", OP_AND, 1, ANY},
+    {"<", OP_LT, 2, 3},
+    {"<=", OP_LE, 2, 3},
+    {">", OP_GT, 2, 2},
+    {">=", OP_GE, 2, 2},
+    {"in", OP_IN, 2, 2},
+    {"cat", OP_CAT, 0, ANY},
+    {"substr", OP_SUBSTR, 1, 3},
+    {"+", OP_ADD, 0, ANY},
+    {"-", OP_SUB, 1, 2},
+    {"*", OP_MUL, 1, ANY},
+    {"/", OP_DIV, 2, 2},
+    {"%", OP_MOD, 2, 2},
+    {"min", OP_MIN, 0, ANY},
+    {"max", OP_MAX, 0, ANY},
+    {"merge", OP_MERGE, 0, ANY},
+    {"map", OP_MAP, 2, 2},
+    {"filter", OP_FILTER, 2, 2},
+    {"reduce", OP_REDUCE, 2, 3},
+    {"all", OP_ALL, 2, 2},
+    {"none", OP_NONE, 2, 2},
     {"some", OP_SOME, 2, 2},
 };
 
@@ -101,7 +117,8 @@ static mv_code no_memory(mv_err *err) { return mv_err_set(err, MV_NO_MEMORY, "ou
 
 static void node_free(node *nd) {
     if (!nd) return;
-    for (size_t i = 0; i < nd->n; i++) node_free(nd->args[i]);
+    for (size_t i = 0; i < nd->n; i++)
+        node_free(nd->args[i]);
     json_decref(nd->literal);
     free(nd);
 }
@@ -159,7 +176,8 @@ static mv_code compile_node(const json_t *rule, int depth, node **out, mv_err *e
     const char *name = json_object_iter_key(it);
     const json_t *args = json_object_iter_value(it);
     size_t k = 0, nops = sizeof OPERATORS / sizeof OPERATORS[0];
-    while (k < nops && strcmp(OPERATORS[k].name, name) != 0) k++;
+    while (k < nops && strcmp(OPERATORS[k].name, name) != 0)
+        k++;
     if (k == nops) return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown operator \"%s\"", name);
     size_t n = json_is_array(args) ? json_array_size(args) : 1;
     int lo = OPERATORS[k].min_args, hi = OPERATORS[k].max_args;
@@ -172,8 +190,8 @@ static mv_code compile_node(const json_t *rule, int depth, node **out, mv_err *e
             return mv_err_set(err, MV_INVALID_ARGUMENT,
                               "operator \"%s\" takes %d argument%s, got %zu", name, lo,
                               lo == 1 ? "" : "s", n);
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "operator \"%s\" takes %d to %d arguments, got %zu",
-                          name, lo, hi, n);
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "operator \"%s\" takes %d to %d arguments, got %zu", name, lo, hi, n);
     }
     node *nd = node_new(OPERATORS[k].op, OPERATORS[k].name, n);
     if (!nd) return no_memory(err);
@@ -222,7 +240,8 @@ static size_t utf8_offset(const char *s, size_t n, size_t i) {
     size_t off = 0;
     while (off < n && i > 0) {
         off++;
-        while (off < n && ((unsigned char)s[off] & 0xC0) == 0x80) off++;
+        while (off < n && ((unsigned char)s[off] & 0xC0) == 0x80)
+            off++;
         i--;
     }
     return off;
@@ -325,11 +344,14 @@ fail:
 static double to_integer(double d) { return isnan(d) ? 0 : trunc(d); }
 
 /* JS String.prototype.substr(start, length) counted in code points (JS counts UTF-16 units). */
-static json_t *js_substr(const char *s, size_t bytes, double start, bool has_length, double length) {
+static json_t *js_substr(const char *s, size_t bytes, double start, bool has_length,
+                         double length) {
     double size = (double)utf8_length(s, bytes);
     double from = to_integer(start);
-    if (from < 0) from = fmax(size + from, 0);
-    else from = fmin(from, size);
+    if (from < 0)
+        from = fmax(size + from, 0);
+    else
+        from = fmin(from, size);
     double count = has_length ? fmin(fmax(to_integer(length), 0), size) : size;
     double to = fmin(from + count, size);
     if (to <= from) return json_string("");
@@ -379,8 +401,8 @@ static json_t *op_in(const json_t *needle, const json_t *hay) {
 static json_t *op_merge(json_t *const *vals, size_t n) {
     json_t *r = json_array();
     for (size_t i = 0; r && i < n; i++) {
-        int rc = json_is_array(vals[i]) ? json_array_extend(r, vals[i])
-                                        : json_array_append(r, vals[i]);
+        int rc =
+            json_is_array(vals[i]) ? json_array_extend(r, vals[i]) : json_array_append(r, vals[i]);
         if (rc != 0) {
             json_decref(r);
             r = NULL;
@@ -394,11 +416,13 @@ static json_t *op_arith(logic_op op, json_t *const *vals, size_t n) {
     switch (op) {
     case OP_ADD: /* + and * coerce with parseFloat, as the reference does */
         acc = 0;
-        for (size_t i = 0; i < n; i++) acc += mv_js_parse_float(vals[i]);
+        for (size_t i = 0; i < n; i++)
+            acc += mv_js_parse_float(vals[i]);
         break;
     case OP_MUL:
         acc = 1;
-        for (size_t i = 0; i < n; i++) acc *= mv_js_parse_float(vals[i]);
+        for (size_t i = 0; i < n; i++)
+            acc *= mv_js_parse_float(vals[i]);
         break;
     case OP_SUB:
         acc = n == 1 ? -mv_js_to_number(vals[0])
@@ -492,7 +516,8 @@ static mv_code eval_eager(const node *nd, const json_t *data, int depth, json_t 
     }
     rc = give(apply_eager(nd, vals, data), out, err);
 out:
-    for (size_t i = 0; i < done; i++) json_decref(vals[i]);
+    for (size_t i = 0; i < done; i++)
+        json_decref(vals[i]);
     if (vals != small) free(vals);
     return rc;
 }
@@ -535,8 +560,10 @@ static mv_code eval_scoped(const node *nd, const json_t *data, int depth, json_t
     mv_code rc = eval(nd->args[0], data, depth + 1, &list, err);
     if (rc != MV_OK) return rc;
     if (nd->op == OP_REDUCE) {
-        if (nd->n > 2) rc = eval(nd->args[2], data, depth + 1, &acc, err);
-        else acc = json_null();
+        if (nd->n > 2)
+            rc = eval(nd->args[2], data, depth + 1, &acc, err);
+        else
+            acc = json_null();
         if (rc != MV_OK) goto fail;
     } else if (nd->op == OP_MAP || nd->op == OP_FILTER) {
         if (!(result = json_array())) goto oom;
