@@ -15,9 +15,11 @@ static json_t *user_json(const mv_user *u) {
 mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
                         json_t **items, mv_err *err) {
     const mv_user *u = in->user;
-    json_t *body = json_pack("{s:s,s:o,s:O,s:O,s:O}", "templateCd", in->template_cd, "user",
-                             user_json(u), "identity", u->identity ? u->identity : json_object(),
-                             "permissions", u->permissions ? u->permissions : json_object(),
+    json_t *body = json_pack("{s:s,s:o,s:o,s:o,s:O}", "templateCd", in->template_cd, "user",
+                             user_json(u), "identity",
+                             u->identity ? json_deep_copy(u->identity) : json_object(),
+                             "permissions",
+                             u->permissions ? json_deep_copy(u->permissions) : json_object(),
                              "payload", in->payload);
     mv_webhook_response res = {0};
     mv_err e = {0};
