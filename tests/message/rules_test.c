@@ -376,6 +376,33 @@ TEST(malformed_content_is_rejected_at_load_not_at_render) {
     CHECK_TITLE("Broken {{name", "{}", "(rejected)");
 }
 
+TEST(booking_example_host_sees_accept_and_decline_as_the_readme_shows) {
+    mv_template *t = NULL;
+    mv_err err;
+    CHECK_CODE(mv_template_load_file("examples/templates/booking-request.json", &t, &err), MV_OK, &err);
+    REQUIRE(t);
+    mv_user host = user_named("host-7");
+    const char *open = "{'fromUser': 'guest-1', 'toUser': 'host-7',"
+                       " 'payload': {'status': 'open', 'listing': 'Flat 3', 'guestName': 'Ana'}}";
+    const char *data = "{'status': 'open', 'listing': 'Flat 3', 'guestName': 'Ana'}";
+    CHECK_FILTER(t, MV_RECEIVER, &host, open, data,
+                 "[{\"actionCd\":\"accept\",\"isDefault\":true,\"name\":\"Accept\","
+                 "\"variant\":\"primary\",\"confirmation\":{\"title\":\"Accept Flat 3?\","
+                 "\"message\":\"The guest is charged now.\"}},"
+                 "{\"actionCd\":\"decline\",\"name\":\"Decline\",\"variant\":\"danger\","
+                 "\"confirmation\":{\"title\":\"Decline Ana?\",\"message\":\"The deposit hold "
+                 "is released.\",\"notesLabel\":\"Reason for declining Ana\","
+                 "\"requireNotes\":false}}]");
+    CHECK_CODES(t, MV_RECEIVER, &host, "{'payload': {'status': 'closed'}}", "decline");
+    CHECK_CODES(t, MV_SENDER, &host, open, "withdraw");
+    json_t *m = J(open);
+    CHECK(mv_action_allowed(mv_template_action(t, "accept"), &host, m));
+    CHECK(!mv_action_allowed(mv_template_action(t, "withdraw"), &host, m));
+    json_decref(m);
+    CHECK_STR(mv_template_ui(t, MV_RECEIVER), "booking-card");
+    mv_template_release(t);
+}
+
 int main(void) {
     return RUN_TESTS(user_id_is_trimmed_and_empty_means_no_user,
                      sender_and_receiver_compare_trimmed_ids,
@@ -392,5 +419,6 @@ int main(void) {
                      content_renders_sender_and_receiver_texts, content_is_not_html_escaped,
                      prototype_like_names_render_empty,
                      missing_names_render_empty_and_values_coerce_as_javascript,
-                     malformed_content_is_rejected_at_load_not_at_render);
+                     malformed_content_is_rejected_at_load_not_at_render,
+                     booking_example_host_sees_accept_and_decline_as_the_readme_shows);
 }
