@@ -252,7 +252,7 @@ static const char *const APPROVAL_KEYS[] = {"capability", "ttlMs", NULL};
 
 static mv_code read_flag(const parse_ctx *c, const json_t *a, const char *key, bool *value,
                          bool *present) {
-    const json_t *v = json_object_get(a, key);
+    const json_t *v = opt(a, key);
     if (present) *present = v != NULL;
     if (v && !json_is_boolean(v)) return fail(c, "%s must be true or false", key);
     *value = json_is_true(v);
@@ -280,10 +280,10 @@ static mv_code read_confirmation(const parse_ctx *c, const json_t *a, mv_action_
         rc = read_text(c, v, "confirmation", "notesLabel", NULL, &d->confirm_notes_label);
         if (rc != MV_OK) return rc;
     }
-    const json_t *req = json_object_get(v, "requireNotes");
+    const json_t *req = opt(v, "requireNotes");
     if (req && !json_is_boolean(req))
         return fail(c, "confirmation.requireNotes must be true or false");
-    const json_t *docs = json_object_get(v, "documents");
+    const json_t *docs = opt(v, "documents");
     if (docs && !json_is_boolean(docs))
         return fail(c, "confirmation.documents must be true or false");
     if (req) d->confirm_require_notes = json_incref((json_t *)req); /* booleans are immutable */

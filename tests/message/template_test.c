@@ -446,6 +446,26 @@ TEST(approval_shapes_are_checked) {
 #undef WITH_APPROVAL
 }
 
+TEST(null_optional_keys_count_as_absent) {
+    mv_template *t;
+    mv_err err;
+    CHECK_CODE(parse("{'templateCd': 'x', 'type': null, 'uiTemplate': null, 'prepare': null,"
+                     " 'senderContent': null, 'actions': [{'actionCd': 'y', 'name': 'A',"
+                     " 'variant': 'v', 'sender': true, 'receiver': null, 'isDefault': null,"
+                     " 'confirmation': {'title': 't', 'message': 'm', 'notesLabel': null,"
+                     " 'requireNotes': null, 'documents': null}, 'payload': null,"
+                     " 'senderNotification': null, 'approval': null}]}",
+                     &t, &err),
+               MV_OK, &err);
+    REQUIRE(t);
+    const mv_action_def *a = &t->actions[0];
+    CHECK(!a->receiver && !a->has_is_default && a->has_confirmation);
+    CHECK(!a->confirm_notes_label && !a->confirm_require_notes && !a->confirm_documents);
+    CHECK(!a->payload && !a->has_sender_notification && !a->approval_capability);
+    CHECK_STR(t->type, "");
+    mv_template_release(t);
+}
+
 TEST(sender_notification_string_fills_short_and_long) {
     mv_template *t;
     mv_err err;
@@ -891,7 +911,7 @@ int main(void) {
         mustache_that_does_not_compile_is_rejected_naming_template_and_field,
         condition_that_is_not_valid_jsonlogic_is_rejected,
         wrong_json_types_are_rejected_naming_the_field, handler_shapes_are_checked,
-        prepare_shapes_are_checked, approval_shapes_are_checked,
+        prepare_shapes_are_checked, approval_shapes_are_checked, null_optional_keys_count_as_absent,
         sender_notification_string_fills_short_and_long,
         mutating_the_source_json_after_parse_has_no_effect,
         ui_template_object_resolves_per_usertype_with_fallbacks,
