@@ -1,11 +1,15 @@
 /* missive/jsonlogic.h — JsonLogic rules (jsonlogic.com) evaluated over a JSON document.
  *
  * A rule is compiled once: compilation checks every operator name (an unknown operator is an
- * error at load time, naming it) and the shape of its arguments; evaluation never fails on data
- * (missing variables are null) except when it exceeds the depth bound. Operators: var, missing,
+ * error at load time, naming it), the number of arguments of each operator and the nesting depth
+ * (at most MV_LOGIC_MAX_DEPTH operations and arrays inside one another); evaluation never fails
+ * on data (missing variables are null). An object with exactly one key is an operation, any other
+ * object is a literal; arrays are evaluated element by element. Operators: var, missing,
  * missing_some, if, ?:, ==, ===, !=, !==, !, !!, or, and, <, <=, >, >= (with the 3-argument
- * "between" forms), in, cat, substr, + - * / %, min, max, merge, map, filter, reduce, all, none,
- * some. Truthiness and loose equality follow JavaScript, as the reference implementation. */
+ * "between" forms of < and <=), in, cat, substr, + - * / %, min, max, merge, map, filter, reduce,
+ * all, none, some. Truthiness, loose equality and number coercion follow JavaScript, as the
+ * reference implementation; a number JSON cannot hold (NaN, Infinity) becomes null.
+ * A compiled rule is immutable: it may be evaluated from several threads at once. */
 #ifndef MISSIVE_JSONLOGIC_H
 #define MISSIVE_JSONLOGIC_H
 
@@ -19,11 +23,12 @@ typedef struct mv_logic mv_logic;
 #define MV_LOGIC_MAX_DEPTH 64
 
 /* Compiles rule (borrowed; the compiled form keeps what it needs). Errors: MV_INVALID_ARGUMENT
- * with "unknown operator \"foo\"" or a message naming the malformed part. *out owned by the
- * caller: free with mv_logic_free(). */
+ * with "unknown operator \"foo\"", "operator \"==\" takes 2 arguments, got 1" or a message
+ * naming the depth bound. *out owned by the caller: free with mv_logic_free(). */
 mv_code mv_logic_compile(const json_t *rule, mv_logic **out, mv_err *err);
 
-/* Evaluates over data (NULL = null). *result is a new reference owned by the caller. */
+/* Evaluates over data (NULL = null). *result is a new reference owned by the caller (it may
+ * share values with data, never with the rule). Fails only on allocation failure. */
 mv_code mv_logic_eval(const mv_logic *logic, const json_t *data, json_t **result, mv_err *err);
 
 /* Evaluates and reduces the result with JavaScript truthiness. Returns false on error (err set). */

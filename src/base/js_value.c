@@ -22,7 +22,8 @@ static void sb_put(strbuf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 32;
-        while (cap < b->len + n + 1) cap *= 2;
+        while (cap < b->len + n + 1)
+            cap *= 2;
         char *ns = realloc(b->s, cap);
         if (!ns) {
             b->oom = true;
@@ -113,12 +114,14 @@ void mv_js_format_number(double d, char out[32]) {
     const char *s = tmp;
     for (; *s && *s != 'e'; s++)
         if (*s >= '0' && *s <= '9') digits[k++] = *s;
-    while (k > 1 && digits[k - 1] == '0') k--;
+    while (k > 1 && digits[k - 1] == '0')
+        k--;
     int n = atoi(s + 1) + 1; /* the decimal point sits after n digits */
     if (k <= n && n <= 21) {
         memcpy(o, digits, (size_t)k);
         o += k;
-        for (int i = k; i < n; i++) *o++ = '0';
+        for (int i = k; i < n; i++)
+            *o++ = '0';
     } else if (0 < n && n <= 21) {
         memcpy(o, digits, (size_t)n);
         o += n;
@@ -128,7 +131,8 @@ void mv_js_format_number(double d, char out[32]) {
     } else if (-6 < n && n <= 0) {
         *o++ = '0';
         *o++ = '.';
-        for (int i = 0; i < -n; i++) *o++ = '0';
+        for (int i = 0; i < -n; i++)
+            *o++ = '0';
         memcpy(o, digits, (size_t)k);
         o += k;
     } else {
@@ -160,10 +164,12 @@ static size_t scan_decimal(const char *s, size_t n, bool *infinite) {
         *infinite = true;
         return i + 8;
     }
-    for (; i < n && is_digit(s[i]); i++) int_digits++;
+    for (; i < n && is_digit(s[i]); i++)
+        int_digits++;
     if (i < n && s[i] == '.') {
         size_t j = i + 1;
-        for (; j < n && is_digit(s[j]); j++) frac_digits++;
+        for (; j < n && is_digit(s[j]); j++)
+            frac_digits++;
         if (int_digits || frac_digits) i = j;
     }
     if (!int_digits && !frac_digits) return 0;
@@ -171,7 +177,8 @@ static size_t scan_decimal(const char *s, size_t n, bool *infinite) {
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
         size_t j = i + 1, exp_digits = 0;
         if (j < n && (s[j] == '+' || s[j] == '-')) j++;
-        for (; j < n && is_digit(s[j]); j++) exp_digits++;
+        for (; j < n && is_digit(s[j]); j++)
+            exp_digits++;
         if (exp_digits) end = j;
     }
     return end;
@@ -192,15 +199,17 @@ static double decimal_value(const char *s, size_t n, bool infinite) {
 
 /* JS StringToNumber. */
 static double string_to_number(const char *s, size_t n) {
-    while (n && is_space(*s)) s++, n--;
-    while (n && is_space(s[n - 1])) n--;
+    while (n && is_space(*s))
+        s++, n--;
+    while (n && is_space(s[n - 1]))
+        n--;
     if (n == 0) return 0;
     if (n > 2 && s[0] == '0' && strchr("xXoObB", s[1])) {
         int base = (s[1] == 'x' || s[1] == 'X') ? 16 : (s[1] == 'o' || s[1] == 'O') ? 8 : 2;
         double d = 0;
         for (size_t i = 2; i < n; i++) {
             char c = s[i];
-            int v = is_digit(c)               ? c - '0'
+            int v = is_digit(c)              ? c - '0'
                     : (c >= 'a' && c <= 'f') ? c - 'a' + 10
                     : (c >= 'A' && c <= 'F') ? c - 'A' + 10
                                              : 99;
@@ -241,7 +250,8 @@ double mv_js_parse_float(const json_t *v) {
     char *s = mv_js_to_string(v, &n);
     if (!s) return NAN;
     const char *p = s;
-    while (n && is_space(*p)) p++, n--;
+    while (n && is_space(*p))
+        p++, n--;
     bool infinite;
     size_t m = scan_decimal(p, n, &infinite);
     double d = m ? decimal_value(p, m, infinite) : NAN;
@@ -354,8 +364,10 @@ bool mv_js_loose_equal(const json_t *a, const json_t *b) {
     to_primitive(a, &pa);
     to_primitive(b, &pb);
     bool eq;
-    if (pa.is_string && pb.is_string) eq = bytes_cmp(pa.s, pa.n, pb.s, pb.n) == 0;
-    else eq = primitive_number(&pa) == primitive_number(&pb);
+    if (pa.is_string && pb.is_string)
+        eq = bytes_cmp(pa.s, pa.n, pb.s, pb.n) == 0;
+    else
+        eq = primitive_number(&pa) == primitive_number(&pb);
     free(pa.owned);
     free(pb.owned);
     return eq;

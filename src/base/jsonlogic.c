@@ -11,6 +11,7 @@
 #include "missive/jsonlogic.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,23 +63,39 @@ static const struct {
     logic_op op;
     int min_args, max_args;
 } OPERATORS[] = {
-    {"var", OP_VAR, 0, 2},         {"missing", OP_MISSING, 0, ANY},
+    {"var", OP_VAR, 0, 2},
+    {"missing", OP_MISSING, 0, ANY},
     {"missing_some", OP_MISSING_SOME, 2, 2},
-    {"if", OP_IF, 0, ANY},         {"?:", OP_IF, 0, ANY},
-    {"==", OP_EQ, 2, 2},           {"===", OP_STRICT_EQ, 2, 2},
-    {"!=", OP_NE, 2, 2},           {"!==", OP_STRICT_NE, 2, 2},
-    {"!", OP_NOT, 1, 1},           {"!!", OP_TRUTHY, 1, 1},
-    {"or", OP_OR, 1, ANY},         {"and", OP_AND, 1, ANY},
-    {"<", OP_LT, 2, 3},            {"<=", OP_LE, 2, 3},
-    {">", OP_GT, 2, 2},            {">=", OP_GE, 2, 2},
-    {"in", OP_IN, 2, 2},           {"cat", OP_CAT, 0, ANY},
-    {"substr", OP_SUBSTR, 1, 3},   {"+", OP_ADD, 0, ANY},
-    {"-", OP_SUB, 1, 2},           {"*", OP_MUL, 1, ANY},
-    {"/", OP_DIV, 2, 2},           {"%", OP_MOD, 2, 2},
-    {"min", OP_MIN, 0, ANY},       {"max", OP_MAX, 0, ANY},
-    {"merge", OP_MERGE, 0, ANY},   {"map", OP_MAP, 2, 2},
-    {"filter", OP_FILTER, 2, 2},   {"reduce", OP_REDUCE, 2, 3},
-    {"all", OP_ALL, 2, 2},         {"none", OP_NONE, 2, 2},
+    {"if", OP_IF, 0, ANY},
+    {"?:", OP_IF, 0, ANY},
+    {"==", OP_EQ, 2, 2},
+    {"===", OP_STRICT_EQ, 2, 2},
+    {"!=", OP_NE, 2, 2},
+    {"!==", OP_STRICT_NE, 2, 2},
+    {"!", OP_NOT, 1, 1},
+    {"!!", OP_TRUTHY, 1, 1},
+    {"or", OP_OR, 1, ANY},
+    {"and", OP_AND, 1, ANY},
+    {"<", OP_LT, 2, 3},
+    {"<=", OP_LE, 2, 3},
+    {">", OP_GT, 2, 2},
+    {">=", OP_GE, 2, 2},
+    {"in", OP_IN, 2, 2},
+    {"cat", OP_CAT, 0, ANY},
+    {"substr", OP_SUBSTR, 1, 3},
+    {"+", OP_ADD, 0, ANY},
+    {"-", OP_SUB, 1, 2},
+    {"*", OP_MUL, 1, ANY},
+    {"/", OP_DIV, 2, 2},
+    {"%", OP_MOD, 2, 2},
+    {"min", OP_MIN, 0, ANY},
+    {"max", OP_MAX, 0, ANY},
+    {"merge", OP_MERGE, 0, ANY},
+    {"map", OP_MAP, 2, 2},
+    {"filter", OP_FILTER, 2, 2},
+    {"reduce", OP_REDUCE, 2, 3},
+    {"all", OP_ALL, 2, 2},
+    {"none", OP_NONE, 2, 2},
     {"some", OP_SOME, 2, 2},
 };
 
@@ -100,7 +117,8 @@ static mv_code no_memory(mv_err *err) { return mv_err_set(err, MV_NO_MEMORY, "ou
 
 static void node_free(node *nd) {
     if (!nd) return;
-    for (size_t i = 0; i < nd->n; i++) node_free(nd->args[i]);
+    for (size_t i = 0; i < nd->n; i++)
+        node_free(nd->args[i]);
     json_decref(nd->literal);
     free(nd);
 }
@@ -158,7 +176,8 @@ static mv_code compile_node(const json_t *rule, int depth, node **out, mv_err *e
     const char *name = json_object_iter_key(it);
     const json_t *args = json_object_iter_value(it);
     size_t k = 0, nops = sizeof OPERATORS / sizeof OPERATORS[0];
-    while (k < nops && strcmp(OPERATORS[k].name, name) != 0) k++;
+    while (k < nops && strcmp(OPERATORS[k].name, name) != 0)
+        k++;
     if (k == nops) return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown operator \"%s\"", name);
     size_t n = json_is_array(args) ? json_array_size(args) : 1;
     int lo = OPERATORS[k].min_args, hi = OPERATORS[k].max_args;
@@ -171,8 +190,8 @@ static mv_code compile_node(const json_t *rule, int depth, node **out, mv_err *e
             return mv_err_set(err, MV_INVALID_ARGUMENT,
                               "operator \"%s\" takes %d argument%s, got %zu", name, lo,
                               lo == 1 ? "" : "s", n);
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "operator \"%s\" takes %d to %d arguments, got %zu",
-                          name, lo, hi, n);
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "operator \"%s\" takes %d to %d arguments, got %zu", name, lo, hi, n);
     }
     node *nd = node_new(OPERATORS[k].op, OPERATORS[k].name, n);
     if (!nd) return no_memory(err);
@@ -216,42 +235,85 @@ static mv_code give(json_t *v, json_t **out, mv_err *err) {
 
 static json_t *boolean(bool b) { return b ? json_true() : json_false(); }
 
-/* The value at a dotted path ("a.b.0"); def when a step is missing. New reference. */
+/* Byte offset of code point i in the UTF-8 string s of n bytes (n when past the end). */
+static size_t utf8_offset(const char *s, size_t n, size_t i) {
+    size_t off = 0;
+    while (off < n && i > 0) {
+        off++;
+        while (off < n && ((unsigned char)s[off] & 0xC0) == 0x80)
+            off++;
+        i--;
+    }
+    return off;
+}
+
+static size_t utf8_length(const char *s, size_t n) {
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) count++;
+    return count;
+}
+
+/* A canonical array index ("0", "17"; not "01", "-1", "1.0") or SIZE_MAX. */
+static size_t segment_index(const char *seg, size_t n) {
+    if (n == 0 || n > 18 || (seg[0] == '0' && n > 1)) return SIZE_MAX;
+    size_t i = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (seg[j] < '0' || seg[j] > '9') return SIZE_MAX;
+        i = i * 10 + (size_t)(seg[j] - '0');
+    }
+    return i;
+}
+
+/* JS cur[seg] for one path segment: object members, array elements, characters of a string
+ * (counted in code points) and the "length" of arrays and strings. New reference or NULL when
+ * JS would give undefined. */
+static json_t *member(const json_t *cur, const char *seg, size_t n) {
+    if (json_is_object(cur)) return json_incref(json_object_getn(cur, seg, n));
+    bool is_length = n == 6 && memcmp(seg, "length", 6) == 0;
+    size_t i = segment_index(seg, n);
+    if (json_is_array(cur)) {
+        if (is_length) return json_integer((json_int_t)json_array_size(cur));
+        return i == SIZE_MAX ? NULL : json_incref(json_array_get(cur, i));
+    }
+    if (json_is_string(cur)) {
+        const char *s = json_string_value(cur);
+        size_t bytes = json_string_length(cur), chars = utf8_length(s, bytes);
+        if (is_length) return json_integer((json_int_t)chars);
+        if (i == SIZE_MAX || i >= chars) return NULL;
+        size_t a = utf8_offset(s, bytes, i);
+        return json_stringn(s + a, utf8_offset(s + a, bytes - a, 1));
+    }
+    return NULL;
+}
+
+/* The value at a dotted path ("a.b.0"); def when a step is missing (JS undefined) or would step
+ * through null. A null found at the end is returned as null. New reference. */
 static json_t *var_lookup(const json_t *data, const json_t *path, const json_t *def) {
+    if (!def) def = json_null();
     if (!data) data = json_null();
     if (!path || json_is_null(path) || (json_is_string(path) && json_string_length(path) == 0))
         return json_incref((json_t *)data);
     size_t len;
     char *p = mv_js_to_string(path, &len);
     if (!p) return NULL;
-    const json_t *cur = data;
+    json_t *cur = json_incref((json_t *)data);
     const char *seg = p, *end = p + len;
     for (;;) {
         const char *dot = memchr(seg, '.', (size_t)(end - seg));
         size_t n = dot ? (size_t)(dot - seg) : (size_t)(end - seg);
-        const json_t *next = NULL;
-        if (json_is_object(cur)) {
-            next = json_object_getn(cur, seg, n);
-        } else if (json_is_array(cur) && n > 0 && n < 20 && (seg[0] != '0' || n == 1)) {
-            size_t i = 0, j = 0;
-            while (j < n && seg[j] >= '0' && seg[j] <= '9') i = i * 10 + (size_t)(seg[j++] - '0');
-            if (j == n) next = json_array_get(cur, i);
-        }
+        json_t *next = json_is_null(cur) ? NULL : member(cur, seg, n);
+        json_decref(cur);
         if (!next) {
-            cur = def ? def : json_null();
+            cur = json_incref((json_t *)def);
             break;
         }
         cur = next;
         if (!dot) break;
         seg = dot + 1;
-        /* stepping through null ends the walk with the default, as in JS */
-        if (json_is_null(cur)) {
-            cur = def ? def : json_null();
-            break;
-        }
     }
     free(p);
-    return json_incref((json_t *)cur);
+    return cur;
 }
 
 /* JsonLogic "missing": the keys (an array as first argument, or the arguments themselves) whose
@@ -278,33 +340,18 @@ fail:
     return NULL;
 }
 
-/* Byte offset of code point i in the UTF-8 string s of n bytes (n when past the end). */
-static size_t utf8_offset(const char *s, size_t n, size_t i) {
-    size_t off = 0;
-    while (off < n && i > 0) {
-        off++;
-        while (off < n && ((unsigned char)s[off] & 0xC0) == 0x80) off++;
-        i--;
-    }
-    return off;
-}
-
-static size_t utf8_length(const char *s, size_t n) {
-    size_t count = 0;
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) count++;
-    return count;
-}
-
 /* JS ToIntegerOrInfinity, clamped to the range that matters for a string of size chars. */
 static double to_integer(double d) { return isnan(d) ? 0 : trunc(d); }
 
 /* JS String.prototype.substr(start, length) counted in code points (JS counts UTF-16 units). */
-static json_t *js_substr(const char *s, size_t bytes, double start, bool has_length, double length) {
+static json_t *js_substr(const char *s, size_t bytes, double start, bool has_length,
+                         double length) {
     double size = (double)utf8_length(s, bytes);
     double from = to_integer(start);
-    if (from < 0) from = fmax(size + from, 0);
-    else from = fmin(from, size);
+    if (from < 0)
+        from = fmax(size + from, 0);
+    else
+        from = fmin(from, size);
     double count = has_length ? fmin(fmax(to_integer(length), 0), size) : size;
     double to = fmin(from + count, size);
     if (to <= from) return json_string("");
@@ -324,7 +371,7 @@ static json_t *op_substr(json_t *const *vals, size_t n) {
         double size = (double)utf8_length(s, bytes);
         double from = to_integer(start);
         from = from < 0 ? fmax(size + from, 0) : fmin(from, size);
-        r = js_substr(s, bytes, start, true, size - from + to_integer(mv_js_to_number(vals[2])));
+        r = js_substr(s, bytes, start, true, size - from + mv_js_to_number(vals[2]));
     } else {
         r = js_substr(s, bytes, start, n > 2, n > 2 ? mv_js_to_number(vals[2]) : 0);
     }
@@ -354,8 +401,8 @@ static json_t *op_in(const json_t *needle, const json_t *hay) {
 static json_t *op_merge(json_t *const *vals, size_t n) {
     json_t *r = json_array();
     for (size_t i = 0; r && i < n; i++) {
-        int rc = json_is_array(vals[i]) ? json_array_extend(r, vals[i])
-                                        : json_array_append(r, vals[i]);
+        int rc =
+            json_is_array(vals[i]) ? json_array_extend(r, vals[i]) : json_array_append(r, vals[i]);
         if (rc != 0) {
             json_decref(r);
             r = NULL;
@@ -369,11 +416,13 @@ static json_t *op_arith(logic_op op, json_t *const *vals, size_t n) {
     switch (op) {
     case OP_ADD: /* + and * coerce with parseFloat, as the reference does */
         acc = 0;
-        for (size_t i = 0; i < n; i++) acc += mv_js_parse_float(vals[i]);
+        for (size_t i = 0; i < n; i++)
+            acc += mv_js_parse_float(vals[i]);
         break;
     case OP_MUL:
         acc = 1;
-        for (size_t i = 0; i < n; i++) acc *= mv_js_parse_float(vals[i]);
+        for (size_t i = 0; i < n; i++)
+            acc *= mv_js_parse_float(vals[i]);
         break;
     case OP_SUB:
         acc = n == 1 ? -mv_js_to_number(vals[0])
@@ -467,7 +516,8 @@ static mv_code eval_eager(const node *nd, const json_t *data, int depth, json_t 
     }
     rc = give(apply_eager(nd, vals, data), out, err);
 out:
-    for (size_t i = 0; i < done; i++) json_decref(vals[i]);
+    for (size_t i = 0; i < done; i++)
+        json_decref(vals[i]);
     if (vals != small) free(vals);
     return rc;
 }
@@ -510,8 +560,10 @@ static mv_code eval_scoped(const node *nd, const json_t *data, int depth, json_t
     mv_code rc = eval(nd->args[0], data, depth + 1, &list, err);
     if (rc != MV_OK) return rc;
     if (nd->op == OP_REDUCE) {
-        if (nd->n > 2) rc = eval(nd->args[2], data, depth + 1, &acc, err);
-        else acc = json_null();
+        if (nd->n > 2)
+            rc = eval(nd->args[2], data, depth + 1, &acc, err);
+        else
+            acc = json_null();
         if (rc != MV_OK) goto fail;
     } else if (nd->op == OP_MAP || nd->op == OP_FILTER) {
         if (!(result = json_array())) goto oom;

@@ -42,7 +42,7 @@ static json_t *parse(const char *s) {
     do {                                                                                           \
         json_t *r_ = parse(rule), *d_ = parse(data), *e_ = parse(expected), *got_ = NULL;          \
         mv_err err_ = {0};                                                                         \
-        REQUIRE(r_ && d_ && e_);                                                                   \
+        REQUIRE(r_ &&d_ &&e_);                                                                     \
         CHECK_CODE(mv_logic_apply(r_, d_, &got_, &err_), MV_OK, &err_);                            \
         char *g_ = got_ ? mv_json_compact(got_) : NULL;                                            \
         if (!got_ || !json_same(got_, e_)) {                                                       \
@@ -157,7 +157,8 @@ TEST(wrong_argument_counts_are_compile_errors) {
 /* {"!": {"!": ... true}} with `levels` operators. */
 static json_t *nested_not(int levels) {
     json_t *v = json_true();
-    for (int i = 0; i < levels; i++) v = json_pack("{s:o}", "!", v);
+    for (int i = 0; i < levels; i++)
+        v = json_pack("{s:o}", "!", v);
     return v;
 }
 
@@ -177,7 +178,8 @@ TEST(nesting_deeper_than_the_depth_bound_is_an_error_not_a_crash) {
 
     /* arrays count as levels too, and a pathological depth is still just an error */
     json_t *arr = json_integer(1);
-    for (int i = 0; i < 5000; i++) arr = json_pack("[o]", arr);
+    for (int i = 0; i < 5000; i++)
+        arr = json_pack("[o]", arr);
     mv_logic *l = NULL;
     CHECK_CODE(mv_logic_compile(arr, &l, &err), MV_INVALID_ARGUMENT, &err);
     CHECK(l == NULL);
@@ -195,6 +197,11 @@ TEST(var_reads_dotted_paths_indexes_and_defaults) {
     CHECK_LOGIC("{\"var\": [\"payload.missing.deeper\", \"fallback\"]}", data, "\"fallback\"");
     CHECK_LOGIC("{\"var\": [\"payload.items.01\", \"no\"]}", data, "\"no\"");
     CHECK_LOGIC("{\"var\": [\"payload.status.x\", 7]}", data, "7");
+    /* what JS gives for arrays and strings: "length" and character indexes */
+    CHECK_LOGIC("{\"var\": \"payload.items.length\"}", data, "2");
+    CHECK_LOGIC("{\"var\": \"payload.status.length\"}", data, "4");
+    CHECK_LOGIC("{\"var\": \"payload.status.0\"}", data, "\"o\"");
+    CHECK_LOGIC("{\"var\": \"2\"}", "\"aéb\"", "\"b\"");
     /* a present null or 0 is returned as is; the default is only for missing paths */
     CHECK_LOGIC("{\"var\": [\"payload.none\", 5]}", data, "null");
     CHECK_LOGIC("{\"var\": [\"payload.zero\", 5]}", data, "0");
@@ -225,8 +232,8 @@ TEST(the_template_condition_example_tests_true_only_for_open_messages) {
 
 TEST(truthiness_follows_javascript_except_empty_arrays) {
     const char *falsy[] = {"null", "false", "0", "0.0", "\"\"", "[]"};
-    const char *truthy[] = {"true", "1", "-1", "0.5", "\"0\"", "\"false\"", "\" \"", "[0]",
-                            "[[]]", "{}", "{\"a\": 1}"};
+    const char *truthy[] = {"true",  "1",   "-1",   "0.5", "\"0\"",     "\"false\"",
+                            "\" \"", "[0]", "[[]]", "{}",  "{\"a\": 1}"};
     for (size_t i = 0; i < sizeof falsy / sizeof *falsy; i++) {
         json_t *v = parse(falsy[i]);
         CHECK(v && !mv_logic_truthy(v));
@@ -360,7 +367,8 @@ TEST(and_or_return_the_deciding_value_and_if_chains_else_ifs) {
 
 TEST(literals_pass_through_and_results_never_alias_the_rule) {
     CHECK_LOGIC("{}", "null", "{}");
-    CHECK_LOGIC("{\"a\": 1, \"b\": {\"var\": \"x\"}}", "null", "{\"a\": 1, \"b\": {\"var\": \"x\"}}");
+    CHECK_LOGIC("{\"a\": 1, \"b\": {\"var\": \"x\"}}", "null",
+                "{\"a\": 1, \"b\": {\"var\": \"x\"}}");
     CHECK_LOGIC("[[{\"var\": \"x\"}], {\"+\": [1, 1]}]", "{\"x\": 9}", "[[9], 2]");
     json_t *rule = parse("{\"if\": [true, [1, 2], 0]}"), *got = NULL;
     mv_logic *l = NULL;
