@@ -31,7 +31,8 @@ mv_registry *mv_registry_new(void) {
 
 void mv_registry_free(mv_registry *reg) {
     if (!reg) return;
-    for (size_t i = 0; i < reg->n; i++) mv_template_release(reg->items[i]);
+    for (size_t i = 0; i < reg->n; i++)
+        mv_template_release(reg->items[i]);
     free(reg->items);
     pthread_mutex_destroy(&reg->mu);
     free(reg);
@@ -40,7 +41,8 @@ void mv_registry_free(mv_registry *reg) {
 /* Index of template_cd, or reg->n. Call with the lock held. */
 static size_t index_of(const mv_registry *reg, const char *template_cd) {
     size_t i = 0;
-    while (i < reg->n && strcmp(reg->items[i]->template_cd, template_cd) != 0) i++;
+    while (i < reg->n && strcmp(reg->items[i]->template_cd, template_cd) != 0)
+        i++;
     return i;
 }
 
@@ -159,9 +161,8 @@ mv_code mv_registry_load_dir(mv_registry *reg, const char *dir, mv_err *err) {
         if (mv_template_load_file(path, &t, &e) == MV_OK) {
             for (size_t j = 0; j < nloaded; j++) {
                 if (strcmp(loaded[j]->template_cd, t->template_cd) != 0) continue;
-                mv_err_set(&e, MV_INVALID_TEMPLATE,
-                           "%s: template \"%s\" is already defined in %s", path, t->template_cd,
-                           loaded_from[j]);
+                mv_err_set(&e, MV_INVALID_TEMPLATE, "%s: template \"%s\" is already defined in %s",
+                           path, t->template_cd, loaded_from[j]);
                 mv_template_release(t);
                 t = NULL;
                 break;
@@ -178,12 +179,12 @@ mv_code mv_registry_load_dir(mv_registry *reg, const char *dir, mv_err *err) {
         failed++;
         report_line(report, sizeof report, &used, &dropped, e.message);
     }
-    for (size_t j = 0; j < nloaded; j++) mv_template_release(loaded[j]);
+    for (size_t j = 0; j < nloaded; j++)
+        mv_template_release(loaded[j]);
     free(loaded);
     free((void *)loaded_from);
     if (failed) {
-        if (dropped)
-            snprintf(report + used, sizeof report - used, "\n… and %zu more", dropped);
+        if (dropped) snprintf(report + used, sizeof report - used, "\n… and %zu more", dropped);
         rc = mv_err_set(err, MV_INVALID_TEMPLATE, "%s", report);
     }
     goto done;
@@ -191,7 +192,8 @@ nomem:
     rc = mv_err_set(err, MV_NO_MEMORY, "%s: out of memory listing templates", dir);
 done:
     if (d) closedir(d);
-    for (size_t i = 0; i < n; i++) free(names[i]);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
     free(names);
     return rc;
 }
@@ -260,6 +262,7 @@ void mv_registry_clear(mv_registry *reg) {
     reg->items = NULL;
     reg->n = reg->cap = 0;
     pthread_mutex_unlock(&reg->mu);
-    for (size_t i = 0; i < n; i++) mv_template_release(items[i]);
+    for (size_t i = 0; i < n; i++)
+        mv_template_release(items[i]);
     free(items);
 }

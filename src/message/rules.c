@@ -19,8 +19,10 @@ static bool is_space(char c) { return c && strchr(" \t\n\v\f\r", c) != NULL; }
 
 /* Trims s (len bytes) into buf; false when the result is empty or does not fit. */
 static bool trim_into(const char *s, size_t len, char *buf, size_t size) {
-    while (len && is_space(*s)) s++, len--;
-    while (len && is_space(s[len - 1])) len--;
+    while (len && is_space(*s))
+        s++, len--;
+    while (len && is_space(s[len - 1]))
+        len--;
     if (!len || len >= size) return false;
     memcpy(buf, s, len);
     buf[len] = '\0';

@@ -169,7 +169,8 @@ static mv_code read_ui(const parse_ctx *c, const json_t *tpl, json_t **out) {
         if (bad) return fail(c, "uiTemplate has unknown key \"%s\"", bad);
         for (int i = 0; UI_KEYS[i]; i++) {
             const json_t *s = opt(v, UI_KEYS[i]);
-            if (s && !json_is_string(s)) return fail(c, "uiTemplate.%s must be a string", UI_KEYS[i]);
+            if (s && !json_is_string(s))
+                return fail(c, "uiTemplate.%s must be a string", UI_KEYS[i]);
         }
         *out = json_deep_copy(v);
     } else {
@@ -211,8 +212,8 @@ static mv_code read_prepare(const parse_ctx *c, const json_t *tpl, mv_template *
     const json_t *to_user = p ? opt(p, "toUser") : NULL;
     if (to_user && !json_is_string(to_user)) return fail(c, "prepare.toUser must be a string");
     if (to_user && json_string_length(to_user) > 0) {
-        mv_code rc = compile_text(c, "prepare.toUser", json_string_value(to_user),
-                                  &t->prepare_to_user);
+        mv_code rc =
+            compile_text(c, "prepare.toUser", json_string_value(to_user), &t->prepare_to_user);
         if (rc != MV_OK) return rc;
     }
 
@@ -237,12 +238,13 @@ static mv_code read_prepare(const parse_ctx *c, const json_t *tpl, mv_template *
     return MV_OK;
 }
 
-/* ---- actions ------------------------------------------------------------------------------------ */
+/* ---- actions ------------------------------------------------------------------------------------
+ */
 
 static const char *const ACTION_KEYS[] = {
-    "actionCd",     "name",    "variant", "isDefault",          "sender",   "receiver",
-    "permission",   "condition", "confirmation", "payload",     "handler",  "senderNotification",
-    "approval",     NULL};
+    "actionCd",   "name",      "variant",      "isDefault", "sender",  "receiver",
+    "permission", "condition", "confirmation", "payload",   "handler", "senderNotification",
+    "approval",   NULL};
 static const char *const CONFIRM_KEYS[] = {"title",        "message",   "notesLabel",
                                            "requireNotes", "documents", NULL};
 static const char *const NOTIFY_KEYS[] = {"title", "short", "long", NULL};
@@ -250,7 +252,7 @@ static const char *const APPROVAL_KEYS[] = {"capability", "ttlMs", NULL};
 
 static mv_code read_flag(const parse_ctx *c, const json_t *a, const char *key, bool *value,
                          bool *present) {
-    const json_t *v = json_object_get(a, key);
+    const json_t *v = opt(a, key);
     if (present) *present = v != NULL;
     if (v && !json_is_boolean(v)) return fail(c, "%s must be true or false", key);
     *value = json_is_true(v);
@@ -278,10 +280,10 @@ static mv_code read_confirmation(const parse_ctx *c, const json_t *a, mv_action_
         rc = read_text(c, v, "confirmation", "notesLabel", NULL, &d->confirm_notes_label);
         if (rc != MV_OK) return rc;
     }
-    const json_t *req = json_object_get(v, "requireNotes");
+    const json_t *req = opt(v, "requireNotes");
     if (req && !json_is_boolean(req))
         return fail(c, "confirmation.requireNotes must be true or false");
-    const json_t *docs = json_object_get(v, "documents");
+    const json_t *docs = opt(v, "documents");
     if (docs && !json_is_boolean(docs))
         return fail(c, "confirmation.documents must be true or false");
     if (req) d->confirm_require_notes = json_incref((json_t *)req); /* booleans are immutable */
@@ -312,8 +314,9 @@ static mv_code read_handler(const parse_ctx *c, const json_t *a, mv_action_def *
         s = json_string_value(json_object_get(h, "saga"));
         if (!s) return fail(c, "handler.saga must be a string");
         if (!mv_valid_token(s, 128))
-            return fail(c, "handler.saga must be a saga name (1..128 printable characters, no "
-                           "spaces), got \"%s\"",
+            return fail(c,
+                        "handler.saga must be a saga name (1..128 printable characters, no "
+                        "spaces), got \"%s\"",
                         s);
         d->handler = MV_HANDLER_SAGA;
     } else {
@@ -376,8 +379,9 @@ static mv_code read_approval(const parse_ctx *c, const json_t *a, mv_action_def 
     const char *cap = json_string_value(json_object_get(ap, "capability"));
     if (!cap) return fail(c, "approval.capability must be a string");
     if (!mv_valid_capability(cap))
-        return fail(c, "approval.capability \"%s\" is not a capability id (lowercase words "
-                       "separated by . or -, such as \"refunds.large\")",
+        return fail(c,
+                    "approval.capability \"%s\" is not a capability id (lowercase words "
+                    "separated by . or -, such as \"refunds.large\")",
                     cap);
     const json_t *ttl = opt(ap, "ttlMs");
     if (ttl && (!json_is_integer(ttl) || json_integer_value(ttl) <= 0))
@@ -390,8 +394,7 @@ static mv_code read_approval(const parse_ctx *c, const json_t *a, mv_action_def 
 /* Pass 2 for one action: everything beyond the reference, building d. */
 static mv_code read_action(const parse_ctx *c, const json_t *a, mv_action_def *d) {
     const char *action_cd = json_string_value(json_object_get(a, "actionCd"));
-    if (!mv_valid_action_cd(action_cd))
-        return fail(c, "actionCd must match [A-Za-z0-9_-]{1,128}");
+    if (!mv_valid_action_cd(action_cd)) return fail(c, "actionCd must match [A-Za-z0-9_-]{1,128}");
     const char *bad = unknown_key(a, ACTION_KEYS);
     if (bad) return fail(c, "has unknown key \"%s\"", bad);
     d->action_cd = strdup(action_cd);
@@ -471,8 +474,8 @@ static mv_code check_reference(parse_ctx *c, const json_t *json) {
 }
 
 static const char *const TEMPLATE_KEYS[] = {
-    "templateCd", "type",       "description", "paymentCd", "senderContent", "receiverContent",
-    "uiTemplate", "prepare",    "actions",     NULL};
+    "templateCd",      "type",       "description", "paymentCd", "senderContent",
+    "receiverContent", "uiTemplate", "prepare",     "actions",   NULL};
 
 mv_code mv_template_parse(const json_t *json, const char *source_name, mv_template **out,
                           mv_err *err) {
@@ -578,7 +581,8 @@ void mv_template_release(mv_template *t) {
     json_decref(t->prepare_to_roles);
     free(t->prepare_fan_out);
     free(t->prepare_webhook);
-    for (size_t i = 0; i < t->nactions; i++) action_free(&t->actions[i]);
+    for (size_t i = 0; i < t->nactions; i++)
+        action_free(&t->actions[i]);
     free(t->actions);
     json_decref(t->source);
     free(t);

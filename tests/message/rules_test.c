@@ -28,28 +28,33 @@ static mv_template *tpl(const char *text) {
 static const char TEST_REQUEST[] =
     "{'templateCd': 'test-request', 'type': 'request',"
     " 'senderContent': {'title': 'Test Request',"
-    "   'long': 'You submitted a request for \\'{{itemName}}\\'.', 'short': 'Request for {{itemName}}'},"
+    "   'long': 'You submitted a request for \\'{{itemName}}\\'.', 'short': 'Request for "
+    "{{itemName}}'},"
     " 'receiverContent': {'title': 'New Request',"
-    "   'long': '\\'{{displayName}}\\' submitted a request for \\'{{itemName}}\\'.', 'short': 'Request'},"
+    "   'long': '\\'{{displayName}}\\' submitted a request for \\'{{itemName}}\\'.', 'short': "
+    "'Request'},"
     " 'uiTemplate': 'default-message',"
     " 'actions': ["
     "  {'actionCd': 'approved', 'name': 'Approve {{itemName}}', 'variant': 'success',"
     "   'receiver': true, 'isDefault': true},"
     "  {'actionCd': 'rejected', 'name': 'Reject', 'variant': 'danger', 'receiver': true,"
-    "   'confirmation': {'title': 'Reject {{itemName}}', 'message': 'Are you sure about {{itemName}}?',"
+    "   'confirmation': {'title': 'Reject {{itemName}}', 'message': 'Are you sure about "
+    "{{itemName}}?',"
     "     'notesLabel': 'Reason for rejecting {{itemName}}'}},"
     "  {'actionCd': 'revoked', 'name': 'Revoke', 'variant': 'dark', 'sender': true,"
     "   'isDefault': true}]}";
 
 static mv_user user_named(const char *id) { return (mv_user){.id = id}; }
 
-static char *filter_json(const mv_template *t, mv_usertype ut, const mv_user *u, const char *message,
-                         const char *data) {
+static char *filter_json(const mv_template *t, mv_usertype ut, const mv_user *u,
+                         const char *message, const char *data) {
     json_t *m = message ? J(message) : NULL, *d = data ? J(data) : NULL, *out = NULL;
     mv_err err;
     char *s = NULL;
-    if (mv_actions_filter(t, ut, u, m, d, &out, &err) == MV_OK) s = mv_json_compact(out);
-    else s = strdup(err.message);
+    if (mv_actions_filter(t, ut, u, m, d, &out, &err) == MV_OK)
+        s = mv_json_compact(out);
+    else
+        s = strdup(err.message);
     json_decref(out);
     json_decref(m);
     json_decref(d);
@@ -64,7 +69,8 @@ static char *filter_json(const mv_template *t, mv_usertype ut, const mv_user *u,
     } while (0)
 
 /* Action codes only, comma-joined. */
-static char *filter_codes(const mv_template *t, mv_usertype ut, const mv_user *u, const char *message) {
+static char *filter_codes(const mv_template *t, mv_usertype ut, const mv_user *u,
+                          const char *message) {
     json_t *m = message ? J(message) : NULL, *out = NULL;
     mv_err err;
     char buf[512] = "";
@@ -93,7 +99,8 @@ static char *filter_codes(const mv_template *t, mv_usertype ut, const mv_user *u
 static char *content_json(const mv_content_tpl *c, const char *data) {
     json_t *d = data ? J(data) : NULL, *out = NULL;
     mv_err err;
-    char *s = mv_content_render(c, d, &out, &err) == MV_OK ? mv_json_compact(out) : strdup(err.message);
+    char *s =
+        mv_content_render(c, d, &out, &err) == MV_OK ? mv_json_compact(out) : strdup(err.message);
     json_decref(out);
     json_decref(d);
     return s;
@@ -180,8 +187,10 @@ TEST(permission_follows_javascript_truthiness) {
     mv_user u = {.id = "u", .permissions = perms};
     const char *yes[] = {"t", "one", "s", "obj", "arr"};
     const char *no[] = {"f", "zero", "empty", "nul", "real0", "absent"};
-    for (int i = 0; i < 5; i++) CHECK(mv_user_has_permission(&u, yes[i]));
-    for (int i = 0; i < 6; i++) CHECK(!mv_user_has_permission(&u, no[i]));
+    for (int i = 0; i < 5; i++)
+        CHECK(mv_user_has_permission(&u, yes[i]));
+    for (int i = 0; i < 6; i++)
+        CHECK(!mv_user_has_permission(&u, no[i]));
     u.permissions = NULL;
     CHECK(!mv_user_has_permission(&u, "t"));
     CHECK(!mv_user_has_permission(NULL, "t"));
@@ -216,7 +225,8 @@ TEST(action_allowed_checks_permission_then_condition) {
     REQUIRE(t);
     json_t *perms = J("{'is.admin': true}");
     mv_user r = user_named("r1");
-    json_t *unpaid = J("{'toUser': 'r1', 'isPaid': false}"), *paid = J("{'toUser': 'r1', 'isPaid': true}");
+    json_t *unpaid = J("{'toUser': 'r1', 'isPaid': false}"),
+           *paid = J("{'toUser': 'r1', 'isPaid': true}");
     const mv_action_def *admin = mv_template_action(t, "admin"), *p = mv_template_action(t, "paid");
     CHECK(!mv_action_allowed(admin, &r, unpaid));
     r.permissions = perms;
@@ -326,8 +336,8 @@ TEST(content_renders_sender_and_receiver_texts) {
 
 static char *render_title(const char *title, const char *data) {
     char text[512];
-    snprintf(text, sizeof text, "{'templateCd': 'r', 'actions': [], 'senderContent': {'title': '%s'}}",
-             title);
+    snprintf(text, sizeof text,
+             "{'templateCd': 'r', 'actions': [], 'senderContent': {'title': '%s'}}", title);
     mv_template *t = tpl(text);
     if (!t) return strdup("(rejected)");
     json_t *out = NULL;
@@ -376,21 +386,48 @@ TEST(malformed_content_is_rejected_at_load_not_at_render) {
     CHECK_TITLE("Broken {{name", "{}", "(rejected)");
 }
 
+TEST(booking_example_host_sees_accept_and_decline_as_the_readme_shows) {
+    mv_template *t = NULL;
+    mv_err err;
+    CHECK_CODE(mv_template_load_file("examples/templates/booking-request.json", &t, &err), MV_OK,
+               &err);
+    REQUIRE(t);
+    mv_user host = user_named("host-7");
+    const char *open = "{'fromUser': 'guest-1', 'toUser': 'host-7',"
+                       " 'payload': {'status': 'open', 'listing': 'Flat 3', 'guestName': 'Ana'}}";
+    const char *data = "{'status': 'open', 'listing': 'Flat 3', 'guestName': 'Ana'}";
+    CHECK_FILTER(t, MV_RECEIVER, &host, open, data,
+                 "[{\"actionCd\":\"accept\",\"isDefault\":true,\"name\":\"Accept\","
+                 "\"variant\":\"primary\",\"confirmation\":{\"title\":\"Accept Flat 3?\","
+                 "\"message\":\"The guest is charged now.\"}},"
+                 "{\"actionCd\":\"decline\",\"name\":\"Decline\",\"variant\":\"danger\","
+                 "\"confirmation\":{\"title\":\"Decline Ana?\",\"message\":\"The deposit hold "
+                 "is released.\",\"notesLabel\":\"Reason for declining Ana\","
+                 "\"requireNotes\":false}}]");
+    CHECK_CODES(t, MV_RECEIVER, &host, "{'payload': {'status': 'closed'}}", "decline");
+    CHECK_CODES(t, MV_SENDER, &host, open, "withdraw");
+    json_t *m = J(open);
+    CHECK(mv_action_allowed(mv_template_action(t, "accept"), &host, m));
+    CHECK(!mv_action_allowed(mv_template_action(t, "withdraw"), &host, m));
+    json_decref(m);
+    CHECK_STR(mv_template_ui(t, MV_RECEIVER), "booking-card");
+    mv_template_release(t);
+}
+
 int main(void) {
-    return RUN_TESTS(user_id_is_trimmed_and_empty_means_no_user,
-                     sender_and_receiver_compare_trimmed_ids,
-                     stored_null_does_not_match_a_user_called_null,
-                     empty_stored_id_does_not_match_an_empty_user_id,
-                     numeric_stored_id_matches_its_text, permission_follows_javascript_truthiness,
-                     action_allowed_matrix_matches_the_reference,
-                     action_allowed_checks_permission_then_condition,
-                     filter_keeps_actions_of_the_usertype_in_order,
-                     filter_output_is_exactly_the_interpolated_action_shape,
-                     filter_hides_actions_without_permission_or_with_false_condition,
-                     filter_confirmation_keeps_only_present_optional_keys,
-                     filter_with_no_data_renders_missing_names_empty,
-                     content_renders_sender_and_receiver_texts, content_is_not_html_escaped,
-                     prototype_like_names_render_empty,
-                     missing_names_render_empty_and_values_coerce_as_javascript,
-                     malformed_content_is_rejected_at_load_not_at_render);
+    return RUN_TESTS(
+        user_id_is_trimmed_and_empty_means_no_user, sender_and_receiver_compare_trimmed_ids,
+        stored_null_does_not_match_a_user_called_null,
+        empty_stored_id_does_not_match_an_empty_user_id, numeric_stored_id_matches_its_text,
+        permission_follows_javascript_truthiness, action_allowed_matrix_matches_the_reference,
+        action_allowed_checks_permission_then_condition,
+        filter_keeps_actions_of_the_usertype_in_order,
+        filter_output_is_exactly_the_interpolated_action_shape,
+        filter_hides_actions_without_permission_or_with_false_condition,
+        filter_confirmation_keeps_only_present_optional_keys,
+        filter_with_no_data_renders_missing_names_empty, content_renders_sender_and_receiver_texts,
+        content_is_not_html_escaped, prototype_like_names_render_empty,
+        missing_names_render_empty_and_values_coerce_as_javascript,
+        malformed_content_is_rejected_at_load_not_at_render,
+        booking_example_host_sees_accept_and_decline_as_the_readme_shows);
 }

@@ -49,9 +49,11 @@ static bool starts_with(const char *s, const char *prefix) {
 static const char TEST_REQUEST[] =
     "{'templateCd': 'test-request', 'type': 'request', 'description': 'A test request',"
     " 'senderContent': {'title': 'Test Request',"
-    "   'long': 'You submitted a request for \\'{{itemName}}\\'.', 'short': 'Request for {{itemName}}'},"
+    "   'long': 'You submitted a request for \\'{{itemName}}\\'.', 'short': 'Request for "
+    "{{itemName}}'},"
     " 'receiverContent': {'title': 'New Request',"
-    "   'long': '\\'{{displayName}}\\' submitted a request for \\'{{itemName}}\\'.', 'short': 'Request'},"
+    "   'long': '\\'{{displayName}}\\' submitted a request for \\'{{itemName}}\\'.', 'short': "
+    "'Request'},"
     " 'uiTemplate': 'default-message',"
     " 'actions': ["
     "  {'actionCd': 'approved', 'name': 'Approve', 'variant': 'success', 'sender': false,"
@@ -123,22 +125,24 @@ TEST(design_example_with_webhook_handler_parses) {
     mv_template *t;
     mv_err err;
     CHECK_CODE(
-        parse("{'templateCd': 'booking-request', 'type': 'request', 'paymentCd': 'deposit',"
-              " 'senderContent': {'title': 'You asked to book {{listing}}', 'short': '', 'long': ''},"
-              " 'receiverContent': {'title': '{{guestName}} wants {{listing}}', 'short': '{{note}}',"
-              "   'long': ''},"
-              " 'uiTemplate': 'booking-card',"
-              " 'prepare': {'toUser': '{{hostId}}', 'toRoles': [], 'fanOut': null},"
-              " 'actions': ["
-              "  {'actionCd': 'accept', 'name': 'Accept', 'variant': 'primary', 'receiver': true,"
-              "   'isDefault': true, 'permission': null,"
-              "   'condition': {'==': [{'var': 'payload.status'}, 'open']},"
-              "   'confirmation': {'title': 'Accept {{listing}}?', 'message': 'The guest is charged now.'},"
-              "   'handler': {'webhook': 'http://127.0.0.1:9000/hooks/accept'},"
-              "   'senderNotification': {'title': 'Your booking of {{listing}} was accepted'}},"
-              "  {'actionCd': 'withdraw', 'name': 'Withdraw', 'variant': 'secondary', 'sender': true,"
-              "   'handler': null}]}",
-              &t, &err),
+        parse(
+            "{'templateCd': 'booking-request', 'type': 'request', 'paymentCd': 'deposit',"
+            " 'senderContent': {'title': 'You asked to book {{listing}}', 'short': '', 'long': ''},"
+            " 'receiverContent': {'title': '{{guestName}} wants {{listing}}', 'short': '{{note}}',"
+            "   'long': ''},"
+            " 'uiTemplate': 'booking-card',"
+            " 'prepare': {'toUser': '{{hostId}}', 'toRoles': [], 'fanOut': null},"
+            " 'actions': ["
+            "  {'actionCd': 'accept', 'name': 'Accept', 'variant': 'primary', 'receiver': true,"
+            "   'isDefault': true, 'permission': null,"
+            "   'condition': {'==': [{'var': 'payload.status'}, 'open']},"
+            "   'confirmation': {'title': 'Accept {{listing}}?', 'message': 'The guest is charged "
+            "now.'},"
+            "   'handler': {'webhook': 'http://127.0.0.1:9000/hooks/accept'},"
+            "   'senderNotification': {'title': 'Your booking of {{listing}} was accepted'}},"
+            "  {'actionCd': 'withdraw', 'name': 'Withdraw', 'variant': 'secondary', 'sender': true,"
+            "   'handler': null}]}",
+            &t, &err),
         MV_OK, &err);
     REQUIRE(t);
     const mv_action_def *a = mv_template_action(t, "accept");
@@ -175,10 +179,12 @@ TEST(reference_validation_messages_are_exact) {
     CHECK_STR(rejection("{'templateCd': 'x'}"), "t.json: template \"x\" actions must be an array");
     CHECK_STR(rejection("{'templateCd': 'x', 'actions': {}}"),
               "t.json: template \"x\" actions must be an array");
-    CHECK_STR(rejection(one_action("{'actionCd': '', 'name': 'A', 'variant': 'v', 'sender': true}")),
-              "t.json: template \"x\" actionCd must be a non-empty string");
-    CHECK_STR(rejection(one_action("{'actionCd': 'a', 'name': ' ', 'variant': 'v', 'sender': true}")),
-              "t.json: template \"x\" action \"a\" name must be a non-empty string");
+    CHECK_STR(
+        rejection(one_action("{'actionCd': '', 'name': 'A', 'variant': 'v', 'sender': true}")),
+        "t.json: template \"x\" actionCd must be a non-empty string");
+    CHECK_STR(
+        rejection(one_action("{'actionCd': 'a', 'name': ' ', 'variant': 'v', 'sender': true}")),
+        "t.json: template \"x\" action \"a\" name must be a non-empty string");
     CHECK_STR(rejection(one_action("{'actionCd': 'a', 'name': 'A', 'sender': true}")),
               "t.json: template \"x\" action \"a\" variant must be a non-empty string");
 }
@@ -188,7 +194,8 @@ TEST(duplicate_action_code_is_rejected_with_the_reference_message) {
     snprintf(text, sizeof text, "%s", TEST_REQUEST);
     char *p = strstr(text, "'rejected'");
     memcpy(p, "'approved'", 10);
-    CHECK_STR(rejection(text), "t.json: template \"test-request\" has duplicate actionCd \"approved\"");
+    CHECK_STR(rejection(text),
+              "t.json: template \"test-request\" has duplicate actionCd \"approved\"");
 }
 
 TEST(two_default_receiver_actions_are_rejected_naming_both) {
@@ -255,15 +262,17 @@ TEST(codes_must_match_their_route_patterns) {
     longcd[128] = '\0';
     snprintf(text, sizeof text, "{'templateCd': '%s.v2', 'actions': []}", longcd + 3);
     CHECK_STR(rejection(text), "");
-    CHECK_STR(rejection(one_action("{'actionCd': 'a.b', 'name': 'A', 'variant': 'v', 'sender': true}")),
-              "t.json: template \"x\" action \"a.b\" actionCd must match [A-Za-z0-9_-]{1,128}");
+    CHECK_STR(
+        rejection(one_action("{'actionCd': 'a.b', 'name': 'A', 'variant': 'v', 'sender': true}")),
+        "t.json: template \"x\" action \"a.b\" actionCd must match [A-Za-z0-9_-]{1,128}");
 }
 
 TEST(mustache_that_does_not_compile_is_rejected_naming_template_and_field) {
     const char *m = rejection("{'templateCd': 'x', 'actions': [],"
                               " 'receiverContent': {'title': 'Broken {{name'}}");
     CHECK_STR(m, "t.json: template \"x\" receiverContent.title: unclosed tag at line 1, column 8");
-    m = rejection(one_action("{'actionCd': 'y', 'name': 'Go {{#a}}', 'variant': 'v', 'sender': true}"));
+    m = rejection(
+        one_action("{'actionCd': 'y', 'name': 'Go {{#a}}', 'variant': 'v', 'sender': true}"));
     CHECK(starts_with(m, "t.json: template \"x\" action \"y\" name: "));
     m = rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true,"
                              " 'confirmation': {'title': 'ok', 'message': 'x {{'}}"));
@@ -280,9 +289,10 @@ TEST(condition_that_is_not_valid_jsonlogic_is_rejected) {
                                          " 'receiver': true, 'condition': {'foo': [1, 2]}}"));
     CHECK(starts_with(m, "t.json: template \"x\" action \"y\" condition: "));
     CHECK(strstr(m, "foo") != NULL);
-    CHECK_STR(rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'receiver': true,"
-                                   " 'condition': {'==': [{'var': 'payload.status'}, 'open']}}")),
-              "");
+    CHECK_STR(
+        rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'receiver': true,"
+                             " 'condition': {'==': [{'var': 'payload.status'}, 'open']}}")),
+        "");
 }
 
 TEST(wrong_json_types_are_rejected_naming_the_field) {
@@ -315,10 +325,11 @@ TEST(wrong_json_types_are_rejected_naming_the_field) {
     CHECK_STR(rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true,"
                                    " 'confirmation': {'title': 'a'}}")),
               "t.json: template \"x\" action \"y\" confirmation.message must be a string");
-    CHECK_STR(rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true,"
-                                   " 'confirmation': {'title': 'a', 'message': 'b',"
-                                   " 'requireNotes': 'yes'}}")),
-              "t.json: template \"x\" action \"y\" confirmation.requireNotes must be true or false");
+    CHECK_STR(
+        rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true,"
+                             " 'confirmation': {'title': 'a', 'message': 'b',"
+                             " 'requireNotes': 'yes'}}")),
+        "t.json: template \"x\" action \"y\" confirmation.requireNotes must be true or false");
     CHECK_STR(rejection("[1, 2]"), "t.json: a template must be a JSON object");
 }
 
@@ -331,8 +342,9 @@ TEST(handler_shapes_are_checked) {
     CHECK_STR(rejection(WITH_HANDLER("{'webhook': 'http://'}")),
               "t.json: template \"x\" action \"y\" handler.webhook must be an http:// or https:// "
               "URL, got \"http://\"");
-    CHECK_STR(rejection(WITH_HANDLER("{'payment': 'charge'}")),
-              "t.json: template \"x\" action \"y\" handler.payment must be \"refund\" or \"expire\"");
+    CHECK_STR(
+        rejection(WITH_HANDLER("{'payment': 'charge'}")),
+        "t.json: template \"x\" action \"y\" handler.payment must be \"refund\" or \"expire\"");
     CHECK(strstr(rejection(WITH_HANDLER("{'saga': 'a b'}")), "handler.saga must be a saga name"));
     CHECK(strstr(rejection(WITH_HANDLER("{'webhook': 'http://a', 'saga': 'b'}")),
                  "action \"y\" handler must be null, {\"webhook\": URL}"));
@@ -344,10 +356,12 @@ TEST(handler_shapes_are_checked) {
     mv_template *t;
     mv_err err;
     const char *kinds[] = {"null", "{'webhook': 'https://hooks.example.com/a?x=1'}",
-                           "{'payment': 'refund'}", "{'payment': 'expire'}", "{'saga': 'checkout'}"};
+                           "{'payment': 'refund'}", "{'payment': 'expire'}",
+                           "{'saga': 'checkout'}"};
     mv_handler_kind want[] = {MV_HANDLER_NONE, MV_HANDLER_WEBHOOK, MV_HANDLER_PAYMENT,
                               MV_HANDLER_PAYMENT, MV_HANDLER_SAGA};
-    const char *target[] = {NULL, "https://hooks.example.com/a?x=1", "refund", "expire", "checkout"};
+    const char *target[] = {NULL, "https://hooks.example.com/a?x=1", "refund", "expire",
+                            "checkout"};
     for (int i = 0; i < 5; i++) {
         char text[512];
         snprintf(text, sizeof text,
@@ -357,8 +371,10 @@ TEST(handler_shapes_are_checked) {
         CHECK_CODE(parse(text, &t, &err), MV_OK, &err);
         if (!t) continue;
         CHECK(t->actions[0].handler == want[i]);
-        if (target[i]) CHECK_STR(t->actions[0].handler_target, target[i]);
-        else CHECK(t->actions[0].handler_target == NULL);
+        if (target[i])
+            CHECK_STR(t->actions[0].handler_target, target[i]);
+        else
+            CHECK(t->actions[0].handler_target == NULL);
         mv_template_release(t);
     }
 #undef WITH_HANDLER
@@ -430,6 +446,26 @@ TEST(approval_shapes_are_checked) {
 #undef WITH_APPROVAL
 }
 
+TEST(null_optional_keys_count_as_absent) {
+    mv_template *t;
+    mv_err err;
+    CHECK_CODE(parse("{'templateCd': 'x', 'type': null, 'uiTemplate': null, 'prepare': null,"
+                     " 'senderContent': null, 'actions': [{'actionCd': 'y', 'name': 'A',"
+                     " 'variant': 'v', 'sender': true, 'receiver': null, 'isDefault': null,"
+                     " 'confirmation': {'title': 't', 'message': 'm', 'notesLabel': null,"
+                     " 'requireNotes': null, 'documents': null}, 'payload': null,"
+                     " 'senderNotification': null, 'approval': null}]}",
+                     &t, &err),
+               MV_OK, &err);
+    REQUIRE(t);
+    const mv_action_def *a = &t->actions[0];
+    CHECK(!a->receiver && !a->has_is_default && a->has_confirmation);
+    CHECK(!a->confirm_notes_label && !a->confirm_require_notes && !a->confirm_documents);
+    CHECK(!a->payload && !a->has_sender_notification && !a->approval_capability);
+    CHECK_STR(t->type, "");
+    mv_template_release(t);
+}
+
 TEST(sender_notification_string_fills_short_and_long) {
     mv_template *t;
     mv_err err;
@@ -475,7 +511,8 @@ TEST(mutating_the_source_json_after_parse_has_no_effect) {
     REQUIRE(mv_template_parse(src, "t.json", &t, &err) == MV_OK);
     json_t *actions = json_object_get(src, "actions");
     json_object_set_new(json_array_get(actions, 0), "receiver", json_false());
-    json_array_append_new(actions, J("{'actionCd': 'extra', 'name': 'E', 'variant': 'v', 'sender': true}"));
+    json_array_append_new(actions,
+                          J("{'actionCd': 'extra', 'name': 'E', 'variant': 'v', 'sender': true}"));
     json_object_set_new(json_object_get(src, "senderContent"), "title", json_string("Changed"));
     json_object_set_new(src, "uiTemplate", json_string("other"));
     CHECK_INT(t->nactions, 3);
@@ -483,8 +520,9 @@ TEST(mutating_the_source_json_after_parse_has_no_effect) {
     CHECK(mv_template_action(t, "extra") == NULL);
     CHECK_RENDER(t->sender_content.title, "{}", "Test Request");
     CHECK_STR(mv_template_ui(t, MV_SENDER), "default-message");
-    CHECK_STR(json_string_value(json_object_get(json_object_get(t->source, "senderContent"), "title")),
-              "Test Request");
+    CHECK_STR(
+        json_string_value(json_object_get(json_object_get(t->source, "senderContent"), "title")),
+        "Test Request");
     CHECK_INT(json_array_size(json_object_get(t->source, "actions")), 3);
     json_decref(src);
     mv_template_release(t);
@@ -501,18 +539,21 @@ TEST(ui_template_object_resolves_per_usertype_with_fallbacks) {
     CHECK_STR(mv_template_ui(t, MV_SENDER), "sender-view");
     CHECK_STR(mv_template_ui(t, MV_RECEIVER), "receiver-view");
     mv_template_release(t);
-    CHECK_CODE(parse("{'templateCd': 'x', 'actions': [], 'uiTemplate': {'receiver': 'r'}}", &t, &err),
-               MV_OK, &err);
+    CHECK_CODE(
+        parse("{'templateCd': 'x', 'actions': [], 'uiTemplate': {'receiver': 'r'}}", &t, &err),
+        MV_OK, &err);
     REQUIRE(t);
     CHECK_STR(mv_template_ui(t, MV_SENDER), "r");
     mv_template_release(t);
-    CHECK_CODE(parse("{'templateCd': 'x', 'actions': [], 'uiTemplate': {'sender': 's', 'receiver': ''}}",
-                     &t, &err),
-               MV_OK, &err);
+    CHECK_CODE(
+        parse("{'templateCd': 'x', 'actions': [], 'uiTemplate': {'sender': 's', 'receiver': ''}}",
+              &t, &err),
+        MV_OK, &err);
     REQUIRE(t);
     CHECK_STR(mv_template_ui(t, MV_RECEIVER), "s");
     mv_template_release(t);
-    CHECK_CODE(parse("{'templateCd': 'x', 'actions': [], 'uiTemplate': {}}", &t, &err), MV_OK, &err);
+    CHECK_CODE(parse("{'templateCd': 'x', 'actions': [], 'uiTemplate': {}}", &t, &err), MV_OK,
+               &err);
     REQUIRE(t);
     CHECK_STR(mv_template_ui(t, MV_RECEIVER), "");
     mv_template_release(t);
@@ -649,8 +690,8 @@ TEST(registry_survives_concurrent_put_find_and_remove) {
     mv_template *v1, *v2;
     mv_err err;
     REQUIRE(parse("{'templateCd': 'race', 'actions': []}", &v1, &err) == MV_OK);
-    REQUIRE(parse(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true}"),
-                  &v2, &err) == MV_OK);
+    REQUIRE(parse(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true}"), &v2,
+                  &err) == MV_OK);
     mv_template_release(v2); /* one_action's code is "x": build the second "race" version */
     REQUIRE(parse("{'templateCd': 'race', 'actions': [{'actionCd': 'y', 'name': 'A',"
                   " 'variant': 'v', 'sender': true}]}",
@@ -680,7 +721,8 @@ TEST(registry_survives_concurrent_put_find_and_remove) {
 static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     if (!f) return;
-    for (const char *p = text; *p; p++) fputc(*p == '\'' ? '"' : *p, f);
+    for (const char *p = text; *p; p++)
+        fputc(*p == '\'' ? '"' : *p, f);
     fclose(f);
 }
 
@@ -724,7 +766,8 @@ TEST(load_dir_registers_good_files_in_name_order_and_reports_every_bad_one) {
     snprintf(p, sizeof p, "%s/c-unclosed.json", dir);
     write_file(p, "{'templateCd': 'c', 'actions': [], 'senderContent': {'title': 'Hi {{name'}}");
     snprintf(p, sizeof p, "%s/d-nobody.json", dir);
-    write_file(p, "{'templateCd': 'd', 'actions': [{'actionCd': 'go', 'name': 'Go', 'variant': 'v'}]}");
+    write_file(
+        p, "{'templateCd': 'd', 'actions': [{'actionCd': 'go', 'name': 'Go', 'variant': 'v'}]}");
     snprintf(p, sizeof p, "%s/e-same-code.json", dir);
     write_file(p, GOOD_A);
     snprintf(p, sizeof p, "%s/notes.txt", dir);
@@ -739,8 +782,7 @@ TEST(load_dir_registers_good_files_in_name_order_and_reports_every_bad_one) {
     CHECK_INT(mv_registry_load_dir(reg, dir, &err), MV_INVALID_TEMPLATE);
     CHECK_CODES(reg, "[\"alpha\",\"beta\"]");
     char want[1024];
-    snprintf(want, sizeof want,
-             "%s/c-unclosed.json: template \"c\" senderContent.title: ", dir);
+    snprintf(want, sizeof want, "%s/c-unclosed.json: template \"c\" senderContent.title: ", dir);
     CHECK(strncmp(err.message, want, strlen(want)) == 0);
     char *second = strchr(err.message, '\n');
     REQUIRE(second);
@@ -804,7 +846,8 @@ TEST(example_templates_load) {
     mv_registry_free(reg);
 }
 
-/* ---- the CLI ---------------------------------------------------------------------------------- */
+/* ---- the CLI ----------------------------------------------------------------------------------
+ */
 
 /* Runs a shell command from the repository root; returns its exit status, output in out. */
 static int run(const char *cmd, char *out, size_t size) {
@@ -834,12 +877,14 @@ TEST(templates_check_passes_on_the_examples) {
 
 TEST(templates_check_fails_naming_file_template_and_problem) {
     const char *bad = test_tmp_path("two-defaults.json");
-    write_file(bad, "{'templateCd': 'bad', 'actions': ["
-                    " {'actionCd': 'a', 'name': 'A', 'variant': 'v', 'receiver': true, 'isDefault': true},"
-                    " {'actionCd': 'b', 'name': 'B', 'variant': 'v', 'receiver': true, 'isDefault': true}]}");
+    write_file(
+        bad,
+        "{'templateCd': 'bad', 'actions': ["
+        " {'actionCd': 'a', 'name': 'A', 'variant': 'v', 'receiver': true, 'isDefault': true},"
+        " {'actionCd': 'b', 'name': 'B', 'variant': 'v', 'receiver': true, 'isDefault': true}]}");
     char cmd[1024], out[4096], want[2048];
-    snprintf(cmd, sizeof cmd, "%s templates check examples/templates/welcome.json %s", missive_bin(),
-             bad);
+    snprintf(cmd, sizeof cmd, "%s templates check examples/templates/welcome.json %s",
+             missive_bin(), bad);
     CHECK_INT(run(cmd, out, sizeof out), 1);
     snprintf(want, sizeof want,
              "ok examples/templates/welcome.json\n"
@@ -854,28 +899,27 @@ TEST(templates_check_fails_naming_file_template_and_problem) {
 }
 
 int main(void) {
-    return RUN_TESTS(fixture_parses_with_its_fields, design_example_with_webhook_handler_parses,
-                     empty_actions_array_is_a_valid_notification_template,
-                     reference_validation_messages_are_exact,
-                     duplicate_action_code_is_rejected_with_the_reference_message,
-                     two_default_receiver_actions_are_rejected_naming_both,
-                     action_for_nobody_is_rejected_with_the_reference_message,
-                     reference_checks_come_before_missive_checks_in_reference_order,
-                     unknown_keys_are_rejected_naming_the_key, codes_must_match_their_route_patterns,
-                     mustache_that_does_not_compile_is_rejected_naming_template_and_field,
-                     condition_that_is_not_valid_jsonlogic_is_rejected,
-                     wrong_json_types_are_rejected_naming_the_field, handler_shapes_are_checked,
-                     prepare_shapes_are_checked, approval_shapes_are_checked,
-                     sender_notification_string_fills_short_and_long,
-                     mutating_the_source_json_after_parse_has_no_effect,
-                     ui_template_object_resolves_per_usertype_with_fallbacks,
-                     registry_find_has_codes_remove_and_clear,
-                     registry_replace_keeps_the_original_position,
-                     invalid_template_changes_nothing_in_the_registry,
-                     template_found_before_removal_stays_valid_until_released,
-                     registry_survives_concurrent_put_find_and_remove,
-                     load_file_names_the_file_in_every_error,
-                     load_dir_registers_good_files_in_name_order_and_reports_every_bad_one,
-                     example_templates_load, templates_check_passes_on_the_examples,
-                     templates_check_fails_naming_file_template_and_problem);
+    return RUN_TESTS(
+        fixture_parses_with_its_fields, design_example_with_webhook_handler_parses,
+        empty_actions_array_is_a_valid_notification_template,
+        reference_validation_messages_are_exact,
+        duplicate_action_code_is_rejected_with_the_reference_message,
+        two_default_receiver_actions_are_rejected_naming_both,
+        action_for_nobody_is_rejected_with_the_reference_message,
+        reference_checks_come_before_missive_checks_in_reference_order,
+        unknown_keys_are_rejected_naming_the_key, codes_must_match_their_route_patterns,
+        mustache_that_does_not_compile_is_rejected_naming_template_and_field,
+        condition_that_is_not_valid_jsonlogic_is_rejected,
+        wrong_json_types_are_rejected_naming_the_field, handler_shapes_are_checked,
+        prepare_shapes_are_checked, approval_shapes_are_checked, null_optional_keys_count_as_absent,
+        sender_notification_string_fills_short_and_long,
+        mutating_the_source_json_after_parse_has_no_effect,
+        ui_template_object_resolves_per_usertype_with_fallbacks,
+        registry_find_has_codes_remove_and_clear, registry_replace_keeps_the_original_position,
+        invalid_template_changes_nothing_in_the_registry,
+        template_found_before_removal_stays_valid_until_released,
+        registry_survives_concurrent_put_find_and_remove, load_file_names_the_file_in_every_error,
+        load_dir_registers_good_files_in_name_order_and_reports_every_bad_one,
+        example_templates_load, templates_check_passes_on_the_examples,
+        templates_check_fails_naming_file_template_and_problem);
 }
