@@ -61,6 +61,7 @@ typedef struct mv_http_request {
 
     /* Filled by mv_http_dispatch before the handler runs. */
     const char *route;        /* the matched pattern ("/messages/{id}"), NULL when none */
+    void *route_ctx;          /* the matched route's ctx */
     mv_http_header *params;   /* decoded path parameters by pattern name */
     size_t nparams;
     const mv_principal *principal; /* NULL on public routes */

@@ -429,7 +429,7 @@ void mv_log(const char *level, const char *msg, json_t *fields) {
     }
     if (fields) json_object_update(line, fields);
     json_decref(fields);
-    char *s = mv_json_compact(line);
+    char *s = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(line);
     if (!s) return;
     size_t n = strlen(s);

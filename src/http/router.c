@@ -269,6 +269,7 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
     const route_entry *e = match(router, req);
     if (e) {
         req->route = e->pattern;
+        req->route_ctx = e->r.ctx;
         run_route(router, e, req, res);
     } else {
         const char *path = req->path && mv_valid_token(req->path, 200) ? req->path : "(this path)";

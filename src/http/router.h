@@ -30,6 +30,7 @@ typedef struct mv_route {
     bool public_route;            /* no authentication (health, metrics) */
     bool json_body;               /* parse the body into req->json ({} when empty) */
     mv_http_param_check check_params; /* may be NULL */
+    void *ctx;                    /* handed to the handler as req->route_ctx */
 } mv_route;
 
 /* A new router; app is passed to every handler. Free with mv_router_free (NULL-safe). */
