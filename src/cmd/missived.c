@@ -1,13 +1,132 @@
-/* missived.c — the daemon's entry point (placeholder until the daemon issue lands). */
+/* missived.c — the daemon's entry point: flags, config, signals, server.
+ *
+ * SIGINT and SIGTERM are blocked before any thread starts, so every thread inherits the mask and
+ * the main thread alone receives them through sigwait(): no async-signal-safety puzzles. On a
+ * signal the server stops accepting, in-flight requests get up to shutdownTimeoutMs, and the
+ * process exits 0 — even when it had to abandon a request (its action lease expires and the
+ * action can be retried). Every line on stderr is one JSON object. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "cmd/config.h"
+#include "cmd/daemon.h"
+#include "http/http_server.h"
+#include "http/request.h"
+#include "http/router.h"
+
+static const char USAGE[] =
+    "usage: missived --config FILE [--listen HOST:PORT] [--store URL] [--no-migrate]\n"
+    "       missived --check-config FILE\n";
+
+static int log_error(const char *msg, const mv_err *err) {
+    mv_log("error", msg, json_pack("{s:s,s:s}", "code", mv_code_name(err->code), "error",
+                                   err->message));
+    return 1;
+}
+
+static int check_config(const char *path) {
+    mv_config *cfg = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_config_load(path, NULL, &cfg, &err);
+    if (rc == MV_OK) rc = mv_daemon_check(cfg, &err);
+    mv_config_free(cfg);
+    if (rc != MV_OK) {
+        /* the message already names the file */
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    printf("ok %s\n", path);
+    return 0;
+}
+
+static int serve(const mv_config *cfg, bool migrate) {
+    mv_err err = {0};
+    mv_daemon d;
+    if (mv_daemon_open(&d, cfg, migrate, &err) != MV_OK) return log_error("cannot start", &err);
+    int status = 1;
+    mv_http_server *server = NULL;
+    mv_router *router = mv_router_new(&d);
+    if (!router) {
+        mv_err_set(&err, MV_NO_MEMORY, "out of memory");
+        log_error("cannot start", &err);
+        goto done;
+    }
+    mv_router_set_logging(router, true);
+    if (mv_daemon_routes(router, &d, &err) != MV_OK) {
+        log_error("cannot start", &err);
+        goto done;
+    }
+    mv_http_server_options so = {.listen = cfg->listen,
+                                 .threads = cfg->threads,
+                                 .max_connections = cfg->max_connections,
+                                 .connection_timeout_ms = cfg->connection_timeout_ms};
+    if (mv_http_server_start(&so, router, &server, &err) != MV_OK) {
+        log_error("cannot start", &err);
+        goto done;
+    }
+    mv_log("info", "listening",
+           json_pack("{s:s,s:i,s:s,s:s}", "listen", cfg->listen, "port",
+                     mv_http_server_port(server), "auth", cfg->auth.jwt ? "jwt" : "headers",
+                     "config", cfg->path));
+
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) {
+    }
+    mv_log("info", "stopping",
+           json_pack("{s:s,s:i,s:I}", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", "inFlight",
+                     mv_http_server_in_flight(server), "timeoutMs",
+                     (json_int_t)cfg->shutdown_timeout_ms));
+    if (!mv_http_server_drain(server, cfg->shutdown_timeout_ms)) {
+        /* Handlers still running cannot be interrupted; leave without joining them. */
+        mv_log("warn", "abandoning in-flight requests",
+               json_pack("{s:i}", "inFlight", mv_http_server_in_flight(server)));
+        _exit(0);
+    }
+    status = 0;
+done:
+    mv_http_server_free(server);
+    mv_router_free(router);
+    mv_daemon_close(&d);
+    if (status == 0) mv_log("info", "stopped", NULL);
+    return status;
+}
 
 int main(int argc, char **argv) {
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: missived --config FILE [--listen HOST:PORT] [--store URL]\n"
-               "       missived --check-config FILE\n");
-        return 0;
+    if (argc < 2 || cli_has(argc, argv, "--help") || cli_has(argc, argv, "-h")) {
+        fputs(USAGE, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
     }
-    fprintf(stderr, "missived: not available in this build\n");
-    return 2;
+    const char *check = cli_flag(argc, argv, "--check-config");
+    if (check) return check_config(check);
+    const char *path = cli_flag(argc, argv, "--config");
+    if (!path) {
+        fputs(USAGE, stderr);
+        return 1;
+    }
+
+    /* Before any thread exists: the signals go to sigwait() in serve(), never to a worker. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    mv_config_overrides ov = {.listen = cli_flag(argc, argv, "--listen"),
+                              .store = cli_flag(argc, argv, "--store")};
+    mv_config *cfg = NULL;
+    mv_err err = {0};
+    if (mv_config_load(path, &ov, &cfg, &err) != MV_OK) return log_error("invalid configuration", &err);
+    int status = serve(cfg, !cli_has(argc, argv, "--no-migrate"));
+    mv_config_free(cfg);
+    return status;
 }

@@ -1,0 +1,499 @@
+/* config.c — reads the daemon's JSON config into mv_config.
+ *
+ * Every object is checked against its list of known keys before any value is read, so a typo is
+ * an error naming its full path ("auth.foo") instead of a silently ignored setting. Values are
+ * read by small typed getters that name the key in their messages. Cross-key rules (lease vs
+ * webhook timeout, headers auth on a public address, secrets of the right length) run last, on
+ * the final values after command-line overrides. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/config.h"
+#include "http/http_server.h"
+#include "missive/base.h"
+
+typedef struct loader {
+    const char *file;
+    mv_err *err;
+    mv_config *cfg;
+} loader;
+
+static mv_code fail(loader *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static mv_code fail(loader *l, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    mv_err_setv(l->err, MV_INVALID_CONFIG, fmt, ap);
+    va_end(ap);
+    mv_err_prefix(l->err, "%s", l->file);
+    return MV_INVALID_CONFIG;
+}
+
+static void key_path(char *out, size_t n, const char *prefix, const char *key) {
+    if (prefix && *prefix) snprintf(out, n, "%s.%s", prefix, key);
+    else snprintf(out, n, "%s", key);
+}
+
+static mv_code check_keys(loader *l, json_t *obj, const char *prefix, const char *const *known) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        bool ok = false;
+        for (size_t i = 0; known[i] && !ok; i++) ok = strcmp(known[i], k) == 0;
+        if (!ok) {
+            char p[256];
+            key_path(p, sizeof p, prefix, k);
+            return fail(l, "unknown key \"%s\"", p);
+        }
+    }
+    return MV_OK;
+}
+
+/* ---- typed getters: absent (or null) keeps the default ----------------------------------- */
+
+static mv_code get_int(loader *l, json_t *obj, const char *prefix, const char *key, int64_t min,
+                       int64_t max, int64_t *out) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return MV_OK;
+    char p[256];
+    key_path(p, sizeof p, prefix, key);
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+        return fail(l, "\"%s\" must be an integer from %lld to %lld", p, (long long)min,
+                    (long long)max);
+    *out = json_integer_value(v);
+    return MV_OK;
+}
+
+static mv_code get_int32(loader *l, json_t *obj, const char *prefix, const char *key, int min,
+                         int max, int *out) {
+    int64_t v = *out;
+    mv_code rc = get_int(l, obj, prefix, key, min, max, &v);
+    *out = (int)v;
+    return rc;
+}
+
+static mv_code get_bool(loader *l, json_t *obj, const char *prefix, const char *key, bool *out) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return MV_OK;
+    char p[256];
+    key_path(p, sizeof p, prefix, key);
+    if (!json_is_boolean(v)) return fail(l, "\"%s\" must be true or false", p);
+    *out = json_is_true(v);
+    return MV_OK;
+}
+
+static mv_code get_str(loader *l, json_t *obj, const char *prefix, const char *key, char **out) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return MV_OK;
+    char p[256];
+    key_path(p, sizeof p, prefix, key);
+    if (!json_is_string(v) || json_string_length(v) == 0 ||
+        strlen(json_string_value(v)) != json_string_length(v))
+        return fail(l, "\"%s\" must be a non-empty string", p);
+    char *s = strdup(json_string_value(v));
+    if (!s) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    free(*out);
+    *out = s;
+    return MV_OK;
+}
+
+static mv_code get_str_array(loader *l, json_t *obj, const char *prefix, const char *key,
+                             char ***out, size_t *n) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return MV_OK;
+    char p[256];
+    key_path(p, sizeof p, prefix, key);
+    if (!json_is_array(v)) return fail(l, "\"%s\" must be an array of strings", p);
+    size_t cnt = json_array_size(v);
+    char **arr = calloc(cnt + 1, sizeof *arr);
+    if (!arr) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    *out = arr;
+    *n = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *e = json_array_get(v, i);
+        if (!json_is_string(e) || json_string_length(e) == 0)
+            return fail(l, "\"%s[%zu]\" must be a non-empty string", p, i);
+        if (!(arr[i] = strdup(json_string_value(e))))
+            return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        *n = i + 1;
+    }
+    return MV_OK;
+}
+
+/* The object at key: *out = NULL when absent or null; an error when another type. */
+static mv_code get_obj(loader *l, json_t *obj, const char *prefix, const char *key,
+                       const char *const *known, json_t **out) {
+    *out = NULL;
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return MV_OK;
+    char p[256];
+    key_path(p, sizeof p, prefix, key);
+    if (!json_is_object(v)) return fail(l, "\"%s\" must be an object", p);
+    *out = v;
+    return check_keys(l, v, p, known);
+}
+
+/* ---- paths, URLs and secrets ------------------------------------------------------------- */
+
+/* Makes a relative *p absolute by prefixing the config directory. */
+static mv_code resolve(loader *l, char **p) {
+    if (!*p || (*p)[0] == '/') return MV_OK;
+    size_t n = strlen(l->cfg->dir) + strlen(*p) + 2;
+    char *r = malloc(n);
+    if (!r) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    snprintf(r, n, "%s/%s", l->cfg->dir, *p);
+    free(*p);
+    *p = r;
+    return MV_OK;
+}
+
+static mv_code resolve_store(loader *l, char **url) {
+    static const char SQLITE[] = "sqlite:";
+    const size_t n = sizeof SQLITE - 1;
+    if (strncmp(*url, SQLITE, n) != 0) return MV_OK;
+    const char *path = *url + n;
+    if (path[0] == '/' || path[0] == '\0' || strcmp(path, ":memory:") == 0) return MV_OK;
+    size_t len = n + strlen(l->cfg->dir) + strlen(path) + 2;
+    char *r = malloc(len);
+    if (!r) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    snprintf(r, len, "%s%s/%s", SQLITE, l->cfg->dir, path);
+    free(*url);
+    *url = r;
+    return MV_OK;
+}
+
+static mv_code check_url(loader *l, const char *key, const char *url, const char *const *schemes) {
+    if (!url) return MV_OK;
+    for (size_t i = 0; schemes[i]; i++)
+        if (strncmp(url, schemes[i], strlen(schemes[i])) == 0 && url[strlen(schemes[i])]) return MV_OK;
+    return fail(l, "\"%s\" must be a URL starting with %s%s%s", key, schemes[0],
+                schemes[1] ? " or " : "", schemes[1] ? schemes[1] : "");
+}
+
+static mv_code read_secret(loader *l, const char *key, mv_config_secret *s, size_t min_len) {
+    if (!s->env) return MV_OK;
+    const char *v = getenv(s->env);
+    if (!v || !*v)
+        return fail(l, "environment variable %s (named by \"%s\") is not set", s->env, key);
+    size_t n = strlen(v);
+    if (n < min_len)
+        return fail(l, "environment variable %s (named by \"%s\") must hold at least %zu bytes, "
+                    "it has %zu",
+                    s->env, key, min_len, n);
+    s->bytes = (unsigned char *)strdup(v);
+    if (!s->bytes) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    s->len = n;
+    return MV_OK;
+}
+
+/* ---- sections ---------------------------------------------------------------------------- */
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        mv_code rc_ = (x);                                                                         \
+        if (rc_ != MV_OK) return rc_;                                                              \
+    } while (0)
+
+static const char *const TOP_KEYS[] = {
+    "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
+    "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
+    "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
+    NULL};
+
+static mv_code load_server(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    TRY(get_str(l, root, "", "listen", &c->listen));
+    TRY(get_str(l, root, "", "store", &c->store));
+    TRY(get_str(l, root, "", "templates", &c->templates));
+    TRY(get_str(l, root, "", "sagas", &c->sagas));
+    TRY(get_int32(l, root, "", "threads", 1, 1024, &c->threads));
+    TRY(get_int32(l, root, "", "maxConnections", 1, 1000000, &c->max_connections));
+    TRY(get_int32(l, root, "", "connectionTimeoutMs", 1, 3600000, &c->connection_timeout_ms));
+    TRY(get_int(l, root, "", "shutdownTimeoutMs", 0, 3600000, &c->shutdown_timeout_ms));
+    json_t *so;
+    static const char *const SO_KEYS[] = {"poolSize", "synchronous", "busyTimeoutMs",
+                                          "statementTimeoutMs", NULL};
+    TRY(get_obj(l, root, "", "storeOptions", SO_KEYS, &so));
+    if (so) {
+        TRY(get_int32(l, so, "storeOptions", "poolSize", 1, 1024, &c->store_options.pool_size));
+        TRY(get_str(l, so, "storeOptions", "synchronous", &c->store_options.synchronous));
+        TRY(get_int32(l, so, "storeOptions", "busyTimeoutMs", 1, 3600000,
+                      &c->store_options.busy_timeout_ms));
+        TRY(get_int32(l, so, "storeOptions", "statementTimeoutMs", 1, 3600000,
+                      &c->store_options.statement_timeout_ms));
+        const char *s = c->store_options.synchronous;
+        if (s && strcmp(s, "FULL") && strcmp(s, "NORMAL") && strcmp(s, "OFF"))
+            return fail(l, "\"storeOptions.synchronous\" must be \"FULL\", \"NORMAL\" or \"OFF\"");
+    }
+    return MV_OK;
+}
+
+static mv_code load_auth(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *a;
+    static const char *const KEYS[] = {"mode", "trustProxyHeaders", "secretEnv", NULL};
+    TRY(get_obj(l, root, "", "auth", KEYS, &a));
+    if (!a) return MV_OK;
+    char *mode = NULL;
+    mv_code rc = get_str(l, a, "auth", "mode", &mode);
+    if (rc == MV_OK && mode) {
+        if (strcmp(mode, "jwt") == 0) c->auth.jwt = true;
+        else if (strcmp(mode, "headers") != 0) rc = fail(l, "\"auth.mode\" must be \"headers\" or \"jwt\"");
+    }
+    free(mode);
+    TRY(rc);
+    TRY(get_bool(l, a, "auth", "trustProxyHeaders", &c->auth.trust_proxy_headers));
+    TRY(get_str(l, a, "auth", "secretEnv", &c->auth.secret.env));
+    return MV_OK;
+}
+
+static mv_code load_messages(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    TRY(get_str_array(l, root, "", "adminRoles", &c->admin_roles, &c->n_admin_roles));
+    TRY(get_str(l, root, "", "adminPermissionKey", &c->admin_permission_key));
+    json_t *o;
+    static const char *const LIST_KEYS[] = {"defaultLimit", "maxLimit", NULL};
+    TRY(get_obj(l, root, "", "list", LIST_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "list", "defaultLimit", 1, 100000, &c->list.default_limit));
+        TRY(get_int32(l, o, "list", "maxLimit", 1, 100000, &c->list.max_limit));
+    }
+    if (c->list.default_limit > c->list.max_limit && !json_object_get(o, "defaultLimit"))
+        c->list.default_limit = c->list.max_limit;
+    if (c->list.default_limit > c->list.max_limit)
+        return fail(l, "\"list.defaultLimit\" (%d) must not exceed \"list.maxLimit\" (%d)",
+                    c->list.default_limit, c->list.max_limit);
+    static const char *const LEASE_KEYS[] = {"clientRequestMs", "clientRequestWaitMs",
+                                             "clientRequestPollMs", "actionMs", NULL};
+    TRY(get_obj(l, root, "", "leases", LEASE_KEYS, &o));
+    if (o) {
+        const int64_t day = 86400000;
+        TRY(get_int(l, o, "leases", "clientRequestMs", 1, day, &c->leases.client_request_ms));
+        TRY(get_int(l, o, "leases", "clientRequestWaitMs", 0, day, &c->leases.client_request_wait_ms));
+        TRY(get_int(l, o, "leases", "clientRequestPollMs", 1, day, &c->leases.client_request_poll_ms));
+        TRY(get_int(l, o, "leases", "actionMs", 1, day, &c->leases.action_ms));
+    }
+    return MV_OK;
+}
+
+static mv_code load_delivery(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    TRY(get_str(l, root, "", "webhookSecretEnv", &c->webhook_secret.env));
+    json_t *o;
+    static const char *const WH_KEYS[] = {"connectTimeoutMs", "timeoutMs", "maxResponseBytes", NULL};
+    TRY(get_obj(l, root, "", "webhooks", WH_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "webhooks", "connectTimeoutMs", 1, 600000,
+                      &c->webhooks.connect_timeout_ms));
+        TRY(get_int32(l, o, "webhooks", "timeoutMs", 1, 3600000, &c->webhooks.timeout_ms));
+        int64_t max = (int64_t)c->webhooks.max_response_bytes;
+        TRY(get_int(l, o, "webhooks", "maxResponseBytes", 1, 1 << 30, &max));
+        c->webhooks.max_response_bytes = (size_t)max;
+    }
+
+    static const char *const PAY_KEYS[] = {"webhook", NULL};
+    TRY(get_obj(l, root, "", "payment", PAY_KEYS, &o));
+    if (o) {
+        c->payment.enabled = true;
+        TRY(get_str(l, o, "payment", "webhook", &c->payment.webhook));
+        if (!c->payment.webhook) return fail(l, "\"payment.webhook\" is required");
+    }
+
+    static const char *const EMAIL_KEYS[] = {"smtp", "from", "directory", "exclusions", NULL};
+    TRY(get_obj(l, root, "", "email", EMAIL_KEYS, &o));
+    if (o) {
+        c->email.enabled = true;
+        TRY(get_str(l, o, "email", "smtp", &c->email.smtp));
+        TRY(get_str(l, o, "email", "from", &c->email.from));
+        TRY(get_str_array(l, o, "email", "exclusions", &c->email.exclusions, &c->email.n_exclusions));
+        if (!c->email.smtp) return fail(l, "\"email.smtp\" is required");
+        if (!c->email.from || !strchr(c->email.from, '@'))
+            return fail(l, "\"email.from\" must be an email address");
+        json_t *d;
+        static const char *const DIR_KEYS[] = {"webhook", "file", NULL};
+        TRY(get_obj(l, o, "email", "directory", DIR_KEYS, &d));
+        if (d) {
+            TRY(get_str(l, d, "email.directory", "webhook", &c->email.directory_webhook));
+            TRY(get_str(l, d, "email.directory", "file", &c->email.directory_file));
+        }
+        if (!c->email.directory_webhook == !c->email.directory_file)
+            return fail(l, "\"email.directory\" needs exactly one of \"webhook\" and \"file\"");
+        TRY(resolve(l, &c->email.directory_file));
+    }
+
+    static const char *const APPROVAL_KEYS[] = {"secretEnv", "ttlMs", NULL};
+    TRY(get_obj(l, root, "", "approvals", APPROVAL_KEYS, &o));
+    if (o) {
+        c->approvals.enabled = true;
+        TRY(get_str(l, o, "approvals", "secretEnv", &c->approvals.secret.env));
+        TRY(get_int(l, o, "approvals", "ttlMs", 1, 30LL * 86400000, &c->approvals.ttl_ms));
+        if (!c->approvals.secret.env) return fail(l, "\"approvals.secretEnv\" is required");
+    }
+
+    static const char *const OUTBOX_KEYS[] = {"pollMs", "maxAttempts", "backoffMs", NULL};
+    TRY(get_obj(l, root, "", "outbox", OUTBOX_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "outbox", "pollMs", 1, 3600000, &c->outbox.poll_ms));
+        TRY(get_int32(l, o, "outbox", "maxAttempts", 1, 1000, &c->outbox.max_attempts));
+        TRY(get_int32(l, o, "outbox", "backoffMs", 1, 3600000, &c->outbox.backoff_ms));
+    }
+    return MV_OK;
+}
+
+/* Rules across keys, on the final values (after overrides). */
+static mv_code check_whole(loader *l) {
+    mv_config *c = l->cfg;
+    char host[256];
+    int port;
+    mv_err perr = {0};
+    if (mv_http_parse_listen(c->listen, host, sizeof host, &port, &perr) != MV_OK)
+        return fail(l, "\"listen\": %s", perr.message);
+    if (!c->auth.jwt && !c->auth.trust_proxy_headers && !mv_http_host_is_loopback(host))
+        return fail(l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
+                    "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
+                    "sets those headers");
+    if (c->auth.jwt && !c->auth.secret.env)
+        return fail(l, "auth mode \"jwt\" needs \"auth.secretEnv\"");
+    if (strncmp(c->store, "sqlite:", 7) != 0 && strncmp(c->store, "postgres://", 11) != 0 &&
+        strncmp(c->store, "postgresql://", 13) != 0)
+        return fail(l, "\"store\" must be sqlite:PATH or postgres://…");
+    if (c->leases.action_ms <= c->webhooks.timeout_ms)
+        return fail(l, "\"leases.actionMs\" (%lld) must exceed \"webhooks.timeoutMs\" (%d), or an "
+                    "action's lease would expire while its handler is still running",
+                    (long long)c->leases.action_ms, c->webhooks.timeout_ms);
+    if (c->webhooks.connect_timeout_ms > c->webhooks.timeout_ms)
+        return fail(l, "\"webhooks.connectTimeoutMs\" must not exceed \"webhooks.timeoutMs\"");
+    static const char *const HTTP[] = {"http://", "https://", NULL};
+    static const char *const SMTP[] = {"smtp://", "smtps://", NULL};
+    TRY(check_url(l, "payment.webhook", c->payment.webhook, HTTP));
+    TRY(check_url(l, "email.directory.webhook", c->email.directory_webhook, HTTP));
+    TRY(check_url(l, "email.smtp", c->email.smtp, SMTP));
+    TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
+    TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
+    TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
+    return MV_OK;
+}
+
+static void set_defaults(mv_config *c) {
+    c->threads = 8;
+    c->max_connections = 1024;
+    c->connection_timeout_ms = 30000;
+    c->list.default_limit = 50;
+    c->list.max_limit = 100;
+    c->leases.client_request_ms = 30000;
+    c->leases.client_request_wait_ms = 5000;
+    c->leases.client_request_poll_ms = 200;
+    c->leases.action_ms = 30000;
+    c->webhooks.connect_timeout_ms = 2000;
+    c->webhooks.timeout_ms = 10000;
+    c->webhooks.max_response_bytes = 1048576;
+    c->shutdown_timeout_ms = 30000;
+    c->approvals.ttl_ms = 900000;
+    c->outbox.poll_ms = 1000;
+    c->outbox.max_attempts = 10;
+    c->outbox.backoff_ms = 1000;
+}
+
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) {
+    mv_config *c = l->cfg;
+    set_defaults(c);
+    if (!(c->path = strdup(path)) || !(c->dir = dir_of(path)))
+        return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    json_t *root;
+    mv_code rc = mv_json_load_file(path, &root, l->err);
+    if (rc == MV_INVALID_JSON) l->err->code = MV_INVALID_CONFIG;
+    if (rc != MV_OK) return l->err->code;
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return fail(l, "the configuration must be a JSON object");
+    }
+    rc = check_keys(l, root, "", TOP_KEYS);
+    if (rc == MV_OK) rc = load_server(l, root);
+    if (rc == MV_OK) rc = load_auth(l, root);
+    if (rc == MV_OK) rc = load_messages(l, root);
+    if (rc == MV_OK) rc = load_delivery(l, root);
+    json_decref(root);
+    TRY(rc);
+
+    if (!c->admin_permission_key && !(c->admin_permission_key = strdup("is.admin")))
+        return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    if (!c->listen && !(c->listen = strdup("127.0.0.1:8080")))
+        return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    if (!c->store && !(c->store = strdup("sqlite:missive.db")))
+        return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    TRY(resolve_store(l, &c->store));
+    TRY(resolve(l, &c->templates));
+    TRY(resolve(l, &c->sagas));
+    if (ov && ov->listen) {
+        free(c->listen);
+        if (!(c->listen = strdup(ov->listen))) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    }
+    if (ov && ov->store) {
+        free(c->store);
+        if (!(c->store = strdup(ov->store))) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+    }
+    return check_whole(l);
+}
+
+mv_code mv_config_load(const char *path, const mv_config_overrides *ov, mv_config **out,
+                       mv_err *err) {
+    *out = NULL;
+    mv_err local = {0};
+    if (!err) err = &local;
+    mv_config *c = calloc(1, sizeof *c);
+    if (!c) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    loader l = {.file = path, .err = err, .cfg = c};
+    mv_code rc = load(&l, path, ov);
+    if (rc != MV_OK) {
+        mv_config_free(c);
+        return rc;
+    }
+    *out = c;
+    return MV_OK;
+}
+
+static void free_secret(mv_config_secret *s) {
+    free(s->env);
+    if (s->bytes) {
+        volatile unsigned char *p = s->bytes;
+        for (size_t i = 0; i < s->len; i++) p[i] = 0;
+        free(s->bytes);
+    }
+}
+
+static void free_strings(char **a, size_t n) {
+    for (size_t i = 0; a && i < n; i++) free(a[i]);
+    free(a);
+}
+
+void mv_config_free(mv_config *c) {
+    if (!c) return;
+    free(c->path);
+    free(c->dir);
+    free(c->listen);
+    free(c->store);
+    free(c->store_options.synchronous);
+    free(c->templates);
+    free(c->sagas);
+    free_secret(&c->auth.secret);
+    free_strings(c->admin_roles, c->n_admin_roles);
+    free(c->admin_permission_key);
+    free_secret(&c->webhook_secret);
+    free(c->payment.webhook);
+    free(c->email.smtp);
+    free(c->email.from);
+    free(c->email.directory_webhook);
+    free(c->email.directory_file);
+    free_strings(c->email.exclusions, c->email.n_exclusions);
+    free_secret(&c->approvals.secret);
+    free(c);
+}

@@ -1,0 +1,109 @@
+/* cmd/config.h — the daemon's JSON configuration file (DESIGN "Configuration") as a struct.
+ *
+ * mv_config_load reads the file, rejects unknown keys naming their path ("auth.foo"), checks
+ * every type and range, fills defaults, resolves relative paths against the file's directory,
+ * and reads the secrets from the environment variables the file names (never from the file).
+ * A loaded config is complete and consistent: nothing downstream re-validates it. */
+#ifndef MISSIVE_CMD_CONFIG_H
+#define MISSIVE_CMD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "missive/error.h"
+
+typedef struct mv_config_secret {
+    char *env;            /* the variable's name, NULL when not configured */
+    unsigned char *bytes; /* its raw bytes (NUL-terminated for convenience) */
+    size_t len;
+} mv_config_secret;
+
+typedef struct mv_config {
+    char *path;           /* the config file as given */
+    char *dir;            /* its directory: the base of relative paths */
+
+    char *listen;         /* "127.0.0.1:8080" */
+    char *store;          /* store URL; a relative sqlite: path is resolved */
+    struct {
+        int pool_size;          /* 0 → the store's default */
+        char *synchronous;      /* "FULL" (default), "NORMAL", "OFF" */
+        int busy_timeout_ms;    /* 0 → default */
+        int statement_timeout_ms;
+    } store_options;
+    char *templates;      /* directory (resolved), NULL when absent */
+    char *sagas;          /* directory (resolved), NULL when absent (sagas disabled) */
+    int threads;          /* HTTP polling threads, default 8 */
+    int max_connections;  /* default 1024 */
+    int connection_timeout_ms; /* idle HTTP connection timeout, default 30000 */
+
+    struct {
+        bool jwt;                  /* mode "jwt"; false → "headers" */
+        bool trust_proxy_headers;  /* headers mode on a non-loopback address */
+        mv_config_secret secret;   /* jwt: from secretEnv (at least 32 bytes) */
+    } auth;
+
+    char **admin_roles;   /* default none */
+    size_t n_admin_roles;
+    char *admin_permission_key; /* "is.admin" */
+
+    struct {
+        int default_limit; /* 50 */
+        int max_limit;     /* 100 */
+    } list;
+    struct {
+        int64_t client_request_ms;      /* 30000 */
+        int64_t client_request_wait_ms; /* 5000 */
+        int64_t client_request_poll_ms; /* 200 */
+        int64_t action_ms;              /* 30000 */
+    } leases;
+
+    mv_config_secret webhook_secret; /* webhookSecretEnv; NULL env when absent */
+    struct {
+        int connect_timeout_ms;    /* 2000 */
+        int timeout_ms;            /* 10000 */
+        size_t max_response_bytes; /* 1048576 */
+    } webhooks;
+    int64_t shutdown_timeout_ms;   /* 30000 */
+
+    struct {
+        bool enabled;
+        char *webhook;
+    } payment;
+    struct {
+        bool enabled;
+        char *smtp;
+        char *from;
+        char *directory_webhook;   /* exactly one of these two */
+        char *directory_file;      /* JSON file {"userId": "address"} (resolved) */
+        char **exclusions;
+        size_t n_exclusions;
+    } email;
+    struct {
+        bool enabled;
+        mv_config_secret secret;   /* at least 32 bytes */
+        int64_t ttl_ms;            /* 900000 */
+    } approvals;
+    struct {
+        int poll_ms;       /* 1000 */
+        int max_attempts;  /* 10 */
+        int backoff_ms;    /* 1000 (doubles per attempt) */
+    } outbox;
+} mv_config;
+
+/* Command-line values that replace the file's (NULL = keep). Relative paths here are relative
+ * to the working directory, as a shell user expects. */
+typedef struct mv_config_overrides {
+    const char *listen;
+    const char *store;
+} mv_config_overrides;
+
+/* Loads and validates path. ov may be NULL. Errors are MV_INVALID_CONFIG (or MV_IO when the
+ * file cannot be read) with a message naming the file and the key. *out owned by the caller:
+ * mv_config_free. */
+mv_code mv_config_load(const char *path, const mv_config_overrides *ov, mv_config **out,
+                       mv_err *err);
+/* Frees the config and wipes the secrets. NULL-safe. */
+void mv_config_free(mv_config *cfg);
+
+#endif

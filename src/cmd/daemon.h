@@ -1,0 +1,38 @@
+/* cmd/daemon.h — what missived wires together, in three seams the rest of the project fills:
+ * mv_daemon_check (what --check-config validates beyond the config file), mv_daemon_open /
+ * mv_daemon_close (the store and the services behind the routes) and mv_daemon_routes (the
+ * route table). missived.c itself only parses flags, handles signals and runs the server. */
+#ifndef MISSIVE_CMD_DAEMON_H
+#define MISSIVE_CMD_DAEMON_H
+
+#include <stdbool.h>
+
+#include "cmd/config.h"
+#include "http/auth.h"
+#include "http/metrics.h"
+#include "http/ops.h"
+#include "http/router.h"
+#include "missive/store.h"
+
+typedef struct mv_daemon {
+    const mv_config *cfg; /* borrowed */
+    mv_store *store;
+    mv_auth *auth;
+    mv_metrics *metrics;
+    mv_http_ops ops;      /* /healthz and /metrics */
+    void *service;        /* the message service, once it exists */
+} mv_daemon;
+
+/* --check-config: checks what the config names (templates, saga definitions) after the config
+ * itself has loaded. Returns MV_OK or fills err naming the file at fault. */
+mv_code mv_daemon_check(const mv_config *cfg, mv_err *err);
+/* Opens the store (migrating it unless migrate is false, in which case an outdated schema is an
+ * error), the authenticator, the metrics registry and the services. On failure everything
+ * opened so far is closed. */
+mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err *err);
+/* Closes what mv_daemon_open opened. NULL-safe, idempotent. */
+void mv_daemon_close(mv_daemon *d);
+/* Registers every route of the daemon on router (whose app is d). */
+mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err);
+
+#endif

@@ -1,0 +1,131 @@
+/* http/http_server.h — the daemon's own small HTTP model: a request, a response, a handler, a
+ * per-request arena, and the server that feeds them from libmicrohttpd.
+ *
+ * Routing and handlers see only these structs, never a socket, so tests and fuzzers build a
+ * request in memory and call mv_http_dispatch() (router.h) directly; server.c only converts
+ * libmicrohttpd connections to and from them. Everything a request needs is allocated in its
+ * arena and freed in one go when the request ends (nginx pools, PostgreSQL memory contexts). */
+#ifndef MISSIVE_HTTP_SERVER_H
+#define MISSIVE_HTTP_SERVER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "missive/error.h"
+
+/* ---- arena ------------------------------------------------------------------------------- */
+
+typedef struct mv_arena mv_arena;
+
+/* A new empty arena; NULL when out of memory. Free with mv_arena_free() (NULL-safe), which
+ * also runs every registered cleanup, newest first. */
+mv_arena *mv_arena_new(void);
+void mv_arena_free(mv_arena *arena);
+/* n bytes aligned for any type, zeroed; NULL when out of memory. Valid until mv_arena_free. */
+void *mv_arena_alloc(mv_arena *arena, size_t n);
+/* Copies n bytes and adds a NUL. s may be NULL only when n == 0. */
+char *mv_arena_strndup(mv_arena *arena, const char *s, size_t n);
+char *mv_arena_strdup(mv_arena *arena, const char *s);
+char *mv_arena_printf(mv_arena *arena, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Runs fn(ptr) when the arena is freed. Returns false (and runs nothing) when out of memory. */
+bool mv_arena_defer(mv_arena *arena, void (*fn)(void *), void *ptr);
+/* Hands a jansson reference to the arena (json_decref at the end); returns v, or NULL (after
+ * releasing v) when out of memory. NULL-safe. */
+json_t *mv_arena_json(mv_arena *arena, json_t *v);
+
+/* ---- request / response ------------------------------------------------------------------ */
+
+typedef struct mv_http_header {
+    const char *name;
+    const char *value;
+} mv_http_header;
+
+typedef struct mv_principal mv_principal; /* auth.h */
+
+#define MV_HTTP_MAX_BODY (1024 * 1024)  /* bodies over 1 MiB → 413 payload_too_large */
+#define MV_HTTP_MAX_TARGET 8192         /* request target (path + query) */
+
+typedef struct mv_http_request {
+    mv_arena *arena;
+    const char *method;       /* "GET", "POST", ... */
+    const char *path;         /* raw path, still percent-encoded, without the query */
+    mv_http_header *query;    /* decoded query parameters, in order; value "" when absent */
+    size_t nquery;
+    mv_http_header *headers;  /* as received; look up with mv_http_header_get (case-insensitive) */
+    size_t nheaders, cap_headers;
+    const char *body;         /* body bytes (NUL-terminated for convenience), or NULL */
+    size_t body_len;
+    bool body_too_large;      /* set by the server: the body exceeded MV_HTTP_MAX_BODY */
+
+    /* Filled by mv_http_dispatch before the handler runs. */
+    const char *route;        /* the matched pattern ("/messages/{id}"), NULL when none */
+    void *route_ctx;          /* the matched route's ctx */
+    mv_http_header *params;   /* decoded path parameters by pattern name */
+    size_t nparams;
+    const mv_principal *principal; /* NULL on public routes */
+    json_t *json;             /* parsed body on routes that take one ({} when empty); borrowed */
+    char request_id[48];
+} mv_http_request;
+
+typedef struct mv_http_response {
+    mv_arena *arena;
+    int status;               /* 0 until a handler sets it */
+    mv_http_header *headers;
+    size_t nheaders, cap_headers;
+    const char *body;         /* in the arena */
+    size_t body_len;
+    const char *detail;       /* for the request log only: the real message behind a masked 500 */
+    const char *error_code;   /* for the request log: the code of an error response */
+} mv_http_response;
+
+typedef void (*mv_http_handler)(mv_http_request *req, mv_http_response *res, void *app);
+
+/* Prepares req from a method and a raw request target ("/messages?limit=5"): splits path and
+ * query and percent-decodes the query. Strings are copied into arena. Fails with
+ * MV_INVALID_ARGUMENT on a target that is not origin-form or is longer than
+ * MV_HTTP_MAX_TARGET. */
+mv_code mv_http_request_init(mv_http_request *req, mv_arena *arena, const char *method,
+                             const char *target, mv_err *err);
+/* Appends a header (copied into the arena). */
+mv_code mv_http_request_add_header(mv_http_request *req, const char *name, const char *value,
+                                   mv_err *err);
+void mv_http_response_init(mv_http_response *res, mv_arena *arena);
+
+/* ---- server ------------------------------------------------------------------------------ */
+
+typedef struct mv_router mv_router;
+typedef struct mv_http_server mv_http_server;
+
+typedef struct mv_http_server_options {
+    const char *listen;          /* "HOST:PORT", "[v6]:PORT"; port 0 picks a free port */
+    int threads;                 /* polling threads (0 → 8) */
+    int max_connections;         /* 0 → 1024 */
+    int connection_timeout_ms;   /* idle connection timeout (0 → 30000) */
+} mv_http_server_options;
+
+/* Starts serving router (which must outlive the server). Fails with MV_INVALID_ARGUMENT on a
+ * malformed listen address and MV_IO when the address cannot be bound. *out owned by the
+ * caller: stop it with mv_http_server_drain() and free it with mv_http_server_free(). */
+mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *router,
+                             mv_http_server **out, mv_err *err);
+/* The bound port (useful after listening on port 0). */
+int mv_http_server_port(const mv_http_server *server);
+/* Requests received and not yet answered. */
+int mv_http_server_in_flight(mv_http_server *server);
+/* Graceful stop, part one: stops accepting connections, answers further requests on open
+ * connections with "Connection: close", and waits up to timeout_ms for in-flight requests.
+ * Returns true when none is left. */
+bool mv_http_server_drain(mv_http_server *server, int64_t timeout_ms);
+/* Closes every connection and joins the threads (waits for handlers still running). NULL-safe. */
+void mv_http_server_free(mv_http_server *server);
+
+/* Parses "HOST:PORT" / "[V6]:PORT" into host (without brackets) and port. Used by the server
+ * and by the config check. */
+mv_code mv_http_parse_listen(const char *listen, char *host, size_t host_size, int *port,
+                             mv_err *err);
+/* True for 127.0.0.0/8, ::1 and "localhost". */
+bool mv_http_host_is_loopback(const char *host);
+
+#endif

@@ -1,0 +1,446 @@
+/* request.c — the per-request arena, building a request from a raw target, reading and writing
+ * headers and JSON bodies, the single error-body function and the JSON log line.
+ *
+ * The arena hands out memory from 8 KiB blocks (bigger requests get their own block) and keeps
+ * a list of cleanups (jansson references) run when the request ends, so handlers never free. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "http/request.h"
+#include "missive/base.h"
+
+/* ---- arena ------------------------------------------------------------------------------- */
+
+typedef struct arena_block {
+    struct arena_block *next;
+    size_t used, size;
+    max_align_t data[];
+} arena_block;
+
+typedef struct arena_cleanup {
+    struct arena_cleanup *next;
+    void (*fn)(void *);
+    void *ptr;
+} arena_cleanup;
+
+struct mv_arena {
+    arena_block *blocks;
+    arena_cleanup *cleanups;
+};
+
+#define ARENA_BLOCK 8192
+
+mv_arena *mv_arena_new(void) {
+    return calloc(1, sizeof(mv_arena));
+}
+
+void mv_arena_free(mv_arena *arena) {
+    if (!arena) return;
+    for (arena_cleanup *c = arena->cleanups; c;) {
+        arena_cleanup *next = c->next;
+        c->fn(c->ptr);
+        c = next; /* the cleanup record itself lives in a block */
+    }
+    for (arena_block *b = arena->blocks; b;) {
+        arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    free(arena);
+}
+
+void *mv_arena_alloc(mv_arena *arena, size_t n) {
+    const size_t align = sizeof(max_align_t);
+    if (n > SIZE_MAX - align) return NULL;
+    size_t need = (n + align - 1) / align * align;
+    if (need == 0) need = align;
+    arena_block *b = arena->blocks;
+    if (!b || b->size - b->used < need) {
+        size_t size = need > ARENA_BLOCK ? need : ARENA_BLOCK;
+        arena_block *nb = malloc(sizeof(arena_block) + size);
+        if (!nb) return NULL;
+        nb->used = 0;
+        nb->size = size;
+        if (b && need > ARENA_BLOCK) {
+            /* an oversized block goes behind the current one so its free space stays usable */
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            arena->blocks = nb;
+        }
+        b = nb;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += need;
+    memset(p, 0, n);
+    return p;
+}
+
+char *mv_arena_strndup(mv_arena *arena, const char *s, size_t n) {
+    char *p = mv_arena_alloc(arena, n + 1);
+    if (!p) return NULL;
+    if (n) memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *mv_arena_strdup(mv_arena *arena, const char *s) {
+    return s ? mv_arena_strndup(arena, s, strlen(s)) : NULL;
+}
+
+char *mv_arena_printf(mv_arena *arena, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *p = mv_arena_alloc(arena, (size_t)n + 1);
+    if (!p) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+bool mv_arena_defer(mv_arena *arena, void (*fn)(void *), void *ptr) {
+    arena_cleanup *c = mv_arena_alloc(arena, sizeof *c);
+    if (!c) return false;
+    c->fn = fn;
+    c->ptr = ptr;
+    c->next = arena->cleanups;
+    arena->cleanups = c;
+    return true;
+}
+
+static void decref_cleanup(void *p) {
+    json_decref(p);
+}
+
+json_t *mv_arena_json(mv_arena *arena, json_t *v) {
+    if (!v) return NULL;
+    if (!mv_arena_defer(arena, decref_cleanup, v)) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* ---- request ----------------------------------------------------------------------------- */
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..n) into the arena; plus_space turns '+' into ' ' (query strings). A
+ * malformed escape is kept literally. */
+static char *decode(mv_arena *arena, const char *s, size_t n, bool plus_space, size_t *out_len) {
+    char *out = mv_arena_alloc(arena, n + 1);
+    if (!out) return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && i + 2 < n && hexval((unsigned char)s[i + 1]) >= 0 &&
+            hexval((unsigned char)s[i + 2]) >= 0) {
+            out[j++] = (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
+            i += 2;
+        } else if (plus_space && s[i] == '+') {
+            out[j++] = ' ';
+        } else {
+            out[j++] = s[i];
+        }
+    }
+    out[j] = '\0';
+    if (out_len) *out_len = j;
+    return out;
+}
+
+char *mv_http_decode_segment(mv_arena *arena, const char *s, size_t n, size_t *out_len) {
+    return decode(arena, s, n, false, out_len);
+}
+
+mv_code mv_http_request_init(mv_http_request *req, mv_arena *arena, const char *method,
+                             const char *target, mv_err *err) {
+    memset(req, 0, sizeof *req);
+    req->arena = arena;
+    req->method = mv_arena_strdup(arena, method ? method : "");
+    size_t len = target ? strlen(target) : 0;
+    if (!req->method) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (len == 0 || target[0] != '/')
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "request target must start with '/'");
+    if (len > MV_HTTP_MAX_TARGET)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "request target is longer than %d bytes",
+                          MV_HTTP_MAX_TARGET);
+    const char *q = strchr(target, '?');
+    size_t plen = q ? (size_t)(q - target) : len;
+    const char *hash = memchr(target, '#', plen);
+    if (hash) plen = (size_t)(hash - target);
+    req->path = mv_arena_strndup(arena, target, plen);
+    if (!req->path) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (!q) return MV_OK;
+    const char *qs = q + 1;
+    const char *qend = strchr(qs, '#');
+    size_t qlen = qend ? (size_t)(qend - qs) : strlen(qs);
+    size_t count = 1;
+    for (size_t i = 0; i < qlen; i++)
+        if (qs[i] == '&') count++;
+    req->query = mv_arena_alloc(arena, count * sizeof *req->query);
+    if (!req->query) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    size_t i = 0;
+    while (i <= qlen) {
+        size_t j = i;
+        while (j < qlen && qs[j] != '&') j++;
+        if (j > i) {
+            const char *eq = memchr(qs + i, '=', j - i);
+            size_t klen = eq ? (size_t)(eq - (qs + i)) : j - i;
+            mv_http_header *h = &req->query[req->nquery++];
+            h->name = decode(arena, qs + i, klen, true, NULL);
+            h->value = eq ? decode(arena, eq + 1, (size_t)(qs + j - eq - 1), true, NULL)
+                          : mv_arena_strdup(arena, "");
+            if (!h->name || !h->value) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        }
+        i = j + 1;
+    }
+    return MV_OK;
+}
+
+static bool grow_headers(mv_arena *arena, mv_http_header **arr, size_t n, size_t *cap) {
+    if (n < *cap) return true;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    mv_http_header *na = mv_arena_alloc(arena, ncap * sizeof *na);
+    if (!na) return false;
+    if (n) memcpy(na, *arr, n * sizeof *na);
+    *arr = na;
+    *cap = ncap;
+    return true;
+}
+
+mv_code mv_http_request_add_header(mv_http_request *req, const char *name, const char *value,
+                                   mv_err *err) {
+    if (!grow_headers(req->arena, &req->headers, req->nheaders, &req->cap_headers))
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv_http_header *h = &req->headers[req->nheaders];
+    h->name = mv_arena_strdup(req->arena, name ? name : "");
+    h->value = mv_arena_strdup(req->arena, value ? value : "");
+    if (!h->name || !h->value) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    req->nheaders++;
+    return MV_OK;
+}
+
+void mv_http_response_init(mv_http_response *res, mv_arena *arena) {
+    memset(res, 0, sizeof *res);
+    res->arena = arena;
+}
+
+const char *mv_http_header_get(const mv_http_request *req, const char *name) {
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0) return req->headers[i].value;
+    return NULL;
+}
+
+const char *mv_http_query_get(const mv_http_request *req, const char *name) {
+    for (size_t i = 0; i < req->nquery; i++)
+        if (strcmp(req->query[i].name, name) == 0) return req->query[i].value;
+    return NULL;
+}
+
+const char *mv_http_param(const mv_http_request *req, const char *name) {
+    for (size_t i = 0; i < req->nparams; i++)
+        if (strcmp(req->params[i].name, name) == 0) return req->params[i].value;
+    return NULL;
+}
+
+/* application/json, optionally followed by parameters ("; charset=utf-8"). */
+static bool content_type_is_json(const char *ct) {
+    while (*ct == ' ' || *ct == '\t') ct++;
+    static const char JSON_TYPE[] = "application/json";
+    size_t n = sizeof JSON_TYPE - 1;
+    if (strncasecmp(ct, JSON_TYPE, n) != 0) return false;
+    ct += n;
+    while (*ct == ' ' || *ct == '\t') ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+mv_code mv_http_read_json_body(mv_http_request *req, json_t **out, mv_err *err) {
+    *out = NULL;
+    if (req->body_too_large)
+        return mv_err_set(err, MV_PAYLOAD_TOO_LARGE, "request body is larger than %d bytes",
+                          MV_HTTP_MAX_BODY);
+    if (req->body_len == 0) {
+        *out = mv_arena_json(req->arena, json_object());
+        return *out ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
+    const char *ct = mv_http_header_get(req, "Content-Type");
+    if (ct && !content_type_is_json(ct))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "Content-Type must be application/json");
+    json_t *v;
+    mv_code rc = mv_json_parse(req->body, req->body_len, &v, err);
+    if (rc != MV_OK) return rc;
+    *out = mv_arena_json(req->arena, v);
+    return MV_OK;
+}
+
+/* ---- response ---------------------------------------------------------------------------- */
+
+void mv_http_set_header(mv_http_response *res, const char *name, const char *value) {
+    if (!grow_headers(res->arena, &res->headers, res->nheaders, &res->cap_headers)) return;
+    mv_http_header *h = &res->headers[res->nheaders];
+    h->name = mv_arena_strdup(res->arena, name);
+    h->value = mv_arena_strdup(res->arena, value);
+    if (h->name && h->value) res->nheaders++;
+}
+
+const char *mv_http_response_header(const mv_http_response *res, const char *name) {
+    for (size_t i = 0; i < res->nheaders; i++)
+        if (strcasecmp(res->headers[i].name, name) == 0) return res->headers[i].value;
+    return NULL;
+}
+
+static void set_content_type(mv_http_response *res, const char *ct) {
+    for (size_t i = 0; i < res->nheaders; i++)
+        if (strcasecmp(res->headers[i].name, "Content-Type") == 0) {
+            res->headers[i].value = mv_arena_strdup(res->arena, ct);
+            return;
+        }
+    mv_http_set_header(res, "Content-Type", ct);
+}
+
+void mv_http_text(mv_http_response *res, int status, const char *content_type, const char *text,
+                  size_t len) {
+    res->status = status;
+    res->body = mv_arena_strndup(res->arena, text, len);
+    res->body_len = res->body ? len : 0;
+    set_content_type(res, content_type);
+}
+
+void mv_http_json(mv_http_response *res, int status, json_t *body) {
+    char *s = body ? mv_json_compact(body) : NULL;
+    json_decref(body);
+    if (body && !s) {
+        res->status = 500;
+        res->detail = "out of memory serialising the response";
+        static const char OOM[] = "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}";
+        res->body = OOM;
+        res->body_len = sizeof OOM - 1;
+        set_content_type(res, "application/json");
+        return;
+    }
+    mv_http_text(res, status, "application/json", s ? s : "null", s ? strlen(s) : 4);
+    free(s);
+}
+
+/* A JSON string even from bytes that are not UTF-8 (those become '?'). */
+static json_t *string_lossy(const char *s) {
+    json_t *v = json_string(s);
+    if (v) return v;
+    size_t n = strlen(s);
+    char *copy = malloc(n + 1);
+    if (!copy) return NULL;
+    for (size_t i = 0; i <= n; i++) copy[i] = (unsigned char)s[i] >= 0x80 ? '?' : s[i];
+    v = json_string(copy);
+    free(copy);
+    return v;
+}
+
+static bool code_is_internal(mv_code code) {
+    return code == MV_INTERNAL || code == MV_NO_MEMORY || code == MV_IO ||
+           code == MV_SCHEMA_TOO_NEW || (int)code < 0 || code >= MV_CODE_COUNT;
+}
+
+void mv_http_error(mv_http_response *res, const mv_err *err) {
+    mv_err fallback = {.code = MV_INTERNAL};
+    if (!err || err->code == MV_OK) {
+        mv_strlcpy(fallback.message, "error response without an error", sizeof fallback.message);
+        err = &fallback;
+    }
+    json_t *e = json_object();
+    json_t *body = json_pack("{s:o}", "error", e);
+    res->error_code = mv_code_name(err->code);
+    if (code_is_internal(err->code)) {
+        json_object_set_new(e, "code", json_string("internal"));
+        json_object_set_new(e, "message", json_string("internal error"));
+        res->detail = mv_arena_strdup(res->arena, err->message);
+        mv_http_json(res, 500, body);
+        return;
+    }
+    json_object_set_new(e, "code", json_string(mv_code_name(err->code)));
+    json_object_set_new(e, "message", string_lossy(err->message));
+    static const struct {
+        const char *key;
+        size_t off;
+    } fields[] = {
+        {"actionAttemptId", offsetof(mv_err, attempt_id)},
+        {"approvalId", offsetof(mv_err, approval_id)},
+        {"resumeToken", offsetof(mv_err, resume_token)},
+        {"sagaId", offsetof(mv_err, saga_id)},
+        {"sessionId", offsetof(mv_err, session_id)},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const char *v = (const char *)err + fields[i].off;
+        if (v[0]) json_object_set_new(e, fields[i].key, string_lossy(v));
+    }
+    if (err->expires_at) json_object_set_new(e, "expiresAt", json_integer(err->expires_at));
+    int status = mv_code_http_status(err->code);
+    if (status >= 500 && err->cause[0]) res->detail = mv_arena_strdup(res->arena, err->cause);
+    if (err->code == MV_CLIENT_REQUEST_PENDING) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", err->retry_after_s > 1 ? err->retry_after_s : 1);
+        mv_http_set_header(res, "Retry-After", ra);
+    }
+    mv_http_json(res, status, body);
+}
+
+void mv_http_errorf(mv_http_response *res, mv_code code, const char *fmt, ...) {
+    mv_err err = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    mv_err_setv(&err, code, fmt, ap);
+    va_end(ap);
+    mv_http_error(res, &err);
+}
+
+/* ---- logging ----------------------------------------------------------------------------- */
+
+static atomic_int log_fd = 2;
+
+int mv_log_set_fd(int fd) {
+    return atomic_exchange(&log_fd, fd);
+}
+
+void mv_log(const char *level, const char *msg, json_t *fields) {
+    int fd = atomic_load(&log_fd);
+    if (fd < 0) {
+        json_decref(fields);
+        return;
+    }
+    json_t *line = json_pack("{s:I,s:s,s:s}", "ts", (json_int_t)mv_now_ms(), "level", level, "msg",
+                             msg ? msg : "");
+    if (!line) {
+        json_decref(fields);
+        return;
+    }
+    if (fields) json_object_update(line, fields);
+    json_decref(fields);
+    char *s = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(line);
+    if (!s) return;
+    size_t n = strlen(s);
+    s[n] = '\n'; /* replaces the NUL; the buffer is written by length */
+    const char *p = s;
+    size_t left = n + 1;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w <= 0) break;
+        p += w;
+        left -= (size_t)w;
+    }
+    free(s);
+}

@@ -1,0 +1,54 @@
+/* http/router.h — method + path pattern → handler, and the dispatch that applies the fixed order
+ * of checks before any handler runs.
+ *
+ * Patterns are literal segments and {name} parameters ("/messages/{id}/actions/{usertype}").
+ * When several patterns match a path, the one with a literal earliest wins ("/messages/count"
+ * beats "/messages/{id}"). A path that matches no route for this method is 404 not_found, even
+ * when another method would match (DESIGN: GET /messages/{id}/action/{actionCd} is 404).
+ *
+ * mv_http_dispatch runs, in this order: route lookup (404) → authentication (401) → the route's
+ * parameter check (400) → body size (413) → body JSON (400, routes with a body) → handler (which
+ * checks body fields and does the work). It also counts the request in the metrics and writes
+ * the request log line when those are configured. */
+#ifndef MISSIVE_HTTP_ROUTER_H
+#define MISSIVE_HTTP_ROUTER_H
+
+#include <stdbool.h>
+
+#include "http/http_server.h"
+
+typedef struct mv_auth mv_auth;       /* auth.h */
+typedef struct mv_metrics mv_metrics; /* metrics.h */
+
+/* Checks req's path parameters (mv_http_param); returns MV_OK or fills err (400-class). */
+typedef mv_code (*mv_http_param_check)(const mv_http_request *req, mv_err *err);
+
+typedef struct mv_route {
+    const char *method;           /* "GET", "POST", ... */
+    const char *pattern;          /* "/messages/{id}" — copied */
+    mv_http_handler handler;
+    bool public_route;            /* no authentication (health, metrics) */
+    bool json_body;               /* parse the body into req->json ({} when empty) */
+    mv_http_param_check check_params; /* may be NULL */
+    void *ctx;                    /* handed to the handler as req->route_ctx */
+} mv_route;
+
+/* A new router; app is passed to every handler. Free with mv_router_free (NULL-safe). */
+mv_router *mv_router_new(void *app);
+void mv_router_free(mv_router *router);
+/* Registers a route. Fails with MV_INVALID_ARGUMENT on a malformed pattern (must start with
+ * '/', parameters are whole segments "{name}") or a duplicate method + pattern. */
+mv_code mv_router_add(mv_router *router, const mv_route *route, mv_err *err);
+/* Authentication for non-public routes (borrowed; NULL means every non-public route is 401). */
+void mv_router_set_auth(mv_router *router, const mv_auth *auth);
+/* Request counters and durations (borrowed; NULL disables). */
+void mv_router_set_metrics(mv_router *router, mv_metrics *metrics);
+/* When true, one JSON log line per request (default false, so tests and fuzzers stay quiet). */
+void mv_router_set_logging(mv_router *router, bool on);
+
+/* Routes req and fills res. Always produces a response (status != 0). Sets X-Request-Id (taken
+ * from the request's X-Request-Id when it is a printable token of at most 40 characters,
+ * generated otherwise). */
+void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response *res);
+
+#endif

@@ -1,0 +1,260 @@
+/* auth_test.c — headers mode and HS256 JWTs: valid tokens, bad signatures, expiry and nbf with
+ * the 30 s leeway, alg none / HS512 refused, claim types. */
+#include "http/auth.h"
+#include "http/request.h"
+#include "missive/base.h"
+#include "test.h"
+
+static const char SECRET[] = "0123456789abcdef0123456789abcdef";
+static int64_t now_ms = 1700000000000LL;
+
+static void b64(const char *s, size_t n, char *out) {
+    mv_b64url_encode(s, n, out);
+}
+
+/* header and claims are JSON texts; secret NULL → signature "sig" literally. */
+static char *make_jwt(const char *header, const char *claims, const char *secret) {
+    static char tok[4096];
+    char h[1024], c[2048];
+    b64(header, strlen(header), h);
+    b64(claims, strlen(claims), c);
+    snprintf(tok, sizeof tok, "%s.%s", h, c);
+    unsigned char mac[32];
+    char sig[64];
+    if (secret) {
+        mv_hmac_sha256(secret, strlen(secret), tok, strlen(tok), mac);
+        mv_b64url_encode(mac, 32, sig);
+    } else {
+        sig[0] = '\0';
+    }
+    size_t n = strlen(tok);
+    snprintf(tok + n, sizeof tok - n, ".%s", sig);
+    return tok;
+}
+
+typedef struct ctx {
+    mv_arena *arena;
+    mv_http_request req;
+    mv_principal p;
+    mv_err err;
+    mv_auth *auth;
+    mv_clock clock;
+} ctx;
+
+static void ctx_init(ctx *c, mv_auth_mode mode) {
+    memset(c, 0, sizeof *c);
+    c->arena = mv_arena_new();
+    mv_http_request_init(&c->req, c->arena, "GET", "/", NULL);
+    c->clock = mv_manual_clock(&now_ms);
+    mv_auth_options o = {.mode = mode, .secret = SECRET, .secret_len = strlen(SECRET),
+                         .clock = &c->clock};
+    mv_auth_new(&o, &c->auth, NULL);
+}
+
+static mv_code bearer(ctx *c, const char *token) {
+    char h[4200];
+    snprintf(h, sizeof h, "Bearer %s", token);
+    mv_http_request_add_header(&c->req, "Authorization", h, NULL);
+    return mv_auth_authenticate(c->auth, &c->req, &c->p, &c->err);
+}
+
+static void ctx_free(ctx *c) {
+    mv_auth_free(c->auth);
+    mv_arena_free(c->arena);
+}
+
+static const char HS256[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+
+TEST(valid_jwt_gives_the_principal_from_its_claims) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256,
+                                   "{\"sub\":\" u1 \",\"roles\":[\"host\",\" \",\"admin\"],"
+                                   "\"permissions\":[\"is.admin\",\"approvals.decide\"],"
+                                   "\"tenant\":\"acme\",\"exp\":1700000060,\"nbf\":1699999990}",
+                                   SECRET)),
+               MV_OK, &c.err);
+    CHECK_STR(c.p.user_id, "u1");
+    CHECK_INT(c.p.nroles, 2);
+    CHECK(mv_principal_has_role(&c.p, "admin"));
+    CHECK(!mv_principal_has_role(&c.p, "guest"));
+    CHECK(mv_principal_has_permission(&c.p, "is.admin"));
+    CHECK(mv_principal_has_permission(&c.p, "approvals.decide"));
+    CHECK(!mv_principal_has_permission(&c.p, "other"));
+    CHECK_STR(c.p.tenant, "acme");
+    CHECK_STR(mv_json_str(c.p.identity, "tenant"), "acme");
+    ctx_free(&c);
+}
+
+TEST(jwt_permissions_may_be_an_object_of_flags) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256,
+                                   "{\"sub\":\"u1\",\"permissions\":{\"is.admin\":true,\"x\":false,"
+                                   "\"y\":1}}",
+                                   SECRET)),
+               MV_OK, &c.err);
+    CHECK(mv_principal_has_permission(&c.p, "is.admin"));
+    CHECK(!mv_principal_has_permission(&c.p, "x"));
+    CHECK(mv_principal_has_permission(&c.p, "y"));
+    CHECK_STR(c.p.tenant, "default");
+    CHECK_INT(c.p.nroles, 0);
+    ctx_free(&c);
+}
+
+TEST(jwt_with_a_bad_signature_is_401) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\"}", "another-secret-another-secret!!!")),
+               MV_UNAUTHENTICATED, &c.err);
+    CHECK(strstr(c.err.message, "signature") != NULL);
+    ctx_free(&c);
+    /* claims changed after signing */
+    ctx_init(&c, MV_AUTH_JWT);
+    char *t = make_jwt(HS256, "{\"sub\":\"u1\"}", SECRET);
+    char forged[4096], claims[64];
+    b64("{\"sub\":\"u2\"}", 12, claims);
+    const char *d1 = strchr(t, '.'), *d2 = strrchr(t, '.');
+    snprintf(forged, sizeof forged, "%.*s.%s%s", (int)(d1 - t), t, claims, d2);
+    CHECK_CODE(bearer(&c, forged), MV_UNAUTHENTICATED, &c.err);
+    ctx_free(&c);
+}
+
+TEST(expired_jwt_is_401_beyond_the_30_second_leeway) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"exp\":1699999969}", SECRET)),
+               MV_UNAUTHENTICATED, &c.err);
+    CHECK(strstr(c.err.message, "expired") != NULL);
+    ctx_free(&c);
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"exp\":1699999971}", SECRET)), MV_OK,
+               &c.err);
+    ctx_free(&c);
+}
+
+TEST(jwt_not_valid_yet_is_401_beyond_the_leeway) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"nbf\":1700000031}", SECRET)),
+               MV_UNAUTHENTICATED, &c.err);
+    CHECK(strstr(c.err.message, "not valid yet") != NULL);
+    ctx_free(&c);
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"nbf\":1700000029}", SECRET)), MV_OK,
+               &c.err);
+    ctx_free(&c);
+}
+
+TEST(alg_none_and_other_algorithms_are_401) {
+    const char *headers[] = {"{\"alg\":\"none\"}", "{\"alg\":\"HS512\"}", "{\"alg\":\"hs256\"}",
+                             "{\"alg\":\"RS256\"}", "{\"typ\":\"JWT\"}"};
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+        ctx c;
+        ctx_init(&c, MV_AUTH_JWT);
+        /* signed with the right key, and unsigned, both refused */
+        CHECK_CODE(bearer(&c, make_jwt(headers[i], "{\"sub\":\"u1\"}", SECRET)), MV_UNAUTHENTICATED,
+                   &c.err);
+        CHECK(strstr(c.err.message, "HS256") != NULL);
+        ctx_free(&c);
+        ctx_init(&c, MV_AUTH_JWT);
+        CHECK_CODE(bearer(&c, make_jwt(headers[i], "{\"sub\":\"u1\"}", NULL)), MV_UNAUTHENTICATED,
+                   &c.err);
+        ctx_free(&c);
+    }
+}
+
+TEST(malformed_tokens_and_claims_are_401) {
+    const char *tokens[] = {"", "abc", "a.b", "a.b.c.d", "!!.??.##",
+                            make_jwt(HS256, "{\"roles\":[]}", SECRET)};
+    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
+        ctx c;
+        ctx_init(&c, MV_AUTH_JWT);
+        CHECK_CODE(bearer(&c, tokens[i]), MV_UNAUTHENTICATED, &c.err);
+        ctx_free(&c);
+    }
+    const char *claims[] = {"{\"sub\":\"\"}", "{\"sub\":7}", "{\"sub\":\"u\",\"roles\":\"admin\"}",
+                            "{\"sub\":\"u\",\"roles\":[1]}", "{\"sub\":\"u\",\"permissions\":\"x\"}",
+                            "{\"sub\":\"u\",\"exp\":\"soon\"}", "{\"sub\":\"u\",\"tenant\":5}",
+                            "{\"sub\":\"u\",\"tenant\":\"a b\"}", "[1,2]"};
+    for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
+        ctx c;
+        ctx_init(&c, MV_AUTH_JWT);
+        CHECK_CODE(bearer(&c, make_jwt(HS256, claims[i], SECRET)), MV_UNAUTHENTICATED, &c.err);
+        ctx_free(&c);
+    }
+}
+
+TEST(missing_or_non_bearer_authorization_is_401) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_UNAUTHENTICATED, &c.err);
+    mv_http_request_add_header(&c.req, "Authorization", "Basic dTpw", NULL);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_UNAUTHENTICATED, &c.err);
+    /* headers-mode headers mean nothing in jwt mode */
+    mv_http_request_add_header(&c.req, "X-User-Id", "u1", NULL);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_UNAUTHENTICATED, &c.err);
+    ctx_free(&c);
+}
+
+TEST(jwt_mode_needs_a_secret) {
+    mv_auth *a = NULL;
+    mv_err err = {0};
+    mv_auth_options o = {.mode = MV_AUTH_JWT};
+    CHECK_CODE(mv_auth_new(&o, &a, &err), MV_INVALID_ARGUMENT, &err);
+    CHECK(a == NULL);
+}
+
+TEST(headers_mode_trims_lists_and_drops_empties) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_HEADERS);
+    mv_http_request_add_header(&c.req, "x-user-id", "  u1 ", NULL);
+    mv_http_request_add_header(&c.req, "X-User-Roles", " host, ,admin ,,", NULL);
+    mv_http_request_add_header(&c.req, "X-User-Permissions", "is.admin , approvals.decide", NULL);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_OK, &c.err);
+    CHECK_STR(c.p.user_id, "u1");
+    CHECK_INT(c.p.nroles, 2);
+    CHECK_STR(c.p.roles[0], "host");
+    CHECK_STR(c.p.roles[1], "admin");
+    CHECK(mv_principal_has_permission(&c.p, "is.admin"));
+    CHECK(mv_principal_has_permission(&c.p, "approvals.decide"));
+    CHECK_INT(json_object_size(c.p.permissions), 2);
+    CHECK_STR(c.p.tenant, "default");
+    json_t *roles = mv_principal_roles_json(&c.p);
+    CHECK_INT(json_array_size(roles), 2);
+    json_decref(roles);
+    ctx_free(&c);
+}
+
+TEST(headers_mode_reads_the_tenant_and_needs_a_user) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_HEADERS);
+    mv_http_request_add_header(&c.req, "X-User-Id", "   ", NULL);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_UNAUTHENTICATED, &c.err);
+    ctx_free(&c);
+    ctx_init(&c, MV_AUTH_HEADERS);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_UNAUTHENTICATED, &c.err);
+    ctx_free(&c);
+    ctx_init(&c, MV_AUTH_HEADERS);
+    mv_http_request_add_header(&c.req, "X-User-Id", "u1", NULL);
+    mv_http_request_add_header(&c.req, "X-Tenant-Id", "acme", NULL);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_OK, &c.err);
+    CHECK_STR(c.p.tenant, "acme");
+    CHECK_INT(c.p.nroles, 0);
+    CHECK(!mv_principal_has_permission(&c.p, "is.admin"));
+    ctx_free(&c);
+    ctx_init(&c, MV_AUTH_HEADERS);
+    mv_http_request_add_header(&c.req, "X-User-Id", "\xff\xfe", NULL);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_UNAUTHENTICATED, &c.err);
+    ctx_free(&c);
+}
+
+int main(void) {
+    return RUN_TESTS(valid_jwt_gives_the_principal_from_its_claims,
+                     jwt_permissions_may_be_an_object_of_flags, jwt_with_a_bad_signature_is_401,
+                     expired_jwt_is_401_beyond_the_30_second_leeway,
+                     jwt_not_valid_yet_is_401_beyond_the_leeway, alg_none_and_other_algorithms_are_401,
+                     malformed_tokens_and_claims_are_401, missing_or_non_bearer_authorization_is_401,
+                     jwt_mode_needs_a_secret, headers_mode_trims_lists_and_drops_empties,
+                     headers_mode_reads_the_tenant_and_needs_a_user);
+}

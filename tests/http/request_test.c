@@ -1,0 +1,171 @@
+/* request_test.c — the error body shape (fields, Retry-After, masking of internal errors) and
+ * the JSON log line. */
+#include <fcntl.h>
+
+#include "http/request.h"
+#include "missive/base.h"
+#include "test.h"
+
+typedef struct out {
+    mv_arena *arena;
+    mv_http_response res;
+    json_t *body;
+} out;
+
+static void error_to(out *o, const mv_err *err) {
+    o->arena = mv_arena_new();
+    mv_http_response_init(&o->res, o->arena);
+    mv_http_error(&o->res, err);
+    o->body = NULL;
+    mv_json_parse(o->res.body, o->res.body_len, &o->body, NULL);
+}
+
+static void out_free(out *o) {
+    json_decref(o->body);
+    mv_arena_free(o->arena);
+}
+
+static json_t *err_obj(out *o) {
+    return json_object_get(o->body, "error");
+}
+
+TEST(error_body_has_code_message_and_the_fields_the_error_carries) {
+    mv_err err = {0};
+    mv_err_set(&err, MV_ACTION_NEEDS_REVIEW, "saga needs review");
+    mv_strlcpy(err.attempt_id, "att-1", sizeof err.attempt_id);
+    mv_strlcpy(err.saga_id, "saga-1", sizeof err.saga_id);
+    out o;
+    error_to(&o, &err);
+    CHECK_INT(o.res.status, 409);
+    CHECK_STR(mv_http_response_header(&o.res, "Content-Type"), "application/json");
+    CHECK_STR(json_string_value(json_object_get(err_obj(&o), "code")), "action_needs_review");
+    CHECK_STR(json_string_value(json_object_get(err_obj(&o), "message")), "saga needs review");
+    CHECK_STR(json_string_value(json_object_get(err_obj(&o), "actionAttemptId")), "att-1");
+    CHECK_STR(json_string_value(json_object_get(err_obj(&o), "sagaId")), "saga-1");
+    CHECK(json_object_get(err_obj(&o), "approvalId") == NULL);
+    CHECK(json_object_get(err_obj(&o), "expiresAt") == NULL);
+    CHECK_INT(json_object_size(o.body), 1);
+    CHECK(mv_http_response_header(&o.res, "Retry-After") == NULL);
+    out_free(&o);
+}
+
+TEST(approval_fields_include_token_and_expiry_as_integer_ms) {
+    mv_err err = {0};
+    mv_err_set(&err, MV_APPROVAL_PENDING, "waiting");
+    mv_strlcpy(err.approval_id, "0b0e8f7e-7d43-4a43-9d0c-2f3f8c1b5a10", sizeof err.approval_id);
+    mv_strlcpy(err.resume_token, "v1.abc.def", sizeof err.resume_token);
+    mv_strlcpy(err.session_id, "sess-9", sizeof err.session_id);
+    err.expires_at = 1700000000123;
+    out o;
+    error_to(&o, &err);
+    json_t *e = err_obj(&o);
+    CHECK_STR(json_string_value(json_object_get(e, "approvalId")),
+              "0b0e8f7e-7d43-4a43-9d0c-2f3f8c1b5a10");
+    CHECK_STR(json_string_value(json_object_get(e, "resumeToken")), "v1.abc.def");
+    CHECK_STR(json_string_value(json_object_get(e, "sessionId")), "sess-9");
+    CHECK(json_is_integer(json_object_get(e, "expiresAt")));
+    CHECK(json_integer_value(json_object_get(e, "expiresAt")) == 1700000000123LL);
+    out_free(&o);
+}
+
+TEST(client_request_pending_adds_retry_after_of_at_least_one_second) {
+    mv_err err = {0};
+    mv_err_set(&err, MV_CLIENT_REQUEST_PENDING, "still running");
+    out o;
+    error_to(&o, &err);
+    CHECK_INT(o.res.status, 409);
+    CHECK_STR(mv_http_response_header(&o.res, "Retry-After"), "1");
+    out_free(&o);
+    err.retry_after_s = 7;
+    error_to(&o, &err);
+    CHECK_STR(mv_http_response_header(&o.res, "Retry-After"), "7");
+    out_free(&o);
+}
+
+TEST(internal_errors_are_masked_and_keep_the_real_message_for_the_log) {
+    mv_code codes[] = {MV_INTERNAL, MV_NO_MEMORY, MV_IO, MV_SCHEMA_TOO_NEW};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        mv_err err = {0};
+        mv_err_set(&err, codes[i], "SELECT * FROM messages failed at /var/lib/missive.db");
+        mv_strlcpy(err.attempt_id, "att-1", sizeof err.attempt_id);
+        out o;
+        error_to(&o, &err);
+        CHECK_INT(o.res.status, 500);
+        CHECK_STR(o.res.body, "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}");
+        CHECK(o.res.detail && strstr(o.res.detail, "SELECT") != NULL);
+        out_free(&o);
+    }
+}
+
+TEST(every_code_maps_to_its_table_status) {
+    struct {
+        mv_code code;
+        int status;
+        const char *name;
+    } cases[] = {
+        {MV_INVALID_ARGUMENT, 400, "invalid_argument"}, {MV_UNAUTHENTICATED, 401, "unauthenticated"},
+        {MV_FORBIDDEN, 403, "forbidden"},               {MV_MESSAGE_NOT_FOUND, 404, "message_not_found"},
+        {MV_MESSAGE_ARCHIVED, 410, "message_archived"}, {MV_PAYLOAD_TOO_LARGE, 413, "payload_too_large"},
+        {MV_CLIENT_REQUEST_MISMATCH, 422, "client_request_mismatch"},
+        {MV_PAYMENT_COMPENSATION_FAILED, 500, "payment_compensation_failed"},
+        {MV_PREPARE_FAILED, 502, "prepare_failed"},     {MV_STORE_UNAVAILABLE, 503, "store_unavailable"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mv_err err = {0};
+        mv_err_set(&err, cases[i].code, "m");
+        out o;
+        error_to(&o, &err);
+        CHECK_INT(o.res.status, cases[i].status);
+        CHECK_STR(json_string_value(json_object_get(err_obj(&o), "code")), cases[i].name);
+        out_free(&o);
+    }
+}
+
+TEST(non_utf8_error_messages_still_give_valid_json) {
+    mv_err err = {0};
+    mv_err_set(&err, MV_INVALID_ARGUMENT, "bad value \xff\xfe here");
+    out o;
+    error_to(&o, &err);
+    REQUIRE(o.body != NULL);
+    CHECK_STR(json_string_value(json_object_get(err_obj(&o), "message")), "bad value ?? here");
+    out_free(&o);
+}
+
+TEST(log_lines_are_single_json_objects) {
+    const char *path = test_tmp_path("log.txt");
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    int old = mv_log_set_fd(fd);
+    mv_log("info", "request", json_pack("{s:s,s:i}", "route", "/x", "status", 200));
+    mv_log("warn", "second", NULL);
+    mv_log_set_fd(old);
+    close(fd);
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_t *v = NULL;
+        CHECK_CODE(mv_json_parse(line, strlen(line), &v, NULL), MV_OK, (mv_err *)NULL);
+        CHECK(json_is_integer(json_object_get(v, "ts")));
+        if (n == 0) {
+            CHECK_STR(mv_json_str(v, "level"), "info");
+            CHECK_STR(mv_json_str(v, "msg"), "request");
+            CHECK_STR(mv_json_str(v, "route"), "/x");
+        } else {
+            CHECK_STR(mv_json_str(v, "level"), "warn");
+        }
+        json_decref(v);
+        n++;
+    }
+    fclose(f);
+    CHECK_INT(n, 2);
+}
+
+int main(void) {
+    return RUN_TESTS(error_body_has_code_message_and_the_fields_the_error_carries,
+                     approval_fields_include_token_and_expiry_as_integer_ms,
+                     client_request_pending_adds_retry_after_of_at_least_one_second,
+                     internal_errors_are_masked_and_keep_the_real_message_for_the_log,
+                     every_code_maps_to_its_table_status, non_utf8_error_messages_still_give_valid_json,
+                     log_lines_are_single_json_objects);
+}
