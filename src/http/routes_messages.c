@@ -1,0 +1,240 @@
+/* routes_messages.c — HTTP in front of the message service. Each handler translates the request
+ * into one service call and the result (or error) into JSON; there are no business rules here.
+ * Route parameters are checked before the body (the router enforces the order), with the
+ * reference's messages. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/request.h"
+#include "http/routes_messages.h"
+
+void mv_http_user(mv_http_request *req, mv_user *out) {
+    const mv_principal *p = req->principal;
+    *out = (mv_user){0};
+    if (!p) return;
+    out->id = p->user_id;
+    out->roles = (const char *const *)p->roles;
+    out->nroles = p->nroles;
+    out->permissions = p->permissions;
+    out->tenant = p->tenant;
+    out->identity = p->identity;
+}
+
+/* ---- parameter checks ------------------------------------------------------------------- */
+
+static mv_code check_template_cd(const mv_http_request *req, mv_err *err) {
+    if (!mv_valid_template_cd(mv_http_param(req, "templateCd")))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "templateCd must be a non-empty string of at most 128 letters, digits, "
+                          "dots, underscores, and hyphens");
+    return MV_OK;
+}
+
+static mv_code check_id(const mv_http_request *req, mv_err *err) {
+    if (!mv_valid_message_id(mv_http_param(req, "id")))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "id must be a 24-character hex ObjectId");
+    return MV_OK;
+}
+
+static mv_code check_usertype(const mv_http_request *req, mv_err *err) {
+    mv_code rc = check_id(req, err);
+    if (rc != MV_OK) return rc;
+    const char *u = mv_http_param(req, "usertype");
+    if (!u || (strcmp(u, "sender") != 0 && strcmp(u, "receiver") != 0))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "usertype must be \"sender\" or \"receiver\"");
+    return MV_OK;
+}
+
+static mv_code check_action(const mv_http_request *req, mv_err *err) {
+    mv_code rc = check_id(req, err);
+    if (rc != MV_OK) return rc;
+    if (!mv_valid_action_cd(mv_http_param(req, "actionCd")))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "actionCd must be a non-empty string of at most 128 letters, digits, "
+                          "underscores, and hyphens");
+    return MV_OK;
+}
+
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+static void create_message(mv_http_request *req, mv_http_response *res, void *app) {
+    mv_message_routes *r = req->route_ctx;
+    (void)app;
+    mv_err err = {0};
+    if (!json_is_object(req->json)) {
+        mv_http_errorf(res, MV_INVALID_ARGUMENT, "body must be a JSON object");
+        return;
+    }
+    json_t *payload = mv_arena_json(req->arena, json_copy(req->json));
+    json_t *body_id = json_object_get(req->json, "clientRequestId");
+    const char *header = mv_http_header_get(req, "Idempotency-Key");
+    json_t *header_id = header ? mv_arena_json(req->arena, json_string(header)) : NULL;
+    if (header && !header_id) {
+        mv_http_errorf(res, MV_INVALID_CLIENT_REQUEST_ID, "Idempotency-Key must be UTF-8");
+        return;
+    }
+    if (body_id) {
+        char a[129], b[129];
+        if (mv_client_request_id_normalize(body_id, a, &err) != MV_OK ||
+            (header_id && mv_client_request_id_normalize(header_id, b, &err) != MV_OK)) {
+            mv_http_error(res, &err);
+            return;
+        }
+        if (header_id && strcmp(a, b) != 0) {
+            mv_http_errorf(res, MV_INVALID_CLIENT_REQUEST_ID,
+                           "clientRequestId in the body and the Idempotency-Key header differ");
+            return;
+        }
+        json_object_del(payload, "clientRequestId");
+    }
+    mv_user user;
+    mv_http_user(req, &user);
+    mv_create_request cr = {.template_cd = mv_http_param(req, "templateCd"),
+                            .user = &user,
+                            .payload = payload,
+                            .client_request_id = body_id ? body_id : header_id};
+    json_t *messages = NULL;
+    bool replayed = false;
+    if (mv_message_create(r->service, &cr, &messages, &replayed, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
+    mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
+}
+
+/* A query value as a JSON number for the service's pagination checks: integers stay integers,
+ * other numbers become reals (rejected as non-integers), anything else a string (rejected). */
+static json_t *query_number(mv_http_request *req, const char *name) {
+    const char *v = mv_http_query_get(req, name);
+    if (!v) return NULL;
+    char *end;
+    errno = 0;
+    long long i = strtoll(v, &end, 10);
+    json_t *out;
+    if (*v && !*end && errno == 0) {
+        out = json_integer(i);
+    } else {
+        double d = strtod(v, &end);
+        out = *v && !*end && isfinite(d) ? json_real(d) : json_string(v);
+    }
+    return mv_arena_json(req->arena, out);
+}
+
+static void list_messages(mv_http_request *req, mv_http_response *res, void *app) {
+    mv_message_routes *r = req->route_ctx;
+    (void)app;
+    const char *archived = mv_http_query_get(req, "archived");
+    if (archived && strcmp(archived, "true") != 0 && strcmp(archived, "false") != 0) {
+        mv_http_errorf(res, MV_INVALID_ARGUMENT, "archived must be \"true\" or \"false\"");
+        return;
+    }
+    mv_user user;
+    mv_http_user(req, &user);
+    mv_list_request lr = {.user = &user,
+                          .limit = query_number(req, "limit"),
+                          .skip = query_number(req, "skip"),
+                          .cursor = mv_http_query_get(req, "cursor"),
+                          .archived = archived && strcmp(archived, "true") == 0};
+    json_t *messages = NULL;
+    char *next = NULL;
+    mv_err err = {0};
+    if (mv_message_list(r->service, &lr, &messages, &next, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    json_t *body = json_pack("{s:o,s:o}", "messages", messages, "nextCursor",
+                             next ? json_string(next) : json_null());
+    free(next);
+    mv_http_json(res, 200, body);
+}
+
+static void count_messages(mv_http_request *req, mv_http_response *res, void *app) {
+    mv_message_routes *r = req->route_ctx;
+    (void)app;
+    mv_user user;
+    mv_http_user(req, &user);
+    int64_t n = 0;
+    mv_err err = {0};
+    if (mv_message_count(r->service, &user, &n, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, json_pack("{s:I}", "count", (json_int_t)n));
+}
+
+static void get_message(mv_http_request *req, mv_http_response *res, void *app) {
+    mv_message_routes *r = req->route_ctx;
+    (void)app;
+    mv_user user;
+    mv_http_user(req, &user);
+    json_t *m = NULL;
+    mv_err err = {0};
+    if (mv_message_get(r->service, mv_http_param(req, "id"), &user, &m, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, m);
+}
+
+static void get_actions(mv_http_request *req, mv_http_response *res, void *app) {
+    mv_message_routes *r = req->route_ctx;
+    (void)app;
+    mv_user user;
+    mv_http_user(req, &user);
+    mv_usertype t = strcmp(mv_http_param(req, "usertype"), "sender") == 0 ? MV_SENDER : MV_RECEIVER;
+    bool admin = mv_principal_has_permission(req->principal, r->admin_permission);
+    json_t *out = NULL;
+    mv_err err = {0};
+    if (mv_message_actions(r->service, mv_http_param(req, "id"), t, &user, admin, &out, &err) !=
+        MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, out);
+}
+
+static void handle_action(mv_http_request *req, mv_http_response *res, void *app) {
+    mv_message_routes *r = req->route_ctx;
+    (void)app;
+    mv_user user;
+    mv_http_user(req, &user);
+    mv_action_request ar = {.message_id = mv_http_param(req, "id"),
+                            .action_cd = mv_http_param(req, "actionCd"),
+                            .user = &user,
+                            .input = req->json,
+                            .resume_token = mv_http_header_get(req, "X-Resume-Token")};
+    json_t *result = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_action_handle(r->service, &ar, &result, &err);
+    if (rc == MV_APPROVAL_REQUIRED) {
+        mv_http_json(res, 202,
+                     json_pack("{s:s,s:s,s:s,s:I}", "status", "approval_required", "approvalId",
+                               err.approval_id, "resumeToken", err.resume_token, "expiresAt",
+                               (json_int_t)err.expires_at));
+        return;
+    }
+    if (rc != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, json_pack("{s:o}", "result", result ? result : json_null()));
+}
+
+mv_code mv_message_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {
+    const mv_route table[] = {
+        {"POST", "/messages/new/{templateCd}", create_message, false, true, check_template_cd, routes},
+        {"GET", "/messages", list_messages, false, false, NULL, routes},
+        {"GET", "/messages/count", count_messages, false, false, NULL, routes},
+        {"GET", "/messages/{id}", get_message, false, false, check_id, routes},
+        {"GET", "/messages/{id}/actions/{usertype}", get_actions, false, false, check_usertype, routes},
+        {"POST", "/messages/{id}/action/{actionCd}", handle_action, false, true, check_action, routes},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        mv_code rc = mv_router_add(router, &table[i], err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}

@@ -1,0 +1,22 @@
+/* http/routes_messages.h — the message routes of DESIGN.md's HTTP table over a message service. */
+#ifndef MISSIVE_HTTP_ROUTES_MESSAGES_H
+#define MISSIVE_HTTP_ROUTES_MESSAGES_H
+
+#include "http/auth.h"
+#include "http/router.h"
+#include "missive/message.h"
+
+typedef struct mv_message_routes {
+    mv_service *service;            /* borrowed */
+    const char *admin_permission;   /* "is.admin" */
+} mv_message_routes;
+
+/* The acting user of a request (borrows from the principal, roles array in the arena). */
+void mv_http_user(mv_http_request *req, mv_user *out);
+
+/* Registers POST /messages/new/{templateCd}, GET /messages, GET /messages/count,
+ * GET /messages/{id}, GET /messages/{id}/actions/{usertype} and
+ * POST /messages/{id}/action/{actionCd}. routes must outlive the router. */
+mv_code mv_message_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err);
+
+#endif
