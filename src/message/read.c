@@ -54,6 +54,16 @@ static void build_sql(void) {
     snprintf(p, left, ")))");
 }
 
+const char *message_list_sql(void) {
+    pthread_once(&sql_once, build_sql);
+    return sql_list;
+}
+
+const char *message_count_sql(void) {
+    pthread_once(&sql_once, build_sql);
+    return sql_count;
+}
+
 /* ---- cursors: opaque base64url of "<createdAt>:<id>" -------------------------------------- */
 
 static char *cursor_encode(int64_t created_at, const char *id) {

@@ -59,6 +59,10 @@ json_t *doc_new(const char *type, const char *template_cd, int64_t now);
 /* Queues an email for doc when it qualifies (SEMANTICS §1.10), inside the transaction. */
 mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err);
 
+/* read.c: the visibility queries (exposed for the query-plan test). */
+const char *message_list_sql(void);
+const char *message_count_sql(void);
+
 /* webhooks.c: prepare hooks and action handlers over HTTP. */
 mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
                         json_t **items, mv_err *err);
