@@ -14,11 +14,23 @@
 
 static char store_url[600];
 
+static const char SQL_EMPTY_OUTBOX[] = "DELETE FROM outbox";
+
+static mv_code empty_outbox(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    return mv_db_execf(db, SQL_EMPTY_OUTBOX, NULL, err, "");
+}
+
+/* A fresh SQLite file per test; with MISSIVE_TEST_POSTGRES=<libpq URI> the same tests run on that
+ * PostgreSQL database instead (its outbox table is emptied first). */
 static mv_store *open_store(const char *name) {
-    snprintf(store_url, sizeof store_url, "sqlite:%s", test_tmp_path(name));
+    const char *pg = getenv("MISSIVE_TEST_POSTGRES");
+    if (pg && *pg) snprintf(store_url, sizeof store_url, "%s", pg);
+    else snprintf(store_url, sizeof store_url, "sqlite:%s", test_tmp_path(name));
     mv_store *s = NULL;
     mv_err err = {0};
-    if (mv_store_open(store_url, NULL, &s, &err) != MV_OK || mv_store_migrate(s, NULL, &err) != MV_OK) {
+    if (mv_store_open(store_url, NULL, &s, &err) != MV_OK || mv_store_migrate(s, NULL, &err) != MV_OK ||
+        (pg && *pg && mv_store_write(s, empty_outbox, NULL, &err) != MV_OK)) {
         fprintf(stderr, "store: %s\n", err.message);
         mv_store_close(s);
         return NULL;
