@@ -138,15 +138,16 @@ typedef enum mv_outbox_kind { MV_OUTBOX_EMAIL, MV_OUTBOX_WEBHOOK } mv_outbox_kin
  *   email:   {"messageId": "…", "toUser": "…", "title": "…", "body": "…"}
  *   webhook: {"url": "http…", "body": <any JSON>, "idempotencyKey"?: "…"} (the key defaults to
  *            the row id, so every retry carries the same key).
- * A payload of the wrong shape is MV_INVALID_ARGUMENT naming the field. id_out (may be NULL,
- * 37 bytes) receives the row id. */
+ * A payload of the wrong shape is MV_INVALID_ARGUMENT naming the field. The _id variant also
+ * writes the new row's id (a UUID) into id_out (37 bytes, may be NULL). */
 mv_code mv_outbox_add_tx(mv_db *db, mv_outbox_kind kind, const json_t *payload, int64_t now,
                          mv_err *err);
 mv_code mv_outbox_add_tx_id(mv_db *db, mv_outbox_kind kind, const json_t *payload, int64_t now,
                             char id_out[37], mv_err *err);
 
 /* Where the worker sends emails: SMTP, or (when webhook_url is set) a POST of
- * {"email": {"to", "subject", "body", "messageId", "toUser"}} signed like every webhook. */
+ * {"email": {"to", "subject", "body", "messageId", "toUser"}} signed like every webhook, with the
+ * outbox row id as Idempotency-Key (messageId is the missive message the email is about). */
 typedef struct mv_email_config {
     mv_smtp_config smtp;     /* used when webhook_url is NULL */
     const char *webhook_url; /* optional alternative to SMTP */

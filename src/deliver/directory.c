@@ -45,9 +45,10 @@ static mv_code open_map(json_t *map, const char *what, mv_directory **out, mv_er
     json_t *v;
     json_object_foreach(map, k, v) {
         if (!json_is_string(v)) {
+            mv_err_set(err, MV_INVALID_CONFIG, "%s: the address of user \"%.100s\" must be a string",
+                       what, k); /* before the decref: k lives in map */
             json_decref(map);
-            return mv_err_set(err, MV_INVALID_CONFIG, "%s: the address of user \"%.100s\" must be a string",
-                              what, k);
+            return MV_INVALID_CONFIG;
         }
     }
     mv_directory *d = calloc(1, sizeof *d);
