@@ -591,6 +591,42 @@ TEST(gc_removes_completed_reservations_past_retention) {
     fixture_close(&f);
 }
 
+TEST(qualifying_messages_queue_one_email_and_rolled_back_creates_queue_none) {
+    pay_script p = {.mode = 1}; /* payments fail: the paid template rolls back */
+    mv_payment_provider pay = {script_create, script_expire, NULL, &p};
+    json_t *exclusions = json_pack("[s]", " recv title ");
+    mv_service_options o = {.email = true, .email_exclusions = exclusions, .payment = &pay};
+    fixture f;
+    REQUIRE(fixture_open_opts(&f, "email.db", &o));
+    mv_code rc;
+    /* receiver title "Recv Title" is excluded (trimmed, case-insensitive) */
+    json_decref(fixture_create(&f, "u1", "u2", NULL, &rc));
+    int64_t pending = -1, failed = -1;
+    mv_err err = {0};
+    CHECK_CODE(mv_outbox_depth(f.store, &pending, &failed, &err), MV_OK, &err);
+    CHECK_INT(pending, 0);
+    json_t *params = json_pack("{s:s,s:{s:s,s:s,s:s}}", "toUser", "u2", "receiverContent", "title",
+                               " Hello ", "long", "World, longer", "short", "W");
+    json_t *n = NULL;
+    CHECK_CODE(mv_notification_create(f.svc, params, &n, &err), MV_OK, &err);
+    CHECK_CODE(mv_outbox_depth(f.store, &pending, &failed, &err), MV_OK, &err);
+    CHECK_INT(pending, 1);
+    /* a create that fails (payment) rolls back its email row with it */
+    json_t *t = json_loads(SVC_TEST_TEMPLATE, 0, NULL);
+    json_object_set_new(t, "paymentCd", json_string("deposit"));
+    json_object_set_new(json_object_get(t, "receiverContent"), "title", json_string("Pay me"));
+    mv_registry_register(f.registry, t, "<paid>", NULL);
+    json_decref(t);
+    json_decref(fixture_create(&f, "u1", "u2", NULL, &rc));
+    CHECK_INT(rc, MV_PAYMENT_FAILED);
+    CHECK_CODE(mv_outbox_depth(f.store, &pending, &failed, &err), MV_OK, &err);
+    CHECK_INT(pending, 1);
+    json_decref(n);
+    json_decref(params);
+    json_decref(exclusions);
+    fixture_close(&f);
+}
+
 int main(void) {
     return RUN_TESTS(unknown_template_is_not_found_and_reserves_nothing,
                      create_renders_content_from_template_data_and_stores_it,
@@ -611,5 +647,6 @@ int main(void) {
                      a_failing_batch_expires_every_session_opened_including_earlier_items,
                      a_failing_expire_reports_through_the_hook_and_names_the_session,
                      create_notification_makes_a_generic_notification,
-                     gc_removes_completed_reservations_past_retention);
+                     gc_removes_completed_reservations_past_retention,
+                     qualifying_messages_queue_one_email_and_rolled_back_creates_queue_none);
 }
