@@ -25,6 +25,7 @@ typedef struct mv_store_options {
     int busy_timeout_ms;      /* SQLite: wait for another process's writer; 0 → 10000 */
     int statement_timeout_ms; /* PostgreSQL: per statement; 0 → 30000 */
     bool allow_memory;        /* accept sqlite::memory: (tests only) */
+    bool no_group_commit;     /* SQLite: one transaction per mv_store_write (benchmark baseline) */
 } mv_store_options;
 
 /* Opens a store by URL. opts may be NULL for defaults. Unknown schemes fail with
@@ -54,7 +55,10 @@ typedef mv_code (*mv_tx_fn)(mv_db *db, void *ctx, mv_err *err);
 
 /* Runs fn inside a write transaction; commits iff fn returns MV_OK (the commit is durable before
  * this returns). On SQLite one writer runs at a time per process (BEGIN IMMEDIATE across
- * processes). Returns fn's code, or the commit's error. */
+ * processes), and concurrent writers are group-committed: each callback runs in its own
+ * savepoint of a shared transaction, so a failing callback never affects another's work. fn may
+ * therefore see other callers' uncommitted rows, exactly as if they had committed just before.
+ * Returns fn's code, or the commit's error. */
 mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
 /* Runs fn inside a read transaction (a consistent snapshot). */
 mv_code mv_store_read(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);

@@ -24,6 +24,11 @@ struct mv_store {
     mv_db **free_list; /* connections not in use (NULL slots are not yet connected) */
     int nfree, pool_size;
     pthread_mutex_t write_mu; /* SQLite: one writer at a time */
+    /* SQLite group commit: writers queue here; one of them leads a batch (see group_write). */
+    pthread_mutex_t gc_mu;
+    pthread_cond_t gc_cv;
+    struct write_job *queue_head, *queue_tail;
+    bool leader_active;
 };
 
 static mv_code store_acquire(mv_store *s, mv_db **out, mv_err *err);
@@ -79,6 +84,8 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
     pthread_mutex_init(&s->pool_mu, NULL);
     pthread_cond_init(&s->pool_cv, NULL);
     pthread_mutex_init(&s->write_mu, NULL);
+    pthread_mutex_init(&s->gc_mu, NULL);
+    pthread_cond_init(&s->gc_cv, NULL);
     if (!s->url || !s->free_list) {
         mv_store_close(s);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
@@ -126,6 +133,8 @@ void mv_store_close(mv_store *store) {
     pthread_mutex_destroy(&store->pool_mu);
     pthread_cond_destroy(&store->pool_cv);
     pthread_mutex_destroy(&store->write_mu);
+    pthread_mutex_destroy(&store->gc_mu);
+    pthread_cond_destroy(&store->gc_cv);
     free(store);
 }
 
@@ -185,7 +194,92 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
     return rc;
 }
 
+/* ---- group commit (SQLite) -----------------------------------------------------------------
+ *
+ * With synchronous=FULL every commit waits for an fsync, so one-transaction-per-request caps
+ * writes at the disk's flush rate. Concurrent writers therefore queue their callbacks; the first
+ * to find no batch running becomes the leader, takes everything queued, and runs each callback
+ * inside its own SAVEPOINT of one transaction (a failing callback rolls back to its savepoint and
+ * leaves the others intact), then commits once. Every writer returns only after the commit that
+ * contains its work is durable, so durability is unchanged; the fsync is shared. */
+
+#define GROUP_COMMIT_MAX 64
+
+typedef struct write_job {
+    mv_tx_fn fn;
+    void *ctx;
+    mv_err err;
+    mv_code rc;
+    bool done;
+    struct write_job *next;
+} write_job;
+
+static void run_batch(mv_store *s, write_job *batch) {
+    mv_db *db;
+    mv_err e = {0};
+    mv_code rc = store_acquire(s, &db, &e);
+    if (rc == MV_OK) {
+        pthread_mutex_lock(&s->write_mu);
+        rc = s->drv->begin(db->conn, true, &e);
+        if (rc == MV_OK) {
+            bool single = batch->next == NULL;
+            for (write_job *j = batch; j; j = j->next) {
+                if (!single && (j->rc = s->drv->exec(db->conn, "SAVEPOINT mv_job", &j->err)))
+                    continue;
+                j->rc = j->fn(db, j->ctx, &j->err);
+                if (single) continue;
+                if (j->rc != MV_OK) s->drv->exec(db->conn, "ROLLBACK TO mv_job", NULL);
+                s->drv->exec(db->conn, "RELEASE mv_job", NULL);
+            }
+            bool any_ok = false;
+            for (write_job *j = batch; j; j = j->next) any_ok |= j->rc == MV_OK;
+            rc = any_ok ? s->drv->exec(db->conn, "COMMIT", &e) : MV_INTERNAL;
+            if (rc != MV_OK) s->drv->exec(db->conn, "ROLLBACK", NULL);
+            if (!any_ok) rc = MV_OK; /* nothing to commit: each job keeps its own error */
+        }
+        pthread_mutex_unlock(&s->write_mu);
+        store_release(s, db);
+    }
+    if (rc != MV_OK) /* the batch as a whole failed: every job that had succeeded fails with it */
+        for (write_job *j = batch; j; j = j->next)
+            if (j->rc == MV_OK) j->rc = mv_err_copy(&j->err, &e);
+}
+
+static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
+    write_job job = {.fn = fn, .ctx = ctx};
+    pthread_mutex_lock(&s->gc_mu);
+    if (s->queue_tail) s->queue_tail->next = &job;
+    else s->queue_head = &job;
+    s->queue_tail = &job;
+    while (!job.done) {
+        if (s->leader_active) {
+            pthread_cond_wait(&s->gc_cv, &s->gc_mu);
+            continue;
+        }
+        s->leader_active = true;
+        write_job *batch = s->queue_head, *last = batch;
+        for (int n = 1; n < GROUP_COMMIT_MAX && last->next; n++) last = last->next;
+        s->queue_head = last->next;
+        if (!s->queue_head) s->queue_tail = NULL;
+        last->next = NULL;
+        pthread_mutex_unlock(&s->gc_mu);
+        run_batch(s, batch);
+        pthread_mutex_lock(&s->gc_mu);
+        for (write_job *j = batch, *next; j; j = next) {
+            next = j->next;
+            j->done = true;
+        }
+        s->leader_active = false;
+        pthread_cond_broadcast(&s->gc_cv);
+    }
+    pthread_mutex_unlock(&s->gc_mu);
+    if (err) mv_err_copy(err, &job.err);
+    return job.rc;
+}
+
 mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
+    if (store->kind == MV_STORE_SQLITE && !store->opts.no_group_commit)
+        return group_write(store, fn, ctx, err);
     return run_tx(store, true, fn, ctx, err);
 }
 
