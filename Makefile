@@ -60,6 +60,29 @@ asan:
 run: all
 	@scripts/run-example
 
+# libFuzzer harnesses (fuzz/*_fuzz.c), built with clang + ASan/UBSan into build-fuzz/ and run
+# FUZZ_SECONDS each; seeds come from fuzz/seeds/<name>/, the growing corpus stays in build-fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_SRC     := $(wildcard fuzz/*_fuzz.c)
+
+fuzz:
+	@dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" || \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
+	@mkdir -p build-fuzz
+	@set -e; for f in $(FUZZ_SRC); do \
+	    n=$$(basename $$f .c); \
+	    echo "fuzz: building $$n"; \
+	    $(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	        -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS)) $$f $(LIB_SRC) -o build-fuzz/$$n $(LDLIBS); \
+	    mkdir -p build-fuzz/corpus-$$n; \
+	    echo "fuzz: running $$n for $(FUZZ_SECONDS) s"; \
+	    build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        build-fuzz/corpus-$$n $$(test -d fuzz/seeds/$$n && echo fuzz/seeds/$$n) 2>build-fuzz/$$n.log \
+	        || { tail -n 40 build-fuzz/$$n.log; exit 1; }; \
+	    grep -E 'stat::number_of_executed_units|stat::new_units_added' build-fuzz/$$n.log | sed "s/^/fuzz: $$n /"; \
+	done
+
 lint:
 	clang-tidy --quiet $(LIB_SRC) $(CMD_SRC) $(CMD_MAIN) -- -std=c11 -D_GNU_SOURCE -Iinclude -Isrc \
 	    $(shell pkg-config --cflags $(PKGS))
@@ -67,8 +90,8 @@ lint:
 	    --suppress=missingIncludeSystem -Iinclude -Isrc src
 
 clean:
-	rm -rf build build-asan build-release var
+	rm -rf build build-asan build-release build-fuzz var
 
-.PHONY: all test asan run lint clean
+.PHONY: all test asan run lint clean fuzz
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -108,7 +108,7 @@ static void buf_value(buf *b, double v) {
     if (isnan(v)) buf_str(b, "NaN");
     else if (isinf(v)) buf_str(b, v > 0 ? "+Inf" : "-Inf");
     else if (v == floor(v) && fabs(v) < 1e15) buf_fmt(b, "%.0f", v);
-    else buf_fmt(b, "%.17g", v);
+    else buf_fmt(b, "%.15g", v);
 }
 
 /* {a="x",b="y"} with \, " and newline escaped; "" for no labels. */

@@ -318,7 +318,6 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {

@@ -1,0 +1,277 @@
+/* config_test.c — loading the daemon config: the DESIGN example, defaults, unknown keys named by
+ * path, relative paths, cross-key rules, secrets from the environment, overrides. */
+#include <stdlib.h>
+
+#include "cmd/config.h"
+#include "test.h"
+
+static const char *write_config(const char *name, const char *text) {
+    const char *path = test_tmp_path(name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static const char SECRET32[] = "0123456789abcdef0123456789abcdef";
+
+static const char EXAMPLE[] =
+    "{\n"
+    "  \"listen\": \"127.0.0.1:8080\",\n"
+    "  \"store\": \"sqlite:missive.db\",\n"
+    "  \"templates\": \"templates/\",\n"
+    "  \"sagas\": \"sagas/\",\n"
+    "  \"auth\": {\"mode\": \"headers\"},\n"
+    "  \"adminRoles\": [\"admin\"],\n"
+    "  \"adminPermissionKey\": \"is.admin\",\n"
+    "  \"list\": {\"defaultLimit\": 50, \"maxLimit\": 100},\n"
+    "  \"leases\": {\"clientRequestMs\": 30000, \"clientRequestWaitMs\": 5000, "
+    "\"clientRequestPollMs\": 200, \"actionMs\": 30000},\n"
+    "  \"webhookSecretEnv\": \"MISSIVE_WEBHOOK_SECRET\",\n"
+    "  \"webhooks\": {\"connectTimeoutMs\": 2000, \"timeoutMs\": 10000, \"maxResponseBytes\": 1048576},\n"
+    "  \"shutdownTimeoutMs\": 30000,\n"
+    "  \"payment\": {\"webhook\": \"http://127.0.0.1:9000/payments\"},\n"
+    "  \"email\": {\"smtp\": \"smtp://127.0.0.1:2525\", \"from\": \"noreply@example.com\",\n"
+    "            \"directory\": {\"webhook\": \"http://127.0.0.1:9000/users\"}, \"exclusions\": "
+    "[\"welcome\"]},\n"
+    "  \"approvals\": {\"secretEnv\": \"MISSIVE_APPROVAL_SECRET\", \"ttlMs\": 900000}\n"
+    "}\n";
+
+static void set_secrets(void) {
+    setenv("MISSIVE_WEBHOOK_SECRET", "whsec", 1);
+    setenv("MISSIVE_APPROVAL_SECRET", SECRET32, 1);
+}
+
+/* Loads text and expects failure with a message containing want. */
+static void expect_error(const char *text, const char *want) {
+    const char *path = write_config("bad.json", text);
+    mv_config *cfg = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &cfg, &err), MV_INVALID_CONFIG, &err);
+    CHECK(cfg == NULL);
+    if (!strstr(err.message, want)) {
+        char m[1024];
+        snprintf(m, sizeof m, "message \"%s\" lacks \"%s\"", err.message, want);
+        test_fail_(__FILE__, __LINE__, m);
+    }
+    CHECK(strstr(err.message, "bad.json") != NULL);
+}
+
+TEST(the_design_example_loads_with_every_value) {
+    set_secrets();
+    const char *path = write_config("example.json", EXAMPLE);
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    char want[600];
+    CHECK_STR(c->listen, "127.0.0.1:8080");
+    snprintf(want, sizeof want, "sqlite:%s/missive.db", dir);
+    CHECK_STR(c->store, want);
+    snprintf(want, sizeof want, "%s/templates/", dir);
+    CHECK_STR(c->templates, want);
+    snprintf(want, sizeof want, "%s/sagas/", dir);
+    CHECK_STR(c->sagas, want);
+    CHECK(!c->auth.jwt);
+    CHECK_INT(c->n_admin_roles, 1);
+    CHECK_STR(c->admin_roles[0], "admin");
+    CHECK_STR(c->admin_permission_key, "is.admin");
+    CHECK_INT(c->list.default_limit, 50);
+    CHECK_INT(c->list.max_limit, 100);
+    CHECK_INT(c->leases.client_request_wait_ms, 5000);
+    CHECK_INT(c->leases.client_request_poll_ms, 200);
+    CHECK_STR((char *)c->webhook_secret.bytes, "whsec");
+    CHECK_INT(c->webhook_secret.len, 5);
+    CHECK_INT(c->webhooks.max_response_bytes, 1048576);
+    CHECK(c->payment.enabled);
+    CHECK_STR(c->payment.webhook, "http://127.0.0.1:9000/payments");
+    CHECK(c->email.enabled);
+    CHECK_STR(c->email.from, "noreply@example.com");
+    CHECK_STR(c->email.directory_webhook, "http://127.0.0.1:9000/users");
+    CHECK_INT(c->email.n_exclusions, 1);
+    CHECK(c->approvals.enabled);
+    CHECK_INT(c->approvals.secret.len, 32);
+    CHECK_INT(c->approvals.ttl_ms, 900000);
+    mv_config_free(c);
+}
+
+TEST(an_empty_object_gives_the_documented_defaults) {
+    const char *path = write_config("empty.json", "{}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_STR(c->listen, "127.0.0.1:8080");
+    CHECK(strncmp(c->store, "sqlite:/", 8) == 0 && strstr(c->store, "/missive.db"));
+    CHECK(c->templates == NULL && c->sagas == NULL);
+    CHECK_STR(c->admin_permission_key, "is.admin");
+    CHECK_INT(c->n_admin_roles, 0);
+    CHECK_INT(c->list.default_limit, 50);
+    CHECK_INT(c->leases.client_request_ms, 30000);
+    CHECK_INT(c->leases.action_ms, 30000);
+    CHECK_INT(c->webhooks.timeout_ms, 10000);
+    CHECK_INT(c->webhooks.connect_timeout_ms, 2000);
+    CHECK_INT(c->shutdown_timeout_ms, 30000);
+    CHECK_INT(c->threads, 8);
+    CHECK(!c->payment.enabled && !c->email.enabled && !c->approvals.enabled);
+    CHECK(c->webhook_secret.env == NULL);
+    CHECK_INT(c->outbox.max_attempts, 10);
+    mv_config_free(c);
+}
+
+TEST(unknown_keys_are_errors_naming_their_path) {
+    expect_error("{\"auth\": {\"mode\": \"headers\", \"foo\": 1}}", "unknown key \"auth.foo\"");
+    expect_error("{\"listne\": \"127.0.0.1:1\"}", "unknown key \"listne\"");
+    setenv("MISSIVE_APPROVAL_SECRET", SECRET32, 1);
+    expect_error("{\"email\": {\"smtp\": \"smtp://h\", \"from\": \"a@b\", \"directory\": "
+                 "{\"file\": \"u.json\", \"bar\": 2}}}",
+                 "unknown key \"email.directory.bar\"");
+    expect_error("{\"leases\": {\"actionMS\": 40000}}", "unknown key \"leases.actionMS\"");
+}
+
+TEST(values_of_the_wrong_type_or_range_name_their_key) {
+    expect_error("{\"threads\": \"8\"}", "\"threads\" must be an integer");
+    expect_error("{\"list\": {\"maxLimit\": 0}}", "\"list.maxLimit\" must be an integer from 1");
+    expect_error("{\"auth\": {\"mode\": \"basic\"}}", "\"auth.mode\" must be \"headers\" or \"jwt\"");
+    expect_error("{\"adminRoles\": \"admin\"}", "\"adminRoles\" must be an array");
+    expect_error("{\"adminRoles\": [\"a\", 3]}", "\"adminRoles[1]\"");
+    expect_error("{\"auth\": {\"trustProxyHeaders\": 1}}", "\"auth.trustProxyHeaders\" must be true or false");
+    expect_error("{\"list\": {\"defaultLimit\": 80, \"maxLimit\": 60}}", "must not exceed");
+    expect_error("{\"storeOptions\": {\"synchronous\": \"EXTRA\"}}", "storeOptions.synchronous");
+    expect_error("{\"store\": \"mysql://x\"}", "\"store\" must be");
+    expect_error("[1]", "must be a JSON object");
+    expect_error("{\"payment\": {}}", "\"payment.webhook\" is required");
+    expect_error("{\"payment\": {\"webhook\": \"ftp://x\"}}", "\"payment.webhook\" must be a URL");
+}
+
+TEST(invalid_json_is_a_config_error_naming_line_and_column) {
+    expect_error("{\n  \"listen\": ,\n}", "line 2");
+}
+
+TEST(relative_paths_resolve_against_the_config_directory) {
+    setenv("MISSIVE_APPROVAL_SECRET", SECRET32, 1);
+    const char *path = write_config("rel.json",
+                                    "{\"store\": \"sqlite:data/m.db\", \"templates\": \"t\", "
+                                    "\"sagas\": \"/abs/sagas\", \"email\": {\"smtp\": \"smtp://h:25\", "
+                                    "\"from\": \"a@b\", \"directory\": {\"file\": \"users.json\"}}}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    char want[600];
+    snprintf(want, sizeof want, "sqlite:%s/data/m.db", dir);
+    CHECK_STR(c->store, want);
+    snprintf(want, sizeof want, "%s/t", dir);
+    CHECK_STR(c->templates, want);
+    CHECK_STR(c->sagas, "/abs/sagas");
+    snprintf(want, sizeof want, "%s/users.json", dir);
+    CHECK_STR(c->email.directory_file, want);
+    mv_config_free(c);
+}
+
+TEST(memory_and_absolute_and_postgres_stores_are_kept_as_given) {
+    const char *stores[] = {"sqlite::memory:", "sqlite:/var/m.db", "postgres://u@h/db"};
+    for (int i = 0; i < 3; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "{\"store\": \"%s\"}", stores[i]);
+        const char *path = write_config("s.json", text);
+        mv_config *c = NULL;
+        mv_err err = {0};
+        CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+        if (c) CHECK_STR(c->store, stores[i]);
+        mv_config_free(c);
+    }
+}
+
+TEST(action_lease_must_exceed_the_webhook_timeout) {
+    expect_error("{\"leases\": {\"actionMs\": 10000}}", "\"leases.actionMs\" (10000) must exceed");
+    expect_error("{\"webhooks\": {\"timeoutMs\": 30000}}", "must exceed \"webhooks.timeoutMs\" (30000)");
+    const char *path = write_config("ok.json", "{\"leases\": {\"actionMs\": 10001}}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    mv_config_free(c);
+}
+
+TEST(secrets_come_from_the_environment_and_must_be_set) {
+    unsetenv("MISSING_SECRET_FOR_TEST");
+    expect_error("{\"webhookSecretEnv\": \"MISSING_SECRET_FOR_TEST\"}",
+                 "environment variable MISSING_SECRET_FOR_TEST (named by \"webhookSecretEnv\") is not set");
+    expect_error("{\"approvals\": {\"secretEnv\": \"MISSING_SECRET_FOR_TEST\"}}",
+                 "(named by \"approvals.secretEnv\") is not set");
+    expect_error("{\"approvals\": {\"ttlMs\": 1000}}", "\"approvals.secretEnv\" is required");
+    setenv("SHORT_SECRET_FOR_TEST", "only-31-bytes-long-secret-value", 1);
+    expect_error("{\"approvals\": {\"secretEnv\": \"SHORT_SECRET_FOR_TEST\"}}",
+                 "at least 32 bytes, it has 31");
+    expect_error("{\"auth\": {\"mode\": \"jwt\"}}", "needs \"auth.secretEnv\"");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"SHORT_SECRET_FOR_TEST\"}}",
+                 "at least 32 bytes");
+    setenv("JWT_SECRET_FOR_TEST", SECRET32, 1);
+    const char *path =
+        write_config("jwt.json", "{\"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"JWT_SECRET_FOR_TEST\"}}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK(c->auth.jwt);
+    CHECK_INT(c->auth.secret.len, 32);
+    CHECK(memcmp(c->auth.secret.bytes, SECRET32, 32) == 0);
+    mv_config_free(c);
+}
+
+TEST(headers_auth_is_refused_on_a_public_address_unless_proxy_headers_are_trusted) {
+    expect_error("{\"listen\": \"0.0.0.0:8080\"}", "trustProxyHeaders");
+    expect_error("{\"listen\": \"[::]:8080\", \"auth\": {\"mode\": \"headers\"}}", "trustProxyHeaders");
+    const char *ok[] = {"{\"listen\": \"0.0.0.0:8080\", \"auth\": {\"trustProxyHeaders\": true}}",
+                        "{\"listen\": \"localhost:8080\"}", "{\"listen\": \"[::1]:8080\"}"};
+    for (int i = 0; i < 3; i++) {
+        const char *path = write_config("listen.json", ok[i]);
+        mv_config *c = NULL;
+        mv_err err = {0};
+        CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+        mv_config_free(c);
+    }
+}
+
+TEST(command_line_overrides_replace_listen_and_store_and_are_checked) {
+    const char *path = write_config("ov.json", "{\"store\": \"sqlite:a.db\"}");
+    mv_config_overrides ov = {.listen = "127.0.0.1:9999", .store = "sqlite:rel/b.db"};
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, &ov, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_STR(c->listen, "127.0.0.1:9999");
+    CHECK_STR(c->store, "sqlite:rel/b.db"); /* relative to the working directory */
+    mv_config_free(c);
+    mv_config_overrides bad = {.listen = "0.0.0.0:1"};
+    CHECK_CODE(mv_config_load(path, &bad, &c, &err), MV_INVALID_CONFIG, &err);
+    CHECK(strstr(err.message, "trustProxyHeaders") != NULL);
+}
+
+TEST(a_missing_file_is_an_io_error_naming_it) {
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load("/nonexistent/missive.json", NULL, &c, &err), MV_IO, &err);
+    CHECK(strstr(err.message, "/nonexistent/missive.json") != NULL);
+}
+
+int main(void) {
+    return RUN_TESTS(the_design_example_loads_with_every_value,
+                     an_empty_object_gives_the_documented_defaults,
+                     unknown_keys_are_errors_naming_their_path,
+                     values_of_the_wrong_type_or_range_name_their_key,
+                     invalid_json_is_a_config_error_naming_line_and_column,
+                     relative_paths_resolve_against_the_config_directory,
+                     memory_and_absolute_and_postgres_stores_are_kept_as_given,
+                     action_lease_must_exceed_the_webhook_timeout,
+                     secrets_come_from_the_environment_and_must_be_set,
+                     headers_auth_is_refused_on_a_public_address_unless_proxy_headers_are_trusted,
+                     command_line_overrides_replace_listen_and_store_and_are_checked,
+                     a_missing_file_is_an_io_error_naming_it);
+}
