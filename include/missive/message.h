@@ -146,6 +146,12 @@ mv_code mv_notification_create(mv_service *svc, const json_t *params, json_t **m
  * `missive gc`. *removed (may be NULL) receives the count. */
 mv_code mv_requests_gc(mv_store *store, int64_t completed_before, int64_t *removed, mv_err *err);
 
+/* Client-request reservations by state: counts[0] pending, [1] completed, [2] failed. */
+mv_code mv_requests_stats(mv_store *store, int64_t counts[3], mv_err *err);
+
+/* MV_OK when the service can serve: store reachable and its schema current. */
+mv_code mv_service_health(mv_service *svc, mv_err *err);
+
 /* ---- read ---------------------------------------------------------------------------------- */
 
 typedef struct mv_list_request {

@@ -1,20 +1,117 @@
 /* daemon.c — opening and closing what the daemon's routes need, and what --check-config checks
  * beyond the config file. The store is opened and migrated here, before the server listens, so a
- * daemon that answers is a daemon whose schema is current. */
+ * daemon that answers is a daemon whose schema is current. Everything is built from the loaded
+ * config in dependency order (store → templates → delivery → service → outbox worker) and closed
+ * in reverse. */
 #include <string.h>
 
 #include "cmd/daemon.h"
+#include "http/request.h"
 
 mv_code mv_daemon_check(const mv_config *cfg, mv_err *err) {
-    (void)cfg;
-    (void)err;
-    /* Templates and saga definitions are validated here once their loaders exist. */
-    return MV_OK;
+    if (!cfg->templates) return MV_OK;
+    mv_registry *reg = mv_registry_new();
+    mv_code rc = reg ? mv_registry_load_dir(reg, cfg->templates, err)
+                     : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv_registry_free(reg);
+    return rc;
 }
 
 static mv_code daemon_health(void *ctx, mv_err *err) {
     mv_daemon *d = ctx;
-    return mv_store_check_schema(d->store, err);
+    return mv_service_health(d->service, err);
+}
+
+/* Gauges read when /metrics is scraped. */
+static void collect(mv_metrics *m, void *ctx) {
+    mv_daemon *d = ctx;
+    int64_t pending = 0, failed = 0;
+    if (mv_outbox_depth(d->store, &pending, &failed, NULL) == MV_OK) {
+        const char *p[] = {"state", "pending", NULL}, *f[] = {"state", "failed", NULL};
+        mv_metrics_gauge_set(m, "missive_outbox_rows", p, (double)pending);
+        mv_metrics_gauge_set(m, "missive_outbox_rows", f, (double)failed);
+    }
+    int64_t by_state[3] = {0};
+    if (mv_requests_stats(d->store, by_state, NULL) == MV_OK) {
+        const char *names[] = {"pending", "completed", "failed"};
+        for (int i = 0; i < 3; i++) {
+            const char *l[] = {"state", names[i], NULL};
+            mv_metrics_gauge_set(m, "missive_client_requests", l, (double)by_state[i]);
+        }
+    }
+}
+
+static void log_outbox_event(void *ctx, const mv_outbox_event *ev) {
+    (void)ctx;
+    mv_log(ev->final ? "error" : "warn", "outbox delivery failed",
+           json_pack("{s:s,s:s,s:s,s:i,s:b}", "row", ev->row_id, "stage", ev->stage, "error",
+                     ev->error, "attempt", ev->attempt, "final", ev->final));
+}
+
+static void log_payment_compensation(void *ctx, const mv_payment_failure *ev) {
+    (void)ctx;
+    mv_log("error", "payment compensation failed",
+           json_pack("{s:s,s:s,s:s,s:s?}", "operation", ev->operation, "sessionId", ev->session_id,
+                     "error", ev->error, "templateCd", ev->template_cd));
+}
+
+static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
+    mv_code rc;
+    d->registry = mv_registry_new();
+    if (!d->registry) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (cfg->templates && (rc = mv_registry_load_dir(d->registry, cfg->templates, err)) != MV_OK)
+        return rc;
+    d->webhook = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
+                                     .secret_len = cfg->webhook_secret.len,
+                                     .connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
+                                     .timeout_ms = cfg->webhooks.timeout_ms,
+                                     .max_response_bytes = cfg->webhooks.max_response_bytes};
+    if (cfg->payment.enabled && !(d->payment = mv_payment_webhook_new(cfg->payment.webhook, &d->webhook)))
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    json_t *exclusions = json_array();
+    for (size_t i = 0; i < cfg->email.n_exclusions; i++)
+        json_array_append_new(exclusions, json_string(cfg->email.exclusions[i]));
+    mv_service_options o = {
+        .store = d->store,
+        .registry = d->registry,
+        .admin_roles = (const char *const *)cfg->admin_roles,
+        .nadmin_roles = cfg->n_admin_roles,
+        .default_list_limit = cfg->list.default_limit,
+        .max_list_limit = cfg->list.max_limit,
+        .client_request_lease_ms = cfg->leases.client_request_ms,
+        .client_request_wait_ms = cfg->leases.client_request_wait_ms,
+        .client_request_wait_zero = cfg->leases.client_request_wait_ms == 0,
+        .client_request_poll_ms = cfg->leases.client_request_poll_ms,
+        .action_lease_ms = cfg->leases.action_ms,
+        .payment = d->payment,
+        .on_payment_compensation_failure = log_payment_compensation,
+        .webhook = &d->webhook,
+        .email = cfg->email.enabled,
+        .email_exclusions = exclusions,
+    };
+    rc = mv_service_new(&o, &d->service, err);
+    json_decref(exclusions);
+    return rc;
+}
+
+static mv_code start_outbox(mv_daemon *d, const mv_config *cfg, mv_err *err) {
+    mv_code rc;
+    if (cfg->email.enabled) {
+        json_t *section = json_pack("{s:s?,s:s?}", "smtp", cfg->email.smtp, "from", cfg->email.from);
+        json_t *dir = cfg->email.directory_webhook
+                          ? json_pack("{s:s}", "webhook", cfg->email.directory_webhook)
+                          : json_pack("{s:s}", "file", cfg->email.directory_file);
+        json_object_set_new(section, "directory", dir);
+        rc = mv_email_settings_load(section, cfg->dir, &d->webhook, &d->email, err);
+        json_decref(section);
+        if (rc != MV_OK) return rc;
+    }
+    mv_outbox_config oc = {.webhook = &d->webhook,
+                           .email = d->email ? &d->email->email : NULL,
+                           .max_attempts = cfg->outbox.max_attempts,
+                           .backoff_base_ms = cfg->outbox.backoff_ms,
+                           .on_event = log_outbox_event};
+    return mv_outbox_worker_start(d->store, &oc, cfg->outbox.poll_ms, &d->outbox, err);
 }
 
 mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err *err) {
@@ -38,20 +135,29 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
     }
     if (rc == MV_OK && !(d->metrics = mv_metrics_new()))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK) rc = open_service(d, cfg, err);
+    if (rc == MV_OK) rc = start_outbox(d, cfg, err);
     if (rc != MV_OK) {
         mv_daemon_close(d);
         return rc;
     }
+    mv_metrics_set_collector(d->metrics, collect, d);
     d->ops = (mv_http_ops){.health = daemon_health, .health_ctx = d, .metrics = d->metrics};
+    d->message_routes = (mv_message_routes){.service = d->service,
+                                            .admin_permission = cfg->admin_permission_key,
+                                            .metrics = d->metrics};
     return MV_OK;
 }
 
 void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
+    mv_outbox_worker_stop(d->outbox);
+    mv_service_free(d->service);
+    mv_email_settings_free(d->email);
+    mv_payment_webhook_free(d->payment);
+    mv_registry_free(d->registry);
     mv_metrics_free(d->metrics);
     mv_auth_free(d->auth);
     mv_store_close(d->store);
-    d->metrics = NULL;
-    d->auth = NULL;
-    d->store = NULL;
+    memset(d, 0, sizeof *d);
 }

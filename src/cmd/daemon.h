@@ -12,6 +12,9 @@
 #include "http/metrics.h"
 #include "http/ops.h"
 #include "http/router.h"
+#include "http/routes_messages.h"
+#include "missive/deliver.h"
+#include "missive/message.h"
 #include "missive/store.h"
 
 typedef struct mv_daemon {
@@ -20,7 +23,13 @@ typedef struct mv_daemon {
     mv_auth *auth;
     mv_metrics *metrics;
     mv_http_ops ops;      /* /healthz and /metrics */
-    void *service;        /* the message service, once it exists */
+    mv_registry *registry;
+    mv_webhook_config webhook;        /* limits and signing key of every outgoing call */
+    mv_payment_provider *payment;     /* NULL when "payment" is not configured */
+    mv_email_settings *email;         /* NULL when "email" is not configured */
+    mv_outbox_worker *outbox;         /* delivers the outbox while the daemon runs */
+    mv_service *service;
+    mv_message_routes message_routes;
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

@@ -1,10 +1,11 @@
 /* daemon_routes.c — the daemon's route table, in one place: a reader sees every route the daemon
- * answers here. The message, approval and saga routes join the operational ones as their
- * services land. */
+ * answers here. */
 #include "cmd/daemon.h"
 
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_auth(router, d->auth);
     mv_router_set_metrics(router, d->metrics);
-    return mv_http_ops_routes(router, &d->ops, err);
+    mv_code rc = mv_http_ops_routes(router, &d->ops, err);
+    if (rc == MV_OK) rc = mv_message_routes_add(router, &d->message_routes, err);
+    return rc;
 }

@@ -209,6 +209,10 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     json_t *result = NULL;
     mv_err err = {0};
     mv_code rc = mv_action_handle(r->service, &ar, &result, &err);
+    if (r->metrics) {
+        const char *labels[] = {"outcome", rc == MV_OK ? "ok" : mv_code_name(rc), NULL};
+        mv_metrics_counter_add(r->metrics, "missive_actions_total", labels, 1);
+    }
     if (rc == MV_APPROVAL_REQUIRED) {
         mv_http_json(res, 202,
                      json_pack("{s:s,s:s,s:s,s:I}", "status", "approval_required", "approvalId",

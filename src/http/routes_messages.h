@@ -3,12 +3,14 @@
 #define MISSIVE_HTTP_ROUTES_MESSAGES_H
 
 #include "http/auth.h"
+#include "http/metrics.h"
 #include "http/router.h"
 #include "missive/message.h"
 
 typedef struct mv_message_routes {
     mv_service *service;            /* borrowed */
     const char *admin_permission;   /* "is.admin" */
+    mv_metrics *metrics;            /* may be NULL: counts actions by outcome */
 } mv_message_routes;
 
 /* The acting user of a request (borrows from the principal, roles array in the arena). */

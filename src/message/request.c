@@ -190,3 +190,25 @@ mv_code mv_requests_gc(mv_store *store, int64_t completed_before, int64_t *remov
     if (removed) *removed = a.removed;
     return rc;
 }
+
+static const char SQL_STATS[] = "SELECT state, COUNT(*) FROM message_requests GROUP BY state";
+
+static mv_code stats_tx(mv_db *db, void *ctx, mv_err *err) {
+    int64_t *counts = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_STATS, &st, err);
+    if (rc != MV_OK) return rc;
+    int r;
+    while ((r = mv_stmt_step(st, err)) == 1) {
+        const char *state = mv_stmt_text(st, 0);
+        int i = strcmp(state, "pending") == 0 ? 0 : strcmp(state, "completed") == 0 ? 1 : 2;
+        counts[i] += mv_stmt_int64(st, 1);
+    }
+    mv_stmt_done(st);
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+}
+
+mv_code mv_requests_stats(mv_store *store, int64_t counts[3], mv_err *err) {
+    counts[0] = counts[1] = counts[2] = 0;
+    return mv_store_read(store, stats_tx, counts, err);
+}

@@ -121,3 +121,7 @@ bool svc_find_handler(mv_service *svc, const char *template_cd, const char *acti
     *ctx = e->ctx;
     return true;
 }
+
+mv_code mv_service_health(mv_service *svc, mv_err *err) {
+    return mv_store_check_schema(svc->o.store, err);
+}
