@@ -214,7 +214,7 @@ static mv_code load_server(loader *l, json_t *root) {
     TRY(get_int(l, root, "", "shutdownTimeoutMs", 0, 3600000, &c->shutdown_timeout_ms));
     json_t *so;
     static const char *const SO_KEYS[] = {"poolSize", "synchronous", "busyTimeoutMs",
-                                          "statementTimeoutMs", NULL};
+                                          "statementTimeoutMs", "groupCommit", NULL};
     TRY(get_obj(l, root, "", "storeOptions", SO_KEYS, &so));
     if (so) {
         TRY(get_int32(l, so, "storeOptions", "poolSize", 1, 1024, &c->store_options.pool_size));
@@ -223,6 +223,9 @@ static mv_code load_server(loader *l, json_t *root) {
                       &c->store_options.busy_timeout_ms));
         TRY(get_int32(l, so, "storeOptions", "statementTimeoutMs", 1, 3600000,
                       &c->store_options.statement_timeout_ms));
+        bool group_commit = true;
+        TRY(get_bool(l, so, "storeOptions", "groupCommit", &group_commit));
+        c->store_options.no_group_commit = !group_commit;
         const char *s = c->store_options.synchronous;
         if (s && strcmp(s, "FULL") && strcmp(s, "NORMAL") && strcmp(s, "OFF"))
             return fail(l, "\"storeOptions.synchronous\" must be \"FULL\", \"NORMAL\" or \"OFF\"");

@@ -30,6 +30,7 @@ typedef struct mv_config {
         char *synchronous;      /* "FULL" (default), "NORMAL", "OFF" */
         int busy_timeout_ms;    /* 0 → default */
         int statement_timeout_ms;
+        bool no_group_commit;   /* "groupCommit": false (benchmark baseline) */
     } store_options;
     char *templates;      /* directory (resolved), NULL when absent */
     char *sagas;          /* directory (resolved), NULL when absent (sagas disabled) */

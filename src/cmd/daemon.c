@@ -120,7 +120,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
     mv_store_options so = {.pool_size = cfg->store_options.pool_size,
                            .synchronous = cfg->store_options.synchronous,
                            .busy_timeout_ms = cfg->store_options.busy_timeout_ms,
-                           .statement_timeout_ms = cfg->store_options.statement_timeout_ms};
+                           .statement_timeout_ms = cfg->store_options.statement_timeout_ms,
+                           .no_group_commit = cfg->store_options.no_group_commit};
     mv_code rc = mv_store_open(cfg->store, &so, &d->store, err);
     if (rc == MV_OK) {
         int applied = 0;

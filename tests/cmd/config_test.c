@@ -254,6 +254,24 @@ TEST(command_line_overrides_replace_listen_and_store_and_are_checked) {
     CHECK(strstr(err.message, "trustProxyHeaders") != NULL);
 }
 
+TEST(group_commit_is_on_by_default_and_store_options_can_turn_it_off) {
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(write_config("gc-default.json", "{}"), NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK(!c->store_options.no_group_commit);
+    mv_config_free(c);
+    c = NULL;
+    CHECK_CODE(mv_config_load(write_config("gc-off.json", "{\"storeOptions\": {\"groupCommit\": false}}"),
+                              NULL, &c, &err),
+               MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK(c->store_options.no_group_commit);
+    mv_config_free(c);
+    expect_error("{\"storeOptions\": {\"groupCommit\": 0}}",
+                 "\"storeOptions.groupCommit\" must be true or false");
+}
+
 TEST(a_missing_file_is_an_io_error_naming_it) {
     mv_config *c = NULL;
     mv_err err = {0};
@@ -273,5 +291,6 @@ int main(void) {
                      secrets_come_from_the_environment_and_must_be_set,
                      headers_auth_is_refused_on_a_public_address_unless_proxy_headers_are_trusted,
                      command_line_overrides_replace_listen_and_store_and_are_checked,
+                     group_commit_is_on_by_default_and_store_options_can_turn_it_off,
                      a_missing_file_is_an_io_error_naming_it);
 }
