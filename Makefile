@@ -60,6 +60,20 @@ asan:
 run: all
 	@scripts/run-example
 
+# Benchmarks (not part of `make test`): release binaries in build-release/ (-O2 -DNDEBUG), the
+# programs of bench/*.c beside them in build-release/bench/, then bench/run prints the table.
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench-bin: all $(BENCH_BIN)
+
+bench:
+	@$(MAKE) --no-print-directory BUILD=build-release OPT="-O2 -DNDEBUG" bench-bin
+	@BUILD=build-release bench/run
+
 # libFuzzer harnesses (fuzz/*_fuzz.c), built with clang + ASan/UBSan into build-fuzz/ and run
 # FUZZ_SECONDS each; seeds come from fuzz/seeds/<name>/, the growing corpus stays in build-fuzz/.
 FUZZ_SECONDS ?= 60
@@ -92,6 +106,6 @@ lint:
 clean:
 	rm -rf build build-asan build-release build-fuzz var
 
-.PHONY: all test asan run lint clean fuzz
+.PHONY: all test asan run lint clean fuzz bench bench-bin
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
