@@ -395,8 +395,23 @@ mv_code mv_store_migrate(mv_store *store, int *applied, mv_err *err) {
     return MV_OK;
 }
 
+static const char SQL_PG_HAS_SCHEMA_VERSION[] =
+    "SELECT CASE WHEN to_regclass('schema_version') IS NULL THEN 0 ELSE 1 END";
+
+/* On PostgreSQL, reading the version creates nothing: a CREATE TABLE IF NOT EXISTS racing with a
+ * migration in another process (which holds the migration lock) fails with a duplicate key. */
 static mv_code version_tx(mv_db *db, void *ctx, mv_err *err) {
-    mv_code rc = mv_db_exec(db, SQL_CREATE_SCHEMA_VERSION, err);
+    mv_code rc;
+    if (db->store->kind == MV_STORE_POSTGRES) {
+        mv_stmt *st;
+        if ((rc = mv_db_prepare(db, SQL_PG_HAS_SCHEMA_VERSION, &st, err)) != MV_OK) return rc;
+        int r = mv_stmt_step(st, err);
+        bool exists = r == 1 && mv_stmt_int64(st, 0) == 1;
+        mv_stmt_done(st);
+        if (r < 0) return err ? err->code : MV_INTERNAL;
+        return exists ? read_version(db, ctx, err) : MV_OK;
+    }
+    rc = mv_db_exec(db, SQL_CREATE_SCHEMA_VERSION, err);
     return rc != MV_OK ? rc : read_version(db, ctx, err);
 }
 
