@@ -39,11 +39,20 @@ static void silence_notices(void *arg, const char *message) {
     (void)message;
 }
 
-/* Drops the trailing newline libpq puts on its messages. */
+/* libpq's messages end in a newline and may span lines ("…failed: …\n\tIs the server
+ * running…"): makes them one line. */
 static const char *trimmed(const char *msg, char *buf, size_t size) {
-    snprintf(buf, size, "%s", msg && *msg ? msg : "unknown error");
-    size_t n = strlen(buf);
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) buf[--n] = '\0';
+    if (!msg || !*msg) msg = "unknown error";
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 1 < size; p++) {
+        if (*p == '\n' || *p == '\t' || *p == '\r') {
+            if (n > 0 && buf[n - 1] != ' ') buf[n++] = ' ';
+        } else {
+            buf[n++] = *p;
+        }
+    }
+    while (n > 0 && buf[n - 1] == ' ') n--;
+    buf[n] = '\0';
     return buf;
 }
 

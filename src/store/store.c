@@ -335,6 +335,7 @@ static const char SQL_MAX_VERSION[] = "SELECT COALESCE(MAX(version), 0) FROM sch
 static const char SQL_RECORD_VERSION[] =
     "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)";
 static const char SQL_PG_MIGRATION_LOCK[] = "SELECT pg_advisory_xact_lock(7052463)";
+static const char SQL_PG_NO_TIMEOUT[] = "SET LOCAL statement_timeout = 0";
 
 static mv_code read_version(mv_db *db, int *version, mv_err *err) {
     mv_stmt *st;
@@ -354,8 +355,11 @@ typedef struct {
 static mv_code migrate_one(mv_db *db, void *ctx, mv_err *err) {
     migrate_step *step = ctx;
     mv_code rc;
+    /* A migration may rebuild a big table, and waiting for another process's migration is
+     * normal: neither may be cut short by the statement timeout. */
     if (db->store->kind == MV_STORE_POSTGRES &&
-        (rc = mv_db_execf(db, SQL_PG_MIGRATION_LOCK, NULL, err, "")) != MV_OK)
+        ((rc = mv_db_exec(db, SQL_PG_NO_TIMEOUT, err)) != MV_OK ||
+         (rc = mv_db_execf(db, SQL_PG_MIGRATION_LOCK, NULL, err, "")) != MV_OK))
         return rc;
     if ((rc = mv_db_exec(db, SQL_CREATE_SCHEMA_VERSION, err)) != MV_OK) return rc;
     int version;

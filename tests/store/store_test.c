@@ -607,6 +607,85 @@ POSTGRES_TEST(commit_after_a_swallowed_statement_error_fails_instead_of_losing_w
     mv_store_close(s);
 }
 
+static const char SQL_TAKE_MIGRATION_LOCK[] = "SELECT pg_advisory_xact_lock(7052463)";
+static const char SQL_SLEEP_SHORT[] = "SELECT pg_sleep(0.4)";
+
+typedef struct {
+    mv_store *store;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool locked;
+    mv_code rc;
+} lock_holder;
+
+static mv_code hold_migration_lock(mv_db *db, void *ctx, mv_err *err) {
+    lock_holder *h = ctx;
+    mv_code rc = mv_db_execf(db, SQL_TAKE_MIGRATION_LOCK, NULL, err, "");
+    pthread_mutex_lock(&h->mu);
+    h->locked = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    return rc != MV_OK ? rc : mv_db_execf(db, SQL_SLEEP_SHORT, NULL, err, "");
+}
+
+static void *hold_lock_thread(void *arg) {
+    lock_holder *h = arg;
+    mv_err err = {0};
+    h->rc = mv_store_write(h->store, hold_migration_lock, h, &err);
+    return NULL;
+}
+
+POSTGRES_TEST(migration_waits_for_another_migration_beyond_the_statement_timeout) {
+    const char *url = test_store_url(kind, "slow_migrate");
+    REQUIRE(url);
+    lock_holder h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    mv_store_options quick = {.statement_timeout_ms = 100};
+    mv_store *s = open_url(url, &quick);
+    h.store = open_url(url, NULL);
+    REQUIRE(s && h.store);
+    pthread_t th;
+    pthread_create(&th, NULL, hold_lock_thread, &h);
+    pthread_mutex_lock(&h.mu);
+    while (!h.locked) pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    mv_err err = {0};
+    int applied = -1;
+    CHECK_CODE(mv_store_migrate(s, &applied, &err), MV_OK, &err);
+    CHECK_INT(applied, mv_store_latest_version());
+    pthread_join(th, NULL);
+    CHECK_INT(h.rc, MV_OK);
+    mv_store_close(h.store);
+    mv_store_close(s);
+}
+
+static const char SQL_E_STRING[] = "SELECT E'it\\'s ?' || ?, ? || 'e''?'";
+
+static mv_code e_string(mv_db *db, void *ctx, mv_err *err) {
+    char(*out)[32] = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_E_STRING, &st, err);
+    if (rc) return rc;
+    mv_stmt_bindf(st, "ss", "A", "B");
+    int r = mv_stmt_step(st, err);
+    if (r == 1) {
+        snprintf(out[0], sizeof out[0], "%s", mv_stmt_text(st, 0));
+        snprintf(out[1], sizeof out[1], "%s", mv_stmt_text(st, 1));
+    }
+    mv_stmt_done(st);
+    return r < 0 ? err->code : MV_OK;
+}
+
+POSTGRES_TEST(placeholder_inside_a_backslash_escaped_string_is_not_a_parameter) {
+    mv_store *s = test_store_fresh(kind, "estring");
+    REQUIRE(s);
+    mv_err err = {0};
+    char out[2][32] = {"", ""};
+    CHECK_CODE(mv_store_read(s, e_string, out, &err), MV_OK, &err);
+    CHECK_STR(out[0], "it's ?A");
+    CHECK_STR(out[1], "Be'?");
+    mv_store_close(s);
+}
+
 static const char SQL_WRITE_IN_READ[] = "INSERT INTO t (id, owner, version) VALUES (9, 'r', 0)";
 
 static mv_code write_in_read(mv_db *db, void *ctx, mv_err *err) {
@@ -640,5 +719,7 @@ int main(void) {
                      lost_connection_fails_the_request_in_flight_and_the_next_one_reconnects,
                      statement_over_the_timeout_is_cancelled_as_unavailable,
                      commit_after_a_swallowed_statement_error_fails_instead_of_losing_writes,
+                     migration_waits_for_another_migration_beyond_the_statement_timeout,
+                     placeholder_inside_a_backslash_escaped_string_is_not_a_parameter,
                      read_transaction_refuses_writes);
 }
