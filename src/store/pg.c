@@ -51,7 +51,8 @@ static const char *trimmed(const char *msg, char *buf, size_t size) {
             buf[n++] = *p;
         }
     }
-    while (n > 0 && buf[n - 1] == ' ') n--;
+    while (n > 0 && buf[n - 1] == ' ')
+        n--;
     buf[n] = '\0';
     return buf;
 }
@@ -183,11 +184,13 @@ static char *rewrite_placeholders(const char *sql, int *count) {
             }
             if (i < len) *o++ = sql[i++];
         } else if (ch == '-' && sql[i + 1] == '-') {
-            while (i < len && sql[i] != '\n') *o++ = sql[i++];
+            while (i < len && sql[i] != '\n')
+                *o++ = sql[i++];
         } else if (ch == '/' && sql[i + 1] == '*') {
             *o++ = sql[i++];
             *o++ = sql[i++];
-            while (i < len && !(sql[i] == '*' && sql[i + 1] == '/')) *o++ = sql[i++];
+            while (i < len && !(sql[i] == '*' && sql[i + 1] == '/'))
+                *o++ = sql[i++];
             if (i < len) {
                 *o++ = sql[i++];
                 *o++ = sql[i++];

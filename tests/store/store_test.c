@@ -9,8 +9,8 @@
 #include "missive/base.h"
 #include "missive/store.h"
 #include "store/db.h"
-#include "test.h"
 #include "support/stores.h"
+#include "test.h"
 
 static mv_store *open_url(const char *url, const mv_store_options *o) {
     mv_store *s = NULL;
@@ -46,7 +46,8 @@ STORE_TEST(migrate_creates_schema_and_is_idempotent_after_reopen) {
     mv_store_close(s);
 }
 
-static const char SQL_COUNT_VERSIONS[] = "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_version";
+static const char SQL_COUNT_VERSIONS[] =
+    "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_version";
 
 static mv_code count_versions(mv_db *db, void *ctx, mv_err *err) {
     int64_t *n = ctx;
@@ -71,7 +72,10 @@ STORE_TEST(processes_migrating_at_once_apply_each_migration_once) {
             if (pids[p] == 0) {
                 mv_store *cs;
                 mv_err cerr = {0};
-                if (mv_store_open(url, NULL, &cs, &cerr) != MV_OK) _exit(2);
+                if (mv_store_open(url, NULL, &cs, &cerr) != MV_OK) {
+                    fprintf(stderr, "child open: %s\n", cerr.message);
+                    _exit(2);
+                }
                 int rc = mv_store_migrate(cs, NULL, &cerr);
                 if (rc != MV_OK) fprintf(stderr, "child migrate: %s\n", cerr.message);
                 mv_store_close(cs);
@@ -107,7 +111,10 @@ STORE_TEST(processes_checking_and_migrating_a_new_store_at_once_all_succeed) {
                 mv_store *cs;
                 mv_err cerr = {0};
                 int v;
-                if (mv_store_open(url, NULL, &cs, &cerr) != MV_OK) _exit(2);
+                if (mv_store_open(url, NULL, &cs, &cerr) != MV_OK) {
+                    fprintf(stderr, "child open: %s\n", cerr.message);
+                    _exit(2);
+                }
                 int rc = p == 0 ? mv_store_migrate(cs, NULL, &cerr)
                                 : mv_store_schema_version(cs, &v, &cerr);
                 if (rc != MV_OK) fprintf(stderr, "child %d: %s\n", p, cerr.message);
@@ -163,12 +170,13 @@ TEST(unknown_scheme_names_the_accepted_ones) {
 TEST(postgres_url_that_cannot_connect_is_unavailable_and_a_malformed_one_invalid) {
     mv_store *s = NULL;
     mv_err err = {0};
-    CHECK_CODE(mv_store_open("postgresql:///x?host=/nonexistent-missive-dir&port=1", NULL, &s, &err),
-               MV_STORE_UNAVAILABLE, &err);
+    CHECK_CODE(
+        mv_store_open("postgresql:///x?host=/nonexistent-missive-dir&port=1", NULL, &s, &err),
+        MV_STORE_UNAVAILABLE, &err);
     CHECK(strstr(err.message, "cannot connect") != NULL);
     CHECK(s == NULL);
-    CHECK_CODE(mv_store_open("postgres://h/db?nosuchoption=1", NULL, &s, &err),
-               MV_INVALID_ARGUMENT, &err);
+    CHECK_CODE(mv_store_open("postgres://h/db?nosuchoption=1", NULL, &s, &err), MV_INVALID_ARGUMENT,
+               &err);
     CHECK(strstr(err.message, "invalid PostgreSQL URL") && strstr(err.message, "nosuchoption"));
     CHECK_CODE(mv_store_open("postgresql://[::1/db", NULL, &s, &err), MV_INVALID_ARGUMENT, &err);
     CHECK(s == NULL);
@@ -279,8 +287,8 @@ static mv_code values_round_trip(mv_db *db, void *ctx, mv_err *err) {
             v->big_min = mv_stmt_int64(st, 1);
             v->null_txt_is_null = mv_stmt_is_null(st, 2) && mv_stmt_text(st, 2) == NULL;
         } else if (id == 3) {
-            v->empty_txt_is_empty = !mv_stmt_is_null(st, 2) && mv_stmt_text(st, 2) &&
-                                    mv_stmt_text(st, 2)[0] == '\0';
+            v->empty_txt_is_empty =
+                !mv_stmt_is_null(st, 2) && mv_stmt_text(st, 2) && mv_stmt_text(st, 2)[0] == '\0';
         }
     }
     mv_stmt_done(st);
@@ -347,7 +355,8 @@ static void set_stage(snapshot_ctx *c, int stage) {
 
 static void wait_stage(snapshot_ctx *c, int stage) {
     pthread_mutex_lock(&c->mu);
-    while (c->stage < stage) pthread_cond_wait(&c->cv, &c->mu);
+    while (c->stage < stage)
+        pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -420,8 +429,10 @@ STORE_TEST(threads_writing_concurrently_lose_nothing) {
         w[i] = (worker){s, i * 1000, 0, 0};
         pthread_create(&th[i], NULL, insert_worker, &w[i]);
     }
-    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-    for (int i = 0; i < 4; i++) CHECK_INT(w[i].failures, 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++)
+        CHECK_INT(w[i].failures, 0);
     counts c = {0};
     CHECK_CODE(mv_store_read(s, count_t, &c, &err), MV_OK, &err);
     CHECK_INT(c.count, 800);
@@ -442,8 +453,10 @@ static void *cas_worker(void *arg) {
     worker *w = arg;
     cas_arg a = {0, 0};
     mv_err err = {0};
-    if (mv_store_write(w->store, cas_once, &a, &err) == MV_OK && a.changed == 1) w->wins++;
-    else if (err.code != MV_OK) w->failures++;
+    if (mv_store_write(w->store, cas_once, &a, &err) == MV_OK && a.changed == 1)
+        w->wins++;
+    else if (err.code != MV_OK)
+        w->failures++;
     return NULL;
 }
 
@@ -646,7 +659,8 @@ POSTGRES_TEST(migration_waits_for_another_migration_beyond_the_statement_timeout
     pthread_t th;
     pthread_create(&th, NULL, hold_lock_thread, &h);
     pthread_mutex_lock(&h.mu);
-    while (!h.locked) pthread_cond_wait(&h.cv, &h.mu);
+    while (!h.locked)
+        pthread_cond_wait(&h.cv, &h.mu);
     pthread_mutex_unlock(&h.mu);
     mv_err err = {0};
     int applied = -1;

@@ -2,6 +2,8 @@
  * stores.h for the why). PostgreSQL databases are created over a short-lived maintenance
  * connection to MISSIVE_TEST_PG and reached through a URL rebuilt from that URI's parameters
  * with the database name replaced, so any libpq URI or key=value string works there. */
+#define MV_TEST_STORES_IMPL
+
 #include <ctype.h>
 #include <errno.h>
 #include <libpq-fe.h>
@@ -74,17 +76,31 @@ static bool run(PGconn *c, const char *sql, bool quiet) {
     return ok;
 }
 
-static void drop_databases_at_exit(void) {
+static void remove_stores_at_exit(void) {
     pthread_mutex_lock(&mu);
     PGconn *c = NULL;
+    bool unreachable = false;
     for (created_db *d = created; d; d = d->next) {
-        if (!d->name || d->owner != getpid()) continue;
-        if (!c && !(c = maintenance_connect())) break;
+        if (d->owner != getpid()) continue;
+        if (!d->name) { /* SQLite: the file and its WAL companions */
+            static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+            for (int i = 0; i < 4; i++) {
+                char path[700];
+                snprintf(path, sizeof path, "%s%s", d->url + strlen("sqlite:"), suffixes[i]);
+                unlink(path);
+            }
+            continue;
+        }
+        if (!c && !unreachable && !(c = maintenance_connect())) unreachable = true;
+        if (!c) continue;
         char sql[160];
         snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", d->name);
         run(c, sql, false);
     }
     PQfinish(c);
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/missive-test-%d", (int)getpid());
+    rmdir(dir); /* only when nothing else was left there */
     while (created) {
         created_db *next = created->next;
         free(created->name);
@@ -123,8 +139,10 @@ static void append_params(char *url, size_t size, PQconninfoOption *opts) {
         sep = '&';
         for (const char *v = o->val; *v && n + 4 < size; v++) {
             unsigned char ch = (unsigned char)*v;
-            if (isalnum(ch) || strchr("-._~/", ch)) url[n++] = (char)ch;
-            else n += (size_t)snprintf(url + n, size - n, "%%%02X", ch);
+            if (isalnum(ch) || strchr("-._~/", ch))
+                url[n++] = (char)ch;
+            else
+                n += (size_t)snprintf(url + n, size - n, "%%%02X", ch);
         }
         url[n] = '\0';
     }
@@ -174,7 +192,11 @@ static char *sqlite_fresh_url(const char *label) {
     char dir[64], buf[600];
     snprintf(dir, sizeof dir, "/tmp/missive-test-%d", (int)getpid());
     mkdir(dir, 0700);
-    snprintf(buf, sizeof buf, "sqlite:%s/%s-%u.db", dir, label, ++counter);
+    snprintf(buf, sizeof buf, "sqlite:%s/%u-", dir, ++counter);
+    size_t len = strlen(buf);
+    for (const char *p = label; *p && len < 200; p++)
+        buf[len++] = isalnum((unsigned char)*p) ? *p : '_';
+    snprintf(buf + len, sizeof buf - len, ".db");
     unlink(buf + strlen("sqlite:"));
     return strdup(buf);
 }
@@ -198,7 +220,7 @@ const char *test_store_url(const char *kind, const char *name) {
         created = d;
         if (!exit_hook_set) {
             exit_hook_set = true;
-            atexit(drop_databases_at_exit);
+            atexit(remove_stores_at_exit);
         }
     } else {
         free(d);

@@ -5,8 +5,7 @@
  * starts a private one); otherwise the first call prints "SKIP postgres: MISSIVE_TEST_PG not set".
  * MISSIVE_TEST_STORES=sqlite (or =postgres) narrows a run to one kind while debugging.
  *
- *   #include "test.h"
- *   #include "support/stores.h"
+ *   #include "support/stores.h"               // includes test.h
  *
  *   STORE_TEST(second_claim_is_conflict) {      // runs once per kind; `kind` names the store
  *       mv_store *s = test_store_fresh(kind, "claim");
@@ -46,7 +45,9 @@ const char *test_store_url(const char *kind, const char *name);
 mv_store *test_store_fresh(const char *kind, const char *name);
 mv_store *test_store_fresh_with(const char *kind, const char *name, const mv_store_options *opts);
 
-#ifdef MISSIVE_TEST_H
+#ifndef MV_TEST_STORES_IMPL /* stores.c itself does not use the test runner */
+#include "test.h"
+
 /* Runs body once per kind, counting each run as one test (the runner counts the last one). */
 static inline void test_each_store_(void (*body)(const char *kind)) {
     const char *kinds[2];
@@ -58,8 +59,10 @@ static inline void test_each_store_(void (*body)(const char *kind)) {
         test_current_name_ = label;
         body(kinds[i]);
         if (i < n - 1) {
-            if (test_current_failed_) test_failed_++;
-            else test_passed_++;
+            if (test_current_failed_)
+                test_failed_++;
+            else
+                test_passed_++;
             test_current_failed_ = 0;
         }
     }
@@ -70,8 +73,10 @@ static inline void test_each_store_(void (*body)(const char *kind)) {
 static inline void test_postgres_only_(void (*body)(const char *kind)) {
     const char *kinds[2];
     int n = test_store_kinds(kinds);
-    if (n > 0 && strcmp(kinds[n - 1], "postgres") == 0) body("postgres");
-    else test_passed_--; /* the runner adds one back */
+    if (n > 0 && strcmp(kinds[n - 1], "postgres") == 0)
+        body("postgres");
+    else
+        test_passed_--; /* the runner adds one back */
 }
 
 #define STORE_TEST(name)                                                                           \
