@@ -451,6 +451,7 @@ typedef struct mv_reconcile_options {
     const char *cursor;   /* NULL = first page; else the previous page's cursor */
     int limit;            /* 0 → 100; 1..1000 */
     mv_effect_observer observer; /* effects: a reconciliation event per finding */
+    const mv_clock *clock;       /* the events' time; NULL → wall clock */
 } mv_reconcile_options;
 
 typedef struct mv_reconcile_page {
