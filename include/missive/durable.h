@@ -271,8 +271,7 @@ typedef struct mv_approval_request {
  * err->resume_token and err->expires_at. With a token: verifies it and consumes the approval in
  * one conditional UPDATE; fails with MV_APPROVAL_TOKEN_INVALID, _EXPIRED, MV_APPROVAL_BINDING,
  * MV_APPROVAL_TOKEN_REPLAY, MV_APPROVAL_PENDING or MV_APPROVAL_DENIED (§4.3 order). */
-mv_code mv_approval_authorize(mv_approvals *approvals, const mv_approval_request *req,
-                              mv_err *err);
+mv_code mv_approval_authorize(mv_approvals *approvals, const mv_approval_request *req, mv_err *err);
 /* The token path of mv_approval_authorize inside the caller's write transaction on db (so the
  * caller can consume and claim in one transaction; nothing is kept if the caller rolls back —
  * including the `expired` marker). */

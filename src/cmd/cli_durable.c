@@ -44,8 +44,7 @@ static mv_store *open_store(const char *cmd, const char *url) {
 
 /* ---- reconcile ---------------------------------------------------------------------------- */
 
-typedef mv_code (*page_fn)(mv_store *, const mv_reconcile_options *, mv_reconcile_page *,
-                           mv_err *);
+typedef mv_code (*page_fn)(mv_store *, const mv_reconcile_options *, mv_reconcile_page *, mv_err *);
 
 static const struct {
     const char *name;  /* --kind value */
@@ -60,9 +59,8 @@ static const struct {
 static mv_code print_findings(mv_store *store, int which, int64_t stale_before, mv_err *err) {
     char cursor[256] = "";
     do {
-        mv_reconcile_options o = {.stale_before = stale_before,
-                                  .limit = 1000,
-                                  .cursor = cursor[0] ? cursor : NULL};
+        mv_reconcile_options o = {
+            .stale_before = stale_before, .limit = 1000, .cursor = cursor[0] ? cursor : NULL};
         mv_reconcile_page page;
         mv_code rc = reconcilers[which].page(store, &o, &page, err);
         if (rc) return rc;
@@ -95,7 +93,8 @@ int cli_reconcile(int argc, char **argv) {
         if (strcmp(kind, reconcilers[i].name) == 0) only = i;
     if (kind && only < 0) {
         fprintf(stderr, "missive reconcile: unknown --kind \"%s\" (this build knows:", kind);
-        for (int i = 0; i < n; i++) fprintf(stderr, " %s", reconcilers[i].name);
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, " %s", reconcilers[i].name);
         fprintf(stderr, ")\n");
         return 2;
     }

@@ -116,8 +116,7 @@ static mv_code outcome_error(outcome o, mv_err *err) {
 
 static mv_code check_request(const mv_approval_request *r, mv_err *err) {
     if (!r) return mv_err_set(err, MV_INVALID_ARGUMENT, "approval request is missing");
-    if (mv_abort_is_set(r->abort))
-        return mv_err_set(err, MV_ABORTED, "%s", r->abort->reason);
+    if (mv_abort_is_set(r->abort)) return mv_err_set(err, MV_ABORTED, "%s", r->abort->reason);
     if (!r->tenant_id || !mv_valid_token(r->tenant_id, 255))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "approval tenantId must be a bounded printable token");
@@ -212,10 +211,10 @@ typedef struct {
 static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_INSERT_APPROVAL, &changes, err, "ssssssssiii", t->approval_id,
-                             t->r->effect_id, t->r->capability, t->r->target, t->r->digest,
-                             t->r->tenant_id, t->r->principal_id, t->hash, t->now, t->now,
-                             t->expires_at);
+    mv_code rc =
+        mv_db_execf(db, SQL_INSERT_APPROVAL, &changes, err, "ssssssssiii", t->approval_id,
+                    t->r->effect_id, t->r->capability, t->r->target, t->r->digest, t->r->tenant_id,
+                    t->r->principal_id, t->hash, t->now, t->now, t->expires_at);
     if (rc) return rc;
     if (changes != 1)
         return mv_err_set(err, MV_INTERNAL, "approval store rejected a unique approval id");
@@ -242,7 +241,7 @@ static mv_code create_pending(mv_approvals *a, const mv_approval_request *r, mv_
                      "{\"v\":1,\"id\":\"%s\",\"nonce\":\"%s\",\"exp\":%lld}", approval_id, nonce_s,
                      (long long)t.expires_at);
     char token[512];
-    char payload[mv_b64url_len(sizeof claims_json) + 1], sig[44];
+    char payload[352], sig[44]; /* b64url of up to 256 bytes */
     mv_b64url_encode(claims_json, (size_t)n, payload);
     sign(a, payload, strlen(payload), sig);
     snprintf(token, sizeof token, "v1.%s.%s", payload, sig);
@@ -302,18 +301,24 @@ static mv_code classify(mv_db *db, consume_tx *t, bool *retry, mv_err *err) {
     mv_stmt_done(st);
 
     int64_t changes = 0;
-    if (!bound) t->result = OUTCOME_BINDING;
-    else if (!token_ok) t->result = OUTCOME_TOKEN;
-    else if (strcmp(state, "consumed") == 0) t->result = OUTCOME_REPLAY;
+    if (!bound)
+        t->result = OUTCOME_BINDING;
+    else if (!token_ok)
+        t->result = OUTCOME_TOKEN;
+    else if (strcmp(state, "consumed") == 0)
+        t->result = OUTCOME_REPLAY;
     else if (expires_at <= t->now || strcmp(state, "expired") == 0) {
         if (strcmp(state, "expired") != 0 &&
             (rc = mv_db_execf(db, SQL_EXPIRE_APPROVAL, NULL, err, "isi", t->now, t->approval_id,
                               version)))
             return rc;
         t->result = OUTCOME_EXPIRED;
-    } else if (strcmp(state, "pending") == 0) t->result = OUTCOME_PENDING;
-    else if (strcmp(state, "denied") == 0) t->result = OUTCOME_DENIED;
-    else if (strcmp(state, "approved") != 0) t->result = OUTCOME_TOKEN;
+    } else if (strcmp(state, "pending") == 0)
+        t->result = OUTCOME_PENDING;
+    else if (strcmp(state, "denied") == 0)
+        t->result = OUTCOME_DENIED;
+    else if (strcmp(state, "approved") != 0)
+        t->result = OUTCOME_TOKEN;
     else {
         if ((rc = mv_db_execf(db, SQL_CONSUME_APPROVAL, &changes, err, "isii", t->now,
                               t->approval_id, version, t->now)))
@@ -407,7 +412,8 @@ static mv_code decide_fn(mv_db *db, void *ctx, mv_err *err) {
 
 static mv_code check_approval_id(const char *id, mv_err *err) {
     if (!id || !mv_valid_token(id, 128))
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "approval id must be a bounded printable token");
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "approval id must be a bounded printable token");
     return MV_OK;
 }
 
@@ -484,8 +490,8 @@ mv_code mv_approval_get(mv_approvals *a, const char *approval_id, const char *te
 json_t *mv_approval_to_json(const mv_approval_record *rec) {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:I, s:I}", "approvalId",
                           rec->approval_id, "state", rec->state, "capability", rec->capability,
-                          "target", rec->target[0] ? rec->target : NULL, "tenantId",
-                          rec->tenant_id, "principalId", rec->principal_id, "createdAt",
+                          "target", rec->target[0] ? rec->target : NULL, "tenantId", rec->tenant_id,
+                          "principalId", rec->principal_id, "createdAt",
                           (json_int_t)rec->created_at, "expiresAt", (json_int_t)rec->expires_at);
     if (o && rec->decided_by[0]) json_object_set_new(o, "decidedBy", json_string(rec->decided_by));
     return o;

@@ -24,7 +24,8 @@ bool mv_abort_is_set(const mv_abort *abort) {
 }
 
 static mv_code aborted(const mv_abort *abort, mv_err *err) {
-    return mv_err_set(err, MV_ABORTED, "%s", abort->reason[0] ? abort->reason : "operation aborted");
+    return mv_err_set(err, MV_ABORTED, "%s",
+                      abort->reason[0] ? abort->reason : "operation aborted");
 }
 
 /* ---- clock -------------------------------------------------------------------------------- */
@@ -209,22 +210,25 @@ mv_code mv_effect_run(mv_effect_scope *scope, const mv_effect_input *in,
     if (tr->committed && (rc = tr->committed(&c, out, tr->ctx, &orig))) goto fail;
     mv_evidence_mark_committed(&scope->evidence);
     emit(&em, c.stage, MV_PHASE_SUCCEEDED, started, NULL);
-    if (result) *result = out;
-    else json_decref(out);
+    if (result)
+        *result = out;
+    else
+        json_decref(out);
     return MV_OK;
 
 fail:
     json_decref(out);
     if (orig.code == MV_OK) orig.code = rc; /* a callback returned a code without filling err */
-    const char *code = in->error_code_fn  ? in->error_code_fn(&orig, began, in->policy_ctx)
-                       : in->error_code ? in->error_code
-                       : began          ? "execution_failed"
-                                        : "admission_failed";
+    const char *code = in->error_code_fn ? in->error_code_fn(&orig, began, in->policy_ctx)
+                       : in->error_code  ? in->error_code
+                       : began           ? "execution_failed"
+                                         : "admission_failed";
     if (!code || !mv_valid_error_code(code))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "effect errorCode is invalid");
-    mv_effect_phase phase = in->failure_phase_fn ? in->failure_phase_fn(&orig, began, in->policy_ctx)
-                            : began              ? MV_PHASE_AMBIGUOUS
-                                                 : MV_PHASE_FAILED;
+    mv_effect_phase phase = in->failure_phase_fn
+                                ? in->failure_phase_fn(&orig, began, in->policy_ctx)
+                            : began ? MV_PHASE_AMBIGUOUS
+                                    : MV_PHASE_FAILED;
     if (phase != MV_PHASE_FAILED && phase != MV_PHASE_AMBIGUOUS)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "effect failurePhase is invalid");
     /* A rejected intent recorded nothing of ours: "failing" it would overwrite whichever effect

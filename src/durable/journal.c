@@ -192,9 +192,9 @@ static mv_code transition_fn(mv_db *db, void *ctx, mv_err *err) {
                           "durable effect %s: %s->%s transition was rejected", t->id, from,
                           mv_effect_state_name(t->to));
     int64_t changes = 0;
-    rc = mv_db_execf(db, SQL_TRANSITION_EFFECT, &changes, err, "sisssi",
-                     mv_effect_state_name(t->to), t->now, t->error_code, t->id,
-                     mv_effect_state_name(rec.state), rec.version);
+    rc =
+        mv_db_execf(db, SQL_TRANSITION_EFFECT, &changes, err, "sisssi", mv_effect_state_name(t->to),
+                    t->now, t->error_code, t->id, mv_effect_state_name(rec.state), rec.version);
     if (rc) return rc;
     if (changes != 1)
         return mv_err_set(err, MV_EFFECT_TRANSITION,

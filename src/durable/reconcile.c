@@ -56,7 +56,8 @@ static mv_code decode_cursor(const char *cursor, int nstates, position *p, mv_er
     size_t len = strlen(cursor);
     unsigned char plain[256];
     size_t n = 0;
-    if (len == 0 || len > 255 || !mv_b64url_decode(cursor, len, plain, &n)) return invalid_cursor(err);
+    if (len == 0 || len > 255 || !mv_b64url_decode(cursor, len, plain, &n))
+        return invalid_cursor(err);
     plain[n] = '\0';
     char *s = (char *)plain, *end;
     if (s[0] < '0' || s[0] >= '0' + nstates || s[1] != '.') return invalid_cursor(err);
@@ -86,8 +87,7 @@ typedef struct {
 } scan_tx;
 
 static json_t *effect_finding(mv_stmt *st) {
-    const char *id = mv_stmt_text(st, 0), *cap = mv_stmt_text(st, 1),
-               *state = mv_stmt_text(st, 2);
+    const char *id = mv_stmt_text(st, 0), *cap = mv_stmt_text(st, 1), *state = mv_stmt_text(st, 2);
     if (!id || !cap || !state || !mv_valid_capability(cap) || !mv_valid_token(id, 64)) return NULL;
     const char *finding = strcmp(state, "admission") == 0 ? "incomplete" : "ambiguous";
     return json_pack("{s:s, s:s, s:s, s:I}", "effectId", id, "capability", cap, "state", finding,
@@ -133,7 +133,8 @@ static mv_code scan_fn(mv_db *db, void *ctx, mv_err *err) {
         int64_t after_at = resume ? t->start.updated_at : -1;
         const char *after_id = resume ? t->start.id : "";
         mv_stmt *st;
-        mv_code rc = mv_db_prepare(db, t->sagas ? mv_sql_scan_sagas : mv_sql_scan_effects, &st, err);
+        mv_code rc =
+            mv_db_prepare(db, t->sagas ? mv_sql_scan_sagas : mv_sql_scan_effects, &st, err);
         if (rc) return rc;
         int64_t want = t->limit - collected + 1;
         if (t->sagas)
@@ -220,8 +221,8 @@ mv_code mv_reconcile_sagas_page(mv_store *store, const mv_reconcile_options *opt
 mv_code mv_reconcile_effects(mv_store *store, int64_t stale_before, mv_effect_observer observer,
                              json_t **findings, mv_err *err) {
     *findings = NULL;
-    mv_reconcile_options o = {.stale_before = stale_before, .limit = MAX_LIMIT,
-                              .observer = observer};
+    mv_reconcile_options o = {
+        .stale_before = stale_before, .limit = MAX_LIMIT, .observer = observer};
     mv_reconcile_page page;
     mv_code rc = mv_reconcile_effects_page(store, &o, &page, err);
     if (rc) return rc;

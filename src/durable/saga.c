@@ -47,11 +47,11 @@ static const char SQL_CAS_SAGA[] =
     "UPDATE sagas SET state = ?, steps = ?, updated_at = ?, version = ? "
     "WHERE saga_id = ? AND version = ?";
 
-static const char *const saga_states[] = {"running", "compensating", "completed", "compensated",
-                                          "manual-review", NULL};
-static const char *const step_states[] = {"executing",    "committed",           "failed",
-                                          "ambiguous",    "compensating",        "compensated",
-                                          "compensation-failed", NULL};
+static const char *const saga_states[] = {"running",     "compensating",  "completed",
+                                          "compensated", "manual-review", NULL};
+static const char *const step_states[] = {
+    "executing",   "committed",           "failed", "ambiguous", "compensating",
+    "compensated", "compensation-failed", NULL};
 
 static bool one_of(const char *s, const char *const *list) {
     for (; s && *list; list++)
@@ -219,7 +219,8 @@ static mv_code validate(const char *id, const json_t *rec, mv_err *err) {
         json_t *s = json_array_get(steps, i);
         const char *name = mv_json_str(s, "name"), *eid = mv_json_str(s, "effectId"),
                    *cid = mv_json_str(s, "compensationEffectId");
-        json_t *attempts = json_object_get(s, "attempts"), *next = json_object_get(s, "nextAttemptAt");
+        json_t *attempts = json_object_get(s, "attempts"),
+               *next = json_object_get(s, "nextAttemptAt");
         const char *code = mv_json_str(s, "errorCode");
         if (!mv_valid_token(name, 128) || !mv_valid_token(eid, 64) || !mv_valid_token(cid, 64) ||
             !one_of(mv_json_str(s, "state"), step_states) || !json_is_integer(attempts) ||
@@ -230,7 +231,8 @@ static mv_code validate(const char *id, const json_t *rec, mv_err *err) {
                               id);
         for (size_t k = 0; k < i; k++) {
             json_t *o = json_array_get(steps, k);
-            const char *ids[] = {mv_json_str(o, "effectId"), mv_json_str(o, "compensationEffectId")};
+            const char *ids[] = {mv_json_str(o, "effectId"),
+                                 mv_json_str(o, "compensationEffectId")};
             if (strcmp(mv_json_str(o, "name"), name) == 0 || strcmp(ids[0], eid) == 0 ||
                 strcmp(ids[1], eid) == 0 || strcmp(ids[0], cid) == 0 || strcmp(ids[1], cid) == 0 ||
                 strcmp(eid, cid) == 0)
@@ -257,19 +259,19 @@ static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
         return mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", t->id);
     }
     const char *sid = mv_stmt_text(st, 0);
-    bool encrypted_input = mv_stmt_text(st, 3) &&
-                           strncmp(mv_stmt_text(st, 3), ENC_PREFIX, sizeof ENC_PREFIX - 1) == 0;
+    bool encrypted_input =
+        mv_stmt_text(st, 3) && strncmp(mv_stmt_text(st, 3), ENC_PREFIX, sizeof ENC_PREFIX - 1) == 0;
     json_t *input = unseal_value(t->e, t->id, mv_stmt_text(st, 3) ? mv_stmt_text(st, 3) : "");
     json_t *steps = NULL;
-    mv_json_parse(mv_stmt_text(st, 5) ? mv_stmt_text(st, 5) : "", mv_stmt_text(st, 5) ? strlen(mv_stmt_text(st, 5)) : 0, &steps, NULL);
+    mv_json_parse(mv_stmt_text(st, 5) ? mv_stmt_text(st, 5) : "",
+                  mv_stmt_text(st, 5) ? strlen(mv_stmt_text(st, 5)) : 0, &steps, NULL);
     bool ok = sid && strcmp(sid, t->id) == 0 && input && json_is_array(steps);
-    json_t *rec = json_pack("{s:s, s:s?, s:s?, s:o?, s:s?, s:o?, s:I, s:I, s:I, s:I}", "sagaId",
-                            t->id, "definition", mv_stmt_text(st, 1), "state", mv_stmt_text(st, 2),
-                            "input", input, "inputFingerprint", mv_stmt_text(st, 4), "steps",
-                            steps, "maxAttempts", (json_int_t)mv_stmt_int64(st, 6), "createdAt",
-                            (json_int_t)mv_stmt_int64(st, 7), "updatedAt",
-                            (json_int_t)mv_stmt_int64(st, 8), "version",
-                            (json_int_t)mv_stmt_int64(st, 9));
+    json_t *rec = json_pack(
+        "{s:s, s:s?, s:s?, s:o?, s:s?, s:o?, s:I, s:I, s:I, s:I}", "sagaId", t->id, "definition",
+        mv_stmt_text(st, 1), "state", mv_stmt_text(st, 2), "input", input, "inputFingerprint",
+        mv_stmt_text(st, 4), "steps", steps, "maxAttempts", (json_int_t)mv_stmt_int64(st, 6),
+        "createdAt", (json_int_t)mv_stmt_int64(st, 7), "updatedAt",
+        (json_int_t)mv_stmt_int64(st, 8), "version", (json_int_t)mv_stmt_int64(st, 9));
     mv_stmt_done(st);
     if (!rec) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (!ok) {
@@ -321,22 +323,21 @@ static json_t *public_json(const json_t *rec) {
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(rec, "steps"), i, s) {
-        json_t *o = json_pack("{s:O, s:O, s:O, s:O, s:O}", "name", json_object_get(s, "name"),
-                              "state", json_object_get(s, "state"), "attempts",
-                              json_object_get(s, "attempts"), "effectId",
-                              json_object_get(s, "effectId"), "compensationEffectId",
-                              json_object_get(s, "compensationEffectId"));
+        json_t *o =
+            json_pack("{s:O, s:O, s:O, s:O, s:O}", "name", json_object_get(s, "name"), "state",
+                      json_object_get(s, "state"), "attempts", json_object_get(s, "attempts"),
+                      "effectId", json_object_get(s, "effectId"), "compensationEffectId",
+                      json_object_get(s, "compensationEffectId"));
         static const char *const opt[] = {"result", "errorCode", "nextAttemptAt"};
         for (int k = 0; o && k < 3; k++)
-            if (json_object_get(s, opt[k]))
-                json_object_set(o, opt[k], json_object_get(s, opt[k]));
+            if (json_object_get(s, opt[k])) json_object_set(o, opt[k], json_object_get(s, opt[k]));
         json_array_append_new(steps, o);
     }
-    return json_pack("{s:O, s:O, s:O, s:O, s:o, s:O, s:O}", "sagaId", json_object_get(rec, "sagaId"),
-                     "definition", json_object_get(rec, "definition"), "state",
-                     json_object_get(rec, "state"), "input", json_object_get(rec, "input"), "steps",
-                     steps, "createdAt", json_object_get(rec, "createdAt"), "updatedAt",
-                     json_object_get(rec, "updatedAt"));
+    return json_pack(
+        "{s:O, s:O, s:O, s:O, s:o, s:O, s:O}", "sagaId", json_object_get(rec, "sagaId"),
+        "definition", json_object_get(rec, "definition"), "state", json_object_get(rec, "state"),
+        "input", json_object_get(rec, "input"), "steps", steps, "createdAt",
+        json_object_get(rec, "createdAt"), "updatedAt", json_object_get(rec, "updatedAt"));
 }
 
 typedef struct {
@@ -377,8 +378,10 @@ static mv_code save(mv_saga_engine *e, json_t **rec, json_t *next, mv_err *err) 
             json_t *v = json_object_get(s, keys[k]);
             if (!v) continue;
             char *sealed = seal_value(e, id, v);
-            if (!sealed) rc = mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", id);
-            else json_object_set_new(s, keys[k], json_string(sealed));
+            if (!sealed)
+                rc = mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", id);
+            else
+                json_object_set_new(s, keys[k], json_string(sealed));
             free(sealed);
         }
     }
@@ -446,8 +449,7 @@ mv_code mv_saga_definition_check(const mv_saga_definition *def, mv_err *err) {
     if (!mv_valid_token(def->name, 128))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "saga definition must be a bounded printable token");
-    if (def->capability &&
-        (!mv_valid_capability(def->capability) || strlen(def->capability) > 128))
+    if (def->capability && (!mv_valid_capability(def->capability) || strlen(def->capability) > 128))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga capability is invalid");
     if (!def->run) return mv_err_set(err, MV_INVALID_ARGUMENT, "saga run must be a function");
     if (def->ncompensators && !def->compensators)
@@ -572,7 +574,8 @@ static mv_code step_committed(const mv_effect_context *c, const json_t *result, 
     step_run *r = p;
     int index = find_step(*r->ctx->rec, "effectId", r->effect_id);
     if (index < 0) return concurrency(r->ctx->saga_id, err);
-    json_t *step = json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
+    json_t *step =
+        json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
     json_object_set_new(step, "state", json_string("committed"));
     if (result) json_object_set_new(step, "result", json_deep_copy(result));
     return save_with(r->ctx->e, r->ctx->rec, NULL, index, step, err);
@@ -585,7 +588,8 @@ static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *
     int index = find_step(*r->ctx->rec, "effectId", r->effect_id);
     if (index < 0) return concurrency(r->ctx->saga_id, err);
     bool known = f->error->code == MV_SAGA_STEP_FAILED || !f->began;
-    json_t *step = json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
+    json_t *step =
+        json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
     json_object_set_new(step, "state", json_string(known ? "failed" : "ambiguous"));
     json_object_set_new(step, "errorCode", json_string(f->error_code));
     return save_with(r->ctx->e, r->ctx->rec, known ? "compensating" : "manual-review", index, step,
@@ -594,10 +598,8 @@ static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *
 
 static mv_code step_execute(const mv_effect_context *c, void *p, json_t **result, mv_err *err) {
     step_run *r = p;
-    r->call = (mv_saga_step_call){.saga_id = r->ctx->saga_id,
-                                  .step = r->name,
-                                  .effect_id = c->effect_id,
-                                  .abort = c->abort};
+    r->call = (mv_saga_step_call){
+        .saga_id = r->ctx->saga_id, .step = r->name, .effect_id = c->effect_id, .abort = c->abort};
     mv_code rc = r->execute(&r->call, r->cb_ctx, result, err);
     if (rc == MV_SAGA_STEP_FAILED && r->call.error_code[0] &&
         !mv_valid_error_code(r->call.error_code)) {
@@ -664,29 +666,27 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
     }
     char effect_id[37], comp_id[37];
     if ((rc = mv_id_uuid(effect_id, err)) || (rc = mv_id_uuid(comp_id, err))) return rc;
-    step_run r = {.ctx = ctx, .name = name, .execute = execute, .cb_ctx = cb_ctx,
-                  .effect_id = effect_id};
-    r.step = json_pack("{s:s, s:s, s:s, s:s, s:O, s:i}", "name", name, "effectId", effect_id,
-                       "compensationEffectId", comp_id, "state", "executing", "compensationArgs",
-                       compensation_args ? (json_t *)compensation_args : json_null(), "attempts",
-                       0);
+    step_run r = {
+        .ctx = ctx, .name = name, .execute = execute, .cb_ctx = cb_ctx, .effect_id = effect_id};
+    r.step =
+        json_pack("{s:s, s:s, s:s, s:s, s:O, s:i}", "name", name, "effectId", effect_id,
+                  "compensationEffectId", comp_id, "state", "executing", "compensationArgs",
+                  compensation_args ? (json_t *)compensation_args : json_null(), "attempts", 0);
     if (!r.step) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (compensation_args) { /* a private copy: the caller may change theirs */
         json_object_set_new(r.step, "compensationArgs", json_deep_copy(compensation_args));
     }
     mv_effect_scope scope = {.observer = e->observer, .clock = e->clock};
-    mv_effect_input in = {.effect_id = effect_id,
-                          .capability = ctx->def->capability ? ctx->def->capability
-                                                             : "saga.execute",
-                          .stage = MV_STAGE_EXECUTION,
-                          .abort = ctx->abort,
-                          .failure_phase_fn = step_phase,
-                          .error_code_fn = step_error_code,
-                          .policy_ctx = &r,
-                          .transitions = {.intent = step_intent,
-                                          .committed = step_committed,
-                                          .failed = step_failed,
-                                          .ctx = &r}};
+    mv_effect_input in = {
+        .effect_id = effect_id,
+        .capability = ctx->def->capability ? ctx->def->capability : "saga.execute",
+        .stage = MV_STAGE_EXECUTION,
+        .abort = ctx->abort,
+        .failure_phase_fn = step_phase,
+        .error_code_fn = step_error_code,
+        .policy_ctx = &r,
+        .transitions = {
+            .intent = step_intent, .committed = step_committed, .failed = step_failed, .ctx = &r}};
     rc = mv_effect_run(&scope, &in, step_execute, &r, result, err);
     json_decref(r.step);
     if (rc) {
@@ -752,8 +752,8 @@ static mv_code comp_failed(const mv_effect_context *c, const mv_effect_failure *
         if (!rc) json_object_set_new(failed, "nextAttemptAt", json_integer(next));
     }
     if (!rc)
-        rc = save_with(r->e, r->rec, exhausted ? "manual-review" : "compensating", r->index,
-                       failed, &r->transition_error);
+        rc = save_with(r->e, r->rec, exhausted ? "manual-review" : "compensating", r->index, failed,
+                       &r->transition_error);
     else
         json_decref(failed);
     if (!rc) return MV_OK;
@@ -826,8 +826,13 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
                 return save_with(e, rec, "manual-review", 0, NULL, err);
             return MV_OK;
         }
-        comp_run r = {.e = e, .def = def, .comp = comp, .rec = rec, .index = index,
-                      .attempt = attempts + 1, .max = max};
+        comp_run r = {.e = e,
+                      .def = def,
+                      .comp = comp,
+                      .rec = rec,
+                      .index = index,
+                      .attempt = attempts + 1,
+                      .max = max};
         r.step = json_deep_copy(step);
         json_object_del(r.step, "errorCode");
         json_object_del(r.step, "nextAttemptAt");
@@ -1034,8 +1039,7 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
         }
     } else {
         if (!is(step, "compensationEffectId", res->effect_id))
-            rc = resolution_error(saga_id, res->step, "compensation effect id does not match",
-                                  err);
+            rc = resolution_error(saga_id, res->step, "compensation effect id does not match", err);
         else if (strcmp(state_now, "compensating") != 0) {
             snprintf(what, sizeof what, "is not awaiting a compensation resolution (%s)",
                      state_now);
@@ -1047,8 +1051,8 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
         bool compensated = strcmp(res->outcome, "compensated") == 0;
         json_object_set_new(step, "state",
                             json_string(compensated ? "compensated" : "compensation-failed"));
-        int max = def ? max_attempts(def)
-                      : (int)json_integer_value(json_object_get(*rec, "maxAttempts"));
+        int max =
+            def ? max_attempts(def) : (int)json_integer_value(json_object_get(*rec, "maxAttempts"));
         if (max < 1) max = DEFAULT_MAX_ATTEMPTS;
         saga_state = !compensated && json_integer_value(json_object_get(step, "attempts")) >= max
                          ? "manual-review"
@@ -1068,8 +1072,8 @@ mv_code mv_saga_resolve(mv_saga_engine *e, const mv_saga_definition *def, const 
     if (!mv_valid_token(saga_id, 128))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga id must be a bounded printable token");
     if (!res || !res->kind || !res->outcome ||
-        !((strcmp(res->kind, "execution") == 0 &&
-           (strcmp(res->outcome, "committed") == 0 || strcmp(res->outcome, "not-committed") == 0)) ||
+        !((strcmp(res->kind, "execution") == 0 && (strcmp(res->outcome, "committed") == 0 ||
+                                                   strcmp(res->outcome, "not-committed") == 0)) ||
           (strcmp(res->kind, "compensation") == 0 &&
            (strcmp(res->outcome, "compensated") == 0 ||
             strcmp(res->outcome, "not-compensated") == 0))))

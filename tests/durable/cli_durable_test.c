@@ -9,7 +9,8 @@
 /* Runs fn(argc, argv) with stdout captured into out; returns the exit status. */
 static int capture(int (*fn)(int, char **), char **argv, char *out, size_t size) {
     int argc = 0;
-    while (argv[argc]) argc++;
+    while (argv[argc])
+        argc++;
     const char *path = test_tmp_path("stdout.txt");
     fflush(stdout);
     int saved = dup(1), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -65,8 +66,8 @@ TEST(reconcile_prints_one_json_line_per_finding_with_its_kind) {
     CHECK_INT(capture(cli_reconcile, sagas, out, sizeof out), 0);
     CHECK(strstr(out, "\"kind\":\"effect\"") == NULL);
     CHECK(strstr(out, "\"kind\":\"saga\"") != NULL);
-    char *fresh[] = {"reconcile", "--store", url, "--kind", "effects", "--stale-ms",
-                     "99999999999999", NULL};
+    char *fresh[] = {"reconcile",  "--store",        url, "--kind", "effects",
+                     "--stale-ms", "99999999999999", NULL};
     CHECK_INT(capture(cli_reconcile, fresh, out, sizeof out), 0);
     CHECK_STR(out, ""); /* nothing updated that long ago */
     char *bad[] = {"reconcile", "--store", url, "--kind", "bogus", NULL};
@@ -84,20 +85,22 @@ TEST(approvals_decide_records_the_decision_and_rejects_a_second_one) {
     mv_approvals *a;
     mv_err err = {0};
     REQUIRE(mv_approvals_new(s, &o, &a, &err) == MV_OK);
-    mv_approval_request req = {.effect_id = "e1", .capability = "refunds.large",
-                               .target = "msg_1", .tenant_id = "default",
+    mv_approval_request req = {.effect_id = "e1",
+                               .capability = "refunds.large",
+                               .target = "msg_1",
+                               .tenant_id = "default",
                                .principal_id = "user_1"};
     REQUIRE(mv_approval_authorize(a, &req, &err) == MV_APPROVAL_REQUIRED);
     char id[64];
     snprintf(id, sizeof id, "%s", err.approval_id);
-    char *argv[] = {"approvals", "decide", "--store", url, id, "approved", "--tenant", "default",
-                    "--by", "ops_1", NULL};
+    char *argv[] = {"approvals", "decide",  "--store", url,     id,  "approved",
+                    "--tenant",  "default", "--by",    "ops_1", NULL};
     CHECK_INT(capture(cli_approvals, argv, out, sizeof out), 0);
     CHECK(strstr(out, "\"state\":\"approved\"") != NULL);
     CHECK(strstr(out, "\"decidedBy\":\"ops_1\"") != NULL);
     CHECK_INT(capture(cli_approvals, argv, out, sizeof out), 1);
-    char *other[] = {"approvals", "decide", "--store", url, id, "maybe", "--tenant", "default",
-                     "--by", "ops_1", NULL};
+    char *other[] = {"approvals", "decide",  "--store", url,     id,  "maybe",
+                     "--tenant",  "default", "--by",    "ops_1", NULL};
     CHECK_INT(capture(cli_approvals, other, out, sizeof out), 1);
     char *usage[] = {"approvals", "decide", "--store", url, NULL};
     CHECK_INT(capture(cli_approvals, usage, out, sizeof out), 2);
@@ -115,18 +118,21 @@ TEST(saga_resolve_records_the_outcome_using_the_stored_retry_limit) {
     mv_err err = {0};
     REQUIRE(mv_store_write(s, put_saga, NULL, &err) == MV_OK);
     mv_store_close(s);
-    char *wrong[] = {"saga", "resolve", "--store", url, "--saga", "saga_cli", "--kind",
-                     "execution", "--step", "charge", "--effect", "other", "--outcome",
-                     "committed", NULL};
+    char *wrong[] = {"saga",     "resolve", "--store",   url,         "--saga",
+                     "saga_cli", "--kind",  "execution", "--step",    "charge",
+                     "--effect", "other",   "--outcome", "committed", NULL};
     CHECK_INT(capture(cli_saga, wrong, out, sizeof out), 1);
-    char *ok[] = {"saga", "resolve", "--store", url, "--saga", "saga_cli", "--kind", "execution",
-                  "--step", "charge", "--effect", "eff_charge", "--outcome", "committed",
-                  "--result", "{\"charged\":true}", NULL};
+    char *ok[] = {"saga",      "resolve",   "--store",  url,
+                  "--saga",    "saga_cli",  "--kind",   "execution",
+                  "--step",    "charge",    "--effect", "eff_charge",
+                  "--outcome", "committed", "--result", "{\"charged\":true}",
+                  NULL};
     CHECK_INT(capture(cli_saga, ok, out, sizeof out), 0);
     CHECK(strstr(out, "\"state\":\"running\"") != NULL);
     CHECK(strstr(out, "\"result\":{\"charged\":true}") != NULL);
-    char *config[] = {"saga", "resolve", "--config", "x.json", "--saga", "s", "--kind",
-                      "execution", "--step", "a", "--effect", "e", "--outcome", "committed", NULL};
+    char *config[] = {"saga",     "resolve", "--config",  "x.json",    "--saga",
+                      "s",        "--kind",  "execution", "--step",    "a",
+                      "--effect", "e",       "--outcome", "committed", NULL};
     CHECK_INT(capture(cli_saga, config, out, sizeof out), 2);
 }
 

@@ -54,9 +54,9 @@ static mv_code return_effect_id(const mv_effect_context *c, void *ctx, json_t **
 TEST(owned_effect_runs_intent_executing_committed_with_one_effect_id) {
     trace transitions = {0}, events = {0};
     mv_effect_scope scope = {.observer = {observe, &events}};
-    mv_effect_input in = {.capability = "payments.charge",
-                          .transitions = {tr_intent, tr_executing, tr_committed, tr_failed,
-                                          &transitions}};
+    mv_effect_input in = {
+        .capability = "payments.charge",
+        .transitions = {tr_intent, tr_executing, tr_committed, tr_failed, &transitions}};
     json_t *result = NULL;
     mv_err err = {0};
     CHECK_CODE(mv_effect_run(&scope, &in, return_effect_id, NULL, &result, &err), MV_OK, &err);
@@ -107,10 +107,10 @@ static mv_code fail_exec(const mv_effect_context *c, void *ctx, json_t **result,
 TEST(executor_failure_after_began_is_ambiguous_and_keeps_the_original_error) {
     trace transitions = {0}, events = {0};
     mv_effect_scope scope = {.observer = {observe, &events}};
-    mv_effect_input in = {.effect_id = "fx1",
-                          .capability = "db.write",
-                          .transitions = {tr_intent, tr_executing, tr_committed, tr_failed,
-                                          &transitions}};
+    mv_effect_input in = {
+        .effect_id = "fx1",
+        .capability = "db.write",
+        .transitions = {tr_intent, tr_executing, tr_committed, tr_failed, &transitions}};
     int calls = 0;
     mv_err err = {0};
     CHECK_CODE(mv_effect_run(&scope, &in, fail_exec, &calls, NULL, &err), MV_UPSTREAM_FAILED, &err);
@@ -130,12 +130,12 @@ static mv_code deny_admit(const mv_effect_context *c, void *ctx, mv_err *err) {
 TEST(admission_failure_never_executes_and_is_reported_as_admission_failed) {
     trace transitions = {0}, events = {0};
     mv_effect_scope scope = {0};
-    mv_effect_input in = {.effect_id = "fx2",
-                          .capability = "db.write",
-                          .admit = deny_admit,
-                          .observer = {observe, &events},
-                          .transitions = {tr_intent, tr_executing, tr_committed, tr_failed,
-                                          &transitions}};
+    mv_effect_input in = {
+        .effect_id = "fx2",
+        .capability = "db.write",
+        .admit = deny_admit,
+        .observer = {observe, &events},
+        .transitions = {tr_intent, tr_executing, tr_committed, tr_failed, &transitions}};
     int calls = 0;
     mv_err err = {0};
     CHECK_CODE(mv_effect_run(&scope, &in, fail_exec, &calls, NULL, &err), MV_APPROVAL_PENDING,
@@ -159,11 +159,11 @@ static const char *bad_code(const mv_err *e, bool began, void *ctx) {
 TEST(invalid_error_code_replaces_the_error_and_abort_stops_before_any_transition) {
     trace transitions = {0};
     mv_effect_scope scope = {0};
-    mv_effect_input in = {.effect_id = "fx3",
-                          .capability = "db.write",
-                          .error_code_fn = bad_code,
-                          .transitions = {tr_intent, tr_executing, tr_committed, tr_failed,
-                                          &transitions}};
+    mv_effect_input in = {
+        .effect_id = "fx3",
+        .capability = "db.write",
+        .error_code_fn = bad_code,
+        .transitions = {tr_intent, tr_executing, tr_committed, tr_failed, &transitions}};
     int calls = 0;
     mv_err err = {0};
     CHECK_CODE(mv_effect_run(&scope, &in, fail_exec, &calls, NULL, &err), MV_INVALID_ARGUMENT,
@@ -198,9 +198,8 @@ TEST(scope_with_journal_records_committed_and_unknown) {
     mv_err err = {0};
     REQUIRE(mv_journal_new(s, NULL, &j, &err) == MV_OK);
     mv_effect_scope scope = {0};
-    mv_effect_input in = {.effect_id = "ok1",
-                          .capability = "db.write",
-                          .transitions = mv_journal_transitions(j)};
+    mv_effect_input in = {
+        .effect_id = "ok1", .capability = "db.write", .transitions = mv_journal_transitions(j)};
     json_t *res = NULL;
     CHECK_CODE(mv_effect_run(&scope, &in, return_effect_id, NULL, &res, &err), MV_OK, &err);
     json_decref(res);

@@ -37,9 +37,9 @@ TEST(incomplete_and_ambiguous_effects_are_reported_exactly) {
     REQUIRE(mv_journal_executing(j, "effect_ambiguous", &err) == MV_OK);
     json_t *findings = NULL;
     events_seen = 0;
-    CHECK_CODE(mv_reconcile_effects(s, 10, (mv_effect_observer){count_event, NULL}, &findings,
-                                    &err),
-               MV_OK, &err);
+    CHECK_CODE(
+        mv_reconcile_effects(s, 10, (mv_effect_observer){count_event, NULL}, &findings, &err),
+        MV_OK, &err);
     json_t *want = json_pack("[{s:s, s:s, s:s, s:i}, {s:s, s:s, s:s, s:i}]", "effectId",
                              "effect_incomplete", "capability", "db.write", "state", "incomplete",
                              "updatedAt", 10, "effectId", "effect_ambiguous", "capability",
@@ -103,7 +103,8 @@ TEST(keyset_paging_walks_every_state_once_across_equal_timestamps) {
     }
     /* expected: i%5 != 0 in admission/executing, i%5 == 0 odd → unknown; even → failed (skipped) */
     int expected = 0;
-    for (int i = 0; i < 25; i++) expected += i % 5 != 0 || i % 2 == 1;
+    for (int i = 0; i < 25; i++)
+        expected += i % 5 != 0 || i % 2 == 1;
     mv_reconcile_options o = {.stale_before = 100, .limit = 4};
     char cursor[256] = "";
     int seen = 0, pages = 0;
@@ -116,7 +117,8 @@ TEST(keyset_paging_walks_every_state_once_across_equal_timestamps) {
         json_t *f;
         json_array_foreach(page.findings, k, f) {
             const char *eid = mv_json_str(f, "effectId");
-            for (int x = 0; x < seen; x++) CHECK(strcmp(seen_ids[x], eid) != 0);
+            for (int x = 0; x < seen; x++)
+                CHECK(strcmp(seen_ids[x], eid) != 0);
             if (seen < 32) snprintf(seen_ids[seen], 8, "%s", eid);
             seen++;
         }
@@ -143,9 +145,9 @@ TEST(finished_effects_leave_only_the_pending_one) {
     REQUIRE(mv_journal_failed(j, "effect_failed", false, "admission_failed", &err) == MV_OK);
     REQUIRE(intent(j, "effect_pending", "db.write") == MV_OK);
     json_t *findings;
-    CHECK_CODE(mv_reconcile_effects(s, mv_now_ms() + 1000, (mv_effect_observer){0}, &findings,
-                                    &err),
-               MV_OK, &err);
+    CHECK_CODE(
+        mv_reconcile_effects(s, mv_now_ms() + 1000, (mv_effect_observer){0}, &findings, &err),
+        MV_OK, &err);
     CHECK_INT(json_array_size(findings), 1);
     CHECK_STR(mv_json_str(json_array_get(findings, 0), "effectId"), "effect_pending");
     json_decref(findings);
@@ -224,8 +226,8 @@ TEST(lost_commit_leaves_the_effect_unknown_and_reconciliation_reports_it) {
     mv_effect_scope scope = {0};
     mv_effect_transitions t = mv_journal_transitions(j);
     t.committed = refuse_commit;
-    mv_effect_input in = {.effect_id = "effect_lost", .capability = "payments.charge",
-                          .transitions = t};
+    mv_effect_input in = {
+        .effect_id = "effect_lost", .capability = "payments.charge", .transitions = t};
     int runs = 0;
     mv_err err = {0};
     CHECK_CODE(mv_effect_run(&scope, &in, count_exec, &runs, NULL, &err), MV_EFFECT_TRANSITION,
@@ -236,9 +238,9 @@ TEST(lost_commit_leaves_the_effect_unknown_and_reconciliation_reports_it) {
     CHECK_STR(mv_effect_state_name(rec.state), "unknown");
     CHECK(mv_evidence_ambiguous(&scope.evidence));
     json_t *findings;
-    CHECK_CODE(mv_reconcile_effects(s, mv_now_ms() + 1000, (mv_effect_observer){0}, &findings,
-                                    &err),
-               MV_OK, &err);
+    CHECK_CODE(
+        mv_reconcile_effects(s, mv_now_ms() + 1000, (mv_effect_observer){0}, &findings, &err),
+        MV_OK, &err);
     CHECK_INT(json_array_size(findings), 1);
     CHECK_STR(mv_json_str(json_array_get(findings, 0), "state"), "ambiguous");
     json_decref(findings);
@@ -280,12 +282,11 @@ TEST(saga_findings_name_ambiguity_review_and_staleness) {
     REQUIRE(mv_store_write(s, put_sagas, NULL, &err) == MV_OK);
     json_t *findings;
     CHECK_CODE(mv_reconcile_sagas(s, 10, &findings, &err), MV_OK, &err);
-    json_t *want = json_pack(
-        "[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s}]", "sagaId",
-        "s_running_stale", "state", "running", "reason", "stale-running", "sagaId", "s_comp",
-        "state", "compensating", "step", "a", "effectId", "c1", "reason",
-        "ambiguous-compensation", "sagaId", "s_review", "state", "manual-review", "reason",
-        "manual-review");
+    json_t *want = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s}]",
+                             "sagaId", "s_running_stale", "state", "running", "reason",
+                             "stale-running", "sagaId", "s_comp", "state", "compensating", "step",
+                             "a", "effectId", "c1", "reason", "ambiguous-compensation", "sagaId",
+                             "s_review", "state", "manual-review", "reason", "manual-review");
     CHECK(json_equal(findings, want));
     json_decref(want);
     json_decref(findings);
@@ -327,8 +328,8 @@ TEST(reconciliation_scans_use_the_state_updated_index) {
     REQUIRE(mv_store_write(s, bulk_fn, &n, &err) == MV_OK);
     snprintf(explain_effects, sizeof explain_effects, "EXPLAIN QUERY PLAN %s", mv_sql_scan_effects);
     snprintf(explain_sagas, sizeof explain_sagas, "EXPLAIN QUERY PLAN %s", mv_sql_scan_sagas);
-    plan pe = {.sql = explain_effects, .index = "USING INDEX effects_state_updated",
-               .table = "effects"};
+    plan pe = {
+        .sql = explain_effects, .index = "USING INDEX effects_state_updated", .table = "effects"};
     plan ps = {.sql = explain_sagas, .index = "USING INDEX sagas_state_updated", .table = "sagas"};
     REQUIRE(mv_store_read(s, plan_fn, &pe, &err) == MV_OK);
     REQUIRE(mv_store_read(s, plan_fn, &ps, &err) == MV_OK);

@@ -122,8 +122,8 @@ static bool rig_open(rig *r, const char *name, world *w, const unsigned char *ke
     if (!r->store) return false;
     r->now = 100;
     r->clock = mv_manual_clock(&r->now);
-    mv_saga_engine_options o = {.clock = &r->clock, .on_save = on_save, .on_save_ctx = w,
-                                .encryption_key = key};
+    mv_saga_engine_options o = {
+        .clock = &r->clock, .on_save = on_save, .on_save_ctx = w, .encryption_key = key};
     mv_err err = {0};
     return mv_saga_engine_new(r->store, &o, &r->engine, &err) == MV_OK;
 }
@@ -150,8 +150,8 @@ TEST(checkout_compensates_in_reverse_with_retries_sharing_one_effect_id) {
     REQUIRE(rec);
     CHECK_STR(mv_json_str(rec, "state"), "compensating");
     CHECK_STR(step_field(rec, 1, "state"), "compensation-failed");
-    CHECK_INT(json_integer_value(json_object_get(
-                  json_array_get(json_object_get(rec, "steps"), 1), "nextAttemptAt")),
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(json_object_get(rec, "steps"), 1),
+                                                 "nextAttemptAt")),
               105);
     json_decref(rec);
     r.now = 105;
@@ -160,7 +160,8 @@ TEST(checkout_compensates_in_reverse_with_retries_sharing_one_effect_id) {
     const char *want[] = {"execute:reserve", "execute:charge", "compensate:charge",
                           "compensate:charge", "compensate:reserve"};
     CHECK_INT(w.n, 5);
-    for (int i = 0; i < 5 && i < w.n; i++) CHECK_STR(w.log[i], want[i]);
+    for (int i = 0; i < 5 && i < w.n; i++)
+        CHECK_STR(w.log[i], want[i]);
     CHECK_INT(w.ncharge_ids, 2);
     CHECK_STR(w.charge_comp_ids[0], w.charge_comp_ids[1]);
     CHECK_STR(w.charge_comp_ids[0], step_field(rec, 1, "compensationEffectId"));
@@ -199,8 +200,8 @@ TEST(ambiguous_step_goes_to_manual_review_and_is_reconciled) {
     json_t *findings = NULL;
     CHECK_CODE(mv_reconcile_sagas(r.store, r.now, &findings, &err), MV_OK, &err);
     json_t *want = json_pack("[{s:s, s:s, s:s, s:s, s:s}]", "sagaId", "saga_ambiguous", "state",
-                             "manual-review", "step", "charge", "effectId", charge_effect,
-                             "reason", "ambiguous-execution");
+                             "manual-review", "step", "charge", "effectId", charge_effect, "reason",
+                             "ambiguous-execution");
     CHECK(json_equal(findings, want));
     json_decref(want);
     json_decref(findings);
@@ -227,19 +228,24 @@ TEST(operator_resolution_commits_the_step_and_resume_completes_without_rerunning
     char charge_effect[64];
     snprintf(charge_effect, sizeof charge_effect, "%s", step_field(rec, 1, "effectId"));
     json_decref(rec);
-    mv_saga_resolution bad = {.kind = "execution", .step = "charge", .effect_id = charge_effect,
+    mv_saga_resolution bad = {.kind = "execution",
+                              .step = "charge",
+                              .effect_id = charge_effect,
                               .outcome = "compensated"};
     CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &bad, NULL, &err),
                MV_INVALID_ARGUMENT, &err);
     CHECK_STR(err.message, "saga resolution kind or outcome is invalid");
-    mv_saga_resolution wrong = {.kind = "execution", .step = "charge", .effect_id = "other",
-                                .outcome = "committed"};
+    mv_saga_resolution wrong = {
+        .kind = "execution", .step = "charge", .effect_id = "other", .outcome = "committed"};
     CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &wrong, NULL, &err),
                MV_SAGA_RESOLUTION, &err);
     CHECK_STR(err.message, "saga saga_ambiguous: step charge execution effect id does not match");
     json_t *charged = json_string("charged");
-    mv_saga_resolution ok = {.kind = "execution", .step = "charge", .effect_id = charge_effect,
-                             .outcome = "committed", .result = charged};
+    mv_saga_resolution ok = {.kind = "execution",
+                             .step = "charge",
+                             .effect_id = charge_effect,
+                             .outcome = "committed",
+                             .result = charged};
     CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &ok, &rec, &err), MV_OK, &err);
     CHECK_STR(mv_json_str(rec, "state"), "running");
     json_decref(rec);
@@ -251,8 +257,9 @@ TEST(operator_resolution_commits_the_step_and_resume_completes_without_rerunning
     /* the same resolution again: the step is no longer awaiting one */
     CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &ok, NULL, &err),
                MV_SAGA_RESOLUTION, &err);
-    CHECK_STR(err.message,
-              "saga saga_ambiguous: step charge is not awaiting an execution resolution (committed)");
+    CHECK_STR(
+        err.message,
+        "saga saga_ambiguous: step charge is not awaiting an execution resolution (committed)");
     json_decref(charged);
     json_decref(rec);
     rig_close(&r);
@@ -282,8 +289,10 @@ TEST(resolved_compensation_lets_compensate_finish) {
                   "\"compensationArgs\":{},\"attempts\":1}]"};
     REQUIRE(mv_store_write(r.store, put_saga_fn, &p, &err) == MV_OK);
     mv_saga_definition def = checkout(&w, 3);
-    mv_saga_resolution res = {.kind = "compensation", .step = "reserve",
-                              .effect_id = "effect_release", .outcome = "compensated"};
+    mv_saga_resolution res = {.kind = "compensation",
+                              .step = "reserve",
+                              .effect_id = "effect_release",
+                              .outcome = "compensated"};
     json_t *rec = NULL;
     CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_review", &res, &rec, &err), MV_OK, &err);
     CHECK_STR(step_field(rec, 0, "state"), "compensated");
@@ -322,8 +331,8 @@ TEST(abort_after_the_step_is_persisted_fails_it_before_execution) {
     mv_saga_definition def = checkout(&w, 3);
     json_t *rec = NULL, *input = json_object();
     mv_err err = {0};
-    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_late", input, &abort, &rec, &err),
-               MV_ABORTED, &err);
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_late", input, &abort, &rec, &err), MV_ABORTED,
+               &err);
     CHECK_STR(err.message, "cancelled after persistence");
     CHECK_INT(w.executions, 0);
     REQUIRE(rec);
@@ -398,18 +407,19 @@ TEST(saga_json_has_the_public_shape_and_hides_compensation_args) {
     mv_saga_definition def = checkout(&w, 3);
     json_t *rec = NULL, *input = json_pack("{s:i}", "n", 1);
     mv_err err = {0};
-    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_shape", input, NULL, &rec, &err), MV_OK,
-               &err);
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_shape", input, NULL, &rec, &err), MV_OK, &err);
     json_decref(rec);
     CHECK_CODE(mv_saga_get(r.engine, "saga_shape", &rec, &err), MV_OK, &err);
-    const char *keys[] = {"sagaId", "definition", "state", "input", "steps", "createdAt",
-                          "updatedAt"};
+    const char *keys[] = {"sagaId", "definition", "state",    "input",
+                          "steps",  "createdAt",  "updatedAt"};
     CHECK_INT(json_object_size(rec), 7);
-    for (int i = 0; i < 7; i++) CHECK(json_object_get(rec, keys[i]) != NULL);
+    for (int i = 0; i < 7; i++)
+        CHECK(json_object_get(rec, keys[i]) != NULL);
     CHECK_STR(mv_json_str(rec, "state"), "completed");
     CHECK(json_equal(json_object_get(rec, "input"), input));
     json_t *step = json_array_get(json_object_get(rec, "steps"), 0);
-    CHECK_INT(json_object_size(step), 6); /* name state attempts effectId compensationEffectId result */
+    CHECK_INT(json_object_size(step),
+              6); /* name state attempts effectId compensationEffectId result */
     CHECK(json_object_get(step, "compensationArgs") == NULL);
     CHECK_STR(mv_json_str(step, "result"), "reserve-ok");
     CHECK(mv_valid_uuid(mv_json_str(step, "effectId")));
@@ -465,6 +475,54 @@ TEST(start_with_the_same_id_replays_or_reports_a_mismatch) {
     json_decref(input);
     json_decref(same);
     json_decref(different);
+    rig_close(&r);
+}
+
+static int64_t bad_backoff(int attempt, void *ctx) {
+    (void)attempt;
+    (void)ctx;
+    return -1;
+}
+
+TEST(invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit) {
+    world w = {.fail_after_reserve = true, .comp_always_fail = true};
+    rig r;
+    REQUIRE(rig_open(&r, "backoff.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 3);
+    def.backoff = bad_backoff;
+    json_t *rec = NULL, *input = json_object();
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_backoff", input, NULL, &rec, &err),
+               MV_INVALID_ARGUMENT, &err); /* compensate's own error propagates, as the reference */
+    CHECK_STR(err.message, "saga backoff must return a non-negative safe integer");
+    json_decref(rec);
+    CHECK_CODE(mv_saga_get(r.engine, "saga_backoff", &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "manual-review");
+    CHECK_STR(step_field(rec, 0, "state"), "compensation-failed");
+    CHECK_STR(step_field(rec, 0, "errorCode"), "invalid_retry_policy");
+    json_decref(rec);
+    /* a compensating step resolved as not compensated, attempts below the limit: retry allowed */
+    put_saga p = {"saga_nc", "checkout", "manual-review",
+                  "[{\"name\":\"reserve\",\"effectId\":\"e_r\",\"compensationEffectId\":"
+                  "\"c_r\",\"state\":\"compensating\",\"attempts\":1}]"};
+    REQUIRE(mv_store_write(r.store, put_saga_fn, &p, &err) == MV_OK);
+    mv_saga_resolution res = {.kind = "compensation",
+                              .step = "reserve",
+                              .effect_id = "c_r",
+                              .outcome = "not-compensated"};
+    CHECK_CODE(mv_saga_resolve(r.engine, NULL, "saga_nc", &res, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "compensating");
+    CHECK_STR(step_field(rec, 0, "state"), "compensation-failed");
+    json_decref(rec);
+    put_saga q = {"saga_nc2", "checkout", "manual-review",
+                  "[{\"name\":\"reserve\",\"effectId\":\"e_r2\",\"compensationEffectId\":"
+                  "\"c_r2\",\"state\":\"compensating\",\"attempts\":3}]"};
+    REQUIRE(mv_store_write(r.store, put_saga_fn, &q, &err) == MV_OK);
+    res.effect_id = "c_r2";
+    CHECK_CODE(mv_saga_resolve(r.engine, NULL, "saga_nc2", &res, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "manual-review"); /* stored maxAttempts 3 reached */
+    json_decref(rec);
+    json_decref(input);
     rig_close(&r);
 }
 
@@ -588,8 +646,8 @@ TEST(two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice) {
         if (kids[k] == 0) {
             racer r = {.count_path = count_path, .ready_fd = ready[1], .go_fd = go[0]};
             mv_saga_compensator c[] = {{"one", noop_comp, NULL}, {"two", noop_comp, NULL}};
-            mv_saga_definition def = {.name = "race", .run = race_run, .compensators = c,
-                                      .ncompensators = 2, .ctx = &r};
+            mv_saga_definition def = {
+                .name = "race", .run = race_run, .compensators = c, .ncompensators = 2, .ctx = &r};
             mv_store *cs = NULL;
             mv_saga_engine *e = NULL;
             mv_err ce = {0};
@@ -641,15 +699,16 @@ TEST(two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice) {
 }
 
 int main(void) {
-    return RUN_TESTS(checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
-                     ambiguous_step_goes_to_manual_review_and_is_reconciled,
-                     operator_resolution_commits_the_step_and_resume_completes_without_rerunning,
-                     resolved_compensation_lets_compensate_finish,
-                     pre_aborted_execute_persists_nothing,
-                     abort_after_the_step_is_persisted_fails_it_before_execution,
-                     definition_is_validated_eagerly, exhausted_compensation_goes_to_manual_review,
-                     saga_json_has_the_public_shape_and_hides_compensation_args,
-                     start_with_the_same_id_replays_or_reports_a_mismatch,
-                     encrypted_saga_stores_no_plaintext_and_detects_tampering,
-                     two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice);
+    return RUN_TESTS(
+        checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
+        ambiguous_step_goes_to_manual_review_and_is_reconciled,
+        operator_resolution_commits_the_step_and_resume_completes_without_rerunning,
+        resolved_compensation_lets_compensate_finish, pre_aborted_execute_persists_nothing,
+        abort_after_the_step_is_persisted_fails_it_before_execution,
+        definition_is_validated_eagerly, exhausted_compensation_goes_to_manual_review,
+        saga_json_has_the_public_shape_and_hides_compensation_args,
+        start_with_the_same_id_replays_or_reports_a_mismatch,
+        invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit,
+        encrypted_saga_stores_no_plaintext_and_detects_tampering,
+        two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice);
 }
