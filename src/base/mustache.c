@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/js_value.h"
 #include "base/mustache_node.h"
 
 /* Nested loops over large data can take unbounded time without printing anything, which the
@@ -93,51 +94,13 @@ static mv_code put_str(renderer *r, const char *s, bool esc) {
 
 /* ---- value printing ---------------------------------------------------------------------- */
 
-/* ECMAScript Number::toString: the shortest digits that read back as d, placed as JavaScript
- * does (plain notation for exponents -7 < e < 21, otherwise d.ddde±x). out holds 32 bytes. */
-static void format_number(double d, char out[32]) {
-    if (d == 0) { /* also -0, which JavaScript prints as "0" */
-        strcpy(out, "0");
-        return;
-    }
-    char sci[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(sci, sizeof sci, "%.*e", prec - 1, d);
-        if (strtod(sci, NULL) == d) break;
-    }
-    /* sci is "-d.ddde±x": collect the digits and the exponent. */
-    char digits[20];
-    int k = 0, e;
-    const char *p = sci;
-    bool neg = *p == '-';
-    if (neg) p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.') digits[k++] = *p;
-    e = atoi(p + 1);
-    while (k > 1 && digits[k - 1] == '0')
-        k--;
-    int n = e + 1; /* d = 0.digits × 10^n */
-
-    static const char ZEROS[] = "000000000000000000000";
-    const char *sign = neg ? "-" : "";
-    if (k <= n && n <= 21) /* 1500 */
-        snprintf(out, 32, "%s%.*s%.*s", sign, k, digits, n - k, ZEROS);
-    else if (0 < n && n <= 21) /* 1.5 */
-        snprintf(out, 32, "%s%.*s.%.*s", sign, n, digits, k - n, digits + n);
-    else if (-6 < n && n <= 0) /* 0.0015 */
-        snprintf(out, 32, "%s0.%.*s%.*s", sign, -n, ZEROS, k, digits);
-    else /* 1.5e+21, 1e-7 */
-        snprintf(out, 32, "%s%c%s%.*se%c%d", sign, digits[0], k > 1 ? "." : "", k - 1, digits + 1,
-                 n - 1 < 0 ? '-' : '+', abs(n - 1));
-}
-
 static mv_code put_scalar(renderer *r, const json_t *v, bool esc) {
     char num[32];
     switch (json_typeof(v)) {
     case JSON_INTEGER:
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return put(r, num, strlen(num));
-    case JSON_REAL: format_number(json_real_value(v), num); return put(r, num, strlen(num));
+    case JSON_REAL: mv_js_format_number(json_real_value(v), num); return put(r, num, strlen(num));
     case JSON_TRUE: return put(r, "true", 4);
     case JSON_FALSE: return put(r, "false", 5);
     case JSON_STRING: return put_text(r, json_string_value(v), json_string_length(v), esc);

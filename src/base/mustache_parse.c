@@ -331,8 +331,10 @@ static mv_code open_section(parser *p, const tag *t) {
         return fail_at(p, t->start, what);
     }
     mv_node_kind kind = t->kind == TAG_INVERTED ? MV_NODE_INVERTED : MV_NODE_SECTION;
+    /* A plain section's name is its whole argument; a keyword block splits "if x" in two. */
     const char *name = t->arg, *arg = t->arg;
-    size_t name_len = t->arg_len, arg_len = t->arg_len;
+    size_t name_len = t->arg_len;
+    size_t arg_len = name_len;
     if (t->kind == TAG_OPEN) {
         size_t w = 0;
         while (w < t->arg_len && !is_space(t->arg[w]))

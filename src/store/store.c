@@ -245,12 +245,17 @@ static void run_batch(mv_store *s, write_job *batch) {
             if (j->rc == MV_OK) j->rc = mv_err_copy(&j->err, &e);
 }
 
+/* Appends a job (gc_mu held). The job lives on its writer's stack until it is done. */
+static void enqueue(mv_store *s, write_job *job) {
+    if (s->queue_tail) s->queue_tail->next = job;
+    else s->queue_head = job;
+    s->queue_tail = job;
+}
+
 static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
     write_job job = {.fn = fn, .ctx = ctx};
     pthread_mutex_lock(&s->gc_mu);
-    if (s->queue_tail) s->queue_tail->next = &job;
-    else s->queue_head = &job;
-    s->queue_tail = &job;
+    enqueue(s, &job);
     while (!job.done) {
         if (s->leader_active) {
             pthread_cond_wait(&s->gc_cv, &s->gc_mu);
