@@ -73,6 +73,7 @@ typedef struct action_job {
     bool consume_approval;          /* consume the resume token inside the claim transaction */
     mv_approval_request approval;   /* what the approval is bound to */
     char digest[65];
+    char effect_id[37];             /* the approval's effect id */
 } action_job;
 
 /* ---- claim ------------------------------------------------------------------------------- */
@@ -338,10 +339,9 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
                               j->req->input ? j->req->input : json_object());
     mv_json_fingerprint(bound, j->digest);
     json_decref(bound);
-    char effect[37];
-    mv_code rc = mv_id_uuid(effect, err);
+    mv_code rc = mv_id_uuid(j->effect_id, err);
     if (rc != MV_OK) return rc;
-    j->approval = (mv_approval_request){.effect_id = NULL,
+    j->approval = (mv_approval_request){.effect_id = j->effect_id,
                                         .capability = a->approval_capability,
                                         .target = j->req->message_id,
                                         .digest = j->digest,
@@ -351,10 +351,8 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
                                         .resume_token = j->req->resume_token,
                                         .ttl_ms = a->approval_ttl_ms};
     if (!j->req->resume_token) {
-        j->approval.effect_id = effect;
         return mv_approval_authorize(svc->o.approvals, &j->approval, err);
     }
-    j->approval.effect_id = effect;
     token_approval_id(j->req->resume_token, j->approval_id);
     j->consume_approval = true;
     return MV_OK;

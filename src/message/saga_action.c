@@ -28,8 +28,10 @@ mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input
     mv_err e = {0};
     mv_code rc = mv_saga_get(engine, in->attempt_id, &record, &e);
     if (rc == MV_SAGA_NOT_FOUND) {
+        mv_err_clear(&e);
         json_t *input = handler_request(in);
-        rc = mv_saga_execute(engine, def, in->attempt_id, input, in->abort, &record, &e);
+        /* the outcome is read from the record below; e keeps the step's error for the message */
+        mv_saga_execute(engine, def, in->attempt_id, input, in->abort, &record, &e);
         json_decref(input);
     } else if (rc == MV_OK) {
         const char *state = mv_json_str(record, "state");
@@ -37,8 +39,8 @@ mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input
         if (running || compensating) {
             json_decref(record);
             record = NULL;
-            rc = running ? mv_saga_resume(engine, def, in->attempt_id, in->abort, &record, &e)
-                         : mv_saga_compensate(engine, def, in->attempt_id, in->abort, &record, &e);
+            if (running) mv_saga_resume(engine, def, in->attempt_id, in->abort, &record, &e);
+            else mv_saga_compensate(engine, def, in->attempt_id, in->abort, &record, &e);
         }
     }
     if (!record) return mv_err_copy(err, &e); /* nothing known: the attempt is retryable */
