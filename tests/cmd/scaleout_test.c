@@ -256,8 +256,8 @@ static void cluster_stop(cluster *c) {
     if (test_current_failed_) return; /* keep the config and daemon logs to look at */
     static const char *const files[] = {"templates/order.json", "templates", "sagas/fulfil.json",
                                         "sagas", "missived.json", "daemon-0.log", "daemon-1.log",
-                                        "daemon-2.log", ""};
-    for (int i = 0; files[i]; i++) {
+                                        "daemon-2.log", "" /* the directory */};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[900];
         snprintf(path, sizeof path, "%s/%s", c->dir, files[i]);
         remove(path);
