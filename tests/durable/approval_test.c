@@ -48,9 +48,9 @@ static void *resume_thread(void *arg) {
     return NULL;
 }
 
-TEST(tokens_are_tenant_and_operation_bound_and_single_use) {
+STORE_TEST(tokens_are_tenant_and_operation_bound_and_single_use) {
     char url[600];
-    mv_store *s = fixture_store("a1.db", url, sizeof url);
+    mv_store *s = fixture_store(kind, "a1.db", url, sizeof url);
     REQUIRE(s);
     mv_approvals *a = open_approvals(s, NULL, 0);
     REQUIRE(a);
@@ -121,8 +121,8 @@ TEST(tokens_are_tenant_and_operation_bound_and_single_use) {
     mv_store_close(s);
 }
 
-TEST(forged_token_is_invalid_and_expired_token_is_expired) {
-    mv_store *s = fixture_store("a2.db", NULL, 0);
+STORE_TEST(forged_token_is_invalid_and_expired_token_is_expired) {
+    mv_store *s = fixture_store(kind, "a2.db", NULL, 0);
     REQUIRE(s);
     int64_t now = 1000;
     mv_clock clock = mv_manual_clock(&now);
@@ -169,8 +169,8 @@ TEST(forged_token_is_invalid_and_expired_token_is_expired) {
     mv_store_close(s);
 }
 
-TEST(max_safe_clock_rejects_bad_ids_and_overflowing_expiry) {
-    mv_store *s = fixture_store("a3.db", NULL, 0);
+STORE_TEST(max_safe_clock_rejects_bad_ids_and_overflowing_expiry) {
+    mv_store *s = fixture_store(kind, "a3.db", NULL, 0);
     REQUIRE(s);
     int64_t now = INT64_C(9007199254740991);
     mv_clock clock = mv_manual_clock(&now);
@@ -187,8 +187,8 @@ TEST(max_safe_clock_rejects_bad_ids_and_overflowing_expiry) {
     mv_store_close(s);
 }
 
-TEST(short_secret_and_memory_store_are_refused) {
-    mv_store *s = fixture_store("a4.db", NULL, 0);
+STORE_TEST(short_secret_and_memory_store_are_refused) {
+    mv_store *s = fixture_store(kind, "a4.db", NULL, 0);
     REQUIRE(s);
     mv_approvals_options o = {.secret = SECRET, .secret_len = 31};
     mv_approvals *a = NULL;
@@ -204,8 +204,8 @@ TEST(short_secret_and_memory_store_are_refused) {
     mv_store_close(s);
 }
 
-TEST(decisions_only_by_the_same_tenant_while_pending_and_get_hides_other_tenants) {
-    mv_store *s = fixture_store("a5.db", NULL, 0);
+STORE_TEST(decisions_only_by_the_same_tenant_while_pending_and_get_hides_other_tenants) {
+    mv_store *s = fixture_store(kind, "a5.db", NULL, 0);
     REQUIRE(s);
     mv_approvals *a = open_approvals(s, NULL, 0);
     REQUIRE(a);
@@ -242,8 +242,8 @@ static mv_code count_exec(const mv_effect_context *c, void *ctx, json_t **result
     return MV_OK;
 }
 
-TEST(approval_gated_effect_journals_failed_then_committed) {
-    mv_store *s = fixture_store("a6.db", NULL, 0);
+STORE_TEST(approval_gated_effect_journals_failed_then_committed) {
+    mv_store *s = fixture_store(kind, "a6.db", NULL, 0);
     REQUIRE(s);
     mv_approvals *a = open_approvals(s, NULL, 0);
     mv_journal *j;
@@ -318,8 +318,8 @@ static mv_code create_claims(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_exec(db, SQL_CREATE_CLAIMS, err);
 }
 
-TEST(consume_inside_the_callers_transaction_rolls_back_with_it) {
-    mv_store *s = fixture_store("a7.db", NULL, 0);
+STORE_TEST(consume_inside_the_callers_transaction_rolls_back_with_it) {
+    mv_store *s = fixture_store(kind, "a7.db", NULL, 0);
     REQUIRE(s);
     mv_approvals *a = open_approvals(s, NULL, 0);
     REQUIRE(a);

@@ -39,9 +39,9 @@ static mv_code put_saga(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "");
 }
 
-TEST(reconcile_prints_one_json_line_per_finding_with_its_kind) {
+STORE_TEST(reconcile_prints_one_json_line_per_finding_with_its_kind) {
     char url[600], out[8192];
-    mv_store *s = fixture_store("cli1.db", url, sizeof url);
+    mv_store *s = fixture_store(kind, "cli1.db", url, sizeof url);
     REQUIRE(s);
     int64_t now = 1000;
     mv_clock clock = mv_manual_clock(&now);
@@ -76,9 +76,9 @@ TEST(reconcile_prints_one_json_line_per_finding_with_its_kind) {
     CHECK_INT(capture(cli_reconcile, missing, out, sizeof out), 1);
 }
 
-TEST(approvals_decide_records_the_decision_and_rejects_a_second_one) {
+STORE_TEST(approvals_decide_records_the_decision_and_rejects_a_second_one) {
     char url[600], out[4096];
-    mv_store *s = fixture_store("cli2.db", url, sizeof url);
+    mv_store *s = fixture_store(kind, "cli2.db", url, sizeof url);
     REQUIRE(s);
     unsigned char secret[32] = "0123456789abcdef0123456789abcdef";
     mv_approvals_options o = {.secret = secret, .secret_len = 32};
@@ -111,9 +111,9 @@ TEST(approvals_decide_records_the_decision_and_rejects_a_second_one) {
     mv_store_close(s);
 }
 
-TEST(saga_resolve_records_the_outcome_using_the_stored_retry_limit) {
+STORE_TEST(saga_resolve_records_the_outcome_using_the_stored_retry_limit) {
     char url[600], out[4096];
-    mv_store *s = fixture_store("cli3.db", url, sizeof url);
+    mv_store *s = fixture_store(kind, "cli3.db", url, sizeof url);
     REQUIRE(s);
     mv_err err = {0};
     REQUIRE(mv_store_write(s, put_saga, NULL, &err) == MV_OK);

@@ -191,8 +191,8 @@ TEST(invalid_error_code_replaces_the_error_and_abort_stops_before_any_transition
     CHECK_STR(err.message, "owned effect capability is invalid");
 }
 
-TEST(scope_with_journal_records_committed_and_unknown) {
-    mv_store *s = fixture_store("scope.db", NULL, 0);
+STORE_TEST(scope_with_journal_records_committed_and_unknown) {
+    mv_store *s = fixture_store(kind, "scope.db", NULL, 0);
     REQUIRE(s);
     mv_journal *j;
     mv_err err = {0};

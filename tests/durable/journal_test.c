@@ -22,8 +22,8 @@ TEST(journal_refuses_memory_store_unless_allowed) {
     mv_store_close(s);
 }
 
-TEST(effect_moves_admission_executing_committed_with_versions) {
-    mv_store *s = fixture_store("j1.db", NULL, 0);
+STORE_TEST(effect_moves_admission_executing_committed_with_versions) {
+    mv_store *s = fixture_store(kind, "j1.db", NULL, 0);
     REQUIRE(s);
     int64_t now = 1000;
     mv_clock clock = mv_manual_clock(&now);
@@ -57,8 +57,8 @@ TEST(effect_moves_admission_executing_committed_with_versions) {
     mv_store_close(s);
 }
 
-TEST(duplicate_intent_and_out_of_order_transitions_are_rejected) {
-    mv_store *s = fixture_store("j2.db", NULL, 0);
+STORE_TEST(duplicate_intent_and_out_of_order_transitions_are_rejected) {
+    mv_store *s = fixture_store(kind, "j2.db", NULL, 0);
     REQUIRE(s);
     mv_journal *j;
     mv_err err = {0};
@@ -91,8 +91,8 @@ TEST(duplicate_intent_and_out_of_order_transitions_are_rejected) {
     mv_store_close(s);
 }
 
-TEST(intent_validation_names_the_field_and_changes_nothing) {
-    mv_store *s = fixture_store("j3.db", NULL, 0);
+STORE_TEST(intent_validation_names_the_field_and_changes_nothing) {
+    mv_store *s = fixture_store(kind, "j3.db", NULL, 0);
     REQUIRE(s);
     mv_journal *j;
     mv_err err = {0};
@@ -135,8 +135,8 @@ static mv_code corrupt_fn(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_execf(db, SQL_CORRUPT, NULL, err, "");
 }
 
-TEST(stored_record_with_partial_identity_is_refused_on_read) {
-    mv_store *s = fixture_store("j4.db", NULL, 0);
+STORE_TEST(stored_record_with_partial_identity_is_refused_on_read) {
+    mv_store *s = fixture_store(kind, "j4.db", NULL, 0);
     REQUIRE(s);
     mv_journal *j;
     mv_err err = {0};
@@ -167,8 +167,8 @@ static void *race_executing(void *arg) {
     return NULL;
 }
 
-TEST(two_threads_racing_one_transition_exactly_one_wins) {
-    mv_store *s = fixture_store("j5.db", NULL, 0);
+STORE_TEST(two_threads_racing_one_transition_exactly_one_wins) {
+    mv_store *s = fixture_store(kind, "j5.db", NULL, 0);
     REQUIRE(s);
     mv_journal *j;
     mv_err err = {0};

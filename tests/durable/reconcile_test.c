@@ -24,8 +24,8 @@ static void count_event(const mv_effect_event *ev, void *ctx) {
     if (ev->stage == MV_STAGE_RECONCILIATION) events_seen++;
 }
 
-TEST(incomplete_and_ambiguous_effects_are_reported_exactly) {
-    mv_store *s = fixture_store("r5.db", NULL, 0);
+STORE_TEST(incomplete_and_ambiguous_effects_are_reported_exactly) {
+    mv_store *s = fixture_store(kind, "r5.db", NULL, 0);
     REQUIRE(s);
     int64_t now = 10;
     mv_clock clock = mv_manual_clock(&now);
@@ -56,8 +56,8 @@ TEST(incomplete_and_ambiguous_effects_are_reported_exactly) {
     mv_store_close(s);
 }
 
-TEST(pages_of_one_carry_an_opaque_cursor_until_the_last) {
-    mv_store *s = fixture_store("r6.db", NULL, 0);
+STORE_TEST(pages_of_one_carry_an_opaque_cursor_until_the_last) {
+    mv_store *s = fixture_store(kind, "r6.db", NULL, 0);
     REQUIRE(s);
     int64_t now = 10;
     mv_clock clock = mv_manual_clock(&now);
@@ -85,8 +85,8 @@ TEST(pages_of_one_carry_an_opaque_cursor_until_the_last) {
     mv_store_close(s);
 }
 
-TEST(keyset_paging_walks_every_state_once_across_equal_timestamps) {
-    mv_store *s = fixture_store("r6b.db", NULL, 0);
+STORE_TEST(keyset_paging_walks_every_state_once_across_equal_timestamps) {
+    mv_store *s = fixture_store(kind, "r6b.db", NULL, 0);
     REQUIRE(s);
     int64_t now = 10;
     mv_clock clock = mv_manual_clock(&now);
@@ -132,8 +132,8 @@ TEST(keyset_paging_walks_every_state_once_across_equal_timestamps) {
     mv_store_close(s);
 }
 
-TEST(finished_effects_leave_only_the_pending_one) {
-    mv_store *s = fixture_store("r7.db", NULL, 0);
+STORE_TEST(finished_effects_leave_only_the_pending_one) {
+    mv_store *s = fixture_store(kind, "r7.db", NULL, 0);
     REQUIRE(s);
     mv_journal *j = journal_at(s, NULL);
     REQUIRE(j);
@@ -170,8 +170,8 @@ static mv_code bulk_fn(mv_db *db, void *ctx, mv_err *err) {
     return MV_OK;
 }
 
-TEST(more_than_a_thousand_findings_need_the_paged_call) {
-    mv_store *s = fixture_store("r8.db", NULL, 0);
+STORE_TEST(more_than_a_thousand_findings_need_the_paged_call) {
+    mv_store *s = fixture_store(kind, "r8.db", NULL, 0);
     REQUIRE(s);
     mv_err err = {0};
     int n = 1001;
@@ -218,8 +218,8 @@ static mv_code count_exec(const mv_effect_context *c, void *ctx, json_t **result
     return MV_OK;
 }
 
-TEST(lost_commit_leaves_the_effect_unknown_and_reconciliation_reports_it) {
-    mv_store *s = fixture_store("r9.db", NULL, 0);
+STORE_TEST(lost_commit_leaves_the_effect_unknown_and_reconciliation_reports_it) {
+    mv_store *s = fixture_store(kind, "r9.db", NULL, 0);
     REQUIRE(s);
     mv_journal *j = journal_at(s, NULL);
     REQUIRE(j);
@@ -275,8 +275,8 @@ static mv_code put_sagas(mv_db *db, void *ctx, mv_err *err) {
     return MV_OK;
 }
 
-TEST(saga_findings_name_ambiguity_review_and_staleness) {
-    mv_store *s = fixture_store("rs.db", NULL, 0);
+STORE_TEST(saga_findings_name_ambiguity_review_and_staleness) {
+    mv_store *s = fixture_store(kind, "rs.db", NULL, 0);
     REQUIRE(s);
     mv_err err = {0};
     REQUIRE(mv_store_write(s, put_sagas, NULL, &err) == MV_OK);
@@ -320,8 +320,9 @@ static mv_code plan_fn(mv_db *db, void *ctx, mv_err *err) {
     return MV_OK;
 }
 
+/* SQLite's EXPLAIN QUERY PLAN: SQLite only. */
 TEST(reconciliation_scans_use_the_state_updated_index) {
-    mv_store *s = fixture_store("plan.db", NULL, 0);
+    mv_store *s = fixture_store("sqlite", "plan.db", NULL, 0);
     REQUIRE(s);
     mv_err err = {0};
     int n = 200;

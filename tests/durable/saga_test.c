@@ -117,8 +117,8 @@ static void on_save(const json_t *record, void *ctx) {
     }
 }
 
-static bool rig_open(rig *r, const char *name, world *w, const unsigned char *key) {
-    r->store = fixture_store(name, NULL, 0);
+static bool rig_open(rig *r, const char *kind, const char *name, world *w, const unsigned char *key) {
+    r->store = fixture_store(kind, name, NULL, 0);
     if (!r->store) return false;
     r->now = 100;
     r->clock = mv_manual_clock(&r->now);
@@ -137,10 +137,10 @@ static const char *step_field(const json_t *rec, int i, const char *key) {
     return mv_json_str(json_array_get(json_object_get(rec, "steps"), (size_t)i), key);
 }
 
-TEST(checkout_compensates_in_reverse_with_retries_sharing_one_effect_id) {
+STORE_TEST(checkout_compensates_in_reverse_with_retries_sharing_one_effect_id) {
     world w = {.business_failure_after_steps = true, .charge_comp_failures_left = 1};
     rig r;
-    REQUIRE(rig_open(&r, "s10.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "s10.db", &w, NULL));
     mv_saga_definition def = checkout(&w, 2);
     json_t *input = json_pack("{s:s}", "order", "o1"), *rec = NULL;
     mv_err err = {0};
@@ -180,10 +180,10 @@ static mv_code ambiguous_saga(rig *r, world *w, mv_saga_definition *def, json_t 
     return rc;
 }
 
-TEST(ambiguous_step_goes_to_manual_review_and_is_reconciled) {
+STORE_TEST(ambiguous_step_goes_to_manual_review_and_is_reconciled) {
     world w = {0};
     rig r;
-    REQUIRE(rig_open(&r, "s11.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "s11.db", &w, NULL));
     mv_saga_definition def;
     json_t *rec = NULL;
     mv_err err = {0};
@@ -217,10 +217,10 @@ TEST(ambiguous_step_goes_to_manual_review_and_is_reconciled) {
     rig_close(&r);
 }
 
-TEST(operator_resolution_commits_the_step_and_resume_completes_without_rerunning) {
+STORE_TEST(operator_resolution_commits_the_step_and_resume_completes_without_rerunning) {
     world w = {0};
     rig r;
-    REQUIRE(rig_open(&r, "s12.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "s12.db", &w, NULL));
     mv_saga_definition def;
     json_t *rec = NULL;
     mv_err err = {0};
@@ -278,10 +278,10 @@ static mv_code put_saga_fn(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "ssss", p->id, p->def, p->state, p->steps);
 }
 
-TEST(resolved_compensation_lets_compensate_finish) {
+STORE_TEST(resolved_compensation_lets_compensate_finish) {
     world w = {0};
     rig r;
-    REQUIRE(rig_open(&r, "s13.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "s13.db", &w, NULL));
     mv_err err = {0};
     put_saga p = {"saga_review", "checkout", "manual-review",
                   "[{\"name\":\"reserve\",\"effectId\":\"effect_reserve\","
@@ -304,10 +304,10 @@ TEST(resolved_compensation_lets_compensate_finish) {
     rig_close(&r);
 }
 
-TEST(pre_aborted_execute_persists_nothing) {
+STORE_TEST(pre_aborted_execute_persists_nothing) {
     world w = {0};
     rig r;
-    REQUIRE(rig_open(&r, "s14.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "s14.db", &w, NULL));
     mv_saga_definition def = checkout(&w, 3);
     mv_abort abort = {0};
     mv_abort_fire(&abort, "cancelled");
@@ -323,11 +323,11 @@ TEST(pre_aborted_execute_persists_nothing) {
     rig_close(&r);
 }
 
-TEST(abort_after_the_step_is_persisted_fails_it_before_execution) {
+STORE_TEST(abort_after_the_step_is_persisted_fails_it_before_execution) {
     mv_abort abort = {0};
     world w = {.abort_on_executing = &abort};
     rig r;
-    REQUIRE(rig_open(&r, "s15.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "s15.db", &w, NULL));
     mv_saga_definition def = checkout(&w, 3);
     json_t *rec = NULL, *input = json_object();
     mv_err err = {0};
@@ -375,10 +375,10 @@ TEST(definition_is_validated_eagerly) {
     CHECK_STR(err.message, "saga compensator reserve must be a function");
 }
 
-TEST(exhausted_compensation_goes_to_manual_review) {
+STORE_TEST(exhausted_compensation_goes_to_manual_review) {
     world w = {.fail_after_reserve = true, .comp_always_fail = true};
     rig r;
-    REQUIRE(rig_open(&r, "s17.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "s17.db", &w, NULL));
     mv_saga_definition def = checkout(&w, 1);
     json_t *rec = NULL, *input = json_object();
     mv_err err = {0};
@@ -400,10 +400,10 @@ TEST(exhausted_compensation_goes_to_manual_review) {
     rig_close(&r);
 }
 
-TEST(saga_json_has_the_public_shape_and_hides_compensation_args) {
+STORE_TEST(saga_json_has_the_public_shape_and_hides_compensation_args) {
     world w = {0};
     rig r;
-    REQUIRE(rig_open(&r, "shape.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "shape.db", &w, NULL));
     mv_saga_definition def = checkout(&w, 3);
     json_t *rec = NULL, *input = json_pack("{s:i}", "n", 1);
     mv_err err = {0};
@@ -442,10 +442,10 @@ TEST(saga_json_has_the_public_shape_and_hides_compensation_args) {
     rig_close(&r);
 }
 
-TEST(start_with_the_same_id_replays_or_reports_a_mismatch) {
+STORE_TEST(start_with_the_same_id_replays_or_reports_a_mismatch) {
     world w = {0};
     rig r;
-    REQUIRE(rig_open(&r, "start.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "start.db", &w, NULL));
     mv_saga_definition def = checkout(&w, 3);
     json_t *input = json_pack("{s:i, s:s}", "a", 1, "b", "x");
     json_t *same = json_pack("{s:s, s:i}", "b", "x", "a", 1); /* key order does not matter */
@@ -484,10 +484,10 @@ static int64_t bad_backoff(int attempt, void *ctx) {
     return -1;
 }
 
-TEST(invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit) {
+STORE_TEST(invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit) {
     world w = {.fail_after_reserve = true, .comp_always_fail = true};
     rig r;
-    REQUIRE(rig_open(&r, "backoff.db", &w, NULL));
+    REQUIRE(rig_open(&r, kind, "backoff.db", &w, NULL));
     mv_saga_definition def = checkout(&w, 3);
     def.backoff = bad_backoff;
     json_t *rec = NULL, *input = json_object();
@@ -555,12 +555,12 @@ static mv_code tamper_fn(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_execf(db, SQL_TAMPER_SAGA, NULL, err, "s", (const char *)ctx);
 }
 
-TEST(encrypted_saga_stores_no_plaintext_and_detects_tampering) {
+STORE_TEST(encrypted_saga_stores_no_plaintext_and_detects_tampering) {
     world w = {0};
     rig r;
     unsigned char key[32];
     memset(key, 0x42, sizeof key);
-    REQUIRE(rig_open(&r, "enc.db", &w, key));
+    REQUIRE(rig_open(&r, kind, "enc.db", &w, key));
     mv_saga_definition def = checkout(&w, 3);
     json_t *input = json_pack("{s:s}", "card", "4242-secret"), *rec = NULL;
     mv_err err = {0};
@@ -628,9 +628,9 @@ static mv_code noop_comp(const json_t *a, const mv_saga_compensation_call *c, vo
     return MV_OK;
 }
 
-TEST(two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice) {
+STORE_TEST(two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice) {
     char url[600];
-    mv_store *s = fixture_store("race.db", url, sizeof url);
+    mv_store *s = fixture_store(kind, "race.db", url, sizeof url);
     REQUIRE(s);
     const char *count_path = test_tmp_path("race.count");
     mv_err err = {0};
