@@ -25,9 +25,9 @@ TEST(migrate_creates_the_schema_then_says_nothing_to_do) {
     CHECK_INT(run("migrate", out, sizeof out), 2);
 }
 
-TEST(gc_removes_completed_reservations_older_than_the_retention) {
+STORE_TEST(gc_removes_completed_reservations_older_than_the_retention) {
     fixture f;
-    REQUIRE(fixture_open(&f, "gc-cli.db"));
+    REQUIRE(fixture_open(&f, kind, "gc-cli.db"));
     mv_code rc;
     f.now = mv_now_ms() - 10000; /* completed ten seconds ago */
     json_decref(fixture_create(&f, "u1", "u2", "old-key", &rc));

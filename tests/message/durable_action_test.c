@@ -90,11 +90,11 @@ typedef struct {
     counter handler;
 } env;
 
-static int env_open(env *e, const char *name) {
+static int env_open(env *e, const char *kind, const char *name) {
     memset(e, 0, sizeof *e);
     memset(&script, 0, sizeof script);
     /* the durable engines need the store first: open the fixture, then rebuild the service */
-    if (!fixture_open(&e->f, name)) return 0;
+    if (!fixture_open(&e->f, kind, name)) return 0;
     mv_approvals_options ao = {.secret = SECRET, .secret_len = 32, .clock = &e->f.clock};
     mv_saga_engine_options so = {.clock = &e->f.clock};
     mv_err err = {0};
@@ -155,9 +155,9 @@ static const char *state_of(env *e, const char *id, char buf[16]) {
     return buf;
 }
 
-TEST(an_action_needing_approval_runs_once_after_the_approver_decides) {
+STORE_TEST(an_action_needing_approval_runs_once_after_the_approver_decides) {
     env e;
-    REQUIRE(env_open(&e, "approval.db"));
+    REQUIRE(env_open(&e, kind, "approval.db"));
     char *id = create_refund(&e), *other = create_refund(&e);
     REQUIRE(id && other);
     mv_err err = {0};
@@ -190,9 +190,9 @@ TEST(an_action_needing_approval_runs_once_after_the_approver_decides) {
     env_close(&e);
 }
 
-TEST(a_retry_of_an_approved_attempt_needs_no_new_approval_but_a_token_is_single_use) {
+STORE_TEST(a_retry_of_an_approved_attempt_needs_no_new_approval_but_a_token_is_single_use) {
     env e;
-    REQUIRE(env_open(&e, "approval-retry.db"));
+    REQUIRE(env_open(&e, kind, "approval-retry.db"));
     e.handler.fail_first = 1;
     char *id = create_refund(&e);
     mv_err err = {0};
@@ -211,9 +211,9 @@ TEST(a_retry_of_an_approved_attempt_needs_no_new_approval_but_a_token_is_single_
     env_close(&e);
 }
 
-TEST(a_saga_handler_completes_and_returns_each_steps_result) {
+STORE_TEST(a_saga_handler_completes_and_returns_each_steps_result) {
     env e;
-    REQUIRE(env_open(&e, "saga-ok.db"));
+    REQUIRE(env_open(&e, kind, "saga-ok.db"));
     char *id = create_refund(&e);
     mv_user u = {.id = "ana", .roles = FINANCE, .nroles = 1};
     mv_action_request req = {.message_id = id, .action_cd = "book", .user = &u};
@@ -229,9 +229,9 @@ TEST(a_saga_handler_completes_and_returns_each_steps_result) {
     env_close(&e);
 }
 
-TEST(a_compensated_saga_returns_the_message_to_active_and_a_new_press_is_a_new_saga) {
+STORE_TEST(a_compensated_saga_returns_the_message_to_active_and_a_new_press_is_a_new_saga) {
     env e;
-    REQUIRE(env_open(&e, "saga-comp.db"));
+    REQUIRE(env_open(&e, kind, "saga-comp.db"));
     script.charge_outcome = MV_SAGA_STEP_FAILED;
     char *id = create_refund(&e);
     mv_err err = {0};
@@ -253,9 +253,9 @@ TEST(a_compensated_saga_returns_the_message_to_active_and_a_new_press_is_a_new_s
     env_close(&e);
 }
 
-TEST(an_ambiguous_step_needs_review_and_a_press_after_resolution_continues_the_same_saga) {
+STORE_TEST(an_ambiguous_step_needs_review_and_a_press_after_resolution_continues_the_same_saga) {
     env e;
-    REQUIRE(env_open(&e, "saga-review.db"));
+    REQUIRE(env_open(&e, kind, "saga-review.db"));
     script.charge_outcome = MV_UPSTREAM_FAILED;
     char *id = create_refund(&e);
     mv_err err = {0};
