@@ -384,6 +384,9 @@ typedef struct mv_saga_engine_options {
      * shape, borrowed). For lease extension, metrics, tests. */
     void (*on_save)(const json_t *record, void *ctx);
     void *on_save_ctx;
+    /* Resume and compensate hold the saga's runner lease (one runner at a time; a second gets
+     * MV_SAGA_CONCURRENCY at once). Extended by every save. 0 → 30000. */
+    int64_t runner_lease_ms;
 } mv_saga_engine_options;
 
 mv_code mv_saga_engine_new(mv_store *store, const mv_saga_engine_options *opts,

@@ -26,6 +26,7 @@ struct mv_saga_engine {
     unsigned char key[32];
     void (*on_save)(const json_t *record, void *ctx);
     void *on_save_ctx;
+    int64_t runner_lease_ms;
 };
 
 struct mv_saga_ctx {
@@ -44,8 +45,18 @@ static const char SQL_GET_SAGA[] =
     "SELECT saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
     "created_at, updated_at, version FROM sagas WHERE saga_id = ?";
 static const char SQL_CAS_SAGA[] =
-    "UPDATE sagas SET state = ?, steps = ?, updated_at = ?, version = ? "
+    "UPDATE sagas SET state = ?, steps = ?, updated_at = ?, version = ?, "
+    "runner_expires_at = CASE WHEN runner_id IS NULL THEN NULL ELSE CAST(? AS BIGINT) END "
     "WHERE saga_id = ? AND version = ?";
+/* One runner at a time: resume and compensate take the saga's runner lease first, so a second
+ * caller (another thread, process or daemon) answers saga_concurrency at once instead of racing
+ * the first through a step that is still running. Every save extends the lease; a crashed
+ * runner's lease simply expires. */
+static const char SQL_TAKE_RUNNER[] =
+    "UPDATE sagas SET runner_id = ?, runner_expires_at = ? "
+    "WHERE saga_id = ? AND (runner_id IS NULL OR runner_expires_at <= ?)";
+static const char SQL_DROP_RUNNER[] =
+    "UPDATE sagas SET runner_id = NULL, runner_expires_at = NULL WHERE saga_id = ? AND runner_id = ?";
 
 static const char *const saga_states[] = {"running",     "compensating",  "completed",
                                           "compensated", "manual-review", NULL};
@@ -75,11 +86,13 @@ mv_code mv_saga_engine_new(mv_store *store, const mv_saga_engine_options *opts,
     mv_saga_engine *e = calloc(1, sizeof *e);
     if (!e) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     e->store = store;
+    e->runner_lease_ms = 30000;
     if (opts) {
         e->clock = opts->clock;
         e->observer = opts->observer;
         e->on_save = opts->on_save;
         e->on_save_ctx = opts->on_save_ctx;
+        if (opts->runner_lease_ms > 0) e->runner_lease_ms = opts->runner_lease_ms;
         if (opts->encryption_key) {
             memcpy(e->key, opts->encryption_key, 32);
             e->has_key = true;
@@ -342,14 +355,14 @@ static json_t *public_json(const json_t *rec) {
 
 typedef struct {
     const char *id, *state, *steps;
-    int64_t updated_at, version;
+    int64_t updated_at, version, lease_until;
 } cas_tx;
 
 static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     cas_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_CAS_SAGA, &changes, err, "ssiisi", t->state, t->steps,
-                             t->updated_at, t->version + 1, t->id, t->version);
+    mv_code rc = mv_db_execf(db, SQL_CAS_SAGA, &changes, err, "ssiiisi", t->state, t->steps,
+                             t->updated_at, t->version + 1, t->lease_until, t->id, t->version);
     if (rc) return rc;
     if (changes != 1)
         return mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected",
@@ -394,6 +407,7 @@ static mv_code save(mv_saga_engine *e, json_t **rec, json_t *next, mv_err *err) 
                     .steps = steps,
                     .updated_at = json_integer_value(json_object_get(next, "updatedAt")),
                     .version = version};
+        t.lease_until = t.updated_at + e->runner_lease_ms;
         rc = mv_store_write(e->store, cas_fn, &t, err);
         if (rc == MV_SAGA_CONCURRENCY) concurrency(id, err);
     }
@@ -440,6 +454,46 @@ static mv_code save_with(mv_saga_engine *e, json_t **rec, const char *state, int
     json_t *next;
     mv_code rc = with(e, *rec, state, index, step, &next, err);
     return rc ? rc : save(e, rec, next, err);
+}
+
+/* ---- the runner lease ---------------------------------------------------------------------- */
+
+typedef struct {
+    const char *id, *runner;
+    int64_t now, until, changes;
+    bool take;
+} runner_tx;
+
+static mv_code runner_fn(mv_db *db, void *ctx, mv_err *err) {
+    runner_tx *t = ctx;
+    if (t->take)
+        return mv_db_execf(db, SQL_TAKE_RUNNER, &t->changes, err, "sisi", t->runner, t->until,
+                           t->id, t->now);
+    return mv_db_execf(db, SQL_DROP_RUNNER, &t->changes, err, "ss", t->id, t->runner);
+}
+
+/* Takes the runner lease of saga_id for runner (37 bytes, filled). A saga that does not exist is
+ * not an error here: the load that follows reports it. */
+static mv_code take_runner(mv_saga_engine *e, const char *saga_id, char runner[37], mv_err *err) {
+    mv_code rc = mv_id_uuid(runner, err);
+    if (rc) return rc;
+    runner_tx t = {.id = saga_id, .runner = runner, .take = true};
+    if ((rc = now_ms(e, &t.now, err))) return rc;
+    t.until = t.now + e->runner_lease_ms;
+    if ((rc = mv_store_write(e->store, runner_fn, &t, err))) return rc;
+    json_t *existing = NULL;
+    if (t.changes == 0 && load(e, saga_id, &existing, NULL) == MV_OK) {
+        json_decref(existing);
+        mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: another runner is working on it", saga_id);
+        if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
+        return MV_SAGA_CONCURRENCY;
+    }
+    return MV_OK;
+}
+
+static void drop_runner(mv_saga_engine *e, const char *saga_id, const char *runner) {
+    runner_tx t = {.id = saga_id, .runner = runner};
+    mv_store_write(e->store, runner_fn, &t, NULL); /* failing here only delays the next runner */
 }
 
 /* ---- definitions ------------------------------------------------------------------------- */
@@ -865,10 +919,13 @@ mv_code mv_saga_compensate(mv_saga_engine *e, const mv_saga_definition *def, con
                            mv_abort *abort, json_t **record, mv_err *err) {
     mv_code rc;
     json_t *rec = NULL;
-    if ((rc = check_call(def, saga_id, abort, err))) return finish(e, saga_id, record, rc);
+    char runner[37];
+    if ((rc = check_call(def, saga_id, abort, err)) || (rc = take_runner(e, saga_id, runner, err)))
+        return finish(e, saga_id, record, rc);
     if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err)))
         rc = compensate_loaded(e, def, &rec, abort, err);
     json_decref(rec);
+    drop_runner(e, saga_id, runner);
     return finish(e, saga_id, record, rc);
 }
 
@@ -909,10 +966,13 @@ mv_code mv_saga_resume(mv_saga_engine *e, const mv_saga_definition *def, const c
                        mv_abort *abort, json_t **record, mv_err *err) {
     mv_code rc;
     json_t *rec = NULL;
-    if ((rc = check_call(def, saga_id, abort, err))) return finish(e, saga_id, record, rc);
+    char runner[37];
+    if ((rc = check_call(def, saga_id, abort, err)) || (rc = take_runner(e, saga_id, runner, err)))
+        return finish(e, saga_id, record, rc);
     if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err)))
         rc = resume_loaded(e, def, &rec, abort, err);
     json_decref(rec);
+    drop_runner(e, saga_id, runner);
     return finish(e, saga_id, record, rc);
 }
 

@@ -45,6 +45,8 @@
     " input_fingerprint TEXT NOT NULL,"                                                            \
     " steps TEXT NOT NULL,"                                                                        \
     " max_attempts INTEGER NOT NULL,"                                                              \
+    " runner_id TEXT,"                                                                             \
+    " runner_expires_at BIGINT,"                                                                   \
     " created_at BIGINT NOT NULL,"                                                                 \
     " updated_at BIGINT NOT NULL,"                                                                 \
     " version BIGINT NOT NULL);"                                                                   \
