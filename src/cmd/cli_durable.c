@@ -167,8 +167,8 @@ static const struct {
     const char *label; /* the `kind` field of each finding */
     mv_code (*print)(const scan_args *a, mv_err *err);
 } reconcilers[] = {
-    {"effects", "effect", print_effects},    {"sagas", "saga", print_sagas},
-    {"actions", "action", print_actions},    {"requests", "request", print_requests},
+    {"effects", "effect", print_effects}, {"sagas", "saga", print_sagas},
+    {"actions", "action", print_actions}, {"requests", "request", print_requests},
     {"outbox", "outbox", print_outbox},
 };
 
@@ -271,14 +271,14 @@ static mv_code daemon_view_open(daemon_view *v, const char *path, mv_err *err) {
     if (rc) return rc;
     const mv_config *c = v->cfg;
     if (!c->sagas)
-        return mv_err_set(err, MV_INVALID_CONFIG, "%s: no \"sagas\" directory is configured",
-                          path);
+        return mv_err_set(err, MV_INVALID_CONFIG, "%s: no \"sagas\" directory is configured", path);
     v->wh = (mv_webhook_config){.secret = c->webhook_secret.bytes,
                                 .secret_len = c->webhook_secret.len,
                                 .connect_timeout_ms = c->webhooks.connect_timeout_ms,
                                 .timeout_ms = c->webhooks.timeout_ms,
                                 .max_response_bytes = c->webhooks.max_response_bytes};
-    if (!(v->book = mv_saga_book_new(&v->wh))) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (!(v->book = mv_saga_book_new(&v->wh)))
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if ((rc = mv_saga_book_load_dir(v->book, c->sagas, err))) return rc;
     mv_store_options so = {.pool_size = 1,
                            .synchronous = c->store_options.synchronous,

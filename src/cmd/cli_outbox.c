@@ -18,10 +18,10 @@
 
 static void report_failure(void *ctx, const mv_outbox_event *ev) {
     (void)ctx;
-    json_t *line = json_pack("{s:s, s:s, s:s, s:i, s:b, s:s}", "row", ev->row_id, "outboxKind",
-                             ev->kind == MV_OUTBOX_EMAIL ? "email" : "webhook", "stage", ev->stage,
-                             "attempt", ev->attempt, "final", ev->final, "error",
-                             ev->error ? ev->error : "");
+    json_t *line =
+        json_pack("{s:s, s:s, s:s, s:i, s:b, s:s}", "row", ev->row_id, "outboxKind",
+                  ev->kind == MV_OUTBOX_EMAIL ? "email" : "webhook", "stage", ev->stage, "attempt",
+                  ev->attempt, "final", ev->final, "error", ev->error ? ev->error : "");
     char *s = line ? json_dumps(line, JSON_COMPACT) : NULL;
     if (s) fprintf(stderr, "%s\n", s);
     free(s);

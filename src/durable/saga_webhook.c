@@ -96,8 +96,8 @@ static mv_code compensate_step(const json_t *args, const mv_saga_compensation_ca
     if (!body) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     mv_webhook_response res = {0};
     mv_err werr = {0};
-    mv_code rc = mv_webhook_post(step->def->wh, step->compensate_url, body, call->effect_id, &res,
-                                 &werr);
+    mv_code rc =
+        mv_webhook_post(step->def->wh, step->compensate_url, body, call->effect_id, &res, &werr);
     json_decref(body);
     mv_webhook_response_free(&res);
     if (rc != MV_OK)
@@ -269,8 +269,9 @@ static mv_code read_steps(const parse *p, const json_t *root, wh_def *d) {
         d->nsteps = i + 1; /* owned from here: def_free releases what was read */
         const char *name = mv_json_str(s, "name");
         if (!mv_valid_token(name, 128))
-            return fail(p, "%s.name must be a string of 1 to 128 printable characters without "
-                           "spaces",
+            return fail(p,
+                        "%s.name must be a string of 1 to 128 printable characters without "
+                        "spaces",
                         path);
         for (size_t k = 0; k < i; k++)
             if (strcmp(d->steps[k].name, name) == 0)
@@ -315,8 +316,7 @@ static mv_code parse_definition(const parse *p, const json_t *root, const mv_web
         d->def.backoff = backoff;
         d->def.ctx = d;
         mv_err check = {0};
-        if (mv_saga_definition_check(&d->def, &check) != MV_OK)
-            rc = fail(p, "%s", check.message);
+        if (mv_saga_definition_check(&d->def, &check) != MV_OK) rc = fail(p, "%s", check.message);
     }
     if (rc) {
         def_free(d);

@@ -184,16 +184,15 @@ static void start_saga(mv_http_request *req, mv_http_response *res, void *app) {
     const char *name = mv_http_param(req, "definition");
     const mv_saga_definition *def = mv_saga_book_find(r->book, name);
     if (!def) {
-        mv_http_errorf(res, MV_SAGA_DEFINITION_NOT_FOUND, "saga definition \"%s\" not found",
-                       name);
+        mv_http_errorf(res, MV_SAGA_DEFINITION_NOT_FOUND, "saga definition \"%s\" not found", name);
         return;
     }
     json_t *input = json_object_get(req->json, "input");
     json_t *record = NULL;
     bool replayed = false;
     mv_err err = {0};
-    mv_code rc = mv_saga_start(r->engine, def, saga_id, input ? input : json_null(), NULL,
-                               &record, &replayed, &err);
+    mv_code rc = mv_saga_start(r->engine, def, saga_id, input ? input : json_null(), NULL, &record,
+                               &replayed, &err);
     if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
     answer_saga(res, rc, record, &err, false);
 }
@@ -255,7 +254,7 @@ static void resolve_saga(mv_http_request *req, mv_http_response *res, void *app)
     (void)app;
     mv_durable_routes *r = req->route_ctx;
     if (!body_object(req, res)) return;
-    static const char *const allowed[] = {"kind",    "step",   "effectId", "outcome",
+    static const char *const allowed[] = {"kind",   "step",      "effectId", "outcome",
                                           "result", "errorCode", NULL};
     if (!known_keys(res, req->json, allowed)) return;
     mv_saga_resolution resolution = {.result = json_object_get(req->json, "result")};

@@ -64,8 +64,7 @@ static mv_code invalid_cursor(mv_err *err) {
     return mv_err_set(err, MV_INVALID_ARGUMENT, "invalid reconciliation cursor");
 }
 
-static mv_code decode_cursor(const char *cursor, int nphases, int nkeys, position *p,
-                             mv_err *err) {
+static mv_code decode_cursor(const char *cursor, int nphases, int nkeys, position *p, mv_err *err) {
     size_t len = strlen(cursor), n = 0;
     if (len == 0 || len > MAX_CURSOR) return invalid_cursor(err);
     unsigned char *plain = malloc(len * 3 / 4 + 2);
@@ -132,10 +131,10 @@ static const char *text_or_empty(mv_stmt *st, int col) {
 }
 
 static json_t *action_finding(mv_stmt *st, int phase) {
-    json_t *f = json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "messageId", text_or_empty(st, 0),
-                          "templateCd", text_or_empty(st, 1), "actionState",
-                          phase == 0 ? "processing" : "retryable", "actionCd",
-                          mv_stmt_text(st, 2), "actionAttemptId", mv_stmt_text(st, 3));
+    json_t *f =
+        json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "messageId", text_or_empty(st, 0), "templateCd",
+                  text_or_empty(st, 1), "actionState", phase == 0 ? "processing" : "retryable",
+                  "actionCd", mv_stmt_text(st, 2), "actionAttemptId", mv_stmt_text(st, 3));
     if (!f) return NULL;
     if (!mv_stmt_is_null(st, 4))
         json_object_set_new(f, "leaseExpiresAt", json_integer(mv_stmt_int64(st, 4)));
@@ -198,8 +197,8 @@ static mv_code scan_fn(mv_db *db, void *ctx, mv_err *err) {
     return MV_OK;
 }
 
-static mv_code scan(mv_store *store, const mv_reconcile_scan *s, const phase *phases,
-                    int nphases, bool requests, mv_reconcile_results *out, mv_err *err) {
+static mv_code scan(mv_store *store, const mv_reconcile_scan *s, const phase *phases, int nphases,
+                    bool requests, mv_reconcile_results *out, mv_err *err) {
     out->findings = NULL;
     out->next_cursor = NULL;
     int limit = s->limit ? s->limit : DEFAULT_LIMIT;

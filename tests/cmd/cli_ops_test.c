@@ -58,7 +58,8 @@ static const char SQL_PUT_MESSAGE[] =
     "INSERT INTO messages (id, type, template_cd, to_roles, sender_content, receiver_content, "
     "documents, payment_cd, payload, action_state, archived, action_cd, action_attempt_id, "
     "action_lease_expires_at, created_at, updated_at) "
-    "VALUES (?, 'request', 'booking', '[]', '{}', '{}', '[]', '', '{}', ?, 0, 'accept', ?, ?, 1, ?)";
+    "VALUES (?, 'request', 'booking', '[]', '{}', '{}', '[]', '', '{}', ?, 0, 'accept', ?, ?, 1, "
+    "?)";
 static const char SQL_PUT_REQUEST[] =
     "INSERT INTO message_requests (client_request_owner_id, template_cd, client_request_id, "
     "state, fingerprint, lease_owner_id, lease_expires_at, created_at, updated_at) "
@@ -181,8 +182,8 @@ static const char *make_config(const char *name, const char *url, bool sagas, co
     }
     snprintf(config, sizeof config, "%s/config.json", dir);
     char text[2048];
-    snprintf(text, sizeof text, "{\"store\": \"%s\"%s%s}", url, sagas ? ", \"sagas\": \"sagas/\"" : "",
-             extra ? extra : "");
+    snprintf(text, sizeof text, "{\"store\": \"%s\"%s%s}", url,
+             sagas ? ", \"sagas\": \"sagas/\"" : "", extra ? extra : "");
     write_file(config, text);
     return config;
 }

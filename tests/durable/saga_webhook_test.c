@@ -93,8 +93,8 @@ TEST(a_three_step_saga_posts_each_step_with_earlier_results_and_completes) {
     mv_err err = {0};
     REQUIRE(add_checkout(&e, NULL, &err) == MV_OK);
     http_sink_push(e.sink, &(http_sink_response){.path = "/reserve", .body = "{\"hold\": \"h1\"}"});
-    http_sink_push(e.sink, &(http_sink_response){.path = "/charge", .status = 201,
-                                                 .body = "{\"payment\": 42}"});
+    http_sink_push(e.sink, &(http_sink_response){
+                               .path = "/charge", .status = 201, .body = "{\"payment\": 42}"});
     http_sink_push(e.sink, &(http_sink_response){.path = "/ship", .status = 204});
     const mv_saga_definition *def = mv_saga_book_find(e.book, "checkout");
     REQUIRE(def);
@@ -126,9 +126,9 @@ TEST(a_three_step_saga_posts_each_step_with_earlier_results_and_completes) {
         CHECK_STR(mv_json_str(step, "state"), "committed");
         json_decref(s.body);
     }
-    CHECK_INT(json_integer_value(json_object_get(json_object_get(step_of(rec, 1), "result"),
-                                                 "payment")),
-              42);
+    CHECK_INT(
+        json_integer_value(json_object_get(json_object_get(step_of(rec, 1), "result"), "payment")),
+        42);
     CHECK(json_is_null(json_object_get(step_of(rec, 2), "result"))); /* 204: no body */
     json_decref(rec);
     /* the same id again is a new saga to execute: refused, nothing posted */
@@ -146,8 +146,9 @@ TEST(a_rejected_third_step_compensates_the_second_then_the_first) {
     REQUIRE(add_checkout(&e, NULL, &err) == MV_OK);
     http_sink_push(e.sink, &(http_sink_response){.path = "/reserve", .body = "{\"hold\": \"h1\"}"});
     http_sink_push(e.sink, &(http_sink_response){.path = "/charge", .body = "{\"payment\": 7}"});
-    http_sink_push(e.sink, &(http_sink_response){.path = "/ship", .status = 422,
-                                                 .body = "{\"error\": \"no stock\"}"});
+    http_sink_push(
+        e.sink,
+        &(http_sink_response){.path = "/ship", .status = 422, .body = "{\"error\": \"no stock\"}"});
     json_t *input = json_pack("{s:s}", "order", "o-2");
     json_t *rec = NULL;
     CHECK_CODE(mv_saga_execute(e.engine, mv_saga_book_find(e.book, "checkout"), "saga-2", input,
@@ -171,9 +172,8 @@ TEST(a_rejected_third_step_compensates_the_second_then_the_first) {
     CHECK_STR(mv_json_str(refund.body, "sagaId"), "saga-2");
     CHECK_STR(mv_json_str(refund.body, "step"), "charge");
     CHECK(json_equal(json_object_get(refund.body, "input"), input));
-    CHECK_INT(json_integer_value(json_object_get(json_object_get(refund.body, "result"),
-                                                 "payment")),
-              7);
+    CHECK_INT(
+        json_integer_value(json_object_get(json_object_get(refund.body, "result"), "payment")), 7);
     CHECK_INT(json_integer_value(json_object_get(refund.body, "attempt")), 1);
     CHECK_STR(mv_json_str(json_object_get(release.body, "result"), "hold"), "h1");
     CHECK_STR(release.signature, release.expected_signature);
@@ -190,9 +190,10 @@ TEST(a_step_answering_500_sends_the_saga_to_manual_review_without_compensating) 
     mv_err err = {0};
     REQUIRE(add_checkout(&e, NULL, &err) == MV_OK);
     http_sink_push(e.sink, &(http_sink_response){.path = "/charge", .status = 500});
-    json_t *rec = NULL;
-    mv_code rc = mv_saga_execute(e.engine, mv_saga_book_find(e.book, "checkout"), "saga-3",
-                                 json_object(), NULL, &rec, &err);
+    json_t *rec = NULL, *input = json_object();
+    mv_code rc = mv_saga_execute(e.engine, mv_saga_book_find(e.book, "checkout"), "saga-3", input,
+                                 NULL, &rec, &err);
+    json_decref(input);
     CHECK(rc != MV_OK && rc != MV_SAGA_STEP_FAILED);
     REQUIRE(rec);
     CHECK_STR(mv_json_str(rec, "state"), "manual-review");
@@ -250,15 +251,17 @@ TEST(a_failing_compensation_is_retried_after_the_backoff_with_the_same_effect_id
     env e;
     REQUIRE(env_open(&e, "wh_retry.db"));
     mv_err err = {0};
-    REQUIRE(add_checkout(&e, "{\"maxAttempts\": 3, \"backoffMs\": {\"initial\": 1000, "
-                             "\"max\": 1500}}",
+    REQUIRE(add_checkout(&e,
+                         "{\"maxAttempts\": 3, \"backoffMs\": {\"initial\": 1000, "
+                         "\"max\": 1500}}",
                          &err) == MV_OK);
     const mv_saga_definition *def = mv_saga_book_find(e.book, "checkout");
     http_sink_push(e.sink, &(http_sink_response){.path = "/charge", .status = 402});
     http_sink_push(e.sink, &(http_sink_response){.path = "/release", .status = 503});
-    json_t *rec = NULL;
-    CHECK_CODE(mv_saga_execute(e.engine, def, "saga-5", json_object(), NULL, &rec, &err),
+    json_t *rec = NULL, *input = json_object();
+    CHECK_CODE(mv_saga_execute(e.engine, def, "saga-5", input, NULL, &rec, &err),
                MV_SAGA_STEP_FAILED, &err);
+    json_decref(input);
     REQUIRE(rec);
     CHECK_STR(mv_json_str(rec, "state"), "compensating");
     CHECK_STR(mv_json_str(step_of(rec, 0), "state"), "compensation-failed");
@@ -324,8 +327,9 @@ static mv_code add_text(mv_saga_book *book, const char *text, mv_err *err) {
     return rc;
 }
 
-#define STEP(n) "{\"name\": \"" n "\", \"run\": {\"webhook\": \"http://h/r\"}, " \
-                "\"compensate\": {\"webhook\": \"http://h/c\"}}"
+#define STEP(n)                                                                                    \
+    "{\"name\": \"" n "\", \"run\": {\"webhook\": \"http://h/r\"}, "                               \
+    "\"compensate\": {\"webhook\": \"http://h/c\"}}"
 
 TEST(definitions_are_validated_naming_the_file_and_the_key) {
     mv_saga_book *book = mv_saga_book_new(NULL);
@@ -345,7 +349,8 @@ TEST(definitions_are_validated_naming_the_file_and_the_key) {
         {"{\"name\": \"a\", \"steps\": [{\"name\": \"s\", \"run\": {\"webhook\": \"ftp://h/r\"}, "
          "\"compensate\": {\"webhook\": \"http://h/c\"}}]}",
          "bad.json: steps[0].run.webhook must be an http:// or https:// URL, got \"ftp://h/r\""},
-        {"{\"name\": \"a\", \"steps\": [{\"name\": \"s\", \"run\": {\"webhook\": \"http://h/r\"}}]}",
+        {"{\"name\": \"a\", \"steps\": [{\"name\": \"s\", \"run\": {\"webhook\": "
+         "\"http://h/r\"}}]}",
          "bad.json: steps[0].compensate must be an object {\"webhook\": URL}"},
         {"{\"name\": \"a\", \"steps\": [" STEP("s") ", " STEP("t") ", " STEP("s") "]}",
          "bad.json: steps[2].name \"s\" is used by steps[0] as well"},
@@ -357,8 +362,8 @@ TEST(definitions_are_validated_naming_the_file_and_the_key) {
          "letters and digits, parts joined by '.' or '-')"},
         {"{\"name\": \"a\", \"retry\": {\"maxAttempts\": 0}, \"steps\": [" STEP("s") "]}",
          "bad.json: retry.maxAttempts must be an integer between 1 and 1000"},
-        {"{\"name\": \"a\", \"retry\": {\"backoffMs\": {\"initial\": -1}}, \"steps\": [" STEP("s")
-         "]}",
+        {"{\"name\": \"a\", \"retry\": {\"backoffMs\": {\"initial\": -1}}, \"steps\": [" STEP(
+             "s") "]}",
          "bad.json: retry.backoffMs.initial must be a non-negative integer"},
         {"{\"name\": \"a\", \"retry\": {\"backoffMs\": {\"initial\": 500, \"max\": 100}}, "
          "\"steps\": [" STEP("s") "]}",

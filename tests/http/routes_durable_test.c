@@ -174,15 +174,15 @@ TEST(deciding_needs_the_approver_permission_and_records_the_caller) {
     EXPECT("POST", target, NULL, ok, 401, "unauthenticated");
     EXPECT("POST", "/approvals/xyz/decision", "carol:approvals.decide", ok, 400,
            "invalid_argument");
-    EXPECT("POST", target, "alice", ok, 403, "forbidden"); /* the principal cannot approve */
-    EXPECT("POST", target, "alice", "{", 403, "forbidden");  /* before the body is read */
+    EXPECT("POST", target, "alice", ok, 403, "forbidden");  /* the principal cannot approve */
+    EXPECT("POST", target, "alice", "{", 403, "forbidden"); /* before the body is read */
     EXPECT("POST", target, "carol:approvals.decide", "{", 400, "invalid_json");
     EXPECT("POST", target, "carol:approvals.decide", "[]", 400, "invalid_argument");
     EXPECT("POST", target, "carol:approvals.decide", "{}", 400, "invalid_argument");
     EXPECT("POST", target, "carol:approvals.decide", "{\"decision\": \"maybe\"}", 400,
            "invalid_argument");
-    EXPECT("POST", target, "carol:approvals.decide", "{\"decision\": \"approved\", \"x\": 1}",
-           400, "invalid_argument");
+    EXPECT("POST", target, "carol:approvals.decide", "{\"decision\": \"approved\", \"x\": 1}", 400,
+           "invalid_argument");
     EXPECT("POST", target, "erin@t2:approvals.decide", ok, 404, "approval_not_found");
     call c;
     CHECK_INT(run(&e, &c, "POST", target, "carol:approvals.decide", ok), 200);
@@ -241,8 +241,8 @@ TEST(starting_a_saga_answers_its_record_in_whatever_state_it_reached) {
     call_free(&c);
     call_free(&d);
     CHECK_INT(http_sink_count(e.sink), 2);
-    EXPECT("POST", "/sagas/checkout", ADMIN, "{\"sagaId\": \"s1\", \"input\": {\"order\": 2}}",
-           422, "saga_mismatch");
+    EXPECT("POST", "/sagas/checkout", ADMIN, "{\"sagaId\": \"s1\", \"input\": {\"order\": 2}}", 422,
+           "saga_mismatch");
 
     /* a rejected step: compensated, still 200 */
     http_sink_push(e.sink, &(http_sink_response){.path = "/charge", .status = 409});

@@ -76,24 +76,24 @@ static mv_code put_rows(mv_db *db, void *ctx, mv_err *err) {
 #define HEX(c) c c c c c c c c c c c c c c c c c c c c c c c c
 
 static const msg_row MSGS[] = {
-    {HEX("a"), "processing", "accept", "att-a", 900, 100},   /* lease expired: finding 2 */
-    {HEX("b"), "processing", "accept", "att-b", 500, 100},   /* lease expired: finding 1 */
-    {HEX("c"), "processing", "accept", "att-c", 1000, 100},  /* lease ends now: not expired */
-    {HEX("d"), "processing", "accept", "att-d", 5000, 100},  /* live lease */
-    {HEX("e"), "retryable", "accept", "att-e", -1, 400},     /* stale: finding 3 */
-    {HEX("f"), "retryable", "accept", "att-f", -1, 401},     /* newer than stale_before */
-    {HEX("0"), "retryable", "decline", "att-0", -1, 400},    /* stale: finding 3 (id order) */
-    {HEX("9"), "active", NULL, NULL, -1, 1},                 /* nothing to do */
+    {HEX("a"), "processing", "accept", "att-a", 900, 100},  /* lease expired: finding 2 */
+    {HEX("b"), "processing", "accept", "att-b", 500, 100},  /* lease expired: finding 1 */
+    {HEX("c"), "processing", "accept", "att-c", 1000, 100}, /* lease ends now: not expired */
+    {HEX("d"), "processing", "accept", "att-d", 5000, 100}, /* live lease */
+    {HEX("e"), "retryable", "accept", "att-e", -1, 400},    /* stale: finding 3 */
+    {HEX("f"), "retryable", "accept", "att-f", -1, 401},    /* newer than stale_before */
+    {HEX("0"), "retryable", "decline", "att-0", -1, 400},   /* stale: finding 3 (id order) */
+    {HEX("9"), "active", NULL, NULL, -1, 1},                /* nothing to do */
     {"aaaaaaaaaaaaaaaaaaaaaaab", "archived", "accept", "att-z", -1, 1},
 };
 
 static const req_row REQS[] = {
-    {"u2", "k1", "pending", 100},   /* finding 2 (owner order) */
-    {"u1", "k9", "pending", 100},   /* finding 1 */
-    {"u1", "k2", "pending", 50},    /* finding 0 */
-    {"u1", "k3", "pending", 1000},  /* lease ends now: not expired */
-    {"u1", "k4", "completed", -1},  /* done */
-    {"u1", "k5", "failed", -1},     /* done */
+    {"u2", "k1", "pending", 100},  /* finding 2 (owner order) */
+    {"u1", "k9", "pending", 100},  /* finding 1 */
+    {"u1", "k2", "pending", 50},   /* finding 0 */
+    {"u1", "k3", "pending", 1000}, /* lease ends now: not expired */
+    {"u1", "k4", "completed", -1}, /* done */
+    {"u1", "k5", "failed", -1},    /* done */
 };
 
 static void seed(mv_store *s) {
