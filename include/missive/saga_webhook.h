@@ -6,11 +6,17 @@
  *    "retry": {"maxAttempts": 3, "backoffMs": {"initial": 100, "max": 60000}},
  *    "steps": [{"name": "reserve", "run": {"webhook": URL}, "compensate": {"webhook": URL}}, …]}
  * A step call POSTs {"sagaId","step","input","results": {earlier step: result},"effectId"} with
- * Idempotency-Key: effectId — 2xx → committed (the JSON body is the result); 4xx or connection
- * refused → conclusively not committed (the saga compensates); 5xx, timeout or a connection
- * dropped after sending → ambiguous (manual review). A compensation POSTs {"sagaId","step",
- * "input","result","compensationEffectId","attempt"} with Idempotency-Key: compensationEffectId —
- * 2xx → compensated, anything else → a failed attempt retried after initial·2^(n−1) capped at max. */
+ * Idempotency-Key: effectId — 2xx → committed (the JSON body is the result; null when empty or
+ * not JSON); 4xx or connection refused → conclusively not committed (step errorCode
+ * "step_rejected" / "step_not_sent"; the saga compensates); 5xx, timeout or a connection dropped
+ * after sending → ambiguous (manual review). A compensation POSTs {"sagaId","step","input",
+ * "result","compensationEffectId","attempt"} with Idempotency-Key: compensationEffectId — 2xx →
+ * compensated, anything else → a failed attempt retried after initial·2^(n−1) capped at max.
+ * Defaults: maxAttempts 3, backoffMs {"initial": 100, "max": 60000}; capability optional. The
+ * saga input is kept as each step's compensation arguments ({"input": …}).
+ *
+ * A book is filled once (not thread-safe while adding) and read-only afterwards: lookups and the
+ * definitions it hands out may be used from any number of threads. */
 #ifndef MISSIVE_SAGA_WEBHOOK_H
 #define MISSIVE_SAGA_WEBHOOK_H
 
