@@ -109,7 +109,7 @@ void mv_js_format_number(double d, char out[32]) {
         snprintf(tmp, sizeof tmp, "%.*e", p - 1, d);
         if (strtod(tmp, NULL) == d) break;
     }
-    char digits[24];
+    char digits[24] = {0}; /* %e always prints a digit; zeroed as snprintf's output is unseen */
     int k = 0;
     const char *s = tmp;
     for (; *s && *s != 'e'; s++)

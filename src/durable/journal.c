@@ -66,6 +66,7 @@ static void copy_col(mv_stmt *st, int col, char *dst, size_t size) {
 /* Reads and validates one row. *found = false when absent. */
 static mv_code load_effect(mv_db *db, const char *id, mv_effect_record *rec, bool *found,
                            mv_err *err) {
+    *found = false; /* on every path: the analyzer cannot see that a failed step sets err->code */
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_GET_EFFECT, &st, err);
     if (rc) return rc;

@@ -335,8 +335,9 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
                  (strcmp(s->state, "retryable") == 0 ||
                   (strcmp(s->state, "processing") == 0 && s->lease_expires_at <= svc_now(svc)));
     if (retry) return MV_OK;
-    json_t *bound = json_pack("{s:s,s:O}", "actionCd", a->action_cd, "input",
-                              j->req->input ? j->req->input : json_object());
+    json_t *bound = j->req->input /* "O" takes its own reference: a fresh {} there would leak */
+                        ? json_pack("{s:s,s:O}", "actionCd", a->action_cd, "input", j->req->input)
+                        : json_pack("{s:s,s:{}}", "actionCd", a->action_cd, "input");
     mv_json_fingerprint(bound, j->digest);
     json_decref(bound);
     mv_code rc = mv_id_uuid(j->effect_id, err);

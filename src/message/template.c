@@ -475,7 +475,7 @@ mv_code mv_template_parse(const json_t *json, const char *source_name, mv_templa
     mv_template *t = calloc(1, sizeof *t);
     if (!t) return oom(&c);
     t->refs_ = 1;
-    if (!mv_valid_template_cd(c.template_cd)) {
+    if (!c.template_cd || !mv_valid_template_cd(c.template_cd)) {
         rc = fail(&c, "templateCd must match [A-Za-z0-9_.-]{1,128}");
         goto fail;
     }

@@ -127,7 +127,8 @@ static void db_free(mv_db *db) {
 
 void mv_store_close(mv_store *store) {
     if (!store) return;
-    for (int i = 0; i < store->nfree; i++) db_free(store->free_list[i]);
+    for (int i = 0; store->free_list && i < store->nfree; i++)
+        db_free(store->free_list[i]);
     free(store->free_list);
     free(store->url);
     pthread_mutex_destroy(&store->pool_mu);
