@@ -95,7 +95,7 @@ static mv_code seed_fn(mv_db *db, void *ctx, mv_err *err) {
 
 /* A migrated SQLite file with one finding of every kind (and things that are not findings). */
 static bool seed_store(const char *name, char *url, size_t url_size) {
-    mv_store *s = fixture_store(name, url, url_size);
+    mv_store *s = fixture_store("sqlite", name, url, url_size);
     if (!s) return false;
     int64_t t = 1000;
     mv_clock clock = mv_manual_clock(&t);
@@ -256,7 +256,7 @@ static mv_code add_rows(mv_db *db, void *ctx, mv_err *err) {
 
 TEST(outbox_run_delivers_due_rows_with_the_configured_secret_and_reports_failures) {
     char url[600], out[4096], err[4096], args[1024];
-    mv_store *s = fixture_store("ops_outbox.db", url, sizeof url);
+    mv_store *s = fixture_store("sqlite", "ops_outbox.db", url, sizeof url);
     REQUIRE(s);
     http_sink *sink = http_sink_start();
     REQUIRE(sink);

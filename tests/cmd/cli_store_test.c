@@ -33,10 +33,10 @@ STORE_TEST(gc_removes_completed_reservations_older_than_the_retention) {
     json_decref(fixture_create(&f, "u1", "u2", "old-key", &rc));
     REQUIRE(rc == MV_OK);
     char args[700], out[1024];
-    snprintf(args, sizeof args, "gc --store %s", f.url);
+    snprintf(args, sizeof args, "gc --store '%s'", f.url);
     CHECK_INT(run(args, out, sizeof out), 0);
     CHECK(strstr(out, "removed 0") != NULL); /* default retention: 24 h */
-    snprintf(args, sizeof args, "gc --store %s --older-than-ms 5000", f.url);
+    snprintf(args, sizeof args, "gc --store '%s' --older-than-ms 5000", f.url);
     CHECK_INT(run(args, out, sizeof out), 0);
     CHECK(strstr(out, "removed 1 ") != NULL);
     CHECK_INT(fixture_rows(f.store, 'r'), 0);

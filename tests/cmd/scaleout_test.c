@@ -17,93 +17,27 @@
 
 #include "missive/base.h"
 #include "store/db.h"
+#include "support/daemon_proc.h"
 #include "support/http_sink.h"
 #include "support/stores.h"
 
 #define DAEMONS 3
 #define CLIENTS 30
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-/* ---- one HTTP exchange ---------------------------------------------------------------------- */
-
-typedef struct {
-    char *data;
-    size_t len;
-} buf;
-
-static size_t collect(char *p, size_t size, size_t n, void *ud) {
-    buf *b = ud;
-    char *grown = realloc(b->data, b->len + size * n + 1);
-    if (!grown) return 0;
-    b->data = grown;
-    memcpy(b->data + b->len, p, size * n);
-    b->len += size * n;
-    b->data[b->len] = 0;
-    return size * n;
-}
-
-typedef struct {
-    long status;
-    json_t *json;
-    bool replayed;
-} reply;
-
-static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
-    reply *r = ud;
-    if (strncasecmp(p, "Idempotent-Replayed: true", 25) == 0) r->replayed = true;
-    return size * n;
-}
+typedef test_reply reply;
 
 /* One request; user NULL = anonymous, admin adds the admin permission header. */
 static reply http(int port, const char *method, const char *path, const char *user, bool admin,
                   const char *body, const char *idem) {
-    CURL *c = curl_easy_init();
-    char url[512], line[300];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
-    struct curl_slist *h = NULL;
-    if (user) {
-        snprintf(line, sizeof line, "X-User-Id: %s", user);
-        h = curl_slist_append(h, line);
-    }
-    if (admin) h = curl_slist_append(h, "X-User-Permissions: is.admin");
-    if (idem) {
-        snprintf(line, sizeof line, "Idempotency-Key: %s", idem);
-        h = curl_slist_append(h, line);
-    }
-    h = curl_slist_append(h, "Content-Type: application/json");
-    h = curl_slist_append(h, "Expect:");
-    buf b = {0};
-    reply r = {0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
-    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-    if (b.data) r.json = json_loads(b.data, JSON_DECODE_ANY, NULL);
-    free(b.data);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    return r;
+    char headers[512] = "";
+    size_t n = 0;
+    if (user) n += (size_t)snprintf(headers + n, sizeof headers - n, "X-User-Id: %s\n", user);
+    if (admin) n += (size_t)snprintf(headers + n, sizeof headers - n, "X-User-Permissions: is.admin\n");
+    if (idem) snprintf(headers + n, sizeof headers - n, "Idempotency-Key: %s\n", idem);
+    return test_http(port, method, path, headers, body);
 }
 
-static const char *code_of(const reply *r) {
-    return json_string_value(json_object_get(json_object_get(r->json, "error"), "code"));
-}
+static const char *code_of(const reply *r) { return test_reply_code(r); }
 
 /* ---- the sink behind every webhook: handlers, payment, saga steps ---------------------------- */
 
@@ -149,15 +83,6 @@ typedef struct {
     sink_state state;
 } cluster;
 
-static bool write_file(const char *path, const char *fmt, ...) {
-    FILE *f = fopen(path, "w");
-    if (!f) return false;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    return fclose(f) == 0;
-}
 
 static bool daemon_healthy(int port) {
     reply r = http(port, "GET", "/healthz", NULL, false, NULL, NULL);
@@ -179,7 +104,7 @@ static bool cluster_start(cluster *c, const char *name) {
     snprintf(path, sizeof path, "%s/templates", c->dir);
     if (mkdir(c->dir, 0700) || mkdir(path, 0700)) return false;
     snprintf(path, sizeof path, "%s/templates/order.json", c->dir);
-    if (!write_file(path,
+    if (!test_write_file(path,
                     "{\"templateCd\": \"order\", \"type\": \"request\", \"paymentCd\": \"deposit\","
                     " \"receiverContent\": {\"title\": \"Order {{item}}\"},"
                     " \"prepare\": {\"toUser\": \"{{sellerId}}\"},"
@@ -192,7 +117,7 @@ static bool cluster_start(cluster *c, const char *name) {
     snprintf(path, sizeof path, "%s/sagas", c->dir);
     if (mkdir(path, 0700)) return false;
     snprintf(path, sizeof path, "%s/sagas/fulfil.json", c->dir);
-    if (!write_file(path,
+    if (!test_write_file(path,
                     "{\"name\": \"fulfil\", \"capability\": \"orders.fulfil\","
                     " \"steps\": [{\"name\": \"step1\", \"run\": {\"webhook\": \"%s/saga/step1\"},"
                     "   \"compensate\": {\"webhook\": \"%s/saga/undo1\"}},"
@@ -202,7 +127,7 @@ static bool cluster_start(cluster *c, const char *name) {
         return false;
     char config[800];
     snprintf(config, sizeof config, "%s/missived.json", c->dir);
-    if (!write_file(config,
+    if (!test_write_file(config,
                     "{\"templates\": \"%s/templates\", \"sagas\": \"%s/sagas\","
                     " \"auth\": {\"mode\": \"headers\"},"
                     " \"leases\": {\"actionMs\": 1500, \"clientRequestPollMs\": 20,"
@@ -215,7 +140,7 @@ static bool cluster_start(cluster *c, const char *name) {
     char exe[256];
     snprintf(exe, sizeof exe, "%s/missived", build);
     for (int i = 0; i < DAEMONS; i++) {
-        c->ports[i] = free_port();
+        c->ports[i] = test_free_port();
         char listen[64], log[900];
         snprintf(listen, sizeof listen, "127.0.0.1:%d", c->ports[i]);
         snprintf(log, sizeof log, "%s/daemon-%d.log", c->dir, i);

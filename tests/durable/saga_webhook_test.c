@@ -20,7 +20,7 @@ static const char SECRET[] = "saga-webhook-test-secret";
 
 static int env_open(env *e, const char *name) {
     memset(e, 0, sizeof *e);
-    e->store = fixture_store(name, NULL, 0);
+    e->store = fixture_store("sqlite", name, NULL, 0);
     e->now = 1000000;
     e->clock = mv_manual_clock(&e->now);
     mv_saga_engine_options o = {.clock = &e->clock};

@@ -23,7 +23,7 @@ typedef struct env {
 
 static int env_open(env *e, const char *name) {
     memset(e, 0, sizeof *e);
-    e->store = fixture_store(name, NULL, 0);
+    e->store = fixture_store("sqlite", name, NULL, 0);
     if (!e->store) return 0;
     e->now = 5000000;
     e->clock = mv_manual_clock(&e->now);
