@@ -211,11 +211,12 @@ typedef struct {
     fixture *f;
     char ids[2][25];
     mv_code rc;
+    const char *crid, *to; /* default "race-1", "x" */
 } racer;
 
 static void *race_create(void *arg) {
     racer *r = arg;
-    json_t *m = fixture_create(r->f, "u1", "x", "race-1", &r->rc);
+    json_t *m = fixture_create(r->f, "u1", r->to ? r->to : "x", r->crid ? r->crid : "race-1", &r->rc);
     for (size_t i = 0; i < 2 && i < json_array_size(m); i++)
         mv_strlcpy(r->ids[i], mv_json_str(json_array_get(m, i), "id"), 25);
     json_decref(m);
@@ -377,6 +378,42 @@ STORE_TEST(live_pending_reservation_with_no_wait_is_pending) {
     CHECK_INT(rc, MV_OK);
     CHECK_INT(json_array_size(m), 1);
     json_decref(m);
+    fixture_close(&f);
+}
+
+static mv_code counting_prepare(void *ctx, const mv_prepare_input *in, json_t **items, mv_err *err) {
+    __atomic_add_fetch((int *)ctx, 1, __ATOMIC_SEQ_CST);
+    mv_sleep_ms(20); /* hold the lease a little, so the others really wait */
+    return fixture_prepare(NULL, in, items, err);
+}
+
+STORE_TEST(an_expired_lease_is_taken_over_by_exactly_one_of_several_callers) {
+    mv_service_options o = {.client_request_poll_ms = 5};
+    fixture f;
+    REQUIRE(fixture_open_opts(&f, kind, "takeover.db", &o));
+    int prepares = 0;
+    mv_service_set_prepare(f.svc, "svc-test", counting_prepare, &prepares);
+    char fp[65];
+    fixture_fingerprint(fp, "u2");
+    put_arg a = {"t-1", "pending", fp, NULL, -1, f.now - 1}; /* a crashed server's reservation */
+    mv_err err = {0};
+    REQUIRE(mv_store_write(f.store, put_request_tx, &a, &err) == MV_OK);
+    racer r[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].f = &f;
+        r[i].crid = "t-1";
+        r[i].to = "u2";
+        pthread_create(&th[i], NULL, race_create, &r[i]);
+    }
+    for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+    CHECK_INT(prepares, 1);
+    for (int i = 0; i < 8; i++) {
+        CHECK_INT(r[i].rc, MV_OK);
+        CHECK_STR(r[i].ids[0], r[0].ids[0]);
+    }
+    CHECK_INT(fixture_rows(f.store, 'm'), 1);
     fixture_close(&f);
 }
 
@@ -640,6 +677,7 @@ int main(void) {
                      sixteen_threads_with_one_client_request_id_create_one_set_and_one_payment,
                      two_processes_with_one_client_request_id_agree,
                      live_pending_reservation_with_no_wait_is_pending,
+                     an_expired_lease_is_taken_over_by_exactly_one_of_several_callers,
                      failed_reservation_replays_as_failed,
                      completed_reservation_missing_messages_is_inconsistent,
                      null_payment_session_fails_the_request_and_records_it,
