@@ -18,6 +18,7 @@
 
 #include "missive/base.h"
 #include "missive/deliver.h"
+#include "missive/durable.h"
 #include "missive/store.h"
 #include "missive/template.h"
 
@@ -66,6 +67,7 @@ typedef struct mv_action_input {
     const mv_user *user;
     const char *attempt_id;
     const json_t *input; /* the request body, {} when none */
+    mv_abort *abort;     /* fired when the claim's lease could not be extended: stop early */
 } mv_action_input;
 typedef mv_code (*mv_action_fn)(void *ctx, const mv_action_input *in, json_t **result,
                                 mv_err *err);
@@ -94,7 +96,12 @@ typedef struct mv_service_options {
     void (*on_payment_compensation_failure)(void *ctx, const mv_payment_failure *ev);
     void *hook_ctx;
     const mv_webhook_config *webhook; /* prepare and handler webhooks; NULL = defaults, unsigned */
-    mv_handler_runner handlers;    /* runs saga handlers (and overrides nothing else) */
+    mv_handler_runner handlers;    /* runs handlers of other kinds (none today) */
+    mv_approvals *approvals;       /* actions with "approval"; NULL = such actions fail */
+    mv_saga_engine *sagas;         /* {"saga": NAME} handlers; NULL = such actions fail */
+    /* Looks up a saga definition by name (e.g. mv_saga_book_find). */
+    const mv_saga_definition *(*find_saga)(void *ctx, const char *name);
+    void *find_saga_ctx;
     bool email;                    /* queue emails in the outbox (see README "Email") */
     const json_t *email_exclusions; /* array of titles (trimmed, case-insensitive) */
 } mv_service_options;
@@ -189,7 +196,14 @@ typedef struct mv_action_request {
     const char *resume_token;    /* X-Resume-Token, for actions that need approval */
 } mv_action_request;
 
-/* handleAction. *result: new reference (the handler's result, json null when none). */
+/* handleAction. *result: new reference (the handler's result, json null when none).
+ * Actions with "approval": without resume_token the call creates a pending approval and fails
+ * with MV_APPROVAL_REQUIRED (err carries approval_id, resume_token, expires_at), claiming
+ * nothing; with the token, consuming the approval and claiming happen in one transaction. A retry
+ * of an attempt that was approved needs no new approval.
+ * Saga handlers: the saga id is the attempt id. Completed → the steps' results; compensated →
+ * the message is active again and the call fails with MV_ACTION_COMPENSATED; otherwise (manual
+ * review, compensation pending) MV_ACTION_NEEDS_REVIEW with err->saga_id. */
 mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
                          mv_err *err);
 

@@ -109,7 +109,7 @@ void mv_js_format_number(double d, char out[32]) {
         snprintf(tmp, sizeof tmp, "%.*e", p - 1, d);
         if (strtod(tmp, NULL) == d) break;
     }
-    char digits[24];
+    char digits[24] = {0}; /* %e always prints a digit; zeroed as snprintf's output is unseen */
     int k = 0;
     const char *s = tmp;
     for (; *s && *s != 'e'; s++)
@@ -266,6 +266,10 @@ json_t *mv_js_number(double d) {
 }
 
 /* ---- truthiness and comparison ----------------------------------------------------------- */
+
+bool mv_js_boolean(const json_t *v) {
+    return json_is_array(v) || mv_js_truthy(v);
+}
 
 bool mv_js_truthy(const json_t *v) {
     if (!v) return false;

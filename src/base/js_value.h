@@ -14,6 +14,9 @@
 
 /* JsonLogic truthiness: JS truthiness, except that an empty array is falsy. NULL is falsy. */
 bool mv_js_truthy(const json_t *v);
+/* Plain JavaScript truthiness (Boolean(v)): objects and arrays are truthy even when empty.
+ * NULL (undefined) is falsy. */
+bool mv_js_boolean(const json_t *v);
 
 /* JS Number(v): null → 0, booleans → 0/1, strings parsed strictly (trimmed; "" → 0; hex, octal,
  * binary prefixes; "Infinity"), arrays through their string form, objects → NaN. */

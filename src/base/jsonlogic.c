@@ -557,6 +557,8 @@ static mv_code eval_and_or(const node *nd, const json_t *data, int depth, json_t
 static mv_code eval_scoped(const node *nd, const json_t *data, int depth, json_t **out,
                            mv_err *err) {
     json_t *list = NULL, *acc = NULL, *result = NULL, *scope = NULL, *v = NULL;
+    if (nd->n < 2) /* compile never builds one (min_args is 2); whatever built the tree, as above */
+        return mv_err_set(err, MV_INTERNAL, "operator \"%s\" has %zu arguments", nd->name, nd->n);
     mv_code rc = eval(nd->args[0], data, depth + 1, &list, err);
     if (rc != MV_OK) return rc;
     if (nd->op == OP_REDUCE) {

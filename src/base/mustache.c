@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/js_value.h"
 #include "base/mustache_node.h"
 
 /* Nested loops over large data can take unbounded time without printing anything, which the
@@ -54,7 +55,8 @@ static mv_code put(renderer *r, const char *s, size_t n) {
                           MV_TPL_MAX_OUTPUT);
     if (r->len + n + 1 > r->cap) {
         size_t cap = r->cap ? r->cap : 256;
-        while (cap < r->len + n + 1) cap *= 2;
+        while (cap < r->len + n + 1)
+            cap *= 2;
         char *nb = realloc(r->buf, cap);
         if (!nb) return mv_err_set(r->err, MV_NO_MEMORY, "out of memory rendering a template");
         r->buf = nb;
@@ -86,57 +88,11 @@ static mv_code put_text(renderer *r, const char *s, size_t n, bool esc) {
     return put(r, s + from, n - from);
 }
 
-static mv_code put_str(renderer *r, const char *s, bool esc) { return put_text(r, s, strlen(s), esc); }
+static mv_code put_str(renderer *r, const char *s, bool esc) {
+    return put_text(r, s, strlen(s), esc);
+}
 
 /* ---- value printing ---------------------------------------------------------------------- */
-
-/* ECMAScript Number::toString: the shortest digits that read back as d, placed as JavaScript
- * does (plain notation for exponents -7 < e < 21, otherwise d.ddde±x). out holds 32 bytes. */
-static void format_number(double d, char out[32]) {
-    if (d == 0) { /* also -0, which JavaScript prints as "0" */
-        strcpy(out, "0");
-        return;
-    }
-    char sci[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(sci, sizeof sci, "%.*e", prec - 1, d);
-        if (strtod(sci, NULL) == d) break;
-    }
-    /* sci is "-d.ddde±x": collect the digits and the exponent. */
-    char digits[20];
-    int k = 0, e;
-    const char *p = sci;
-    bool neg = *p == '-';
-    if (neg) p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.') digits[k++] = *p;
-    e = atoi(p + 1);
-    while (k > 1 && digits[k - 1] == '0') k--;
-    int n = e + 1; /* d = 0.digits × 10^n */
-
-    char *o = out;
-    if (neg) *o++ = '-';
-    if (k <= n && n <= 21) {
-        memcpy(o, digits, (size_t)k), o += k;
-        for (int i = k; i < n; i++) *o++ = '0';
-    } else if (0 < n && n <= 21) {
-        memcpy(o, digits, (size_t)n), o += n;
-        *o++ = '.';
-        memcpy(o, digits + n, (size_t)(k - n)), o += k - n;
-    } else if (-6 < n && n <= 0) {
-        *o++ = '0', *o++ = '.';
-        for (int i = 0; i < -n; i++) *o++ = '0';
-        memcpy(o, digits, (size_t)k), o += k;
-    } else {
-        *o++ = digits[0];
-        if (k > 1) {
-            *o++ = '.';
-            memcpy(o, digits + 1, (size_t)(k - 1)), o += k - 1;
-        }
-        o += sprintf(o, "e%c%d", n - 1 < 0 ? '-' : '+', abs(n - 1));
-    }
-    *o = '\0';
-}
 
 static mv_code put_scalar(renderer *r, const json_t *v, bool esc) {
     char num[32];
@@ -144,7 +100,7 @@ static mv_code put_scalar(renderer *r, const json_t *v, bool esc) {
     case JSON_INTEGER:
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return put(r, num, strlen(num));
-    case JSON_REAL: format_number(json_real_value(v), num); return put(r, num, strlen(num));
+    case JSON_REAL: mv_js_format_number(json_real_value(v), num); return put(r, num, strlen(num));
     case JSON_TRUE: return put(r, "true", 4);
     case JSON_FALSE: return put(r, "false", 5);
     case JSON_STRING: return put_text(r, json_string_value(v), json_string_length(v), esc);
@@ -159,14 +115,22 @@ static mv_code put_json_string(renderer *r, const char *s, size_t n, bool esc) {
     for (size_t i = 0; i < n && rc == MV_OK; i++) {
         unsigned char c = (unsigned char)s[i];
         char rep[8];
-        if (c == '"' || c == '\\') snprintf(rep, sizeof rep, "\\%c", c);
-        else if (c == '\n') strcpy(rep, "\\n");
-        else if (c == '\r') strcpy(rep, "\\r");
-        else if (c == '\t') strcpy(rep, "\\t");
-        else if (c == '\b') strcpy(rep, "\\b");
-        else if (c == '\f') strcpy(rep, "\\f");
-        else if (c < 0x20) snprintf(rep, sizeof rep, "\\u%04x", c);
-        else continue;
+        if (c == '"' || c == '\\')
+            snprintf(rep, sizeof rep, "\\%c", c);
+        else if (c == '\n')
+            strcpy(rep, "\\n");
+        else if (c == '\r')
+            strcpy(rep, "\\r");
+        else if (c == '\t')
+            strcpy(rep, "\\t");
+        else if (c == '\b')
+            strcpy(rep, "\\b");
+        else if (c == '\f')
+            strcpy(rep, "\\f");
+        else if (c < 0x20)
+            snprintf(rep, sizeof rep, "\\u%04x", c);
+        else
+            continue;
         rc = put_text(r, s + from, i - from, esc);
         if (rc == MV_OK) rc = put_text(r, rep, strlen(rep), esc);
         from = i + 1;
@@ -201,7 +165,8 @@ static mv_code put_json(renderer *r, const json_t *v, bool esc) {
         }
         return rc == MV_OK ? put(r, "]", 1) : rc;
     }
-    if (json_is_string(v)) return put_json_string(r, json_string_value(v), json_string_length(v), esc);
+    if (json_is_string(v))
+        return put_json_string(r, json_string_value(v), json_string_length(v), esc);
     if (json_is_null(v)) return put(r, "null", 4);
     return put_scalar(r, v, esc);
 }
@@ -224,9 +189,7 @@ static mv_code put_json_value(renderer *r, const json_t *v, bool esc) {
 static mv_code put_value(renderer *r, value v, bool esc) {
     char num[32];
     switch (v.kind) {
-    case VAL_INDEX:
-        snprintf(num, sizeof num, "%zu", v.index);
-        return put(r, num, strlen(num));
+    case VAL_INDEX: snprintf(num, sizeof num, "%zu", v.index); return put(r, num, strlen(num));
     case VAL_KEY: return put_str(r, v.key, esc);
     case VAL_JSON: return v.json ? put_json_value(r, v.json, esc) : MV_OK;
     }
@@ -275,14 +238,17 @@ static value resolve(const renderer *r, const mv_path *path) {
         }
         return v;
     case MV_PATH_LOCAL:
-        if (path->up < r->nframes) v.json = descend(r->frames[r->nframes - 1 - path->up].ctx, path, 0);
+        if (path->up < r->nframes)
+            v.json = descend(r->frames[r->nframes - 1 - path->up].ctx, path, 0);
         return v;
     case MV_PATH_INDEX:
         if ((f = loop_frame(r))) v.kind = VAL_INDEX, v.index = f->index;
         return v;
     case MV_PATH_KEY:
-        if ((f = loop_frame(r)) && f->key) v.kind = VAL_KEY, v.key = f->key;
-        else if (f) v.kind = VAL_INDEX, v.index = f->index; /* arrays: @key is the index */
+        if ((f = loop_frame(r)) && f->key)
+            v.kind = VAL_KEY, v.key = f->key;
+        else if (f)
+            v.kind = VAL_INDEX, v.index = f->index; /* arrays: @key is the index */
         return v;
     case MV_PATH_FIRST:
         if ((f = loop_frame(r))) v.json = f->index == 0 ? json_true() : json_false();

@@ -45,8 +45,8 @@ typedef struct mv_node {
     struct mv_node *next;
     const char *text; /* MV_NODE_TEXT: points into the template's copy of the source */
     size_t len;
-    bool raw;         /* MV_NODE_VAR: never escape */
-    mv_path path;     /* every kind but MV_NODE_TEXT */
+    bool raw;                       /* MV_NODE_VAR: never escape */
+    mv_path path;                   /* every kind but MV_NODE_TEXT */
     struct mv_node *body, *inverse; /* blocks: the body and the {{else}} branch */
 } mv_node;
 

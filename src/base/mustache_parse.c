@@ -18,8 +18,8 @@ typedef struct open_block {
     mv_node **tail;   /* where the next node of this level goes */
     const char *name; /* what the closing tag must say: the section name or the keyword */
     size_t name_len;
-    size_t at;        /* offset of the opening tag, for messages */
-    bool in_else;     /* {{else}} seen: nodes now go to the inverse branch */
+    size_t at;    /* offset of the opening tag, for messages */
+    bool in_else; /* {{else}} seen: nodes now go to the inverse branch */
 } open_block;
 
 typedef struct parser {
@@ -38,8 +38,12 @@ typedef struct parser {
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 static void trim(const char **s, size_t *n) {
-    while (*n && is_space(**s)) (*s)++, (*n)--;
-    while (*n && is_space((*s)[*n - 1])) (*n)--;
+    while (*n && is_space(**s)) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n && is_space((*s)[*n - 1]))
+        (*n)--;
 }
 
 static bool has_space(const char *s, size_t n) {
@@ -63,13 +67,24 @@ static size_t find(const parser *p, size_t from, const char *needle, size_t nlen
     return hit ? (size_t)(hit - p->src) : (size_t)-1;
 }
 
+/* 1-based line and column (in bytes) of offset `at`. */
+static void position(const parser *p, size_t at, int *line, int *col) {
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < at && i < p->len; i++) {
+        if (p->src[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
 /* Fails with "<what> at line L, column C" for the byte at offset `at`. */
 static mv_code fail_at(parser *p, size_t at, const char *what) {
-    int line = 1, col = 1;
-    for (size_t i = 0; i < at && i < p->len; i++) {
-        if (p->src[i] == '\n') line++, col = 1;
-        else col++;
-    }
+    int line, col;
+    position(p, at, &line, &col);
     return mv_err_set(p->err, MV_INVALID_TEMPLATE, "%s at line %d, column %d", what, line, col);
 }
 
@@ -113,20 +128,44 @@ static path_result parse_path(const char *s, size_t n, mv_path *out) {
     memset(out, 0, sizeof *out);
     if (n == 0 || has_space(s, n)) return PATH_INVALID;
     if (s[0] == '@') {
-        if (equals(s, n, "@index")) out->kind = MV_PATH_INDEX;
-        else if (equals(s, n, "@key")) out->kind = MV_PATH_KEY;
-        else if (equals(s, n, "@first")) out->kind = MV_PATH_FIRST;
-        else if (equals(s, n, "@last")) out->kind = MV_PATH_LAST;
-        else return PATH_INVALID;
+        if (equals(s, n, "@index"))
+            out->kind = MV_PATH_INDEX;
+        else if (equals(s, n, "@key"))
+            out->kind = MV_PATH_KEY;
+        else if (equals(s, n, "@first"))
+            out->kind = MV_PATH_FIRST;
+        else if (equals(s, n, "@last"))
+            out->kind = MV_PATH_LAST;
+        else
+            return PATH_INVALID;
         return PATH_OK;
     }
-    out->kind = MV_PATH_NAME;
-    while (starts_with(s, n, "../")) out->kind = MV_PATH_LOCAL, out->up++, s += 3, n -= 3;
-    if (equals(s, n, "..")) out->kind = MV_PATH_LOCAL, out->up++, n = 0;
-    if (equals(s, n, ".") || equals(s, n, "this")) out->kind = MV_PATH_LOCAL, n = 0;
-    else if (starts_with(s, n, "this.")) out->kind = MV_PATH_LOCAL, s += 5, n -= 5;
-    else if (starts_with(s, n, "./")) out->kind = MV_PATH_LOCAL, s += 2, n -= 2;
-    if (n == 0) return out->kind == MV_PATH_LOCAL ? PATH_OK : PATH_INVALID;
+    /* "this", "." and "../" prefixes name one frame; such names never search outwards. */
+    bool local = false;
+    while (starts_with(s, n, "../")) {
+        local = true;
+        out->up++;
+        s += 3;
+        n -= 3;
+    }
+    if (equals(s, n, "..")) {
+        local = true;
+        out->up++;
+        n = 0;
+    } else if (equals(s, n, ".") || equals(s, n, "this")) {
+        local = true;
+        n = 0;
+    } else if (starts_with(s, n, "this.") && n > 5) {
+        local = true;
+        s += 5;
+        n -= 5;
+    } else if (starts_with(s, n, "./") && n > 2) {
+        local = true;
+        s += 2;
+        n -= 2;
+    }
+    out->kind = local ? MV_PATH_LOCAL : MV_PATH_NAME;
+    if (n == 0) return PATH_OK; /* the frame itself */
 
     /* Segments: split at '.', none empty ("a..b", "a." and ".a" are not names). */
     if (s[0] == '.' || s[n - 1] == '.') return PATH_INVALID;
@@ -151,7 +190,8 @@ static path_result parse_path(const char *s, size_t n, mv_path *out) {
 static mv_code set_path(parser *p, mv_node *n, const char *name, size_t len, size_t at) {
     switch (parse_path(name, len, &n->path)) {
     case PATH_OK: return MV_OK;
-    case PATH_NO_MEMORY: return mv_err_set(p->err, MV_NO_MEMORY, "out of memory compiling a template");
+    case PATH_NO_MEMORY:
+        return mv_err_set(p->err, MV_NO_MEMORY, "out of memory compiling a template");
     case PATH_INVALID: break;
     }
     return fail_at(p, at, len == 0 ? "missing name" : "invalid name");
@@ -217,7 +257,10 @@ static mv_code read_tag(parser *p, size_t start, tag *t) {
         case '>': t->kind = TAG_PARTIAL; break;
         default: break;
         }
-        if (t->kind != TAG_VAR) s++, n--;
+        if (t->kind != TAG_VAR) { /* skip the sigil */
+            s++;
+            n--;
+        }
         if (t->kind != TAG_DELIM) trim(&s, &n);
     }
     if (t->kind == TAG_VAR && equals(s, n, "else")) t->kind = TAG_ELSE;
@@ -232,13 +275,18 @@ static mv_code read_tag(parser *p, size_t start, tag *t) {
 static bool standalone(const parser *p, const tag *t, size_t *line_start, size_t *line_end) {
     if (t->kind == TAG_VAR || t->kind == TAG_RAW) return false;
     size_t b = t->start;
-    while (b > p->pos && (p->src[b - 1] == ' ' || p->src[b - 1] == '\t')) b--;
+    while (b > p->pos && (p->src[b - 1] == ' ' || p->src[b - 1] == '\t'))
+        b--;
     if (b > 0 && p->src[b - 1] != '\n') return false;
     size_t e = t->end;
-    while (e < p->len && (p->src[e] == ' ' || p->src[e] == '\t')) e++;
-    if (e < p->len && p->src[e] == '\n') e++;
-    else if (e + 1 < p->len && p->src[e] == '\r' && p->src[e + 1] == '\n') e += 2;
-    else if (e < p->len) return false;
+    while (e < p->len && (p->src[e] == ' ' || p->src[e] == '\t'))
+        e++;
+    if (e < p->len && p->src[e] == '\n')
+        e++;
+    else if (e + 1 < p->len && p->src[e] == '\r' && p->src[e + 1] == '\n')
+        e += 2;
+    else if (e < p->len)
+        return false;
     *line_start = b;
     *line_end = e;
     return true;
@@ -252,7 +300,8 @@ static mv_code set_delimiters(parser *p, const tag *t) {
     n--;
     trim(&s, &n);
     size_t w = 0;
-    while (w < n && !is_space(s[w])) w++;
+    while (w < n && !is_space(s[w]))
+        w++;
     const char *o = s, *c = s + w;
     size_t olen = w, clen = n - w;
     trim(&c, &clen);
@@ -282,11 +331,14 @@ static mv_code open_section(parser *p, const tag *t) {
         return fail_at(p, t->start, what);
     }
     mv_node_kind kind = t->kind == TAG_INVERTED ? MV_NODE_INVERTED : MV_NODE_SECTION;
+    /* A plain section's name is its whole argument; a keyword block splits "if x" in two. */
     const char *name = t->arg, *arg = t->arg;
-    size_t name_len = t->arg_len, arg_len = t->arg_len;
+    size_t name_len = t->arg_len;
+    size_t arg_len = name_len;
     if (t->kind == TAG_OPEN) {
         size_t w = 0;
-        while (w < t->arg_len && !is_space(t->arg[w])) w++;
+        while (w < t->arg_len && !is_space(t->arg[w]))
+            w++;
         for (size_t i = 0; i < sizeof KEYWORDS / sizeof KEYWORDS[0]; i++) {
             if (!equals(t->arg, w, KEYWORDS[i].word)) continue;
             kind = KEYWORDS[i].kind;
@@ -299,6 +351,7 @@ static mv_code open_section(parser *p, const tag *t) {
                 snprintf(what, sizeof what, "\"#%s\" needs a name", KEYWORDS[i].word);
                 return fail_at(p, t->start, what);
             }
+            break;
         }
     }
     mv_node *n = append(p, kind);
@@ -324,11 +377,8 @@ static mv_code close_section(parser *p, const tag *t) {
     }
     const open_block *b = &p->stack[p->depth];
     if (t->arg_len != b->name_len || memcmp(t->arg, b->name, b->name_len) != 0) {
-        int line = 1, col = 1;
-        for (size_t i = 0; i < b->at; i++) {
-            if (p->src[i] == '\n') line++, col = 1;
-            else col++;
-        }
+        int line, col;
+        position(p, b->at, &line, &col);
         snprintf(what, sizeof what,
                  "mismatched closing tag \"/%.*s\" (section \"%.*s\" opened at line %d, column %d)",
                  (int)(t->arg_len > 100 ? 100 : t->arg_len), t->arg,
@@ -371,8 +421,9 @@ static mv_code handle_tag(parser *p, const tag *t) {
 mv_code mv_tpl_compile(const char *src, size_t len, mv_tpl **out, mv_err *err) {
     *out = NULL;
     if (len > MV_TPL_MAX_SOURCE)
-        return mv_err_set(err, MV_INVALID_TEMPLATE, "template is %zu bytes, more than the %d allowed",
-                          len, MV_TPL_MAX_SOURCE);
+        return mv_err_set(err, MV_INVALID_TEMPLATE,
+                          "template is %zu bytes, more than the %d allowed", len,
+                          MV_TPL_MAX_SOURCE);
     mv_tpl *tpl = calloc(1, sizeof *tpl);
     char *copy = malloc(len + 1);
     if (!tpl || !copy) {
@@ -385,7 +436,8 @@ mv_code mv_tpl_compile(const char *src, size_t len, mv_tpl **out, mv_err *err) {
     tpl->source = copy;
     tpl->len = len;
 
-    parser p = {.src = copy, .len = len, .otag = "{{", .ctag = "}}", .olen = 2, .clen = 2, .err = err};
+    parser p = {
+        .src = copy, .len = len, .otag = "{{", .ctag = "}}", .olen = 2, .clen = 2, .err = err};
     p.stack[0].tail = &tpl->root;
     mv_code rc = MV_OK;
     for (;;) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "cmd/cli.h"
+#include "missive/message.h"
 #include "missive/store.h"
 
 int cli_migrate(int argc, char **argv) {
@@ -30,8 +31,28 @@ int cli_migrate(int argc, char **argv) {
     return 0;
 }
 
+/* Completed client-request reservations are kept for replays; after the retention (default 24 h,
+ * --older-than-ms) a retry of that key is a new request. */
 int cli_gc(int argc, char **argv) {
-    (void)argc;
-    fprintf(stderr, "missive %s: not available in this build\n", argv[0]);
-    return 2;
+    const char *url = cli_flag(argc, argv, "--store");
+    const char *older = cli_flag(argc, argv, "--older-than-ms");
+    char *end = NULL;
+    long long retention = older ? strtoll(older, &end, 10) : 86400000LL;
+    if (!url || (older && (*end || retention < 0))) {
+        fprintf(stderr, "usage: missive gc --store URL [--older-than-ms N]\n");
+        return 2;
+    }
+    mv_err err = {0};
+    mv_store *store = NULL;
+    int64_t removed = 0;
+    if (mv_store_open(url, NULL, &store, &err) != MV_OK || mv_store_check_schema(store, &err) != MV_OK ||
+        mv_requests_gc(store, mv_now_ms() - retention, &removed, &err) != MV_OK) {
+        fprintf(stderr, "missive gc: %s\n", err.message);
+        mv_store_close(store);
+        return 1;
+    }
+    printf("removed %lld completed client request%s older than %lld ms\n", (long long)removed,
+           removed == 1 ? "" : "s", retention);
+    mv_store_close(store);
+    return 0;
 }

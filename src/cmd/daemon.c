@@ -8,13 +8,48 @@
 #include "cmd/daemon.h"
 #include "http/request.h"
 
-mv_code mv_daemon_check(const mv_config *cfg, mv_err *err) {
-    if (!cfg->templates) return MV_OK;
-    mv_registry *reg = mv_registry_new();
-    mv_code rc = reg ? mv_registry_load_dir(reg, cfg->templates, err)
-                     : mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    mv_registry_free(reg);
+/* An action that needs approval is a config error when approvals are not configured. */
+static mv_code check_approvals(const mv_config *cfg, mv_registry *reg, mv_err *err) {
+    if (cfg->approvals.enabled) return MV_OK;
+    json_t *codes = mv_registry_codes(reg);
+    size_t i;
+    json_t *code;
+    mv_code rc = MV_OK;
+    json_array_foreach(codes, i, code) {
+        mv_template *t = mv_registry_find(reg, json_string_value(code));
+        for (size_t a = 0; t && rc == MV_OK && a < t->nactions; a++)
+            if (t->actions[a].approval_capability)
+                rc = mv_err_set(err, MV_INVALID_CONFIG,
+                                "template \"%s\" action \"%s\" needs approval, but the config "
+                                "has no \"approvals\" section",
+                                t->template_cd, t->actions[a].action_cd);
+        mv_template_release(t);
+        if (rc != MV_OK) break;
+    }
+    json_decref(codes);
     return rc;
+}
+
+mv_code mv_daemon_check(const mv_config *cfg, mv_err *err) {
+    mv_code rc = MV_OK;
+    if (cfg->templates) {
+        mv_registry *reg = mv_registry_new();
+        rc = reg ? mv_registry_load_dir(reg, cfg->templates, err)
+                 : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        if (rc == MV_OK) rc = check_approvals(cfg, reg, err);
+        mv_registry_free(reg);
+    }
+    if (rc == MV_OK && cfg->sagas) {
+        mv_saga_book *book = mv_saga_book_new(NULL);
+        rc = book ? mv_saga_book_load_dir(book, cfg->sagas, err)
+                  : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        mv_saga_book_free(book);
+    }
+    return rc;
+}
+
+static const mv_saga_definition *find_saga(void *ctx, const char *name) {
+    return mv_saga_book_find(ctx, name);
 }
 
 static mv_code daemon_health(void *ctx, mv_err *err) {
@@ -61,6 +96,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if (!d->registry) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (cfg->templates && (rc = mv_registry_load_dir(d->registry, cfg->templates, err)) != MV_OK)
         return rc;
+    if ((rc = check_approvals(cfg, d->registry, err)) != MV_OK) return rc;
     d->webhook = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
                                      .secret_len = cfg->webhook_secret.len,
                                      .connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
@@ -68,6 +104,20 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
                                      .max_response_bytes = cfg->webhooks.max_response_bytes};
     if (cfg->payment.enabled && !(d->payment = mv_payment_webhook_new(cfg->payment.webhook, &d->webhook)))
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (cfg->approvals.enabled) {
+        mv_approvals_options ao = {.secret = cfg->approvals.secret.bytes,
+                                   .secret_len = cfg->approvals.secret.len,
+                                   .ttl_ms = cfg->approvals.ttl_ms};
+        if ((rc = mv_approvals_new(d->store, &ao, &d->approvals, err)) != MV_OK) return rc;
+    }
+    if (cfg->sagas) {
+        if (!(d->sagas = mv_saga_book_new(&d->webhook)))
+            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        if ((rc = mv_saga_book_load_dir(d->sagas, cfg->sagas, err)) != MV_OK) return rc;
+        /* a saga run by an action holds its runner lease as long as the action holds its claim */
+        mv_saga_engine_options so = {.runner_lease_ms = cfg->leases.action_ms};
+        if ((rc = mv_saga_engine_new(d->store, &so, &d->saga_engine, err)) != MV_OK) return rc;
+    }
     json_t *exclusions = json_array();
     for (size_t i = 0; i < cfg->email.n_exclusions; i++)
         json_array_append_new(exclusions, json_string(cfg->email.exclusions[i]));
@@ -88,6 +138,10 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .webhook = &d->webhook,
         .email = cfg->email.enabled,
         .email_exclusions = exclusions,
+        .approvals = d->approvals,
+        .sagas = d->saga_engine,
+        .find_saga = find_saga,
+        .find_saga_ctx = d->sagas,
     };
     rc = mv_service_new(&o, &d->service, err);
     json_decref(exclusions);
@@ -147,6 +201,10 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
     d->message_routes = (mv_message_routes){.service = d->service,
                                             .admin_permission = cfg->admin_permission_key,
                                             .metrics = d->metrics};
+    d->durable_routes = (mv_durable_routes){.approvals = d->approvals,
+                                            .engine = d->saga_engine,
+                                            .book = d->sagas,
+                                            .admin_permission = cfg->admin_permission_key};
     return MV_OK;
 }
 
@@ -154,6 +212,9 @@ void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
     mv_outbox_worker_stop(d->outbox);
     mv_service_free(d->service);
+    mv_saga_engine_free(d->saga_engine);
+    mv_saga_book_free(d->sagas);
+    mv_approvals_free(d->approvals);
     mv_email_settings_free(d->email);
     mv_payment_webhook_free(d->payment);
     mv_registry_free(d->registry);

@@ -12,9 +12,12 @@
 #include "http/metrics.h"
 #include "http/ops.h"
 #include "http/router.h"
+#include "http/routes_durable.h"
 #include "http/routes_messages.h"
 #include "missive/deliver.h"
+#include "missive/durable.h"
 #include "missive/message.h"
+#include "missive/saga_webhook.h"
 #include "missive/store.h"
 
 typedef struct mv_daemon {
@@ -28,8 +31,12 @@ typedef struct mv_daemon {
     mv_payment_provider *payment;     /* NULL when "payment" is not configured */
     mv_email_settings *email;         /* NULL when "email" is not configured */
     mv_outbox_worker *outbox;         /* delivers the outbox while the daemon runs */
+    mv_approvals *approvals;          /* NULL when "approvals" is not configured */
+    mv_saga_book *sagas;              /* NULL when "sagas" is not configured */
+    mv_saga_engine *saga_engine;
     mv_service *service;
     mv_message_routes message_routes;
+    mv_durable_routes durable_routes;
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

@@ -327,6 +327,7 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_LISTEN_FD);
     struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss); /* the analyzer does not see getsockname fill it */
     socklen_t sl = sizeof ss;
     srv->port = port;
     if (info && getsockname(info->listen_fd, (struct sockaddr *)&ss, &sl) == 0)

@@ -30,8 +30,13 @@ static const char SQL_CLAIM_RETRY[] =
     "AND (action_state = 'retryable' OR (action_state = 'processing' AND "
     "action_lease_expires_at <= ?))";
 static const char SQL_ATTEMPT_OF[] =
-    "SELECT action_attempt_id, action_state, action_cd, action_approval_id FROM messages "
-    "WHERE id = ?";
+    "SELECT action_attempt_id, action_state, action_cd, action_approval_id, "
+    "action_lease_expires_at FROM messages WHERE id = ?";
+static const char SQL_RESET_COMPENSATED[] =
+    "UPDATE messages SET action_state = 'active', action_cd = NULL, action_attempt_id = NULL, "
+    "action_claimed_by = NULL, action_claimed_at = NULL, action_lease_expires_at = NULL, "
+    "action_failure_message = NULL, action_approval_id = NULL, updated_at = ? "
+    "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
 static const char SQL_MARK_RETRYABLE[] =
     "UPDATE messages SET action_state = 'retryable', action_failure_message = ?, "
     "action_lease_expires_at = NULL, updated_at = ? "
@@ -45,6 +50,12 @@ static const char SQL_EXTEND_LEASE[] =
     "UPDATE messages SET action_lease_expires_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
 
+/* The claim columns of a message (not part of its JSON shape). */
+typedef struct attempt_info {
+    char attempt_id[64], state[16], action_cd[129], approval_id[64];
+    int64_t lease_expires_at;
+} attempt_info;
+
 typedef struct action_job {
     mv_service *svc;
     const mv_action_request *req;
@@ -57,22 +68,29 @@ typedef struct action_job {
     bool new_attempt;
     json_t *result;
     json_t *notification; /* sender notification document, when any */
+    mv_abort abort;       /* fired by the lease keeper when the claim is lost */
+    attempt_info stored;            /* the claim columns as loaded */
+    bool consume_approval;          /* consume the resume token inside the claim transaction */
+    mv_approval_request approval;   /* what the approval is bound to */
+    char digest[65];
+    char effect_id[37];             /* the approval's effect id */
 } action_job;
 
 /* ---- claim ------------------------------------------------------------------------------- */
 
-static mv_code read_attempt(mv_db *db, const char *id, char attempt[64], char state[16],
-                            char action_cd[129], mv_err *err) {
+static mv_code read_attempt(mv_db *db, const char *id, attempt_info *a, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_ATTEMPT_OF, &st, err);
     if (rc != MV_OK) return rc;
     mv_stmt_bindf(st, "s", id);
     int r = mv_stmt_step(st, err);
-    attempt[0] = state[0] = action_cd[0] = '\0';
+    memset(a, 0, sizeof *a);
     if (r == 1) {
-        mv_strlcpy(attempt, mv_stmt_text(st, 0), 64);
-        mv_strlcpy(state, mv_stmt_text(st, 1), 16);
-        mv_strlcpy(action_cd, mv_stmt_text(st, 2), 129);
+        mv_strlcpy(a->attempt_id, mv_stmt_text(st, 0), sizeof a->attempt_id);
+        mv_strlcpy(a->state, mv_stmt_text(st, 1), sizeof a->state);
+        mv_strlcpy(a->action_cd, mv_stmt_text(st, 2), sizeof a->action_cd);
+        mv_strlcpy(a->approval_id, mv_stmt_text(st, 3), sizeof a->approval_id);
+        a->lease_expires_at = mv_stmt_int64(st, 4);
     }
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
@@ -85,6 +103,9 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     char attempt[37];
     mv_code rc = mv_id_uuid(attempt, err);
     if (rc != MV_OK) return rc;
+    if (j->consume_approval &&
+        (rc = mv_approval_consume_tx(j->svc->o.approvals, db, &j->approval, err)) != MV_OK)
+        return rc;
     int64_t changes = 0;
     rc = mv_db_execf(db, SQL_CLAIM_ACTIVE, &changes, err, "sssiisis", j->action->action_cd, attempt,
                      j->user_id, now, lease, j->approval_id[0] ? j->approval_id : NULL, now, id);
@@ -97,10 +118,11 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     rc = mv_db_execf(db, SQL_CLAIM_RETRY, &changes, err, "siiissi", j->user_id, now, lease, now, id,
                      j->action->action_cd, now);
     if (rc != MV_OK) return rc;
-    char state[16], action_cd[129];
-    if ((rc = read_attempt(db, id, j->attempt_id, state, action_cd, err)) != MV_OK) return rc;
+    attempt_info a;
+    if ((rc = read_attempt(db, id, &a, err)) != MV_OK) return rc;
+    mv_strlcpy(j->attempt_id, a.attempt_id, sizeof j->attempt_id);
     if (changes == 1) return MV_OK;
-    if (strcmp(state, "archived") == 0)
+    if (strcmp(a.state, "archived") == 0)
         return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
     return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress", id);
 }
@@ -128,7 +150,7 @@ static mv_code run_handler(action_job *j, mv_err *err) {
                                MV_ESCAPE_NONE, &name, NULL, err);
     if (rc != MV_OK) goto done;
     mv_action_input in = {j->message, j->action, name, j->req->user, j->attempt_id,
-                          j->req->input ? j->req->input : empty};
+                          j->req->input ? j->req->input : empty, &j->abort};
     if (svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
         rc = fn(ctx, &in, &j->result, err);
     } else if (j->action->handler == MV_HANDLER_NONE) {
@@ -137,6 +159,8 @@ static mv_code run_handler(action_job *j, mv_err *err) {
         rc = run_payment(j, err);
     } else if (j->action->handler == MV_HANDLER_WEBHOOK) {
         rc = webhook_handler(j->svc, j->action->handler_target, &in, &j->result, err);
+    } else if (j->action->handler == MV_HANDLER_SAGA) {
+        rc = saga_action_run(j->svc, j->action->handler_target, &in, &j->result, err);
     } else if (j->svc->o.handlers.run) {
         rc = j->svc->o.handlers.run(j->svc->o.handlers.ctx, &in, &j->result, err);
     } else {
@@ -173,7 +197,10 @@ static void *keep_lease(void *arg) {
             pthread_mutex_unlock(&k->mu);
             bool held = mv_action_extend_lease(k->j->svc, k->j->req->message_id, k->j->attempt_id);
             pthread_mutex_lock(&k->mu);
-            if (!held) break;
+            if (!held) {
+                mv_abort_fire(&k->j->abort, "the action's lease was lost");
+                break;
+            }
         }
     }
     pthread_mutex_unlock(&k->mu);
@@ -210,6 +237,12 @@ static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
     retry_arg *a = ctx;
     return mv_db_execf(db, SQL_MARK_RETRYABLE, NULL, err, "siss", a->failure, svc_now(a->j->svc),
                        a->j->req->message_id, a->j->attempt_id);
+}
+
+static mv_code reset_tx(mv_db *db, void *ctx, mv_err *err) {
+    action_job *j = ctx;
+    return mv_db_execf(db, SQL_RESET_COMPENSATED, NULL, err, "iss", svc_now(j->svc),
+                       j->req->message_id, j->attempt_id);
 }
 
 /* ---- archive + notify --------------------------------------------------------------------- */
@@ -270,7 +303,60 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
 
 static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    return doc_load(db, j->req->message_id, &j->message, err);
+    mv_code rc = doc_load(db, j->req->message_id, &j->message, err);
+    return rc == MV_OK ? read_attempt(db, j->req->message_id, &j->stored, err) : rc;
+}
+
+/* The approval id inside a resume token "v1.<claims>.<mac>" (unverified: consume verifies). */
+static void token_approval_id(const char *token, char out[64]) {
+    out[0] = '\0';
+    const char *a = strchr(token, '.'), *b = a ? strchr(a + 1, '.') : NULL;
+    if (!b || b - a > 1024) return;
+    unsigned char raw[800];
+    size_t n;
+    if (!mv_b64url_decode(a + 1, (size_t)(b - a - 1), raw, &n)) return;
+    json_t *claims = json_loadb((const char *)raw, n, 0, NULL);
+    mv_strlcpy(out, mv_json_str(claims, "id"), 64);
+    json_decref(claims);
+}
+
+/* Approval gate before claiming: a fresh press of an action that needs approval creates the
+ * pending approval (MV_APPROVAL_REQUIRED, nothing claimed); a press with a resume token binds
+ * the consumption into the claim transaction; a retry of an approved attempt passes. */
+static mv_code approval_gate(action_job *j, mv_err *err) {
+    const mv_action_def *a = j->action;
+    mv_service *svc = j->svc;
+    if (!a->approval_capability) return MV_OK;
+    if (!svc->o.approvals)
+        return mv_err_set(err, MV_INTERNAL, "action \"%s\" needs approvals, which are not configured",
+                          a->action_cd);
+    const attempt_info *s = &j->stored;
+    bool retry = strcmp(s->action_cd, a->action_cd) == 0 && s->approval_id[0] &&
+                 (strcmp(s->state, "retryable") == 0 ||
+                  (strcmp(s->state, "processing") == 0 && s->lease_expires_at <= svc_now(svc)));
+    if (retry) return MV_OK;
+    json_t *bound = j->req->input /* "O" takes its own reference: a fresh {} there would leak */
+                        ? json_pack("{s:s,s:O}", "actionCd", a->action_cd, "input", j->req->input)
+                        : json_pack("{s:s,s:{}}", "actionCd", a->action_cd, "input");
+    mv_json_fingerprint(bound, j->digest);
+    json_decref(bound);
+    mv_code rc = mv_id_uuid(j->effect_id, err);
+    if (rc != MV_OK) return rc;
+    j->approval = (mv_approval_request){.effect_id = j->effect_id,
+                                        .capability = a->approval_capability,
+                                        .target = j->req->message_id,
+                                        .digest = j->digest,
+                                        .tenant_id = j->req->user->tenant ? j->req->user->tenant
+                                                                          : "default",
+                                        .principal_id = j->user_id,
+                                        .resume_token = j->req->resume_token,
+                                        .ttl_ms = a->approval_ttl_ms};
+    if (!j->req->resume_token) {
+        return mv_approval_authorize(svc->o.approvals, &j->approval, err);
+    }
+    token_approval_id(j->req->resume_token, j->approval_id);
+    j->consume_approval = true;
+    return MV_OK;
 }
 
 mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
@@ -315,6 +401,7 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
         rc = mv_err_set(err, MV_ACTION_NOT_ALLOWED, "not allowed");
         goto done;
     }
+    if ((rc = approval_gate(&j, err)) != MV_OK) goto done;
     if ((rc = mv_store_write(svc->o.store, claim_tx, &j, err)) != MV_OK) goto done;
 
     mv_err herr = {0};
@@ -323,9 +410,20 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
     rc = run_handler(&j, &herr);
     if (keeping) keeper_stop(&keeper);
     if (rc == MV_OK) rc = build_notification(&j, &herr);
+    if (rc == MV_ACTION_COMPENSATED) { /* nothing happened: the message is active again */
+        mv_store_write(svc->o.store, reset_tx, &j, NULL);
+        rc = mv_err_copy(err, &herr);
+        goto done;
+    }
     if (rc != MV_OK) {
+        mv_code handler_rc = rc;
         retry_arg a = {&j, herr.message};
         mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
+        if (handler_rc == MV_ACTION_NEEDS_REVIEW) {
+            rc = mv_err_copy(err, &herr);
+            if (err) mv_strlcpy(err->attempt_id, j.attempt_id, sizeof err->attempt_id);
+            goto done;
+        }
         rc = mv_err_set(err, MV_ACTION_RETRYABLE,
                         "message \"%s\" action attempt \"%s\" failed before commit and may be "
                         "retried",

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "missive/base.h"
+#include "base/js_value.h"
 #include "missive/template.h"
 
 /* ---- identity ------------------------------------------------------------------------------ */
@@ -66,24 +67,9 @@ bool mv_user_is_receiver(const mv_user *user, const json_t *message) {
     return false;
 }
 
-/* JavaScript truthiness: false, 0, NaN, "", null and absent are falsy; objects and arrays are
- * truthy even when empty (unlike JsonLogic's rule for arrays). */
-static bool js_truthy(const json_t *v) {
-    if (!v) return false;
-    switch (json_typeof(v)) {
-    case JSON_NULL:
-    case JSON_FALSE: return false;
-    case JSON_TRUE: return true;
-    case JSON_STRING: return json_string_length(v) > 0;
-    case JSON_INTEGER: return json_integer_value(v) != 0;
-    case JSON_REAL: return json_real_value(v) != 0.0;
-    default: return true;
-    }
-}
-
 bool mv_user_has_permission(const mv_user *user, const char *key) {
     if (!user || !key || !json_is_object(user->permissions)) return false;
-    return js_truthy(json_object_get(user->permissions, key));
+    return mv_js_boolean(json_object_get(user->permissions, key));
 }
 
 /* ---- actions ------------------------------------------------------------------------------- */

@@ -69,6 +69,13 @@ mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input
 mv_code webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
                         json_t **result, mv_err *err);
 
+/* The body every handler gets: {message, action: {actionCd, name}, user, input, attemptId}. */
+json_t *handler_request(const mv_action_input *in);
+
+/* saga_action.c: runs a {"saga": NAME} handler (saga id = attempt id). */
+mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
+                        json_t **result, mv_err *err);
+
 /* A generic-notification document from createNotification params (not stored). */
 json_t *notification_doc(mv_service *svc, const json_t *params);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "missive/base.h"
+#include "base/js_value.h"
 #include "missive/template.h"
 
 /* Where an error happened: "<source>: template "X" action "Y" <what>". */
@@ -56,20 +57,6 @@ static bool nonempty_trimmed(const json_t *v) {
     for (; *s; s++)
         if (!strchr(" \t\n\v\f\r", *s)) return true;
     return false;
-}
-
-/* JavaScript truthiness of a JSON value (absent = undefined = false). */
-static bool js_truthy(const json_t *v) {
-    if (!v) return false;
-    switch (json_typeof(v)) {
-    case JSON_NULL:
-    case JSON_FALSE: return false;
-    case JSON_TRUE: return true;
-    case JSON_STRING: return json_string_length(v) > 0;
-    case JSON_INTEGER: return json_integer_value(v) != 0;
-    case JSON_REAL: return json_real_value(v) != 0.0;
-    default: return true; /* objects and arrays, even empty ones */
-    }
 }
 
 /* Absent and null both mean "not given" for optional keys. */
@@ -457,11 +444,11 @@ static mv_code check_reference(parse_ctx *c, const json_t *json) {
             return fail(c, "name must be a non-empty string");
         if (!nonempty_trimmed(json_object_get(a, "variant")))
             return fail(c, "variant must be a non-empty string");
-        bool flags[2] = {js_truthy(json_object_get(a, "sender")),
-                         js_truthy(json_object_get(a, "receiver"))};
+        bool flags[2] = {mv_js_boolean(json_object_get(a, "sender")),
+                         mv_js_boolean(json_object_get(a, "receiver"))};
         if (!flags[0] && !flags[1]) return fail(c, "must be available to sender or receiver");
         c->action_cd = NULL;
-        if (!js_truthy(json_object_get(a, "isDefault"))) continue;
+        if (!mv_js_boolean(json_object_get(a, "isDefault"))) continue;
         for (int u = 0; u < 2; u++) {
             if (!flags[u]) continue;
             if (default_of[u])
@@ -488,7 +475,7 @@ mv_code mv_template_parse(const json_t *json, const char *source_name, mv_templa
     mv_template *t = calloc(1, sizeof *t);
     if (!t) return oom(&c);
     t->refs_ = 1;
-    if (!mv_valid_template_cd(c.template_cd)) {
+    if (!c.template_cd || !mv_valid_template_cd(c.template_cd)) {
         rc = fail(&c, "templateCd must match [A-Za-z0-9_.-]{1,128}");
         goto fail;
     }

@@ -1,11 +1,349 @@
-/* pg.c — the PostgreSQL driver (placeholder until the PostgreSQL issue lands). */
+/* pg.c — the PostgreSQL driver (libpq).
+ *
+ * Statements are written once with `?` placeholders; prepare rewrites them to $1..$n (leaving
+ * `?` alone inside string literals, quoted identifiers and comments) and prepares them on the
+ * server under a name unique to the connection. Parameters travel as text and the server infers
+ * their types from the statement, so `?` must stand where PostgreSQL can infer a type (write
+ * `CAST(? AS TEXT) IS NULL`, not `? IS NULL`). Results are buffered: the first step executes,
+ * later steps walk the rows.
+ *
+ * Write transactions are READ COMMITTED (every contested change is a conditional UPDATE, whose
+ * row count is exact at that level); read transactions are REPEATABLE READ READ ONLY so the
+ * callback sees one consistent snapshot, as store.h promises. A lost connection (server restart,
+ * pg_terminate_backend, network) fails the statement in flight with MV_STORE_UNAVAILABLE and
+ * marks the connection broken; the pool then reconnects on the next checkout. */
+#include <ctype.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "store/driver.h"
 
-static mv_code pg_connect(const char *url, const mv_store_options *o, void **out, mv_err *err) {
-    (void)url;
-    (void)o;
-    (void)out;
-    return mv_err_set(err, MV_STORE_UNAVAILABLE, "the PostgreSQL driver is not built yet");
+typedef struct pg_conn {
+    PGconn *pg;
+    bool broken;
+    unsigned next_stmt; /* for prepared statement names */
+} pg_conn;
+
+typedef struct pg_stmt {
+    char name[24];
+    char *sql; /* rewritten to $n placeholders */
+    int nparams;
+    PGresult *res; /* the buffered result of the last execution */
+    int row, nrows;
+} pg_stmt;
+
+static void silence_notices(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
 }
 
-const mv_driver mv_pg_driver = {.name = "postgres", .connect = pg_connect};
+/* libpq's messages end in a newline and may span lines ("…failed: …\n\tIs the server
+ * running…"): makes them one line. */
+static const char *trimmed(const char *msg, char *buf, size_t size) {
+    if (!msg || !*msg) msg = "unknown error";
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 1 < size; p++) {
+        if (*p == '\n' || *p == '\t' || *p == '\r') {
+            if (n > 0 && buf[n - 1] != ' ') buf[n++] = ' ';
+        } else {
+            buf[n++] = *p;
+        }
+    }
+    while (n > 0 && buf[n - 1] == ' ')
+        n--;
+    buf[n] = '\0';
+    return buf;
+}
+
+/* SQLSTATEs that mean "the store is unavailable right now, try again": connection exceptions
+ * (08…), server shutting down or starting (57P01-57P03), statement timeout (57014), resources
+ * exhausted (53…), serialization failures and deadlocks (40001, 40P01), lock timeouts (55P03). */
+static bool sqlstate_unavailable(const char *st) {
+    if (!st) return false;
+    return strncmp(st, "08", 2) == 0 || strncmp(st, "53", 2) == 0 || strcmp(st, "57P01") == 0 ||
+           strcmp(st, "57P02") == 0 || strcmp(st, "57P03") == 0 || strcmp(st, "57014") == 0 ||
+           strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0 || strcmp(st, "55P03") == 0;
+}
+
+/* Fills err from a failed result (res may be NULL) and says whether the connection is gone. */
+static mv_code pg_error(pg_conn *c, const PGresult *res, mv_err *err) {
+    char buf[400];
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (PQstatus(c->pg) != CONNECTION_OK || (state && strncmp(state, "08", 2) == 0) ||
+        (state && strncmp(state, "57P0", 4) == 0)) {
+        c->broken = true;
+        const char *msg = res ? PQresultErrorMessage(res) : "";
+        if (!msg || !*msg) msg = PQerrorMessage(c->pg);
+        return mv_err_set(err, MV_STORE_UNAVAILABLE, "postgres: connection lost: %s",
+                          trimmed(msg, buf, sizeof buf));
+    }
+    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    if (!primary) primary = res ? PQresultErrorMessage(res) : PQerrorMessage(c->pg);
+    trimmed(primary, buf, sizeof buf);
+    mv_code code = sqlstate_unavailable(state) ? MV_STORE_UNAVAILABLE : MV_INTERNAL;
+    if (state) return mv_err_set(err, code, "postgres: %s (SQLSTATE %s)", buf, state);
+    return mv_err_set(err, code, "postgres: %s", buf);
+}
+
+static mv_code pg_connect(const char *url, const mv_store_options *o, void **out, mv_err *err) {
+    char buf[400];
+    char *perr = NULL;
+    PQconninfoOption *parsed = PQconninfoParse(url, &perr);
+    if (!parsed) {
+        mv_err_set(err, MV_INVALID_ARGUMENT, "invalid PostgreSQL URL: %s",
+                   trimmed(perr ? perr : "out of memory", buf, sizeof buf));
+        PQfreemem(perr);
+        return MV_INVALID_ARGUMENT;
+    }
+    PQconninfoFree(parsed);
+
+    /* Later keywords override earlier ones, so the URL's own settings win over these defaults. */
+    const char *keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
+    const char *vals[] = {"10", "missive", url, NULL};
+    pg_conn *c = calloc(1, sizeof *c);
+    if (!c) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    c->pg = PQconnectdbParams(keys, vals, 1);
+    if (!c->pg) {
+        free(c);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
+    PQsetNoticeProcessor(c->pg, silence_notices, NULL);
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        mv_err_set(err, MV_STORE_UNAVAILABLE, "postgres: cannot connect: %s",
+                   trimmed(PQerrorMessage(c->pg), buf, sizeof buf));
+        PQfinish(c->pg);
+        free(c);
+        return MV_STORE_UNAVAILABLE;
+    }
+    char set[96];
+    snprintf(set, sizeof set, "SET statement_timeout = %d", o->statement_timeout_ms);
+    PGresult *res = PQexec(c->pg, set);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        mv_code rc = pg_error(c, res, err);
+        PQclear(res);
+        PQfinish(c->pg);
+        free(c);
+        return rc;
+    }
+    PQclear(res);
+    *out = c;
+    return MV_OK;
+}
+
+static void pg_disconnect(void *conn) {
+    pg_conn *c = conn;
+    if (!c) return;
+    PQfinish(c->pg);
+    free(c);
+}
+
+static mv_code pg_exec(void *conn, const char *sql, mv_err *err) {
+    pg_conn *c = conn;
+    PGresult *res = PQexec(c->pg, sql);
+    ExecStatusType st = PQresultStatus(res);
+    mv_code rc = MV_OK;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY) {
+        rc = pg_error(c, res, err);
+    } else if (strcmp(sql, "COMMIT") == 0 && strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
+        /* PostgreSQL answers COMMIT of a transaction that hit an error with a silent ROLLBACK. */
+        rc = mv_err_set(err, MV_INTERNAL,
+                        "postgres: the transaction was rolled back because a statement in it "
+                        "failed");
+    }
+    PQclear(res);
+    return rc;
+}
+
+static mv_code pg_begin(void *conn, bool write, mv_err *err) {
+    return pg_exec(conn, write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+}
+
+static bool is_word_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
+
+/* Rewrites `?` to $1..$n outside literals, quoted identifiers and comments. Returns the new
+ * string (malloc'd) and the placeholder count, or NULL when out of memory. */
+static char *rewrite_placeholders(const char *sql, int *count) {
+    size_t len = strlen(sql);
+    char *out = malloc(len * 3 + 1); /* "?" → at most "$NN" for MV_STMT_MAX_PARAMS < 100 */
+    if (!out) return NULL;
+    char *o = out;
+    int n = 0;
+    for (size_t i = 0; i < len;) {
+        char ch = sql[i];
+        if (ch == '\'' || ch == '"') {
+            /* E'…' strings escape with backslashes; '' and "" are doubled quotes, which this
+             * loop handles as a close immediately followed by an open. */
+            bool backslash = ch == '\'' && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
+                             (i < 2 || !is_word_char(sql[i - 2]));
+            *o++ = sql[i++];
+            while (i < len && sql[i] != ch) {
+                if (backslash && sql[i] == '\\' && i + 1 < len) *o++ = sql[i++];
+                *o++ = sql[i++];
+            }
+            if (i < len) *o++ = sql[i++];
+        } else if (ch == '-' && sql[i + 1] == '-') {
+            while (i < len && sql[i] != '\n')
+                *o++ = sql[i++];
+        } else if (ch == '/' && sql[i + 1] == '*') {
+            *o++ = sql[i++];
+            *o++ = sql[i++];
+            while (i < len && !(sql[i] == '*' && sql[i + 1] == '/'))
+                *o++ = sql[i++];
+            if (i < len) {
+                *o++ = sql[i++];
+                *o++ = sql[i++];
+            }
+        } else if (ch == '?') {
+            n++;
+            o += sprintf(o, "$%d", n);
+            i++;
+        } else {
+            *o++ = sql[i++];
+        }
+    }
+    *o = '\0';
+    *count = n;
+    return out;
+}
+
+static mv_code pg_prepare(void *conn, const char *sql, void **out, mv_err *err) {
+    pg_conn *c = conn;
+    pg_stmt *st = calloc(1, sizeof *st);
+    if (!st) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    st->sql = rewrite_placeholders(sql, &st->nparams);
+    if (!st->sql) {
+        free(st);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
+    if (st->nparams > MV_STMT_MAX_PARAMS) {
+        mv_code rc = mv_err_set(err, MV_INTERNAL, "statement has %d placeholders, more than %d",
+                                st->nparams, MV_STMT_MAX_PARAMS);
+        free(st->sql);
+        free(st);
+        return rc;
+    }
+    snprintf(st->name, sizeof st->name, "mv_%u", ++c->next_stmt);
+    PGresult *res = PQprepare(c->pg, st->name, st->sql, 0, NULL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        mv_code rc = pg_error(c, res, err);
+        PQclear(res);
+        free(st->sql);
+        free(st);
+        return rc;
+    }
+    PQclear(res);
+    *out = st;
+    return MV_OK;
+}
+
+/* The server-side prepared statement lives until the connection closes (the generic layer
+ * finalizes statements only right before disconnecting). */
+static void pg_finalize(void *stmt) {
+    pg_stmt *st = stmt;
+    if (!st) return;
+    PQclear(st->res);
+    free(st->sql);
+    free(st);
+}
+
+static int pg_step(void *conn, void *stmt, bool first, const mv_param *params, int n,
+                   int64_t *changes, mv_err *err) {
+    pg_conn *c = conn;
+    pg_stmt *st = stmt;
+    if (first) {
+        PQclear(st->res);
+        st->res = NULL;
+        /* Like SQLite: unbound placeholders are NULL, bindings beyond the last are ignored. */
+        char ints[MV_STMT_MAX_PARAMS][24];
+        const char *values[MV_STMT_MAX_PARAMS];
+        for (int i = 0; i < st->nparams; i++) {
+            values[i] = NULL;
+            if (i >= n) continue;
+            if (params[i].type == MV_PARAM_TEXT) {
+                values[i] = params[i].s;
+            } else if (params[i].type == MV_PARAM_INT) {
+                snprintf(ints[i], sizeof ints[i], "%lld", (long long)params[i].i);
+                values[i] = ints[i];
+            }
+        }
+        PGresult *res = PQexecPrepared(c->pg, st->name, st->nparams, values, NULL, NULL, 0);
+        ExecStatusType status = PQresultStatus(res);
+        if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+            pg_error(c, res, err);
+            PQclear(res);
+            return -1;
+        }
+        st->res = res;
+        st->row = -1;
+        st->nrows = status == PGRES_TUPLES_OK ? PQntuples(res) : 0;
+        const char *tuples = PQcmdTuples(res);
+        *changes = tuples && *tuples ? strtoll(tuples, NULL, 10) : 0;
+    }
+    if (!st->res) return 0;
+    if (st->row + 1 < st->nrows) {
+        st->row++;
+        return 1;
+    }
+    st->row = st->nrows;
+    return 0;
+}
+
+static bool has_cell(const pg_stmt *st, int col) {
+    return st->res && st->row >= 0 && st->row < st->nrows && col >= 0 && col < PQnfields(st->res);
+}
+
+static const char *pg_text(void *stmt, int col) {
+    pg_stmt *st = stmt;
+    if (!has_cell(st, col) || PQgetisnull(st->res, st->row, col)) return NULL;
+    return PQgetvalue(st->res, st->row, col);
+}
+
+static int64_t pg_integer(void *stmt, int col) {
+    const char *v = pg_text(stmt, col);
+    if (!v) return 0;
+    if (strcmp(v, "t") == 0) return 1; /* a boolean expression, read as 0/1 like SQLite */
+    if (strcmp(v, "f") == 0) return 0;
+    return strtoll(v, NULL, 10);
+}
+
+static bool pg_is_null(void *stmt, int col) {
+    pg_stmt *st = stmt;
+    return !has_cell(st, col) || PQgetisnull(st->res, st->row, col);
+}
+
+static int pg_column_count(void *stmt) {
+    pg_stmt *st = stmt;
+    return st->res ? PQnfields(st->res) : 0;
+}
+
+static void pg_reset(void *stmt) {
+    pg_stmt *st = stmt;
+    PQclear(st->res);
+    st->res = NULL;
+    st->row = st->nrows = 0;
+}
+
+static bool pg_is_broken(void *conn) {
+    pg_conn *c = conn;
+    return c->broken || PQstatus(c->pg) != CONNECTION_OK ||
+           PQtransactionStatus(c->pg) != PQTRANS_IDLE;
+}
+
+const mv_driver mv_pg_driver = {
+    .name = "postgres",
+    .connect = pg_connect,
+    .disconnect = pg_disconnect,
+    .exec = pg_exec,
+    .begin = pg_begin,
+    .prepare = pg_prepare,
+    .finalize = pg_finalize,
+    .step = pg_step,
+    .text = pg_text,
+    .int64 = pg_integer,
+    .is_null = pg_is_null,
+    .column_count = pg_column_count,
+    .reset = pg_reset,
+    .is_broken = pg_is_broken,
+};

@@ -36,7 +36,13 @@ static mv_code sq_connect(const char *url, const mv_store_options *o, void **out
     snprintf(pragmas, sizeof pragmas,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;",
              o->synchronous);
-    mv_code code = sq_exec(db, pragmas, err);
+    /* Switching a new file to WAL takes an exclusive lock without calling the busy handler, so
+     * processes opening the same new file at once see SQLITE_BUSY here: retry for the timeout. */
+    for (int waited = 0; (rc = sqlite3_exec(db, pragmas, NULL, NULL, NULL)) == SQLITE_BUSY &&
+                         waited < o->busy_timeout_ms;
+         waited += 5)
+        sqlite3_sleep(5);
+    mv_code code = rc == SQLITE_OK ? MV_OK : sqlite_error(db, rc, err);
     if (code != MV_OK) {
         sqlite3_close(db);
         return code;

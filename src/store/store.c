@@ -127,7 +127,8 @@ static void db_free(mv_db *db) {
 
 void mv_store_close(mv_store *store) {
     if (!store) return;
-    for (int i = 0; i < store->nfree; i++) db_free(store->free_list[i]);
+    for (int i = 0; store->free_list && i < store->nfree; i++)
+        db_free(store->free_list[i]);
     free(store->free_list);
     free(store->url);
     pthread_mutex_destroy(&store->pool_mu);
@@ -245,12 +246,17 @@ static void run_batch(mv_store *s, write_job *batch) {
             if (j->rc == MV_OK) j->rc = mv_err_copy(&j->err, &e);
 }
 
+/* Appends a job (gc_mu held). The job lives on its writer's stack until it is done. */
+static void enqueue(mv_store *s, write_job *job) {
+    if (s->queue_tail) s->queue_tail->next = job;
+    else s->queue_head = job;
+    s->queue_tail = job;
+}
+
 static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
     write_job job = {.fn = fn, .ctx = ctx};
     pthread_mutex_lock(&s->gc_mu);
-    if (s->queue_tail) s->queue_tail->next = &job;
-    else s->queue_head = &job;
-    s->queue_tail = &job;
+    enqueue(s, &job);
     while (!job.done) {
         if (s->leader_active) {
             pthread_cond_wait(&s->gc_cv, &s->gc_mu);
@@ -429,6 +435,7 @@ static const char SQL_MAX_VERSION[] = "SELECT COALESCE(MAX(version), 0) FROM sch
 static const char SQL_RECORD_VERSION[] =
     "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)";
 static const char SQL_PG_MIGRATION_LOCK[] = "SELECT pg_advisory_xact_lock(7052463)";
+static const char SQL_PG_NO_TIMEOUT[] = "SET LOCAL statement_timeout = 0";
 
 static mv_code read_version(mv_db *db, int *version, mv_err *err) {
     mv_stmt *st;
@@ -448,8 +455,11 @@ typedef struct {
 static mv_code migrate_one(mv_db *db, void *ctx, mv_err *err) {
     migrate_step *step = ctx;
     mv_code rc;
+    /* A migration may rebuild a big table, and waiting for another process's migration is
+     * normal: neither may be cut short by the statement timeout. */
     if (db->store->kind == MV_STORE_POSTGRES &&
-        (rc = mv_db_execf(db, SQL_PG_MIGRATION_LOCK, NULL, err, "")) != MV_OK)
+        ((rc = mv_db_exec(db, SQL_PG_NO_TIMEOUT, err)) != MV_OK ||
+         (rc = mv_db_execf(db, SQL_PG_MIGRATION_LOCK, NULL, err, "")) != MV_OK))
         return rc;
     if ((rc = mv_db_exec(db, SQL_CREATE_SCHEMA_VERSION, err)) != MV_OK) return rc;
     int version;
@@ -489,8 +499,23 @@ mv_code mv_store_migrate(mv_store *store, int *applied, mv_err *err) {
     return MV_OK;
 }
 
+static const char SQL_PG_HAS_SCHEMA_VERSION[] =
+    "SELECT CASE WHEN to_regclass('schema_version') IS NULL THEN 0 ELSE 1 END";
+
+/* On PostgreSQL, reading the version creates nothing: a CREATE TABLE IF NOT EXISTS racing with a
+ * migration in another process (which holds the migration lock) fails with a duplicate key. */
 static mv_code version_tx(mv_db *db, void *ctx, mv_err *err) {
-    mv_code rc = mv_db_exec(db, SQL_CREATE_SCHEMA_VERSION, err);
+    mv_code rc;
+    if (db->store->kind == MV_STORE_POSTGRES) {
+        mv_stmt *st;
+        if ((rc = mv_db_prepare(db, SQL_PG_HAS_SCHEMA_VERSION, &st, err)) != MV_OK) return rc;
+        int r = mv_stmt_step(st, err);
+        bool exists = r == 1 && mv_stmt_int64(st, 0) == 1;
+        mv_stmt_done(st);
+        if (r < 0) return err ? err->code : MV_INTERNAL;
+        return exists ? read_version(db, ctx, err) : MV_OK;
+    }
+    rc = mv_db_exec(db, SQL_CREATE_SCHEMA_VERSION, err);
     return rc != MV_OK ? rc : read_version(db, ctx, err);
 }
 

@@ -21,9 +21,9 @@ static char *render_json(const char *src, const char *data_json, mv_escape escap
 /* Checks that src renders to `want` (both escapings unless it matters, see callers). */
 #define CHECK_RENDER(src, data, escape, want)                                                      \
     do {                                                                                           \
-        mv_err me_;                                                                                 \
-        mv_err_clear(&me_);                                                                         \
-        char *got_ = render_json((src), (data), (escape), &me_);                                    \
+        mv_err me_;                                                                                \
+        mv_err_clear(&me_);                                                                        \
+        char *got_ = render_json((src), (data), (escape), &me_);                                   \
         if (!got_) fprintf(stderr, "  render error: %s\n", me_.message);                           \
         CHECK_STR(got_, (want));                                                                   \
         free(got_);                                                                                \
@@ -32,14 +32,14 @@ static char *render_json(const char *src, const char *data_json, mv_escape escap
 /* Checks that src fails to compile with MV_INVALID_TEMPLATE and a message containing `want`. */
 #define CHECK_MALFORMED(src, want)                                                                 \
     do {                                                                                           \
-        mv_err me_;                                                                                 \
-        mv_err_clear(&me_);                                                                         \
+        mv_err me_;                                                                                \
+        mv_err_clear(&me_);                                                                        \
         mv_tpl *t_ = NULL;                                                                         \
-        CHECK_CODE(mv_tpl_compile((src), strlen(src), &t_, &me_), MV_INVALID_TEMPLATE, &me_);        \
+        CHECK_CODE(mv_tpl_compile((src), strlen(src), &t_, &me_), MV_INVALID_TEMPLATE, &me_);      \
         CHECK(t_ == NULL);                                                                         \
-        if (!strstr(me_.message, (want))) {                                                         \
+        if (!strstr(me_.message, (want))) {                                                        \
             fprintf(stderr, "  message: %s\n", me_.message);                                       \
-            CHECK(strstr(me_.message, (want)) != NULL);                                             \
+            CHECK(strstr(me_.message, (want)) != NULL);                                            \
         }                                                                                          \
         mv_tpl_free(t_);                                                                           \
     } while (0)
@@ -50,9 +50,12 @@ static const char *spec_dir(void) {
     static char dir[512];
     const char *env = getenv("MISSIVE_SPEC_DIR");
     struct stat st;
-    if (env && *env) snprintf(dir, sizeof dir, "%s/mustache", env);
-    else if (stat("../shared/spec", &st) == 0) snprintf(dir, sizeof dir, "../shared/spec/mustache");
-    else return NULL;
+    if (env && *env)
+        snprintf(dir, sizeof dir, "%s/mustache", env);
+    else if (stat("../shared/spec", &st) == 0)
+        snprintf(dir, sizeof dir, "../shared/spec/mustache");
+    else
+        return NULL;
     return dir;
 }
 
@@ -98,7 +101,8 @@ static void run_spec_suites(void) {
         return;
     }
     const char *suites[] = {"interpolation", "sections", "inverted", "comments", "delimiters"};
-    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) run_spec_suite(dir, suites[i]);
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
+        run_spec_suite(dir, suites[i]);
 }
 
 /* ---- reference-pinned behaviour (SEMANTICS §1.4, §2.1) -------------------------------------- */
@@ -115,7 +119,8 @@ TEST(html_escaping_escapes_exactly_amp_lt_gt_quot_and_only_double_braces) {
     CHECK_RENDER("{{x}}", data, MV_ESCAPE_HTML, "&lt;a href='y'&gt;&amp;&quot;&lt;/a&gt;");
     CHECK_RENDER("{{{x}}}", data, MV_ESCAPE_HTML, "<a href='y'>&\"</a>");
     CHECK_RENDER("{{&x}}", data, MV_ESCAPE_HTML, "<a href='y'>&\"</a>");
-    CHECK_RENDER("<b>{{x}}", "{\"x\": \"ok\"}", MV_ESCAPE_HTML, "<b>ok"); /* text is never escaped */
+    CHECK_RENDER("<b>{{x}}", "{\"x\": \"ok\"}", MV_ESCAPE_HTML,
+                 "<b>ok"); /* text is never escaped */
 }
 
 TEST(prototype_like_names_render_empty) {
@@ -144,12 +149,20 @@ TEST(scalars_print_as_javascript_string_conversion) {
 
 TEST(reals_print_as_javascript_numbers) {
     const char *cases[][2] = {
-        {"1.5", "1.5"},         {"1.0", "1"},       {"-0.0", "0"},
-        {"0.1", "0.1"},         {"1.21", "1.21"},   {"100.0", "100"},
-        {"1e20", "100000000000000000000"},          {"1e21", "1e+21"},
-        {"1.5e300", "1.5e+300"},                    {"0.000001", "0.000001"},
-        {"1e-7", "1e-7"},       {"-2.5e-8", "-2.5e-8"},
-        {"123456789.125", "123456789.125"},         {"0.30000000000000004", "0.30000000000000004"},
+        {"1.5", "1.5"},
+        {"1.0", "1"},
+        {"-0.0", "0"},
+        {"0.1", "0.1"},
+        {"1.21", "1.21"},
+        {"100.0", "100"},
+        {"1e20", "100000000000000000000"},
+        {"1e21", "1e+21"},
+        {"1.5e300", "1.5e+300"},
+        {"0.000001", "0.000001"},
+        {"1e-7", "1e-7"},
+        {"-2.5e-8", "-2.5e-8"},
+        {"123456789.125", "123456789.125"},
+        {"0.30000000000000004", "0.30000000000000004"},
         {"1.2345678901234567e20", "123456789012345670000"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -164,14 +177,16 @@ TEST(arrays_join_with_commas_flattening_nested_arrays) {
                  "1,2,3,4,five,6.5,true");
     CHECK_RENDER("[{{xs}}]", "{\"xs\": [null, 1, null]}", MV_ESCAPE_NONE, "[,1,]");
     CHECK_RENDER("[{{xs}}]", "{\"xs\": []}", MV_ESCAPE_NONE, "[]");
-    CHECK_RENDER("{{xs}}", "{\"xs\": [\"<\", {\"a\": 1}]}", MV_ESCAPE_HTML, "&lt;,{&quot;a&quot;:1}");
+    CHECK_RENDER("{{xs}}", "{\"xs\": [\"<\", {\"a\": 1}]}", MV_ESCAPE_HTML,
+                 "&lt;,{&quot;a&quot;:1}");
 }
 
 TEST(objects_print_as_compact_json_in_insertion_order) {
     CHECK_RENDER("{{o}}",
                  "{\"o\": {\"b\": 1, \"a\": [1.0, \"x\\n\\\"y\\\"\"], \"c\": null, \"d\": {}, "
                  "\"e\": 0.1}}",
-                 MV_ESCAPE_NONE, "{\"b\":1,\"a\":[1,\"x\\n\\\"y\\\"\"],\"c\":null,\"d\":{},\"e\":0.1}");
+                 MV_ESCAPE_NONE,
+                 "{\"b\":1,\"a\":[1,\"x\\n\\\"y\\\"\"],\"c\":null,\"d\":{},\"e\":0.1}");
     CHECK_RENDER("{{o}}", "{\"o\": {\"k\": \"<&>\"}}", MV_ESCAPE_HTML,
                  "{&quot;k&quot;:&quot;&lt;&amp;&gt;&quot;}");
     CHECK_RENDER("{{{o}}}", "{\"o\": {\"tab\": \"\\t\\u0001\"}}", MV_ESCAPE_HTML,
@@ -185,7 +200,8 @@ TEST(malformed_templates_fail_naming_line_and_column) {
     CHECK_MALFORMED("{{#a}}{{#b}}{{/a}}{{/b}}",
                     "mismatched closing tag \"/a\" (section \"b\" opened at line 1, column 7) at "
                     "line 1, column 13");
-    CHECK_MALFORMED("text {{/a}}", "closing tag \"/a\" without an open section at line 1, column 6");
+    CHECK_MALFORMED("text {{/a}}",
+                    "closing tag \"/a\" without an open section at line 1, column 6");
     CHECK_MALFORMED("{{#if x}}y{{/with}}", "mismatched closing tag \"/with\"");
     CHECK_MALFORMED("{{=<% %>}}", "bad delimiter tag at line 1, column 1");
     CHECK_MALFORMED("{{=<%=}}", "bad delimiter tag");
@@ -198,6 +214,8 @@ TEST(malformed_templates_fail_naming_line_and_column) {
     CHECK_MALFORMED("{{}}", "missing name");
     CHECK_MALFORMED("{{a b}}", "invalid name");
     CHECK_MALFORMED("{{@nope}}", "invalid name");
+    CHECK_MALFORMED("{{this.}}", "invalid name");
+    CHECK_MALFORMED("{{a.}}", "invalid name");
     /* A string that renders fine must also fail the one-call API the same way. */
     char *out = (char *)"untouched";
     mv_err err;
@@ -215,7 +233,7 @@ TEST(if_renders_body_when_truthy_and_else_branch_otherwise) {
     CHECK_RENDER(t, "{\"x\": 2}", MV_ESCAPE_NONE, "yes");
     CHECK_RENDER(t, "{\"x\": {}}", MV_ESCAPE_NONE, "yes");
     CHECK_RENDER(t, "{\"x\": [0]}", MV_ESCAPE_NONE, "yes");
-    const char *falsy[] = {"{\"x\": false}", "{\"x\": null}", "{}",          "{\"x\": \"\"}",
+    const char *falsy[] = {"{\"x\": false}", "{\"x\": null}", "{}",         "{\"x\": \"\"}",
                            "{\"x\": 0}",     "{\"x\": 0.0}",  "{\"x\": []}"};
     for (size_t i = 0; i < sizeof falsy / sizeof falsy[0]; i++)
         CHECK_RENDER(t, falsy[i], MV_ESCAPE_NONE, "no");
@@ -274,6 +292,8 @@ TEST(with_enters_an_object_and_else_branch_when_missing) {
     CHECK_RENDER("{{#with a}}[{{this.t}}][{{t}}]{{/with}}", "{\"a\": {}, \"t\": \"out\"}",
                  MV_ESCAPE_NONE, "[][out]");
     CHECK_RENDER("{{#with n}}{{.}}{{/with}}", "{\"n\": 0}", MV_ESCAPE_NONE, "0");
+    CHECK_RENDER("{{#with a}}[{{./t}}][{{../t}}][{{..}}]{{/with}}", "{\"a\": {\"t\": 1}, \"t\": 2}",
+                 MV_ESCAPE_NONE, "[1][2][{\"a\":{\"t\":1},\"t\":2}]");
 }
 
 TEST(mustache_sections_take_else_and_keyword_tags_are_standalone) {
@@ -328,9 +348,11 @@ TEST(compile_reads_exactly_len_bytes) {
 
 static char *nested_sections(int depth) {
     char *s = malloc((size_t)depth * 12 + 8), *p = s;
-    for (int i = 0; i < depth; i++) p += sprintf(p, "{{#a}}");
+    for (int i = 0; i < depth; i++)
+        p += sprintf(p, "{{#a}}");
     p += sprintf(p, "{{v}}");
-    for (int i = 0; i < depth; i++) p += sprintf(p, "{{/a}}");
+    for (int i = 0; i < depth; i++)
+        p += sprintf(p, "{{/a}}");
     return s;
 }
 
@@ -345,7 +367,8 @@ TEST(nesting_deeper_than_the_limit_is_rejected_and_the_limit_itself_renders) {
     CHECK_MALFORMED(deep, want);
     free(deep);
     char *huge = malloc(40000 * 6 + 1), *p = huge;
-    for (int i = 0; i < 40000; i++) p += sprintf(p, "{{#a}}");
+    for (int i = 0; i < 40000; i++)
+        p += sprintf(p, "{{#a}}");
     CHECK_MALFORMED(huge, "sections nested deeper than");
     free(huge);
 }
@@ -366,9 +389,11 @@ TEST(source_larger_than_the_limit_is_rejected) {
 TEST(output_larger_than_the_limit_fails_cleanly) {
     /* 1000 × 1000 × 2 bytes = 2 MB > 1 MB */
     json_t *row = json_array(), *data = json_object();
-    for (int i = 0; i < 1000; i++) json_array_append_new(row, json_integer(i % 10));
+    for (int i = 0; i < 1000; i++)
+        json_array_append_new(row, json_integer(i % 10));
     json_object_set_new(data, "rows", json_array());
-    for (int i = 0; i < 1000; i++) json_array_append(json_object_get(data, "rows"), row);
+    for (int i = 0; i < 1000; i++)
+        json_array_append(json_object_get(data, "rows"), row);
     json_decref(row);
     mv_tpl *tpl = NULL;
     mv_err err;
@@ -384,7 +409,8 @@ TEST(output_larger_than_the_limit_fails_cleanly) {
     memset(big, 'a', MV_TPL_MAX_OUTPUT + 1);
     big[MV_TPL_MAX_OUTPUT + 1] = '\0';
     json_t *d2 = json_pack("{ss}", "s", big);
-    CHECK_CODE(mv_render_string("{{s}}", d2, MV_ESCAPE_NONE, &out, &err), MV_INVALID_TEMPLATE, &err);
+    CHECK_CODE(mv_render_string("{{s}}", d2, MV_ESCAPE_NONE, &out, &err), MV_INVALID_TEMPLATE,
+               &err);
     big[MV_TPL_MAX_OUTPUT] = '\0';
     json_object_set_new(d2, "s", json_string(big));
     CHECK_CODE(mv_render_string("{{s}}", d2, MV_ESCAPE_NONE, &out, &err), MV_OK, &err);
@@ -398,7 +424,8 @@ TEST(output_larger_than_the_limit_fails_cleanly) {
 
 TEST(nested_loops_that_print_nothing_stop_after_a_bounded_number_of_steps) {
     json_t *xs = json_array(), *data = json_object();
-    for (int i = 0; i < 1000; i++) json_array_append_new(xs, json_true());
+    for (int i = 0; i < 1000; i++)
+        json_array_append_new(xs, json_true());
     json_object_set_new(data, "xs", xs);
     char *out = NULL;
     mv_err err;
@@ -419,7 +446,8 @@ typedef struct render_job {
 static void *render_many(void *arg) {
     render_job *job = arg;
     for (int i = 0; i < 500; i++) {
-        json_t *data = json_pack("{si s[sss] s{si}}", "id", job->id, "xs", "a", "<b>", "c", "o", "n", i);
+        json_t *data =
+            json_pack("{si s[sss] s{si}}", "id", job->id, "xs", "a", "<b>", "c", "o", "n", i);
         char want[128], *out = NULL;
         snprintf(want, sizeof want, "id=%d 0:a 1:&lt;b&gt; 2:c n=%d yes", job->id, i);
         mv_err err;
@@ -473,8 +501,8 @@ TEST(cli_render_prints_the_rendering_without_a_newline) {
     fputs("{\"name\": \"Ann & Bo\", \"xs\": [1, 2.5]}", f);
     fclose(f);
     char args[1024], out[1024];
-    snprintf(args, sizeof args, "render --text 'Hi {{name}}: {{#each xs}}[{{.}}]{{/each}}' --data %s",
-             path);
+    snprintf(args, sizeof args,
+             "render --text 'Hi {{name}}: {{#each xs}}[{{.}}]{{/each}}' --data %s", path);
     CHECK_INT(run_cli(args, out, sizeof out), 0);
     CHECK_STR(out, "Hi Ann &amp; Bo: [1][2.5]");
     snprintf(args, sizeof args, "render --plain --text 'Hi {{name}}' --data=%s", path);
@@ -506,28 +534,25 @@ TEST(cli_render_exits_1_naming_the_position_of_a_malformed_template_or_bad_data)
 
 int main(void) {
     run_spec_suites();
-    return RUN_TESTS(markup_is_not_escaped_with_escape_none_in_double_or_triple_braces,
-                     html_escaping_escapes_exactly_amp_lt_gt_quot_and_only_double_braces,
-                     prototype_like_names_render_empty, missing_names_at_any_level_render_empty,
-                     scalars_print_as_javascript_string_conversion,
-                     reals_print_as_javascript_numbers,
-                     arrays_join_with_commas_flattening_nested_arrays,
-                     objects_print_as_compact_json_in_insertion_order,
-                     malformed_templates_fail_naming_line_and_column,
-                     if_renders_body_when_truthy_and_else_branch_otherwise,
-                     unless_renders_body_when_falsy_and_else_branch_otherwise,
-                     each_iterates_arrays_with_this_and_index,
-                     each_iterates_object_values_with_key,
-                     each_renders_else_branch_when_nothing_to_iterate,
-                     with_enters_an_object_and_else_branch_when_missing,
-                     mustache_sections_take_else_and_keyword_tags_are_standalone,
-                     compiled_template_renders_many_times_without_reparsing,
-                     compile_reads_exactly_len_bytes,
-                     nesting_deeper_than_the_limit_is_rejected_and_the_limit_itself_renders,
-                     source_larger_than_the_limit_is_rejected,
-                     output_larger_than_the_limit_fails_cleanly,
-                     nested_loops_that_print_nothing_stop_after_a_bounded_number_of_steps,
-                     one_compiled_template_renders_correctly_from_four_threads_at_once,
-                     cli_render_prints_the_rendering_without_a_newline,
-                     cli_render_exits_1_naming_the_position_of_a_malformed_template_or_bad_data);
+    return RUN_TESTS(
+        markup_is_not_escaped_with_escape_none_in_double_or_triple_braces,
+        html_escaping_escapes_exactly_amp_lt_gt_quot_and_only_double_braces,
+        prototype_like_names_render_empty, missing_names_at_any_level_render_empty,
+        scalars_print_as_javascript_string_conversion, reals_print_as_javascript_numbers,
+        arrays_join_with_commas_flattening_nested_arrays,
+        objects_print_as_compact_json_in_insertion_order,
+        malformed_templates_fail_naming_line_and_column,
+        if_renders_body_when_truthy_and_else_branch_otherwise,
+        unless_renders_body_when_falsy_and_else_branch_otherwise,
+        each_iterates_arrays_with_this_and_index, each_iterates_object_values_with_key,
+        each_renders_else_branch_when_nothing_to_iterate,
+        with_enters_an_object_and_else_branch_when_missing,
+        mustache_sections_take_else_and_keyword_tags_are_standalone,
+        compiled_template_renders_many_times_without_reparsing, compile_reads_exactly_len_bytes,
+        nesting_deeper_than_the_limit_is_rejected_and_the_limit_itself_renders,
+        source_larger_than_the_limit_is_rejected, output_larger_than_the_limit_fails_cleanly,
+        nested_loops_that_print_nothing_stop_after_a_bounded_number_of_steps,
+        one_compiled_template_renders_correctly_from_four_threads_at_once,
+        cli_render_prints_the_rendering_without_a_newline,
+        cli_render_exits_1_naming_the_position_of_a_malformed_template_or_bad_data);
 }

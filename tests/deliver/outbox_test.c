@@ -1,4 +1,4 @@
-/* outbox_test.c — the transactional outbox on SQLite files: rows live and die with the caller's
+/* outbox_test.c — the transactional outbox on every store kind: rows live and die with the caller's
  * transaction; workers (threads and a killed process) deliver each row once per lease; retries
  * back off on an injected clock and end in `failed` with the right stage. */
 #include <pthread.h>
@@ -10,27 +10,18 @@
 #include "store/db.h"
 #include "support/http_sink.h"
 #include "support/smtp_sink.h"
-#include "test.h"
+#include "support/stores.h"
 
 static char store_url[600];
 
-static const char SQL_EMPTY_OUTBOX[] = "DELETE FROM outbox";
-
-static mv_code empty_outbox(mv_db *db, void *ctx, mv_err *err) {
-    (void)ctx;
-    return mv_db_execf(db, SQL_EMPTY_OUTBOX, NULL, err, "");
-}
-
-/* A fresh SQLite file per test; with MISSIVE_TEST_POSTGRES=<libpq URI> the same tests run on that
- * PostgreSQL database instead (its outbox table is emptied first). */
-static mv_store *open_store(const char *name) {
-    const char *pg = getenv("MISSIVE_TEST_POSTGRES");
-    if (pg && *pg) snprintf(store_url, sizeof store_url, "%s", pg);
-    else snprintf(store_url, sizeof store_url, "sqlite:%s", test_tmp_path(name));
+/* A fresh migrated store of that kind per test; its URL stays in store_url for forked workers. */
+static mv_store *open_store(const char *kind, const char *name) {
+    const char *url = test_store_url(kind, name);
+    if (!url) return NULL;
+    snprintf(store_url, sizeof store_url, "%s", url);
     mv_store *s = NULL;
     mv_err err = {0};
-    if (mv_store_open(store_url, NULL, &s, &err) != MV_OK || mv_store_migrate(s, NULL, &err) != MV_OK ||
-        (pg && *pg && mv_store_write(s, empty_outbox, NULL, &err) != MV_OK)) {
+    if (mv_store_open(store_url, NULL, &s, &err) != MV_OK || mv_store_migrate(s, NULL, &err) != MV_OK) {
         fprintf(stderr, "store: %s\n", err.message);
         mv_store_close(s);
         return NULL;
@@ -94,8 +85,8 @@ static mv_outbox_row get_row(mv_store *s, const char *id) {
     return r;
 }
 
-TEST(row_added_in_a_rolled_back_transaction_does_not_exist) {
-    mv_store *s = open_store("rollback.db");
+STORE_TEST(row_added_in_a_rolled_back_transaction_does_not_exist) {
+    mv_store *s = open_store(kind, "rollback.db");
     REQUIRE(s);
     add_ctx c = {.kind = MV_OUTBOX_EMAIL, .payload = email_payload("u1", "Hi"), .now = 1000,
                  .fail_after = true};
@@ -117,8 +108,8 @@ TEST(row_added_in_a_rolled_back_transaction_does_not_exist) {
     mv_store_close(s);
 }
 
-TEST(payloads_of_the_wrong_shape_are_refused_naming_the_field) {
-    mv_store *s = open_store("shape.db");
+STORE_TEST(payloads_of_the_wrong_shape_are_refused_naming_the_field) {
+    mv_store *s = open_store(kind, "shape.db");
     REQUIRE(s);
     mv_err err = {0};
     json_t *bad[] = {json_pack("{s:s, s:s, s:s}", "messageId", "m", "title", "t", "body", "b"),
@@ -137,8 +128,8 @@ TEST(payloads_of_the_wrong_shape_are_refused_naming_the_field) {
     mv_store_close(s);
 }
 
-TEST(email_row_is_sent_once_with_trimmed_subject_and_stable_message_id) {
-    mv_store *s = open_store("email.db");
+STORE_TEST(email_row_is_sent_once_with_trimmed_subject_and_stable_message_id) {
+    mv_store *s = open_store(kind, "email.db");
     smtp_sink *sink = smtp_sink_start();
     REQUIRE(s && sink);
     int64_t now = 1700000000000;
@@ -179,8 +170,8 @@ TEST(email_row_is_sent_once_with_trimmed_subject_and_stable_message_id) {
     mv_store_close(s);
 }
 
-TEST(recipient_without_address_is_skipped_without_sending) {
-    mv_store *s = open_store("skip.db");
+STORE_TEST(recipient_without_address_is_skipped_without_sending) {
+    mv_store *s = open_store(kind, "skip.db");
     smtp_sink *sink = smtp_sink_start();
     REQUIRE(s && sink);
     mv_email_config ec = {.smtp = {.url = smtp_sink_url(sink), .from = "noreply@example.com"},
@@ -214,8 +205,8 @@ static void on_event(void *ctx, const mv_outbox_event *ev) {
     mv_strlcpy(e->stage, ev->stage, sizeof e->stage);
 }
 
-TEST(failing_smtp_is_retried_with_growing_backoff_then_failed_at_stage_notifier) {
-    mv_store *s = open_store("retry.db");
+STORE_TEST(failing_smtp_is_retried_with_growing_backoff_then_failed_at_stage_notifier) {
+    mv_store *s = open_store(kind, "retry.db");
     smtp_sink *sink = smtp_sink_start();
     REQUIRE(s && sink);
     smtp_sink_set_mode(sink, SMTP_SINK_FAIL_DATA_451);
@@ -278,8 +269,8 @@ TEST(failing_smtp_is_retried_with_growing_backoff_then_failed_at_stage_notifier)
     mv_store_close(s);
 }
 
-TEST(directory_failure_is_recorded_at_stage_recipient_lookup) {
-    mv_store *s = open_store("lookup.db");
+STORE_TEST(directory_failure_is_recorded_at_stage_recipient_lookup) {
+    mv_store *s = open_store(kind, "lookup.db");
     http_sink *users = http_sink_start();
     smtp_sink *sink = smtp_sink_start();
     REQUIRE(s && users && sink);
@@ -332,8 +323,8 @@ static void *race_worker(void *arg) {
     return NULL;
 }
 
-TEST(two_workers_racing_over_fifty_rows_deliver_each_exactly_once) {
-    mv_store *s = open_store("race.db");
+STORE_TEST(two_workers_racing_over_fifty_rows_deliver_each_exactly_once) {
+    mv_store *s = open_store(kind, "race.db");
     http_sink *hook = http_sink_start();
     REQUIRE(s && hook);
     char url[128];
@@ -382,8 +373,8 @@ static mv_code abandon_cb(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_execf(db, SQL_ABANDON, NULL, err, "is", c->until, c->id);
 }
 
-TEST(row_of_a_dead_worker_is_redelivered_only_after_its_lease) {
-    mv_store *s = open_store("lease.db");
+STORE_TEST(row_of_a_dead_worker_is_redelivered_only_after_its_lease) {
+    mv_store *s = open_store(kind, "lease.db");
     http_sink *hook = http_sink_start();
     REQUIRE(s && hook);
     int64_t now = 1700000000000;
@@ -427,8 +418,8 @@ static void stealing_handler(void *ctx, const http_sink_request *req, http_sink_
     res->status = 200;
 }
 
-TEST(outcome_is_not_recorded_when_the_lease_was_taken_over) {
-    mv_store *s = open_store("steal.db");
+STORE_TEST(outcome_is_not_recorded_when_the_lease_was_taken_over) {
+    mv_store *s = open_store(kind, "steal.db");
     http_sink *hook = http_sink_start();
     REQUIRE(s && hook);
     http_sink_set_handler(hook, stealing_handler, s);
@@ -446,8 +437,8 @@ TEST(outcome_is_not_recorded_when_the_lease_was_taken_over) {
     mv_store_close(s);
 }
 
-TEST(webhook_rows_give_up_on_4xx_and_retry_on_5xx) {
-    mv_store *s = open_store("hook.db");
+STORE_TEST(webhook_rows_give_up_on_4xx_and_retry_on_5xx) {
+    mv_store *s = open_store(kind, "hook.db");
     http_sink *hook = http_sink_start();
     REQUIRE(s && hook);
     int64_t now = 1700000000000;
@@ -496,8 +487,8 @@ TEST(webhook_rows_give_up_on_4xx_and_retry_on_5xx) {
     mv_store_close(s);
 }
 
-TEST(email_rows_wait_while_email_is_not_configured) {
-    mv_store *s = open_store("noemail.db");
+STORE_TEST(email_rows_wait_while_email_is_not_configured) {
+    mv_store *s = open_store(kind, "noemail.db");
     REQUIRE(s);
     char id[37];
     strcpy(id, add_row(s, MV_OUTBOX_EMAIL, email_payload("u1", "Hi"), mv_now_ms()));
@@ -512,8 +503,8 @@ TEST(email_rows_wait_while_email_is_not_configured) {
     mv_store_close(s);
 }
 
-TEST(email_can_go_through_a_signed_webhook_instead_of_smtp) {
-    mv_store *s = open_store("emailhook.db");
+STORE_TEST(email_can_go_through_a_signed_webhook_instead_of_smtp) {
+    mv_store *s = open_store(kind, "emailhook.db");
     http_sink *hook = http_sink_start();
     REQUIRE(s && hook);
     char url[128];
@@ -545,8 +536,8 @@ TEST(email_can_go_through_a_signed_webhook_instead_of_smtp) {
     mv_store_close(s);
 }
 
-TEST(background_worker_delivers_on_wake_and_stops_promptly) {
-    mv_store *s = open_store("worker.db");
+STORE_TEST(background_worker_delivers_on_wake_and_stops_promptly) {
+    mv_store *s = open_store(kind, "worker.db");
     http_sink *hook = http_sink_start();
     REQUIRE(s && hook);
     mv_outbox_worker *w;
@@ -570,8 +561,8 @@ static void count_row(void *ctx, const mv_outbox_row *row) {
     if (strcmp(row->state, "failed") == 0 || strcmp(row->state, "delivering") == 0) scan_count++;
 }
 
-TEST(scan_lists_failed_rows_and_stale_deliveries) {
-    mv_store *s = open_store("scan.db");
+STORE_TEST(scan_lists_failed_rows_and_stale_deliveries) {
+    mv_store *s = open_store(kind, "scan.db");
     REQUIRE(s);
     int64_t now = 1700000000000;
     char a[37], b[37];
@@ -608,8 +599,8 @@ static pid_t spawn_worker(const mv_outbox_config *cfg) {
     return pid;
 }
 
-TEST(webhook_row_of_a_killed_worker_is_redelivered_with_the_same_idempotency_key) {
-    mv_store *s = open_store("kill-hook.db");
+STORE_TEST(webhook_row_of_a_killed_worker_is_redelivered_with_the_same_idempotency_key) {
+    mv_store *s = open_store(kind, "kill-hook.db");
     http_sink *hook = http_sink_start();
     REQUIRE(s && hook);
     http_sink_push(hook, &(http_sink_response){.delay_ms = 30000});
@@ -653,8 +644,8 @@ TEST(webhook_row_of_a_killed_worker_is_redelivered_with_the_same_idempotency_key
     mv_store_close(s);
 }
 
-TEST(email_of_a_killed_worker_is_resent_with_the_same_message_id) {
-    mv_store *s = open_store("kill-mail.db");
+STORE_TEST(email_of_a_killed_worker_is_resent_with_the_same_message_id) {
+    mv_store *s = open_store(kind, "kill-mail.db");
     smtp_sink *sink = smtp_sink_start();
     REQUIRE(s && sink);
     smtp_sink_set_delay(sink, 30000);

@@ -21,9 +21,9 @@ static mv_code approve_handler(void *ctx, const mv_action_input *in, json_t **re
     return MV_OK;
 }
 
-static int env_open(env *e, const char *name) {
+static int env_open(env *e, const char *kind, const char *name) {
     memset(e, 0, sizeof *e);
-    if (!fixture_open(&e->f, name)) return 0;
+    if (!fixture_open(&e->f, kind, name)) return 0;
     mv_auth_options ao = {.mode = MV_AUTH_HEADERS};
     if (mv_auth_new(&ao, &e->auth, NULL) != MV_OK) return 0;
     e->router = mv_router_new(e);
@@ -63,9 +63,9 @@ static char *create_one(env *e, const char *from, const char *to) {
     return out;
 }
 
-TEST(every_route_is_401_without_a_user_before_anything_else) {
+STORE_TEST(every_route_is_401_without_a_user_before_anything_else) {
     env e;
-    REQUIRE(env_open(&e, "r401.db"));
+    REQUIRE(env_open(&e, kind, "r401.db"));
     const char *routes[][2] = {{"POST", "/messages/new/bad!"},
                                {"GET", "/messages?limit=abc"},
                                {"GET", "/messages/count"},
@@ -82,9 +82,9 @@ TEST(every_route_is_401_without_a_user_before_anything_else) {
     env_close(&e);
 }
 
-TEST(route_parameters_are_checked_before_the_body) {
+STORE_TEST(route_parameters_are_checked_before_the_body) {
     env e;
-    REQUIRE(env_open(&e, "rparams.db"));
+    REQUIRE(env_open(&e, kind, "rparams.db"));
     call c;
     CHECK_INT(run(&e, &c, "POST", "/messages/new/bad!", "u1", "{"), 400);
     CHECK_STR(call_error_message(&c), "templateCd must be a non-empty string of at most 128 "
@@ -119,9 +119,9 @@ TEST(route_parameters_are_checked_before_the_body) {
     env_close(&e);
 }
 
-TEST(create_is_201_and_a_replay_says_so) {
+STORE_TEST(create_is_201_and_a_replay_says_so) {
     env e;
-    REQUIRE(env_open(&e, "rcreate.db"));
+    REQUIRE(env_open(&e, kind, "rcreate.db"));
     call a, b, c, d;
     const char *body = "{\"name\": \"W\", \"toUser\": \"u2\", \"clientRequestId\": \"k1\"}";
     CHECK_INT(run(&e, &a, "POST", "/messages/new/svc-test", "u1", body), 201);
@@ -162,9 +162,9 @@ TEST(create_is_201_and_a_replay_says_so) {
     env_close(&e);
 }
 
-TEST(list_count_get_and_pagination_errors) {
+STORE_TEST(list_count_get_and_pagination_errors) {
     env e;
-    REQUIRE(env_open(&e, "rlist.db"));
+    REQUIRE(env_open(&e, kind, "rlist.db"));
     char *id1 = create_one(&e, "u1", "u2");
     e.f.now++;
     char *id2 = create_one(&e, "u1", "u2");
@@ -201,9 +201,9 @@ TEST(list_count_get_and_pagination_errors) {
     env_close(&e);
 }
 
-TEST(actions_and_action_statuses) {
+STORE_TEST(actions_and_action_statuses) {
     env e;
-    REQUIRE(env_open(&e, "ractions.db"));
+    REQUIRE(env_open(&e, kind, "ractions.db"));
     char *id = create_one(&e, "u1", "u2");
     char target[256];
     call c;

@@ -43,9 +43,9 @@ static mv_code press(fixture *f, const char *id, const char *action, const char 
     return rc;
 }
 
-TEST(approve_archives_and_notifies_the_sender_in_one_go) {
+STORE_TEST(approve_archives_and_notifies_the_sender_in_one_go) {
     fixture f;
-    REQUIRE(fixture_open(&f, "approve.db"));
+    REQUIRE(fixture_open(&f, kind, "approve.db"));
     handler_state h = {0};
     mv_service_set_handler(f.svc, "svc-test", "approve", counting_handler, &h);
     mv_code rc;
@@ -88,9 +88,9 @@ TEST(approve_archives_and_notifies_the_sender_in_one_go) {
     fixture_close(&f);
 }
 
-TEST(rules_are_checked_before_claiming) {
+STORE_TEST(rules_are_checked_before_claiming) {
     fixture f;
-    REQUIRE(fixture_open(&f, "rules.db"));
+    REQUIRE(fixture_open(&f, kind, "rules.db"));
     handler_state h = {0};
     mv_service_set_handler(f.svc, "svc-test", "approve", counting_handler, &h);
     mv_code rc;
@@ -133,9 +133,9 @@ static void *press_thread(void *arg) {
     return NULL;
 }
 
-TEST(sixteen_threads_pressing_the_same_action_run_the_handler_once) {
+STORE_TEST(sixteen_threads_pressing_the_same_action_run_the_handler_once) {
     fixture f;
-    REQUIRE(fixture_open(&f, "press16.db"));
+    REQUIRE(fixture_open(&f, kind, "press16.db"));
     handler_state h = {.sleep_ms = 50};
     mv_service_set_handler(f.svc, "svc-test", "approve", counting_handler, &h);
     mv_code rc;
@@ -161,9 +161,9 @@ TEST(sixteen_threads_pressing_the_same_action_run_the_handler_once) {
     fixture_close(&f);
 }
 
-TEST(two_different_actions_raced_one_wins) {
+STORE_TEST(two_different_actions_raced_one_wins) {
     fixture f;
-    REQUIRE(fixture_open(&f, "race2.db"));
+    REQUIRE(fixture_open(&f, kind, "race2.db"));
     handler_state h = {.sleep_ms = 30};
     mv_service_set_handler(f.svc, "svc-test", "approve", counting_handler, &h);
     mv_service_set_handler(f.svc, "svc-test", "reject", counting_handler, &h);
@@ -183,9 +183,9 @@ TEST(two_different_actions_raced_one_wins) {
     fixture_close(&f);
 }
 
-TEST(failing_handler_leaves_the_message_retryable_and_the_retry_reuses_the_attempt) {
+STORE_TEST(failing_handler_leaves_the_message_retryable_and_the_retry_reuses_the_attempt) {
     fixture f;
-    REQUIRE(fixture_open(&f, "retry.db"));
+    REQUIRE(fixture_open(&f, kind, "retry.db"));
     handler_state h = {.fail_first = 1};
     mv_service_set_handler(f.svc, "svc-test", "approve", counting_handler, &h);
     mv_code rc;
@@ -222,9 +222,9 @@ static mv_code stuck_tx(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_execf(db, SQL_STUCK, NULL, err, "is", s->lease, s->id);
 }
 
-TEST(processing_with_a_live_lease_is_a_conflict_and_an_expired_lease_is_taken_over) {
+STORE_TEST(processing_with_a_live_lease_is_a_conflict_and_an_expired_lease_is_taken_over) {
     fixture f;
-    REQUIRE(fixture_open(&f, "lease.db"));
+    REQUIRE(fixture_open(&f, kind, "lease.db"));
     handler_state h = {0};
     mv_service_set_handler(f.svc, "svc-test", "approve", counting_handler, &h);
     mv_code rc;
@@ -244,9 +244,9 @@ TEST(processing_with_a_live_lease_is_a_conflict_and_an_expired_lease_is_taken_ov
     fixture_close(&f);
 }
 
-TEST(a_handler_that_loses_its_claim_cannot_archive) {
+STORE_TEST(a_handler_that_loses_its_claim_cannot_archive) {
     fixture f;
-    REQUIRE(fixture_open(&f, "steal.db"));
+    REQUIRE(fixture_open(&f, kind, "steal.db"));
     handler_state h = {.reset_to_active = 1};
     h.f = &f;
     mv_service_set_handler(f.svc, "svc-test", "approve", counting_handler, &h);

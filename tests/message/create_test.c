@@ -5,9 +5,9 @@
 
 #include "fixture.h"
 
-TEST(unknown_template_is_not_found_and_reserves_nothing) {
+STORE_TEST(unknown_template_is_not_found_and_reserves_nothing) {
     fixture f;
-    REQUIRE(fixture_open(&f, "unknown.db"));
+    REQUIRE(fixture_open(&f, kind, "unknown.db"));
     mv_user u = {.id = "u1"};
     json_t *id = json_string("req-1");
     mv_create_request req = {.template_cd = "unknown", .user = &u, .client_request_id = id};
@@ -20,9 +20,9 @@ TEST(unknown_template_is_not_found_and_reserves_nothing) {
     fixture_close(&f);
 }
 
-TEST(create_renders_content_from_template_data_and_stores_it) {
+STORE_TEST(create_renders_content_from_template_data_and_stores_it) {
     fixture f;
-    REQUIRE(fixture_open(&f, "create.db"));
+    REQUIRE(fixture_open(&f, kind, "create.db"));
     mv_code rc;
     json_t *msgs = fixture_create(&f, "u1", "u2", NULL, &rc);
     CHECK_INT(rc, MV_OK);
@@ -44,9 +44,9 @@ TEST(create_renders_content_from_template_data_and_stores_it) {
     fixture_close(&f);
 }
 
-TEST(missing_user_is_invalid_user) {
+STORE_TEST(missing_user_is_invalid_user) {
     fixture f;
-    REQUIRE(fixture_open(&f, "nouser.db"));
+    REQUIRE(fixture_open(&f, kind, "nouser.db"));
     mv_user blank = {.id = "   "};
     mv_create_request req = {.template_cd = "svc-test", .user = &blank};
     json_t *msgs;
@@ -56,9 +56,9 @@ TEST(missing_user_is_invalid_user) {
     fixture_close(&f);
 }
 
-TEST(same_client_request_id_replays_and_is_scoped_by_user_and_template) {
+STORE_TEST(same_client_request_id_replays_and_is_scoped_by_user_and_template) {
     fixture f;
-    REQUIRE(fixture_open(&f, "idem.db"));
+    REQUIRE(fixture_open(&f, kind, "idem.db"));
     mv_code rc;
     json_t *a = fixture_create(&f, "u1", "u2", "req-1", &rc);
     json_t *b = fixture_create(&f, "u1", "u2", "req-1", &rc);
@@ -83,9 +83,9 @@ TEST(same_client_request_id_replays_and_is_scoped_by_user_and_template) {
     fixture_close(&f);
 }
 
-TEST(replay_flag_is_set_only_for_replays) {
+STORE_TEST(replay_flag_is_set_only_for_replays) {
     fixture f;
-    REQUIRE(fixture_open(&f, "flag.db"));
+    REQUIRE(fixture_open(&f, kind, "flag.db"));
     mv_user u = {.id = "u1"};
     json_t *payload = json_pack("{s:s,s:s}", "name", "W", "toUser", "u2");
     json_t *id = json_string("r");
@@ -106,9 +106,9 @@ TEST(replay_flag_is_set_only_for_replays) {
     fixture_close(&f);
 }
 
-TEST(same_client_request_id_with_a_different_payload_is_a_mismatch) {
+STORE_TEST(same_client_request_id_with_a_different_payload_is_a_mismatch) {
     fixture f;
-    REQUIRE(fixture_open(&f, "mismatch.db"));
+    REQUIRE(fixture_open(&f, kind, "mismatch.db"));
     mv_code rc;
     json_t *a = fixture_create(&f, "u1", "u2", "req-1", &rc);
     json_t *b = fixture_create(&f, "u1", "u9", "req-1", &rc);
@@ -119,9 +119,9 @@ TEST(same_client_request_id_with_a_different_payload_is_a_mismatch) {
     fixture_close(&f);
 }
 
-TEST(invalid_client_request_ids_have_the_reference_messages) {
+STORE_TEST(invalid_client_request_ids_have_the_reference_messages) {
     fixture f;
-    REQUIRE(fixture_open(&f, "badid.db"));
+    REQUIRE(fixture_open(&f, kind, "badid.db"));
     char out[129];
     mv_err err = {0};
     json_t *v = json_string("");
@@ -171,9 +171,9 @@ static mv_code null_prepare(void *ctx, const mv_prepare_input *in, json_t **item
     return MV_OK;
 }
 
-TEST(batch_replay_returns_the_same_ids_in_order) {
+STORE_TEST(batch_replay_returns_the_same_ids_in_order) {
     fixture f;
-    REQUIRE(fixture_open(&f, "batch.db"));
+    REQUIRE(fixture_open(&f, kind, "batch.db"));
     mv_service_set_prepare(f.svc, "svc-test", batch_prepare, NULL);
     mv_code rc;
     json_t *a = fixture_create(&f, "u1", "x", "batch-1", &rc);
@@ -188,9 +188,9 @@ TEST(batch_replay_returns_the_same_ids_in_order) {
     fixture_close(&f);
 }
 
-TEST(zero_item_request_replays_empty_with_one_completed_reservation) {
+STORE_TEST(zero_item_request_replays_empty_with_one_completed_reservation) {
     fixture f;
-    REQUIRE(fixture_open(&f, "empty.db"));
+    REQUIRE(fixture_open(&f, kind, "empty.db"));
     mv_service_set_prepare(f.svc, "svc-test", null_prepare, NULL);
     mv_code rc;
     json_t *a = fixture_create(&f, "u1", "x", "idem-empty", &rc);
@@ -211,11 +211,12 @@ typedef struct {
     fixture *f;
     char ids[2][25];
     mv_code rc;
+    const char *crid, *to; /* default "race-1", "x" */
 } racer;
 
 static void *race_create(void *arg) {
     racer *r = arg;
-    json_t *m = fixture_create(r->f, "u1", "x", "race-1", &r->rc);
+    json_t *m = fixture_create(r->f, "u1", r->to ? r->to : "x", r->crid ? r->crid : "race-1", &r->rc);
     for (size_t i = 0; i < 2 && i < json_array_size(m); i++)
         mv_strlcpy(r->ids[i], mv_json_str(json_array_get(m, i), "id"), 25);
     json_decref(m);
@@ -248,12 +249,12 @@ static mv_code pay_expire(void *ctx, const char *session, mv_err *err) {
     return MV_OK;
 }
 
-TEST(sixteen_threads_with_one_client_request_id_create_one_set_and_one_payment) {
+STORE_TEST(sixteen_threads_with_one_client_request_id_create_one_set_and_one_payment) {
     pay_counts counts = {0, 0};
     mv_payment_provider pay = {pay_create, pay_expire, NULL, &counts};
     mv_service_options o = {.payment = &pay, .client_request_poll_ms = 5};
     fixture f;
-    REQUIRE(fixture_open_opts(&f, "race.db", &o));
+    REQUIRE(fixture_open_opts(&f, kind, "race.db", &o));
     int prepares = 0;
     mv_service_set_prepare(f.svc, "svc-test", batch_prepare, &prepares);
     json_t *t = json_loads(SVC_TEST_TEMPLATE, 0, NULL);
@@ -281,9 +282,9 @@ TEST(sixteen_threads_with_one_client_request_id_create_one_set_and_one_payment) 
     fixture_close(&f);
 }
 
-TEST(two_processes_with_one_client_request_id_agree) {
+STORE_TEST(two_processes_with_one_client_request_id_agree) {
     fixture f;
-    REQUIRE(fixture_open(&f, "procs.db"));
+    REQUIRE(fixture_open(&f, kind, "procs.db"));
     char url[600];
     mv_strlcpy(url, f.url, sizeof url);
     fixture_close(&f);
@@ -357,10 +358,10 @@ static void fixture_fingerprint(char out[65], const char *to) {
     json_decref(payload);
 }
 
-TEST(live_pending_reservation_with_no_wait_is_pending) {
+STORE_TEST(live_pending_reservation_with_no_wait_is_pending) {
     mv_service_options o = {.client_request_wait_zero = true};
     fixture f;
-    REQUIRE(fixture_open_opts(&f, "pending.db", &o));
+    REQUIRE(fixture_open_opts(&f, kind, "pending.db", &o));
     char fp[65];
     fixture_fingerprint(fp, "u2");
     put_arg a = {"p-1", "pending", fp, NULL, -1, f.now + 60000};
@@ -380,9 +381,45 @@ TEST(live_pending_reservation_with_no_wait_is_pending) {
     fixture_close(&f);
 }
 
-TEST(failed_reservation_replays_as_failed) {
+static mv_code counting_prepare(void *ctx, const mv_prepare_input *in, json_t **items, mv_err *err) {
+    __atomic_add_fetch((int *)ctx, 1, __ATOMIC_SEQ_CST);
+    mv_sleep_ms(20); /* hold the lease a little, so the others really wait */
+    return fixture_prepare(NULL, in, items, err);
+}
+
+STORE_TEST(an_expired_lease_is_taken_over_by_exactly_one_of_several_callers) {
+    mv_service_options o = {.client_request_poll_ms = 5};
     fixture f;
-    REQUIRE(fixture_open(&f, "failed.db"));
+    REQUIRE(fixture_open_opts(&f, kind, "takeover.db", &o));
+    int prepares = 0;
+    mv_service_set_prepare(f.svc, "svc-test", counting_prepare, &prepares);
+    char fp[65];
+    fixture_fingerprint(fp, "u2");
+    put_arg a = {"t-1", "pending", fp, NULL, -1, f.now - 1}; /* a crashed server's reservation */
+    mv_err err = {0};
+    REQUIRE(mv_store_write(f.store, put_request_tx, &a, &err) == MV_OK);
+    racer r[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].f = &f;
+        r[i].crid = "t-1";
+        r[i].to = "u2";
+        pthread_create(&th[i], NULL, race_create, &r[i]);
+    }
+    for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+    CHECK_INT(prepares, 1);
+    for (int i = 0; i < 8; i++) {
+        CHECK_INT(r[i].rc, MV_OK);
+        CHECK_STR(r[i].ids[0], r[0].ids[0]);
+    }
+    CHECK_INT(fixture_rows(f.store, 'm'), 1);
+    fixture_close(&f);
+}
+
+STORE_TEST(failed_reservation_replays_as_failed) {
+    fixture f;
+    REQUIRE(fixture_open(&f, kind, "failed.db"));
     char fp[65];
     fixture_fingerprint(fp, "u2");
     put_arg a = {"f-1", "failed", fp, "boom", -1, 0};
@@ -395,9 +432,9 @@ TEST(failed_reservation_replays_as_failed) {
     fixture_close(&f);
 }
 
-TEST(completed_reservation_missing_messages_is_inconsistent) {
+STORE_TEST(completed_reservation_missing_messages_is_inconsistent) {
     fixture f;
-    REQUIRE(fixture_open(&f, "incons.db"));
+    REQUIRE(fixture_open(&f, kind, "incons.db"));
     char fp[65];
     fixture_fingerprint(fp, "u2");
     put_arg a = {"c-1", "completed", fp, NULL, 2, 0};
@@ -468,11 +505,11 @@ static mv_code second_item_bad_prepare(void *ctx, const mv_prepare_input *in, js
     return MV_OK;
 }
 
-static fixture *paid_fixture(fixture *f, const char *name, pay_script *p, mv_payment_provider *pay) {
+static fixture *paid_fixture(fixture *f, const char *kind, const char *name, pay_script *p, mv_payment_provider *pay) {
     *pay = (mv_payment_provider){script_create, script_expire, NULL, p};
     mv_service_options o = {.payment = pay, .on_payment_compensation_failure = script_hook,
                             .hook_ctx = p};
-    if (!fixture_open_opts(f, name, &o)) return NULL;
+    if (!fixture_open_opts(f, kind, name, &o)) return NULL;
     json_t *t = json_loads(SVC_TEST_TEMPLATE, 0, NULL);
     json_object_set_new(t, "paymentCd", json_string("deposit"));
     mv_registry_register(f->registry, t, "<paid>", NULL);
@@ -480,11 +517,11 @@ static fixture *paid_fixture(fixture *f, const char *name, pay_script *p, mv_pay
     return f;
 }
 
-TEST(null_payment_session_fails_the_request_and_records_it) {
+STORE_TEST(null_payment_session_fails_the_request_and_records_it) {
     pay_script p = {.mode = 1};
     mv_payment_provider pay;
     fixture f;
-    REQUIRE(paid_fixture(&f, "paynull.db", &p, &pay));
+    REQUIRE(paid_fixture(&f, kind, "paynull.db", &p, &pay));
     mv_code rc;
     json_t *m = fixture_create(&f, "u1", "u2", "pay-1", &rc);
     CHECK_INT(rc, MV_PAYMENT_FAILED);
@@ -496,11 +533,11 @@ TEST(null_payment_session_fails_the_request_and_records_it) {
     fixture_close(&f);
 }
 
-TEST(throwing_payment_provider_fails_with_its_message) {
+STORE_TEST(throwing_payment_provider_fails_with_its_message) {
     pay_script p = {.mode = 2};
     mv_payment_provider pay;
     fixture f;
-    REQUIRE(paid_fixture(&f, "paythrow.db", &p, &pay));
+    REQUIRE(paid_fixture(&f, kind, "paythrow.db", &p, &pay));
     mv_user u = {.id = "u1"};
     json_t *payload = json_pack("{s:s,s:s}", "name", "Widget", "toUser", "u2");
     json_t *id = json_string("pay-2");
@@ -517,11 +554,11 @@ TEST(throwing_payment_provider_fails_with_its_message) {
     fixture_close(&f);
 }
 
-TEST(a_failing_batch_expires_every_session_opened_including_earlier_items) {
+STORE_TEST(a_failing_batch_expires_every_session_opened_including_earlier_items) {
     pay_script p = {0};
     mv_payment_provider pay;
     fixture f;
-    REQUIRE(paid_fixture(&f, "paybatch.db", &p, &pay));
+    REQUIRE(paid_fixture(&f, kind, "paybatch.db", &p, &pay));
     mv_service_set_prepare(f.svc, "svc-test", second_item_bad_prepare, NULL);
     mv_code rc;
     json_t *m = fixture_create(&f, "u1", "x", "pay-3", &rc);
@@ -533,11 +570,11 @@ TEST(a_failing_batch_expires_every_session_opened_including_earlier_items) {
     fixture_close(&f);
 }
 
-TEST(a_failing_expire_reports_through_the_hook_and_names_the_session) {
+STORE_TEST(a_failing_expire_reports_through_the_hook_and_names_the_session) {
     pay_script p = {.fail_expire = 1};
     mv_payment_provider pay;
     fixture f;
-    REQUIRE(paid_fixture(&f, "payexp.db", &p, &pay));
+    REQUIRE(paid_fixture(&f, kind, "payexp.db", &p, &pay));
     mv_service_set_prepare(f.svc, "svc-test", second_item_bad_prepare, NULL);
     mv_user u = {.id = "u1"};
     json_t *payload = json_object();
@@ -558,9 +595,9 @@ TEST(a_failing_expire_reports_through_the_hook_and_names_the_session) {
     fixture_close(&f);
 }
 
-TEST(create_notification_makes_a_generic_notification) {
+STORE_TEST(create_notification_makes_a_generic_notification) {
     fixture f;
-    REQUIRE(fixture_open(&f, "notify.db"));
+    REQUIRE(fixture_open(&f, kind, "notify.db"));
     json_t *params = json_pack("{s:s,s:{s:s,s:s}}", "toUser", "u2", "receiverContent", "title",
                                "Hello", "long", "World");
     json_t *m;
@@ -576,9 +613,9 @@ TEST(create_notification_makes_a_generic_notification) {
     fixture_close(&f);
 }
 
-TEST(gc_removes_completed_reservations_past_retention) {
+STORE_TEST(gc_removes_completed_reservations_past_retention) {
     fixture f;
-    REQUIRE(fixture_open(&f, "gc.db"));
+    REQUIRE(fixture_open(&f, kind, "gc.db"));
     mv_code rc;
     json_decref(fixture_create(&f, "u1", "u2", "gc-1", &rc));
     int64_t removed = -1;
@@ -591,13 +628,13 @@ TEST(gc_removes_completed_reservations_past_retention) {
     fixture_close(&f);
 }
 
-TEST(qualifying_messages_queue_one_email_and_rolled_back_creates_queue_none) {
+STORE_TEST(qualifying_messages_queue_one_email_and_rolled_back_creates_queue_none) {
     pay_script p = {.mode = 1}; /* payments fail: the paid template rolls back */
     mv_payment_provider pay = {script_create, script_expire, NULL, &p};
     json_t *exclusions = json_pack("[s]", " recv title ");
     mv_service_options o = {.email = true, .email_exclusions = exclusions, .payment = &pay};
     fixture f;
-    REQUIRE(fixture_open_opts(&f, "email.db", &o));
+    REQUIRE(fixture_open_opts(&f, kind, "email.db", &o));
     mv_code rc;
     /* receiver title "Recv Title" is excluded (trimmed, case-insensitive) */
     json_decref(fixture_create(&f, "u1", "u2", NULL, &rc));
@@ -640,6 +677,7 @@ int main(void) {
                      sixteen_threads_with_one_client_request_id_create_one_set_and_one_payment,
                      two_processes_with_one_client_request_id_agree,
                      live_pending_reservation_with_no_wait_is_pending,
+                     an_expired_lease_is_taken_over_by_exactly_one_of_several_callers,
                      failed_reservation_replays_as_failed,
                      completed_reservation_missing_messages_is_inconsistent,
                      null_payment_session_fails_the_request_and_records_it,

@@ -1,11 +1,12 @@
-/* fixture.h — a message service on a fresh SQLite file with the reference's `svc-test` template,
- * for the message tests. Header-only so each test binary stays self-contained. */
+/* fixture.h — a message service on a fresh store of a given kind (see tests/support/stores.h)
+ * with the reference's `svc-test` template, for the message tests. Header-only so each test
+ * binary stays self-contained. */
 #ifndef MISSIVE_TEST_MESSAGE_FIXTURE_H
 #define MISSIVE_TEST_MESSAGE_FIXTURE_H
 
 #include "missive/message.h"
 #include "store/db.h"
-#include "test.h"
+#include "support/stores.h"
 
 static const char SQL_FIXTURE_COUNT_MESSAGES[] = "SELECT COUNT(*) FROM messages";
 static const char SQL_FIXTURE_COUNT_REQUESTS[] = "SELECT COUNT(*) FROM message_requests";
@@ -66,9 +67,13 @@ static inline mv_code fixture_prepare(void *ctx, const mv_prepare_input *in, jso
     return MV_OK;
 }
 
-static inline int fixture_open_opts(fixture *f, const char *name, mv_service_options *opts) {
+/* Opens the fixture on a fresh store of that kind ("sqlite" or "postgres"); name labels it. */
+static inline int fixture_open_opts(fixture *f, const char *kind, const char *name,
+                                    mv_service_options *opts) {
     memset(f, 0, sizeof *f);
-    snprintf(f->url, sizeof f->url, "sqlite:%s", test_tmp_path(name));
+    const char *url = test_store_url(kind, name);
+    if (!url) return 0;
+    snprintf(f->url, sizeof f->url, "%s", url);
     mv_err err = {0};
     if (mv_store_open(f->url, NULL, &f->store, &err) != MV_OK ||
         mv_store_migrate(f->store, NULL, &err) != MV_OK) {
@@ -97,7 +102,9 @@ static inline int fixture_open_opts(fixture *f, const char *name, mv_service_opt
     return 1;
 }
 
-static inline int fixture_open(fixture *f, const char *name) { return fixture_open_opts(f, name, NULL); }
+static inline int fixture_open(fixture *f, const char *kind, const char *name) {
+    return fixture_open_opts(f, kind, name, NULL);
+}
 
 static inline void fixture_close(fixture *f) {
     mv_service_free(f->svc);

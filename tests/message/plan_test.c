@@ -47,7 +47,7 @@ static int has_full_scan(const char *plan) {
 
 TEST(list_and_count_queries_use_indexes_only) {
     fixture f;
-    REQUIRE(fixture_open(&f, "plan.db"));
+    REQUIRE(fixture_open(&f, "sqlite", "plan.db"));
     const char *queries[] = {message_list_sql(), message_count_sql()};
     for (int i = 0; i < 2; i++) {
         plan_arg a = {queries[i], ""};

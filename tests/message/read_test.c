@@ -28,9 +28,9 @@ static json_t *list(fixture *f, const mv_user *u, json_t *limit, json_t *skip, c
     return out;
 }
 
-TEST(visibility_covers_sender_recipient_and_roles_without_duplicates) {
+STORE_TEST(visibility_covers_sender_recipient_and_roles_without_duplicates) {
     fixture f;
-    REQUIRE(fixture_open(&f, "vis.db"));
+    REQUIRE(fixture_open(&f, kind, "vis.db"));
     json_decref(create_to(&f, "me", "other", NULL));    /* I sent it */
     f.now++;
     json_decref(create_to(&f, "other", "me", NULL));    /* sent to me */
@@ -57,9 +57,9 @@ TEST(visibility_covers_sender_recipient_and_roles_without_duplicates) {
     fixture_close(&f);
 }
 
-TEST(equal_created_at_pages_are_ordered_by_id_descending) {
+STORE_TEST(equal_created_at_pages_are_ordered_by_id_descending) {
     fixture f;
-    REQUIRE(fixture_open(&f, "ties.db"));
+    REQUIRE(fixture_open(&f, kind, "ties.db"));
     json_t *a = create_to(&f, "u1", "u2", NULL);
     json_t *b = create_to(&f, "u1", "u2", NULL);
     json_t *c = create_to(&f, "u1", "u2", NULL);
@@ -87,10 +87,10 @@ TEST(equal_created_at_pages_are_ordered_by_id_descending) {
     fixture_close(&f);
 }
 
-TEST(limits_are_clamped_and_non_integers_rejected) {
+STORE_TEST(limits_are_clamped_and_non_integers_rejected) {
     mv_service_options o = {.default_list_limit = 2, .max_list_limit = 2};
     fixture f;
-    REQUIRE(fixture_open_opts(&f, "clamp.db", &o));
+    REQUIRE(fixture_open_opts(&f, kind, "clamp.db", &o));
     for (int i = 0; i < 3; i++) json_decref(create_to(&f, "u1", "u2", NULL));
     mv_user u = {.id = "u1"};
     mv_code rc;
@@ -136,9 +136,9 @@ TEST(service_limits_are_validated_with_the_reference_messages) {
     mv_store_close(s);
 }
 
-TEST(get_returns_only_visible_messages) {
+STORE_TEST(get_returns_only_visible_messages) {
     fixture f;
-    REQUIRE(fixture_open(&f, "get.db"));
+    REQUIRE(fixture_open(&f, kind, "get.db"));
     json_t *m = create_to(&f, "u1", "u2", NULL);
     mv_user u2 = {.id = "u2"}, u3 = {.id = "u3"};
     json_t *got = NULL;
@@ -152,9 +152,9 @@ TEST(get_returns_only_visible_messages) {
     fixture_close(&f);
 }
 
-TEST(get_actions_follows_the_reference_order) {
+STORE_TEST(get_actions_follows_the_reference_order) {
     fixture f;
-    REQUIRE(fixture_open(&f, "getactions.db"));
+    REQUIRE(fixture_open(&f, kind, "getactions.db"));
     json_t *m = create_to(&f, "u1", "u2", NULL);
     const char *id = mv_json_str(m, "id");
     mv_user u2 = {.id = "u2"}, u3 = {.id = "u3"}, blank = {.id = "  "}, admin = {.id = "admin1"};
@@ -195,9 +195,9 @@ TEST(get_actions_follows_the_reference_order) {
     fixture_close(&f);
 }
 
-TEST(null_recipient_never_matches_the_user_named_null) {
+STORE_TEST(null_recipient_never_matches_the_user_named_null) {
     fixture f;
-    REQUIRE(fixture_open(&f, "nullid.db"));
+    REQUIRE(fixture_open(&f, kind, "nullid.db"));
     json_t *m = create_to(&f, "u1", NULL, NULL);
     mv_user nul = {.id = "null"};
     json_t *out = NULL;

@@ -17,22 +17,26 @@ static const char *WEBHOOK_TEMPLATE =
     "   \"receiver\": true, \"handler\": {\"webhook\": \"%s/hooks/accept\"},"
     "   \"senderNotification\": \"accepted\"}]}";
 
-static int open_hooked(fixture *f, const char *name, http_sink *sink, int64_t lease_ms,
-                       bool real_clock) {
+static int register_hooked(mv_registry *registry, http_sink *sink) {
+    char buf[2048];
+    snprintf(buf, sizeof buf, WEBHOOK_TEMPLATE, http_sink_url(sink));
+    json_t *t = json_loads(buf, 0, NULL);
+    mv_err err = {0};
+    int ok = mv_registry_register(registry, t, "<hooked>", &err) == MV_OK;
+    if (!ok) fprintf(stderr, "%s\n", err.message);
+    json_decref(t);
+    return ok;
+}
+
+static int open_hooked(fixture *f, const char *kind, const char *name, http_sink *sink,
+                       int64_t lease_ms, bool real_clock) {
     static mv_webhook_config wh = {.secret = SECRET, .secret_len = sizeof SECRET - 1,
                                    .timeout_ms = 20000};
     mv_service_options o = {.webhook = &wh, .action_lease_ms = lease_ms};
     static const mv_clock real = {0};
     if (real_clock) o.clock = &real;
-    if (!fixture_open_opts(f, name, &o)) return 0;
-    char buf[2048];
-    snprintf(buf, sizeof buf, WEBHOOK_TEMPLATE, http_sink_url(sink));
-    json_t *t = json_loads(buf, 0, NULL);
-    mv_err err = {0};
-    int ok = mv_registry_register(f->registry, t, "<hooked>", &err) == MV_OK;
-    if (!ok) fprintf(stderr, "%s\n", err.message);
-    json_decref(t);
-    return ok;
+    if (!fixture_open_opts(f, kind, name, &o)) return 0;
+    return register_hooked(f->registry, sink);
 }
 
 static char *create_hooked(fixture *f) {
@@ -60,12 +64,12 @@ static mv_code press_accept(fixture *f, const char *id, json_t **result, mv_err 
     return rc;
 }
 
-TEST(webhook_handler_gets_the_signed_request_and_its_body_is_the_result) {
+STORE_TEST(webhook_handler_gets_the_signed_request_and_its_body_is_the_result) {
     http_sink *sink = http_sink_start();
     REQUIRE(sink);
     http_sink_push(sink, &(http_sink_response){.status = 200, .body = "{\"charged\": true}"});
     fixture f;
-    REQUIRE(open_hooked(&f, "hook.db", sink, 0, false));
+    REQUIRE(open_hooked(&f, kind, "hook.db", sink, 0, false));
     char *id = create_hooked(&f);
     REQUIRE(id);
     json_t *result = NULL;
@@ -92,12 +96,12 @@ TEST(webhook_handler_gets_the_signed_request_and_its_body_is_the_result) {
     http_sink_stop(sink);
 }
 
-TEST(a_failing_webhook_is_retryable_and_the_retry_sends_the_same_key) {
+STORE_TEST(a_failing_webhook_is_retryable_and_the_retry_sends_the_same_key) {
     http_sink *sink = http_sink_start();
     REQUIRE(sink);
     http_sink_push(sink, &(http_sink_response){.status = 503});
     fixture f;
-    REQUIRE(open_hooked(&f, "hookretry.db", sink, 0, false));
+    REQUIRE(open_hooked(&f, kind, "hookretry.db", sink, 0, false));
     char *id = create_hooked(&f);
     mv_err err = {0};
     CHECK_CODE(press_accept(&f, id, NULL, &err), MV_ACTION_RETRYABLE, &err);
@@ -115,23 +119,23 @@ TEST(a_failing_webhook_is_retryable_and_the_retry_sends_the_same_key) {
     http_sink_stop(sink);
 }
 
-TEST(a_server_killed_mid_handler_is_completed_by_another_after_the_lease) {
+STORE_TEST(a_server_killed_mid_handler_is_completed_by_another_after_the_lease) {
     http_sink *sink = http_sink_start();
     REQUIRE(sink);
     /* the first call hangs (the victim is killed meanwhile); later calls answer at once */
     http_sink_push(sink, &(http_sink_response){.status = 200, .delay_ms = 20000});
     fixture f;
-    REQUIRE(open_hooked(&f, "kill.db", sink, 600, true));
+    REQUIRE(open_hooked(&f, kind, "kill.db", sink, 600, true));
     char *id = create_hooked(&f);
     REQUIRE(id);
     pid_t victim = fork();
     if (victim == 0) {
+        /* the child is another server on the parent's store */
         fixture cf;
-        if (!open_hooked(&cf, "kill-child-unused.db", sink, 600, true)) _exit(3);
-        /* the child works on the parent's store */
-        mv_service_free(cf.svc);
-        mv_store_close(cf.store);
-        mv_store_open(f.url, NULL, &cf.store, NULL);
+        memset(&cf, 0, sizeof cf);
+        if (mv_store_open(f.url, NULL, &cf.store, NULL) != MV_OK) _exit(3);
+        cf.registry = mv_registry_new();
+        if (!register_hooked(cf.registry, sink)) _exit(3);
         mv_webhook_config wh = {.secret = SECRET, .secret_len = sizeof SECRET - 1,
                                 .timeout_ms = 20000};
         mv_service_options o = {.store = cf.store, .registry = cf.registry, .webhook = &wh,
@@ -165,7 +169,7 @@ TEST(a_server_killed_mid_handler_is_completed_by_another_after_the_lease) {
     http_sink_stop(sink);
 }
 
-TEST(prepare_webhook_items_become_messages_and_a_bad_answer_is_prepare_failed) {
+STORE_TEST(prepare_webhook_items_become_messages_and_a_bad_answer_is_prepare_failed) {
     http_sink *sink = http_sink_start();
     REQUIRE(sink);
     http_sink_push(sink, &(http_sink_response){
@@ -174,7 +178,7 @@ TEST(prepare_webhook_items_become_messages_and_a_bad_answer_is_prepare_failed) {
     http_sink_push(sink, &(http_sink_response){.status = 500});
     http_sink_push(sink, &(http_sink_response){.body = "42"});
     fixture f;
-    REQUIRE(fixture_open(&f, "prep.db"));
+    REQUIRE(fixture_open(&f, kind, "prep.db"));
     char buf[512];
     snprintf(buf, sizeof buf,
              "{\"templateCd\": \"prep\", \"receiverContent\": {\"title\": \"T {{listing}}\"},"

@@ -1,0 +1,1164 @@
+/* saga.c — durable sagas (§4.4): a sequence of steps, each journaled as executing before its
+ * external call and committed after it, compensated in reverse order when a later step fails.
+ *
+ * The saga row holds the whole record (state, input, steps as a JSON array) and every save is one
+ * compare-and-set on its version, so one record moves under one writer at a time. A runner that
+ * finds the version moved under it stops with MV_SAGA_CONCURRENCY and touches nothing: another
+ * runner owns the saga now (the reference would compensate; a lost race is not a failure). An
+ * outcome the engine cannot know — a step that may or may not have committed, a compensator that
+ * keeps failing — puts the saga in manual-review until an operator records the outcome with
+ * mv_saga_resolve(). Input, results and compensation arguments can be encrypted at rest. */
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "durable/durable_internal.h"
+#include "store/db.h"
+
+#define DEFAULT_MAX_ATTEMPTS 3
+#define ENC_PREFIX "enc:v1:"
+
+struct mv_saga_engine {
+    mv_store *store;
+    const mv_clock *clock;
+    mv_effect_observer observer;
+    bool has_key;
+    unsigned char key[32];
+    void (*on_save)(const json_t *record, void *ctx);
+    void *on_save_ctx;
+    int64_t runner_lease_ms;
+};
+
+struct mv_saga_ctx {
+    mv_saga_engine *e;
+    const mv_saga_definition *def;
+    const char *saga_id;
+    json_t **rec; /* the runner's current record (internal shape) */
+    mv_abort *abort;
+};
+
+static const char SQL_INSERT_SAGA[] =
+    "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
+    "created_at, updated_at, version) VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1) "
+    "ON CONFLICT DO NOTHING";
+static const char SQL_GET_SAGA[] =
+    "SELECT saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
+    "created_at, updated_at, version FROM sagas WHERE saga_id = ?";
+static const char SQL_CAS_SAGA[] =
+    "UPDATE sagas SET state = ?, steps = ?, updated_at = ?, version = ?, "
+    "runner_expires_at = CASE WHEN runner_id IS NULL THEN NULL ELSE CAST(? AS BIGINT) END "
+    "WHERE saga_id = ? AND version = ?";
+/* One runner at a time: resume and compensate take the saga's runner lease first, so a second
+ * caller (another thread, process or daemon) answers saga_concurrency at once instead of racing
+ * the first through a step that is still running. Every save extends the lease; a crashed
+ * runner's lease simply expires. */
+static const char SQL_TAKE_RUNNER[] =
+    "UPDATE sagas SET runner_id = ?, runner_expires_at = ? "
+    "WHERE saga_id = ? AND (runner_id IS NULL OR runner_expires_at <= ?)";
+static const char SQL_DROP_RUNNER[] =
+    "UPDATE sagas SET runner_id = NULL, runner_expires_at = NULL WHERE saga_id = ? AND runner_id = ?";
+
+static const char *const saga_states[] = {"running",     "compensating",  "completed",
+                                          "compensated", "manual-review", NULL};
+static const char *const step_states[] = {
+    "executing",   "committed",           "failed", "ambiguous", "compensating",
+    "compensated", "compensation-failed", NULL};
+
+static bool one_of(const char *s, const char *const *list) {
+    for (; s && *list; list++)
+        if (strcmp(s, *list) == 0) return true;
+    return false;
+}
+
+static bool is(const json_t *obj, const char *key, const char *value) {
+    const char *s = mv_json_str(obj, key);
+    return s && strcmp(s, value) == 0;
+}
+
+/* ---- engine ------------------------------------------------------------------------------- */
+
+mv_code mv_saga_engine_new(mv_store *store, const mv_saga_engine_options *opts,
+                           mv_saga_engine **out, mv_err *err) {
+    *out = NULL;
+    if (!store) return mv_err_set(err, MV_INVALID_ARGUMENT, "saga engine needs a store");
+    if (mv_store_is_memory(store) && !(opts && opts->allow_memory))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga engine requires a durable store");
+    mv_saga_engine *e = calloc(1, sizeof *e);
+    if (!e) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    e->store = store;
+    e->runner_lease_ms = 30000;
+    if (opts) {
+        e->clock = opts->clock;
+        e->observer = opts->observer;
+        e->on_save = opts->on_save;
+        e->on_save_ctx = opts->on_save_ctx;
+        if (opts->runner_lease_ms > 0) e->runner_lease_ms = opts->runner_lease_ms;
+        if (opts->encryption_key) {
+            memcpy(e->key, opts->encryption_key, 32);
+            e->has_key = true;
+        }
+    }
+    *out = e;
+    return MV_OK;
+}
+
+void mv_saga_engine_free(mv_saga_engine *engine) {
+    if (!engine) return;
+    memset(engine->key, 0, sizeof engine->key);
+    free(engine);
+}
+
+static mv_code now_ms(mv_saga_engine *e, int64_t *out, mv_err *err) {
+    return mv_durable_now(e->clock, "saga clock", out, err);
+}
+
+/* ---- encryption at rest ------------------------------------------------------------------ */
+
+/* "enc:v1:" + b64url(nonce(12) | ciphertext | tag(16)), the saga id as associated data so a
+ * value cannot be moved to another saga's row. Caller frees. */
+static char *seal(const mv_saga_engine *e, const char *saga_id, const char *plain) {
+    size_t n = strlen(plain);
+    unsigned char *buf = malloc(12 + n + 16);
+    char *out = NULL;
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int len = 0, fin = 0;
+    if (!buf || !c || mv_random_bytes(buf, 12, NULL) != MV_OK) goto done;
+    if (EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, e->key, buf) != 1 ||
+        EVP_EncryptUpdate(c, NULL, &len, (const unsigned char *)saga_id, (int)strlen(saga_id)) !=
+            1 ||
+        EVP_EncryptUpdate(c, buf + 12, &len, (const unsigned char *)plain, (int)n) != 1 ||
+        EVP_EncryptFinal_ex(c, buf + 12 + len, &fin) != 1 ||
+        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, buf + 12 + n) != 1)
+        goto done;
+    out = malloc(sizeof ENC_PREFIX + mv_b64url_len(12 + n + 16));
+    if (!out) goto done;
+    memcpy(out, ENC_PREFIX, sizeof ENC_PREFIX - 1);
+    mv_b64url_encode(buf, 12 + n + 16, out + sizeof ENC_PREFIX - 1);
+done:
+    EVP_CIPHER_CTX_free(c);
+    free(buf);
+    return out;
+}
+
+/* Inverse of seal; NULL when the value was tampered with or the key is wrong. Caller frees. */
+static char *open_sealed(const mv_saga_engine *e, const char *saga_id, const char *sealed) {
+    const char *b = sealed + sizeof ENC_PREFIX - 1;
+    size_t blen = strlen(b), n = 0;
+    unsigned char *buf = malloc(blen * 3 / 4 + 1);
+    char *plain = NULL;
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int len = 0, fin = 0;
+    if (!buf || !c || !mv_b64url_decode(b, blen, buf, &n) || n < 28) goto fail;
+    plain = malloc(n - 28 + 1);
+    if (!plain) goto fail;
+    if (EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, e->key, buf) != 1 ||
+        EVP_DecryptUpdate(c, NULL, &len, (const unsigned char *)saga_id, (int)strlen(saga_id)) !=
+            1 ||
+        EVP_DecryptUpdate(c, (unsigned char *)plain, &len, buf + 12, (int)(n - 28)) != 1 ||
+        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, 16, buf + n - 16) != 1 ||
+        EVP_DecryptFinal_ex(c, (unsigned char *)plain + len, &fin) != 1)
+        goto fail;
+    plain[n - 28] = '\0';
+    EVP_CIPHER_CTX_free(c);
+    free(buf);
+    return plain;
+fail:
+    EVP_CIPHER_CTX_free(c);
+    free(buf);
+    free(plain);
+    return NULL;
+}
+
+/* A stored value → JSON (a new reference, NULL on failure). */
+static json_t *unseal_value(const mv_saga_engine *e, const char *saga_id, const char *text) {
+    json_t *v = NULL;
+    if (e->has_key && strncmp(text, ENC_PREFIX, sizeof ENC_PREFIX - 1) == 0) {
+        char *plain = open_sealed(e, saga_id, text);
+        if (plain) mv_json_parse(plain, strlen(plain), &v, NULL);
+        free(plain);
+    } else {
+        mv_json_parse(text, strlen(text), &v, NULL);
+    }
+    return v;
+}
+
+/* JSON → stored text (caller frees). */
+static char *seal_value(const mv_saga_engine *e, const char *saga_id, const json_t *v) {
+    char *text = mv_json_compact(v);
+    if (!text || !e->has_key) return text;
+    char *sealed = seal(e, saga_id, text);
+    free(text);
+    return sealed;
+}
+
+/* The input's fingerprint; keyed when encryption is on, so it reveals nothing about the input. */
+static void input_fingerprint(const mv_saga_engine *e, const json_t *input, char out[65]) {
+    if (!e->has_key) {
+        mv_json_fingerprint(input, out);
+        return;
+    }
+    char *c = mv_json_canonical(input);
+    unsigned char mac[32];
+    mv_hmac_sha256(e->key, 32, c ? c : "", c ? strlen(c) : 0, mac);
+    mv_hex(mac, 32, out);
+    free(c);
+}
+
+/* ---- load and save ------------------------------------------------------------------------ */
+
+typedef struct {
+    mv_saga_engine *e;
+    const char *id;
+    json_t *rec;
+} load_tx;
+
+static mv_code invalid_record(const char *id, mv_err *err) {
+    return mv_err_set(err, MV_INTERNAL, "saga %s: store returned an invalid record", id);
+}
+
+/* Validates a loaded record (§4.4): known states, tokens, timestamps, unique names and ids. */
+static mv_code validate(const char *id, const json_t *rec, mv_err *err) {
+    json_int_t created = json_integer_value(json_object_get(rec, "createdAt"));
+    json_int_t updated = json_integer_value(json_object_get(rec, "updatedAt"));
+    json_int_t version = json_integer_value(json_object_get(rec, "version"));
+    json_t *steps = json_object_get(rec, "steps");
+    if (!one_of(mv_json_str(rec, "state"), saga_states) || !json_is_array(steps) ||
+        !mv_valid_token(mv_json_str(rec, "definition"), 128) || !mv_valid_timestamp(created) ||
+        !mv_valid_timestamp(updated) || created > updated || version < 1 ||
+        !json_object_get(rec, "input"))
+        return invalid_record(id, err);
+    size_t n = json_array_size(steps);
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = json_array_get(steps, i);
+        const char *name = mv_json_str(s, "name"), *eid = mv_json_str(s, "effectId"),
+                   *cid = mv_json_str(s, "compensationEffectId");
+        json_t *attempts = json_object_get(s, "attempts"),
+               *next = json_object_get(s, "nextAttemptAt");
+        const char *code = mv_json_str(s, "errorCode");
+        if (!mv_valid_token(name, 128) || !mv_valid_token(eid, 64) || !mv_valid_token(cid, 64) ||
+            !one_of(mv_json_str(s, "state"), step_states) || !json_is_integer(attempts) ||
+            json_integer_value(attempts) < 0 ||
+            (next && !mv_valid_timestamp(json_integer_value(next))) ||
+            (json_object_get(s, "errorCode") && (!code || !mv_valid_error_code(code))))
+            return mv_err_set(err, MV_INTERNAL, "saga %s: store returned an invalid step record",
+                              id);
+        for (size_t k = 0; k < i; k++) {
+            json_t *o = json_array_get(steps, k);
+            const char *ids[] = {mv_json_str(o, "effectId"),
+                                 mv_json_str(o, "compensationEffectId")};
+            if (strcmp(mv_json_str(o, "name"), name) == 0 || strcmp(ids[0], eid) == 0 ||
+                strcmp(ids[1], eid) == 0 || strcmp(ids[0], cid) == 0 || strcmp(ids[1], cid) == 0 ||
+                strcmp(eid, cid) == 0)
+                return mv_err_set(err, MV_INTERNAL,
+                                  "saga %s: store returned an invalid step record", id);
+        }
+    }
+    return MV_OK;
+}
+
+static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
+    load_tx *t = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_GET_SAGA, &st, err);
+    if (rc) return rc;
+    mv_stmt_bindf(st, "s", t->id);
+    int r = mv_stmt_step(st, err);
+    if (r < 0) {
+        mv_stmt_done(st);
+        return err ? err->code : MV_INTERNAL;
+    }
+    if (r == 0) {
+        mv_stmt_done(st);
+        return mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", t->id);
+    }
+    const char *sid = mv_stmt_text(st, 0);
+    bool encrypted_input =
+        mv_stmt_text(st, 3) && strncmp(mv_stmt_text(st, 3), ENC_PREFIX, sizeof ENC_PREFIX - 1) == 0;
+    json_t *input = unseal_value(t->e, t->id, mv_stmt_text(st, 3) ? mv_stmt_text(st, 3) : "");
+    json_t *steps = NULL;
+    mv_json_parse(mv_stmt_text(st, 5) ? mv_stmt_text(st, 5) : "",
+                  mv_stmt_text(st, 5) ? strlen(mv_stmt_text(st, 5)) : 0, &steps, NULL);
+    bool ok = sid && strcmp(sid, t->id) == 0 && input && json_is_array(steps);
+    json_t *rec = json_pack(
+        "{s:s, s:s?, s:s?, s:o?, s:s?, s:o?, s:I, s:I, s:I, s:I}", "sagaId", t->id, "definition",
+        mv_stmt_text(st, 1), "state", mv_stmt_text(st, 2), "input", input, "inputFingerprint",
+        mv_stmt_text(st, 4), "steps", steps, "maxAttempts", (json_int_t)mv_stmt_int64(st, 6),
+        "createdAt", (json_int_t)mv_stmt_int64(st, 7), "updatedAt",
+        (json_int_t)mv_stmt_int64(st, 8), "version", (json_int_t)mv_stmt_int64(st, 9));
+    mv_stmt_done(st);
+    if (!rec) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (!ok) {
+        json_decref(rec);
+        if (!input && !t->e->has_key && encrypted_input)
+            return mv_err_set(err, MV_INTERNAL,
+                              "saga %s: stored data is encrypted and no key is configured", t->id);
+        if (!input && t->e->has_key)
+            return mv_err_set(err, MV_INTERNAL, "saga %s: stored data cannot be decrypted", t->id);
+        return invalid_record(t->id, err);
+    }
+    /* decrypt the step values */
+    size_t i;
+    json_t *s;
+    json_array_foreach(steps, i, s) {
+        static const char *const keys[] = {"compensationArgs", "result"};
+        for (int k = 0; k < 2; k++) {
+            json_t *v = json_object_get(s, keys[k]);
+            if (!t->e->has_key || !json_is_string(v) ||
+                strncmp(json_string_value(v), ENC_PREFIX, sizeof ENC_PREFIX - 1) != 0)
+                continue;
+            json_t *plain = unseal_value(t->e, t->id, json_string_value(v));
+            if (!plain) {
+                json_decref(rec);
+                return mv_err_set(err, MV_INTERNAL, "saga %s: stored data cannot be decrypted",
+                                  t->id);
+            }
+            json_object_set_new(s, keys[k], plain);
+        }
+    }
+    if ((rc = validate(t->id, rec, err))) {
+        json_decref(rec);
+        return rc;
+    }
+    t->rec = rec;
+    return MV_OK;
+}
+
+static mv_code load(mv_saga_engine *e, const char *id, json_t **out, mv_err *err) {
+    load_tx t = {.e = e, .id = id};
+    mv_code rc = mv_store_read(e->store, load_fn, &t, err);
+    *out = rc == MV_OK ? t.rec : NULL;
+    return rc;
+}
+
+/* The public shape (DESIGN "Sagas and approvals over HTTP"). A new reference. */
+static json_t *public_json(const json_t *rec) {
+    json_t *steps = json_array();
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(rec, "steps"), i, s) {
+        json_t *o =
+            json_pack("{s:O, s:O, s:O, s:O, s:O}", "name", json_object_get(s, "name"), "state",
+                      json_object_get(s, "state"), "attempts", json_object_get(s, "attempts"),
+                      "effectId", json_object_get(s, "effectId"), "compensationEffectId",
+                      json_object_get(s, "compensationEffectId"));
+        static const char *const opt[] = {"result", "errorCode", "nextAttemptAt"};
+        for (int k = 0; o && k < 3; k++)
+            if (json_object_get(s, opt[k])) json_object_set(o, opt[k], json_object_get(s, opt[k]));
+        json_array_append_new(steps, o);
+    }
+    return json_pack(
+        "{s:O, s:O, s:O, s:O, s:o, s:O, s:O}", "sagaId", json_object_get(rec, "sagaId"),
+        "definition", json_object_get(rec, "definition"), "state", json_object_get(rec, "state"),
+        "input", json_object_get(rec, "input"), "steps", steps, "createdAt",
+        json_object_get(rec, "createdAt"), "updatedAt", json_object_get(rec, "updatedAt"));
+}
+
+typedef struct {
+    const char *id, *state, *steps;
+    int64_t updated_at, version, lease_until;
+} cas_tx;
+
+static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
+    cas_tx *t = ctx;
+    int64_t changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_CAS_SAGA, &changes, err, "ssiiisi", t->state, t->steps,
+                             t->updated_at, t->version + 1, t->lease_until, t->id, t->version);
+    if (rc) return rc;
+    if (changes != 1)
+        return mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected",
+                          t->id);
+    return MV_OK;
+}
+
+static mv_code concurrency(const char *id, mv_err *err) {
+    mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected", id);
+    if (err) mv_strlcpy(err->saga_id, id, sizeof err->saga_id);
+    return MV_SAGA_CONCURRENCY;
+}
+
+/* Saves next (owned) over *rec with a compare-and-set on *rec's version; on success *rec becomes
+ * next (with version + 1). */
+static mv_code save(mv_saga_engine *e, json_t **rec, json_t *next, mv_err *err) {
+    const char *id = mv_json_str(*rec, "sagaId");
+    int64_t version = json_integer_value(json_object_get(*rec, "version"));
+    json_t *stored = json_deep_copy(json_object_get(next, "steps"));
+    size_t i;
+    json_t *s;
+    mv_code rc = MV_OK;
+    json_array_foreach(stored, i, s) {
+        static const char *const keys[] = {"compensationArgs", "result"};
+        for (int k = 0; e->has_key && k < 2; k++) {
+            json_t *v = json_object_get(s, keys[k]);
+            if (!v) continue;
+            char *sealed = seal_value(e, id, v);
+            if (!sealed)
+                rc = mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", id);
+            else
+                json_object_set_new(s, keys[k], json_string(sealed));
+            free(sealed);
+        }
+    }
+    char *steps = stored ? mv_json_compact(stored) : NULL;
+    json_decref(stored);
+    if (!steps && rc == MV_OK) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK) {
+        cas_tx t = {.id = id,
+                    .state = mv_json_str(next, "state"),
+                    .steps = steps,
+                    .updated_at = json_integer_value(json_object_get(next, "updatedAt")),
+                    .version = version};
+        t.lease_until = t.updated_at + e->runner_lease_ms;
+        rc = mv_store_write(e->store, cas_fn, &t, err);
+        if (rc == MV_SAGA_CONCURRENCY) concurrency(id, err);
+    }
+    free(steps);
+    if (rc) {
+        json_decref(next);
+        return rc;
+    }
+    json_object_set_new(next, "version", json_integer(version + 1));
+    json_decref(*rec);
+    *rec = next;
+    if (e->on_save) {
+        json_t *pub = public_json(next);
+        e->on_save(pub, e->on_save_ctx);
+        json_decref(pub);
+    }
+    return MV_OK;
+}
+
+/* A copy of rec with a new state (NULL: unchanged), step `index` replaced by step (owned; NULL:
+ * unchanged) and updatedAt = now. */
+static mv_code with(mv_saga_engine *e, const json_t *rec, const char *state, int index,
+                    json_t *step, json_t **out, mv_err *err) {
+    int64_t now;
+    mv_code rc = now_ms(e, &now, err);
+    if (rc) {
+        json_decref(step);
+        return rc;
+    }
+    json_t *next = json_deep_copy(rec);
+    if (!next) {
+        json_decref(step);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
+    if (state) json_object_set_new(next, "state", json_string(state));
+    if (step) json_array_set_new(json_object_get(next, "steps"), (size_t)index, step);
+    json_object_set_new(next, "updatedAt", json_integer(now));
+    *out = next;
+    return MV_OK;
+}
+
+static mv_code save_with(mv_saga_engine *e, json_t **rec, const char *state, int index,
+                         json_t *step, mv_err *err) {
+    json_t *next;
+    mv_code rc = with(e, *rec, state, index, step, &next, err);
+    return rc ? rc : save(e, rec, next, err);
+}
+
+/* ---- the runner lease ---------------------------------------------------------------------- */
+
+typedef struct {
+    const char *id, *runner;
+    int64_t now, until, changes;
+    bool take;
+} runner_tx;
+
+static mv_code runner_fn(mv_db *db, void *ctx, mv_err *err) {
+    runner_tx *t = ctx;
+    if (t->take)
+        return mv_db_execf(db, SQL_TAKE_RUNNER, &t->changes, err, "sisi", t->runner, t->until,
+                           t->id, t->now);
+    return mv_db_execf(db, SQL_DROP_RUNNER, &t->changes, err, "ss", t->id, t->runner);
+}
+
+/* Takes the runner lease of saga_id for runner (37 bytes, filled). A saga that does not exist is
+ * not an error here: the load that follows reports it. */
+static mv_code take_runner(mv_saga_engine *e, const char *saga_id, char runner[37], mv_err *err) {
+    mv_code rc = mv_id_uuid(runner, err);
+    if (rc) return rc;
+    runner_tx t = {.id = saga_id, .runner = runner, .take = true};
+    if ((rc = now_ms(e, &t.now, err))) return rc;
+    t.until = t.now + e->runner_lease_ms;
+    if ((rc = mv_store_write(e->store, runner_fn, &t, err))) return rc;
+    json_t *existing = NULL;
+    if (t.changes == 0 && load(e, saga_id, &existing, NULL) == MV_OK) {
+        json_decref(existing);
+        mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: another runner is working on it", saga_id);
+        if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
+        return MV_SAGA_CONCURRENCY;
+    }
+    return MV_OK;
+}
+
+static void drop_runner(mv_saga_engine *e, const char *saga_id, const char *runner) {
+    runner_tx t = {.id = saga_id, .runner = runner};
+    mv_store_write(e->store, runner_fn, &t, NULL); /* failing here only delays the next runner */
+}
+
+/* ---- definitions ------------------------------------------------------------------------- */
+
+mv_code mv_saga_definition_check(const mv_saga_definition *def, mv_err *err) {
+    if (!def) return mv_err_set(err, MV_INVALID_ARGUMENT, "saga definition must be an object");
+    if (!mv_valid_token(def->name, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "saga definition must be a bounded printable token");
+    if (def->capability && (!mv_valid_capability(def->capability) || strlen(def->capability) > 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga capability is invalid");
+    if (!def->run) return mv_err_set(err, MV_INVALID_ARGUMENT, "saga run must be a function");
+    if (def->ncompensators && !def->compensators)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga compensators must be an object");
+    for (size_t i = 0; i < def->ncompensators; i++) {
+        const mv_saga_compensator *c = &def->compensators[i];
+        if (!mv_valid_token(c->step, 128))
+            return mv_err_set(err, MV_INVALID_ARGUMENT,
+                              "saga compensator name must be a bounded printable token");
+        if (!c->fn)
+            return mv_err_set(err, MV_INVALID_ARGUMENT, "saga compensator %s must be a function",
+                              c->step);
+    }
+    if (def->max_attempts < 0)
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "saga maxAttempts must be a positive safe integer");
+    return MV_OK;
+}
+
+static int max_attempts(const mv_saga_definition *def) {
+    return def->max_attempts > 0 ? def->max_attempts : DEFAULT_MAX_ATTEMPTS;
+}
+
+static int64_t default_backoff(int attempt) {
+    if (attempt < 1) return 100;
+    if (attempt > 10) return 60000;
+    int64_t d = INT64_C(100) << (attempt - 1);
+    return d < 60000 ? d : 60000;
+}
+
+static const mv_saga_compensator *find_compensator(const mv_saga_definition *def,
+                                                   const char *step) {
+    for (size_t i = 0; i < def->ncompensators; i++)
+        if (strcmp(def->compensators[i].step, step) == 0) return &def->compensators[i];
+    return NULL;
+}
+
+static int find_step(const json_t *rec, const char *key, const char *value) {
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(rec, "steps"), i, s) {
+        if (is(s, key, value)) return (int)i;
+    }
+    return -1;
+}
+
+static mv_code check_call(const mv_saga_definition *def, const char *saga_id, mv_abort *abort,
+                          mv_err *err) {
+    mv_code rc;
+    if ((rc = mv_saga_definition_check(def, err))) return rc;
+    if (!mv_valid_token(saga_id, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga id must be a bounded printable token");
+    if (mv_abort_is_set(abort))
+        return mv_err_set(err, MV_ABORTED, "%s",
+                          abort->reason[0] ? abort->reason : "saga execution aborted");
+    return MV_OK;
+}
+
+static mv_code check_definition(const mv_saga_definition *def, const json_t *rec, mv_err *err) {
+    if (def && !is(rec, "definition", def->name))
+        return mv_err_set(err, MV_SAGA_MISMATCH, "saga definition mismatch");
+    return MV_OK;
+}
+
+static mv_code ambiguous(const char *saga_id, const char *step, mv_err *err) {
+    mv_err_set(err, MV_SAGA_AMBIGUOUS_STEP, "saga %s: step %s has an ambiguous effect", saga_id,
+               step);
+    if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
+    return MV_SAGA_AMBIGUOUS_STEP;
+}
+
+/* Fills *record with the saga as stored now (when asked and it exists), returns rc. */
+static mv_code finish(mv_saga_engine *e, const char *saga_id, json_t **record, mv_code rc) {
+    if (!record) return rc;
+    *record = NULL;
+    json_t *rec = NULL;
+    if (mv_valid_token(saga_id, 128) && load(e, saga_id, &rec, NULL) == MV_OK) {
+        *record = public_json(rec);
+        json_decref(rec);
+    }
+    return rc;
+}
+
+/* ---- steps ------------------------------------------------------------------------------- */
+
+typedef struct {
+    mv_saga_ctx *ctx;
+    const char *name;
+    json_t *step; /* the new step record (owned) */
+    mv_saga_step_fn execute;
+    void *cb_ctx;
+    mv_saga_step_call call;
+    const char *effect_id;
+} step_run;
+
+static mv_effect_phase step_phase(const mv_err *error, bool began, void *p) {
+    (void)began;
+    (void)p;
+    return error->code == MV_SAGA_STEP_FAILED ? MV_PHASE_FAILED : MV_PHASE_AMBIGUOUS;
+}
+
+static const char *step_error_code(const mv_err *error, bool began, void *p) {
+    step_run *r = p;
+    if (error->code == MV_SAGA_STEP_FAILED)
+        return r->call.error_code[0] ? r->call.error_code : "not_committed";
+    return began ? "execution_unknown" : "aborted_before_execution";
+}
+
+static mv_code step_intent(const mv_effect_context *c, void *p, mv_err *err) {
+    (void)c;
+    step_run *r = p;
+    json_t *next;
+    mv_code rc = with(r->ctx->e, *r->ctx->rec, NULL, 0, NULL, &next, err);
+    if (rc) return rc;
+    json_array_append(json_object_get(next, "steps"), r->step);
+    return save(r->ctx->e, r->ctx->rec, next, err);
+}
+
+static mv_code step_committed(const mv_effect_context *c, const json_t *result, void *p,
+                              mv_err *err) {
+    (void)c;
+    step_run *r = p;
+    int index = find_step(*r->ctx->rec, "effectId", r->effect_id);
+    if (index < 0) return concurrency(r->ctx->saga_id, err);
+    json_t *step =
+        json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
+    json_object_set_new(step, "state", json_string("committed"));
+    if (result) json_object_set_new(step, "result", json_deep_copy(result));
+    return save_with(r->ctx->e, r->ctx->rec, NULL, index, step, err);
+}
+
+static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *f, void *p,
+                           mv_err *err) {
+    (void)c;
+    step_run *r = p;
+    int index = find_step(*r->ctx->rec, "effectId", r->effect_id);
+    if (index < 0) return concurrency(r->ctx->saga_id, err);
+    bool known = f->error->code == MV_SAGA_STEP_FAILED || !f->began;
+    json_t *step =
+        json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
+    json_object_set_new(step, "state", json_string(known ? "failed" : "ambiguous"));
+    json_object_set_new(step, "errorCode", json_string(f->error_code));
+    return save_with(r->ctx->e, r->ctx->rec, known ? "compensating" : "manual-review", index, step,
+                     err);
+}
+
+static mv_code step_execute(const mv_effect_context *c, void *p, json_t **result, mv_err *err) {
+    step_run *r = p;
+    r->call = (mv_saga_step_call){
+        .saga_id = r->ctx->saga_id, .step = r->name, .effect_id = c->effect_id, .abort = c->abort};
+    mv_code rc = r->execute(&r->call, r->cb_ctx, result, err);
+    if (rc == MV_SAGA_STEP_FAILED && r->call.error_code[0] &&
+        !mv_valid_error_code(r->call.error_code)) {
+        /* a provider that cannot name its failure is not proof that nothing happened */
+        json_decref(*result);
+        *result = NULL;
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step error code is invalid");
+    }
+    return rc;
+}
+
+const char *mv_saga_ctx_id(const mv_saga_ctx *ctx) { return ctx->saga_id; }
+
+json_t *mv_saga_ctx_results(const mv_saga_ctx *ctx) {
+    json_t *out = json_object();
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(*ctx->rec, "steps"), i, s) {
+        if (is(s, "state", "committed"))
+            json_object_set(out, mv_json_str(s, "name"),
+                            json_object_get(s, "result") ? json_object_get(s, "result")
+                                                         : json_null());
+    }
+    return out;
+}
+
+mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensation_args,
+                     mv_saga_step_fn execute, void *cb_ctx, json_t **result, mv_err *err) {
+    mv_saga_engine *e = ctx->e;
+    mv_code rc;
+    if (result) *result = NULL;
+    if (mv_abort_is_set(ctx->abort))
+        return mv_err_set(err, MV_ABORTED, "%s",
+                          ctx->abort->reason[0] ? ctx->abort->reason : "saga execution aborted");
+    if (!mv_valid_token(name, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step must be a bounded printable token");
+    if (!execute)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step execute must be a function");
+    if (!find_compensator(ctx->def, name))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step %s has no compensator", name);
+    json_t *fresh;
+    if ((rc = load(e, ctx->saga_id, &fresh, err))) return rc;
+    bool moved = json_integer_value(json_object_get(fresh, "version")) !=
+                 json_integer_value(json_object_get(*ctx->rec, "version"));
+    json_decref(*ctx->rec);
+    *ctx->rec = fresh;
+    if (moved) return concurrency(ctx->saga_id, err); /* someone else is running this saga */
+    int index = find_step(fresh, "name", name);
+    if (index >= 0) {
+        json_t *existing = json_array_get(json_object_get(fresh, "steps"), (size_t)index);
+        if (is(existing, "state", "committed")) {
+            json_t *r = json_object_get(existing, "result");
+            if (result && r) *result = json_deep_copy(r);
+            return MV_OK;
+        }
+        if (is(existing, "state", "executing") || is(existing, "state", "ambiguous")) {
+            if (!is(fresh, "state", "manual-review") &&
+                (rc = save_with(e, ctx->rec, "manual-review", 0, NULL, err)))
+                return rc;
+            return ambiguous(ctx->saga_id, name, err);
+        }
+        return mv_err_set(err, MV_SAGA_RESOLUTION, "saga %s: step %s cannot resume from %s",
+                          ctx->saga_id, name, mv_json_str(existing, "state"));
+    }
+    char effect_id[37], comp_id[37];
+    if ((rc = mv_id_uuid(effect_id, err)) || (rc = mv_id_uuid(comp_id, err))) return rc;
+    step_run r = {
+        .ctx = ctx, .name = name, .execute = execute, .cb_ctx = cb_ctx, .effect_id = effect_id};
+    r.step =
+        json_pack("{s:s, s:s, s:s, s:s, s:O, s:i}", "name", name, "effectId", effect_id,
+                  "compensationEffectId", comp_id, "state", "executing", "compensationArgs",
+                  compensation_args ? (json_t *)compensation_args : json_null(), "attempts", 0);
+    if (!r.step) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (compensation_args) { /* a private copy: the caller may change theirs */
+        json_object_set_new(r.step, "compensationArgs", json_deep_copy(compensation_args));
+    }
+    mv_effect_scope scope = {.observer = e->observer, .clock = e->clock};
+    mv_effect_input in = {
+        .effect_id = effect_id,
+        .capability = ctx->def->capability ? ctx->def->capability : "saga.execute",
+        .stage = MV_STAGE_EXECUTION,
+        .abort = ctx->abort,
+        .failure_phase_fn = step_phase,
+        .error_code_fn = step_error_code,
+        .policy_ctx = &r,
+        .transitions = {
+            .intent = step_intent, .committed = step_committed, .failed = step_failed, .ctx = &r}};
+    rc = mv_effect_run(&scope, &in, step_execute, &r, result, err);
+    json_decref(r.step);
+    if (rc) {
+        if (err) mv_strlcpy(err->saga_id, ctx->saga_id, sizeof err->saga_id);
+    }
+    return rc;
+}
+
+/* ---- compensate --------------------------------------------------------------------------- */
+
+typedef struct {
+    mv_saga_engine *e;
+    const mv_saga_definition *def;
+    const mv_saga_compensator *comp;
+    json_t **rec;
+    int index, attempt, max;
+    json_t *step; /* the step being compensated (owned) */
+    mv_err transition_error;
+    bool has_transition_error;
+} comp_run;
+
+static mv_effect_phase always_failed(const mv_err *error, bool began, void *p) {
+    (void)error;
+    (void)began;
+    (void)p;
+    return MV_PHASE_FAILED;
+}
+
+static mv_code comp_executing(const mv_effect_context *c, void *p, mv_err *err) {
+    (void)c;
+    comp_run *r = p;
+    return save_with(r->e, r->rec, NULL, r->index, json_deep_copy(r->step), err);
+}
+
+static mv_code comp_committed(const mv_effect_context *c, const json_t *result, void *p,
+                              mv_err *err) {
+    (void)c;
+    (void)result;
+    comp_run *r = p;
+    json_object_set_new(r->step, "state", json_string("compensated"));
+    return save_with(r->e, r->rec, NULL, r->index, json_deep_copy(r->step), err);
+}
+
+static mv_code comp_failed(const mv_effect_context *c, const mv_effect_failure *f, void *p,
+                           mv_err *err) {
+    (void)c;
+    (void)f;
+    comp_run *r = p;
+    bool exhausted = r->attempt >= r->max;
+    mv_code rc = MV_OK;
+    json_t *failed = json_deep_copy(r->step);
+    json_object_set_new(failed, "state", json_string("compensation-failed"));
+    json_object_set_new(failed, "errorCode", json_string("compensation_failed"));
+    if (!exhausted) {
+        int64_t delay = r->def->backoff ? r->def->backoff(r->attempt, r->def->ctx)
+                                        : default_backoff(r->attempt);
+        int64_t now, next = 0;
+        if (delay < 0 || delay > MV_MAX_SAFE_INT)
+            rc = mv_err_set(&r->transition_error, MV_INVALID_ARGUMENT,
+                            "saga backoff must return a non-negative safe integer");
+        else if (!(rc = now_ms(r->e, &now, &r->transition_error)))
+            rc = mv_durable_add(now, delay, "saga next retry", &next, &r->transition_error);
+        if (!rc) json_object_set_new(failed, "nextAttemptAt", json_integer(next));
+    }
+    if (!rc)
+        rc = save_with(r->e, r->rec, exhausted ? "manual-review" : "compensating", r->index, failed,
+                       &r->transition_error);
+    else
+        json_decref(failed);
+    if (!rc) return MV_OK;
+    r->has_transition_error = true;
+    json_t *invalid = json_deep_copy(r->step);
+    json_object_set_new(invalid, "state", json_string("compensation-failed"));
+    json_object_set_new(invalid, "errorCode", json_string("invalid_retry_policy"));
+    return save_with(r->e, r->rec, "manual-review", r->index, invalid, err);
+}
+
+static mv_code comp_execute(const mv_effect_context *c, void *p, json_t **result, mv_err *err) {
+    (void)result;
+    comp_run *r = p;
+    json_t *args = json_deep_copy(json_object_get(r->step, "compensationArgs"));
+    mv_saga_compensation_call call = {.saga_id = mv_json_str(*r->rec, "sagaId"),
+                                      .step = mv_json_str(r->step, "name"),
+                                      .effect_id = c->effect_id,
+                                      .attempt = r->attempt,
+                                      .result = json_object_get(r->step, "result"),
+                                      .abort = c->abort};
+    mv_code rc = r->comp->fn(args ? args : json_null(), &call, r->comp->ctx, err);
+    json_decref(args);
+    return rc;
+}
+
+/* Compensates *rec (loaded, definition checked). */
+static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
+                                 mv_abort *abort, mv_err *err) {
+    mv_code rc;
+    const char *id = mv_json_str(*rec, "sagaId");
+    char saga_id[129];
+    mv_strlcpy(saga_id, id, sizeof saga_id);
+    if (mv_abort_is_set(abort))
+        return mv_err_set(err, MV_ABORTED, "%s",
+                          abort->reason[0] ? abort->reason : "saga execution aborted");
+    if (is(*rec, "state", "completed") || is(*rec, "state", "compensated")) return MV_OK;
+    json_t *steps = json_object_get(*rec, "steps");
+    for (size_t i = 0; i < json_array_size(steps); i++) {
+        json_t *s = json_array_get(steps, i);
+        if (is(s, "state", "ambiguous") || is(s, "state", "executing") ||
+            is(s, "state", "compensating")) {
+            char name[129];
+            mv_strlcpy(name, mv_json_str(s, "name"), sizeof name);
+            if (!is(*rec, "state", "manual-review") &&
+                (rc = save_with(e, rec, "manual-review", 0, NULL, err)))
+                return rc;
+            return ambiguous(saga_id, name, err);
+        }
+    }
+    if (!is(*rec, "state", "compensating") &&
+        (rc = save_with(e, rec, "compensating", 0, NULL, err)))
+        return rc;
+    int max = max_attempts(def);
+    for (int index = (int)json_array_size(json_object_get(*rec, "steps")) - 1; index >= 0;
+         index--) {
+        if (mv_abort_is_set(abort))
+            return mv_err_set(err, MV_ABORTED, "%s",
+                              abort->reason[0] ? abort->reason : "saga execution aborted");
+        json_t *step = json_array_get(json_object_get(*rec, "steps"), (size_t)index);
+        if (!is(step, "state", "committed") && !is(step, "state", "compensation-failed")) continue;
+        int64_t now;
+        if ((rc = now_ms(e, &now, err))) return rc;
+        json_t *next_at = json_object_get(step, "nextAttemptAt");
+        if (next_at && json_integer_value(next_at) > now) return MV_OK; /* not due yet */
+        const mv_saga_compensator *comp = find_compensator(def, mv_json_str(step, "name"));
+        if (!comp) return save_with(e, rec, "manual-review", 0, NULL, err);
+        int attempts = (int)json_integer_value(json_object_get(step, "attempts"));
+        if (attempts >= max) {
+            if (!is(*rec, "state", "manual-review"))
+                return save_with(e, rec, "manual-review", 0, NULL, err);
+            return MV_OK;
+        }
+        comp_run r = {.e = e,
+                      .def = def,
+                      .comp = comp,
+                      .rec = rec,
+                      .index = index,
+                      .attempt = attempts + 1,
+                      .max = max};
+        r.step = json_deep_copy(step);
+        json_object_del(r.step, "errorCode");
+        json_object_del(r.step, "nextAttemptAt");
+        json_object_set_new(r.step, "state", json_string("compensating"));
+        json_object_set_new(r.step, "attempts", json_integer(r.attempt));
+        mv_effect_scope scope = {.observer = e->observer, .clock = e->clock};
+        mv_effect_input in = {.effect_id = mv_json_str(r.step, "compensationEffectId"),
+                              .capability = def->capability ? def->capability : "saga.compensate",
+                              .stage = MV_STAGE_COMPENSATION,
+                              .attempt = r.attempt,
+                              .abort = abort,
+                              .failure_phase_fn = always_failed,
+                              .error_code = "compensation_failed",
+                              .transitions = {.executing = comp_executing,
+                                              .committed = comp_committed,
+                                              .failed = comp_failed,
+                                              .ctx = &r}};
+        mv_err run_err = {0};
+        rc = mv_effect_run(&scope, &in, comp_execute, &r, NULL, &run_err);
+        json_decref(r.step);
+        if (rc) {
+            if (r.has_transition_error) return mv_err_copy(err, &r.transition_error);
+            return MV_OK; /* the failed attempt is recorded; the next call retries when due */
+        }
+    }
+    return save_with(e, rec, "compensated", 0, NULL, err);
+}
+
+mv_code mv_saga_compensate(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                           mv_abort *abort, json_t **record, mv_err *err) {
+    mv_code rc;
+    json_t *rec = NULL;
+    char runner[37];
+    if ((rc = check_call(def, saga_id, abort, err)) || (rc = take_runner(e, saga_id, runner, err)))
+        return finish(e, saga_id, record, rc);
+    if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err)))
+        rc = compensate_loaded(e, def, &rec, abort, err);
+    json_decref(rec);
+    drop_runner(e, saga_id, runner);
+    return finish(e, saga_id, record, rc);
+}
+
+/* ---- resume and execute ------------------------------------------------------------------- */
+
+static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
+                             mv_abort *abort, mv_err *err) {
+    mv_code rc;
+    if (!is(*rec, "state", "running")) return MV_OK;
+    char saga_id[129];
+    mv_strlcpy(saga_id, mv_json_str(*rec, "sagaId"), sizeof saga_id);
+    mv_saga_ctx ctx = {.e = e, .def = def, .saga_id = saga_id, .rec = rec, .abort = abort};
+    json_t *input = json_deep_copy(json_object_get(*rec, "input"));
+    mv_err run_err = {0};
+    rc = def->run(&ctx, input, def->ctx, &run_err);
+    json_decref(input);
+    if (rc == MV_OK) {
+        json_t *fresh;
+        if ((rc = load(e, saga_id, &fresh, err))) return rc;
+        json_decref(*rec);
+        *rec = fresh;
+        if (is(fresh, "state", "running")) return save_with(e, rec, "completed", 0, NULL, err);
+        return MV_OK;
+    }
+    if (run_err.code == MV_OK) run_err.code = rc;
+    if (rc == MV_SAGA_CONCURRENCY) return mv_err_copy(err, &run_err); /* the winner goes on */
+    json_t *fresh;
+    mv_code lrc = load(e, saga_id, &fresh, err);
+    if (lrc) return lrc;
+    json_decref(*rec);
+    *rec = fresh;
+    if (!is(fresh, "state", "manual-review") && (lrc = compensate_loaded(e, def, rec, abort, err)))
+        return lrc;
+    return mv_err_copy(err, &run_err);
+}
+
+mv_code mv_saga_resume(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                       mv_abort *abort, json_t **record, mv_err *err) {
+    mv_code rc;
+    json_t *rec = NULL;
+    char runner[37];
+    if ((rc = check_call(def, saga_id, abort, err)) || (rc = take_runner(e, saga_id, runner, err)))
+        return finish(e, saga_id, record, rc);
+    if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err)))
+        rc = resume_loaded(e, def, &rec, abort, err);
+    json_decref(rec);
+    drop_runner(e, saga_id, runner);
+    return finish(e, saga_id, record, rc);
+}
+
+typedef struct {
+    const char *id, *definition, *input, *fingerprint;
+    int max_attempts;
+    int64_t now;
+    bool created;
+} create_tx;
+
+static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
+    create_tx *t = ctx;
+    int64_t changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiii", t->id, t->definition,
+                             t->input, t->fingerprint, (int64_t)t->max_attempts, t->now, t->now);
+    t->created = changes == 1;
+    return rc;
+}
+
+/* Creates the row; *created = false when the id is taken. */
+static mv_code create(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                      const json_t *input, bool *created, mv_err *err) {
+    mv_code rc;
+    create_tx t = {.id = saga_id, .definition = def->name, .max_attempts = max_attempts(def)};
+    if ((rc = now_ms(e, &t.now, err))) return rc;
+    char fp[65];
+    json_t *null_input = input ? NULL : json_null();
+    input_fingerprint(e, input ? input : null_input, fp);
+    char *text = seal_value(e, saga_id, input ? input : null_input);
+    if (!text) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    t.input = text;
+    t.fingerprint = fp;
+    rc = mv_store_write(e->store, create_fn, &t, err);
+    free(text);
+    *created = t.created;
+    return rc;
+}
+
+mv_code mv_saga_execute(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                        const json_t *input, mv_abort *abort, json_t **record, mv_err *err) {
+    mv_code rc;
+    bool created = false;
+    if (record) *record = NULL;
+    if ((rc = check_call(def, saga_id, abort, err))) return rc; /* nothing persisted */
+    if ((rc = create(e, def, saga_id, input, &created, err))) return rc;
+    if (!created) {
+        mv_err_set(err, MV_SAGA_EXISTS, "saga %s: already exists", saga_id);
+        if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
+        return finish(e, saga_id, record, MV_SAGA_EXISTS);
+    }
+    return mv_saga_resume(e, def, saga_id, abort, record, err);
+}
+
+mv_code mv_saga_start(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                      const json_t *input, mv_abort *abort, json_t **record, bool *replayed,
+                      mv_err *err) {
+    mv_code rc;
+    bool created = false;
+    if (record) *record = NULL;
+    if (replayed) *replayed = false;
+    if ((rc = check_call(def, saga_id, abort, err))) return rc;
+    if ((rc = create(e, def, saga_id, input, &created, err))) return rc;
+    if (created) return mv_saga_resume(e, def, saga_id, abort, record, err);
+    json_t *rec;
+    if ((rc = load(e, saga_id, &rec, err))) return rc;
+    char fp[65];
+    json_t *null_input = input ? NULL : json_null();
+    input_fingerprint(e, input ? input : null_input, fp);
+    if (!is(rec, "definition", def->name))
+        rc = mv_err_set(err, MV_SAGA_MISMATCH, "saga %s: belongs to another definition", saga_id);
+    else if (!is(rec, "inputFingerprint", fp))
+        rc = mv_err_set(err, MV_SAGA_MISMATCH, "saga %s: was started with a different input",
+                        saga_id);
+    else if (replayed)
+        *replayed = true;
+    if (rc && err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
+    if (record && rc == MV_OK) *record = public_json(rec);
+    json_decref(rec);
+    return rc;
+}
+
+/* ---- resolution ---------------------------------------------------------------------------- */
+
+static mv_code resolution_error(const char *saga_id, const char *step, const char *what,
+                                mv_err *err) {
+    mv_err_set(err, MV_SAGA_RESOLUTION, "saga %s: step %s %s", saga_id, step, what);
+    if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
+    return MV_SAGA_RESOLUTION;
+}
+
+static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
+                              const mv_saga_resolution *res, mv_err *err) {
+    const char *saga_id = mv_json_str(*rec, "sagaId");
+    int index = find_step(*rec, "name", res->step);
+    if (index < 0) return resolution_error(saga_id, res->step, "does not exist", err);
+    json_t *step = json_deep_copy(json_array_get(json_object_get(*rec, "steps"), (size_t)index));
+    const char *state_now = mv_json_str(step, "state");
+    char what[160];
+    const char *saga_state;
+    mv_code rc = MV_OK;
+    if (strcmp(res->kind, "execution") == 0) {
+        if (!is(step, "effectId", res->effect_id))
+            rc = resolution_error(saga_id, res->step, "execution effect id does not match", err);
+        else if (strcmp(state_now, "executing") != 0 && strcmp(state_now, "ambiguous") != 0) {
+            snprintf(what, sizeof what, "is not awaiting an execution resolution (%s)", state_now);
+            rc = resolution_error(saga_id, res->step, what, err);
+        }
+        if (rc) goto done;
+        json_object_del(step, "errorCode");
+        json_object_del(step, "result");
+        if (strcmp(res->outcome, "committed") == 0) {
+            json_object_set_new(step, "state", json_string("committed"));
+            if (res->result) json_object_set_new(step, "result", json_deep_copy(res->result));
+            saga_state = "running";
+        } else {
+            const char *code = res->error_code ? res->error_code : "not_committed";
+            if (!mv_valid_error_code(code)) {
+                rc = mv_err_set(err, MV_INVALID_ARGUMENT, "saga resolution errorCode is invalid");
+                goto done;
+            }
+            json_object_set_new(step, "state", json_string("failed"));
+            json_object_set_new(step, "errorCode", json_string(code));
+            saga_state = "compensating";
+        }
+    } else {
+        if (!is(step, "compensationEffectId", res->effect_id))
+            rc = resolution_error(saga_id, res->step, "compensation effect id does not match", err);
+        else if (strcmp(state_now, "compensating") != 0) {
+            snprintf(what, sizeof what, "is not awaiting a compensation resolution (%s)",
+                     state_now);
+            rc = resolution_error(saga_id, res->step, what, err);
+        }
+        if (rc) goto done;
+        json_object_del(step, "errorCode");
+        json_object_del(step, "nextAttemptAt");
+        bool compensated = strcmp(res->outcome, "compensated") == 0;
+        json_object_set_new(step, "state",
+                            json_string(compensated ? "compensated" : "compensation-failed"));
+        int max =
+            def ? max_attempts(def) : (int)json_integer_value(json_object_get(*rec, "maxAttempts"));
+        if (max < 1) max = DEFAULT_MAX_ATTEMPTS;
+        saga_state = !compensated && json_integer_value(json_object_get(step, "attempts")) >= max
+                         ? "manual-review"
+                         : "compensating";
+    }
+    return save_with(e, rec, saga_state, index, step, err);
+done:
+    json_decref(step);
+    return rc;
+}
+
+mv_code mv_saga_resolve(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                        const mv_saga_resolution *res, json_t **record, mv_err *err) {
+    mv_code rc;
+    if (record) *record = NULL;
+    if (def && (rc = mv_saga_definition_check(def, err))) return rc;
+    if (!mv_valid_token(saga_id, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga id must be a bounded printable token");
+    if (!res || !res->kind || !res->outcome ||
+        !((strcmp(res->kind, "execution") == 0 && (strcmp(res->outcome, "committed") == 0 ||
+                                                   strcmp(res->outcome, "not-committed") == 0)) ||
+          (strcmp(res->kind, "compensation") == 0 &&
+           (strcmp(res->outcome, "compensated") == 0 ||
+            strcmp(res->outcome, "not-compensated") == 0))))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga resolution kind or outcome is invalid");
+    if (!mv_valid_token(res->step, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "saga resolution step must be a bounded printable token");
+    if (!mv_valid_token(res->effect_id, 64))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "saga resolution effect id must be a bounded printable token");
+    json_t *rec = NULL;
+    if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err)))
+        rc = resolve_loaded(e, def, &rec, res, err);
+    json_decref(rec);
+    return finish(e, saga_id, record, rc);
+}
+
+mv_code mv_saga_get(mv_saga_engine *e, const char *saga_id, json_t **record, mv_err *err) {
+    *record = NULL;
+    if (!mv_valid_token(saga_id, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga id must be a bounded printable token");
+    json_t *rec;
+    mv_code rc = load(e, saga_id, &rec, err);
+    if (rc) return rc;
+    *record = public_json(rec);
+    json_decref(rec);
+    return *record ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+}

@@ -1,0 +1,300 @@
+/* routes_durable.c — HTTP in front of approvals and sagas. Each handler checks the request and
+ * makes one library call; there are no business rules here.
+ *
+ * Order of checks: authentication (router) → is the feature configured (404 not_found, as if the
+ * route did not exist) → route parameters (400) → permission (403: the caller's rights do not
+ * depend on the body, so an unauthorised caller learns nothing about body rules) → body (413, 400)
+ * → store work. A saga call answers 200 with the saga in whatever state it reached: a step that
+ * failed, was compensated or needs review is an outcome the record shows, not an HTTP error; only
+ * what stopped the call itself (store, concurrency, mismatch, unknown saga) is an error. */
+#include <string.h>
+
+#include "http/auth.h"
+#include "http/request.h"
+#include "http/routes_durable.h"
+
+static const char *admin_permission(const mv_durable_routes *r) {
+    return r->admin_permission ? r->admin_permission : "is.admin";
+}
+
+static bool is_admin(const mv_http_request *req) {
+    const mv_durable_routes *r = req->route_ctx;
+    return mv_principal_has_permission(req->principal, admin_permission(r));
+}
+
+static bool sagas_configured(const mv_durable_routes *r) { return r->engine && r->book; }
+
+/* ---- parameter and permission checks ----------------------------------------------------- */
+
+static mv_code check_approval(const mv_http_request *req, mv_err *err) {
+    const mv_durable_routes *r = req->route_ctx;
+    if (!r->approvals) return mv_err_set(err, MV_NOT_FOUND, "approvals are not configured");
+    if (!mv_valid_uuid(mv_http_param(req, "id")))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "approval id must be a UUID");
+    return MV_OK;
+}
+
+static mv_code check_decision(const mv_http_request *req, mv_err *err) {
+    mv_code rc = check_approval(req, err);
+    if (rc) return rc;
+    if (!is_admin(req) &&
+        !mv_principal_has_permission(req->principal, MV_APPROVALS_DECIDE_PERMISSION))
+        return mv_err_set(err, MV_FORBIDDEN,
+                          "deciding an approval needs the permission \"%s\" or admin",
+                          MV_APPROVALS_DECIDE_PERMISSION);
+    return MV_OK;
+}
+
+static mv_code check_saga_param(const mv_http_request *req, const char *param, const char *what,
+                                mv_err *err) {
+    const mv_durable_routes *r = req->route_ctx;
+    if (!sagas_configured(r)) return mv_err_set(err, MV_NOT_FOUND, "sagas are not configured");
+    if (!mv_valid_token(mv_http_param(req, param), 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "%s must be 1 to 128 printable characters without spaces", what);
+    if (!is_admin(req))
+        return mv_err_set(err, MV_FORBIDDEN, "saga routes need the admin permission \"%s\"",
+                          admin_permission(r));
+    return MV_OK;
+}
+
+static mv_code check_saga_id(const mv_http_request *req, mv_err *err) {
+    return check_saga_param(req, "id", "saga id", err);
+}
+
+static mv_code check_definition(const mv_http_request *req, mv_err *err) {
+    return check_saga_param(req, "definition", "saga definition name", err);
+}
+
+/* ---- body helpers ------------------------------------------------------------------------- */
+
+/* 400 naming the first key of body not in allowed (NULL-terminated); false when answered. */
+static bool known_keys(mv_http_response *res, const json_t *body, const char *const *allowed) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)body, key, v) {
+        (void)v;
+        const char *const *a = allowed;
+        while (*a && strcmp(*a, key) != 0)
+            a++;
+        if (!*a) {
+            mv_http_errorf(res, MV_INVALID_ARGUMENT, "unknown body field \"%.100s\"", key);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool body_object(mv_http_request *req, mv_http_response *res) {
+    if (json_is_object(req->json)) return true;
+    mv_http_errorf(res, MV_INVALID_ARGUMENT, "body must be a JSON object");
+    return false;
+}
+
+/* A required string field; answers 400 and returns NULL when absent or not a string. */
+static const char *required_string(mv_http_response *res, const json_t *body, const char *key) {
+    const char *s = mv_json_str(body, key);
+    if (!s) mv_http_errorf(res, MV_INVALID_ARGUMENT, "%s must be a string", key);
+    return s;
+}
+
+/* ---- approvals ---------------------------------------------------------------------------- */
+
+static bool may_see(const mv_http_request *req, const mv_approval_record *rec) {
+    const mv_principal *p = req->principal;
+    return strcmp(rec->principal_id, p->user_id) == 0 || is_admin(req) ||
+           mv_principal_has_permission(p, MV_APPROVALS_DECIDE_PERMISSION);
+}
+
+static void get_approval(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_durable_routes *r = req->route_ctx;
+    const char *id = mv_http_param(req, "id");
+    mv_approval_record rec;
+    mv_err err = {0};
+    if (mv_approval_get(r->approvals, id, req->principal->tenant, &rec, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    if (!may_see(req, &rec)) { /* the same answer as a missing one: nothing leaks */
+        mv_http_errorf(res, MV_APPROVAL_NOT_FOUND, "approval %s not found", id);
+        return;
+    }
+    mv_http_json(res, 200, mv_approval_to_json(&rec));
+}
+
+static void decide_approval(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_durable_routes *r = req->route_ctx;
+    if (!body_object(req, res)) return;
+    static const char *const allowed[] = {"decision", NULL};
+    if (!known_keys(res, req->json, allowed)) return;
+    const char *decision = mv_json_str(req->json, "decision");
+    if (!decision || (strcmp(decision, "approved") != 0 && strcmp(decision, "denied") != 0)) {
+        mv_http_errorf(res, MV_INVALID_ARGUMENT, "decision must be \"approved\" or \"denied\"");
+        return;
+    }
+    const char *id = mv_http_param(req, "id"), *tenant = req->principal->tenant;
+    mv_approval_record rec;
+    mv_err err = {0};
+    /* another tenant's approval is not found (decide alone would call it a rejected decision) */
+    if (mv_approval_get(r->approvals, id, tenant, &rec, &err) != MV_OK ||
+        mv_approval_decide(r->approvals, id, tenant, decision, req->principal->user_id, &err) !=
+            MV_OK ||
+        mv_approval_get(r->approvals, id, tenant, &rec, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, mv_approval_to_json(&rec));
+}
+
+/* ---- sagas -------------------------------------------------------------------------------- */
+
+/* Answers a saga call: 200 with the record when the call did its work — including when the saga
+ * ended in a failed step, compensation or manual review (and, unless ambiguous_is_error, when it
+ * stopped at an ambiguous step) — else the error. Steals record. */
+static void answer_saga(mv_http_response *res, mv_code rc, json_t *record, const mv_err *err,
+                        bool ambiguous_is_error) {
+    bool outcome = rc == MV_OK || rc == MV_SAGA_STEP_FAILED || rc == MV_UPSTREAM_FAILED ||
+                   (rc == MV_SAGA_AMBIGUOUS_STEP && !ambiguous_is_error);
+    if (outcome && record) {
+        mv_http_json(res, 200, record);
+        return;
+    }
+    json_decref(record);
+    if (rc == MV_OK) {
+        mv_http_errorf(res, MV_INTERNAL, "saga call returned no record");
+        return;
+    }
+    mv_http_error(res, err);
+}
+
+static void start_saga(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_durable_routes *r = req->route_ctx;
+    if (!body_object(req, res)) return;
+    static const char *const allowed[] = {"sagaId", "input", NULL};
+    if (!known_keys(res, req->json, allowed)) return;
+    const char *saga_id = mv_json_str(req->json, "sagaId");
+    if (!mv_valid_token(saga_id, 128)) {
+        mv_http_errorf(res, MV_INVALID_ARGUMENT,
+                       "sagaId must be a string of 1 to 128 printable characters without spaces");
+        return;
+    }
+    const char *name = mv_http_param(req, "definition");
+    const mv_saga_definition *def = mv_saga_book_find(r->book, name);
+    if (!def) {
+        mv_http_errorf(res, MV_SAGA_DEFINITION_NOT_FOUND, "saga definition \"%s\" not found", name);
+        return;
+    }
+    json_t *input = json_object_get(req->json, "input");
+    json_t *record = NULL;
+    bool replayed = false;
+    mv_err err = {0};
+    mv_code rc = mv_saga_start(r->engine, def, saga_id, input ? input : json_null(), NULL, &record,
+                               &replayed, &err);
+    if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
+    answer_saga(res, rc, record, &err, false);
+}
+
+static void get_saga(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_durable_routes *r = req->route_ctx;
+    json_t *record = NULL;
+    mv_err err = {0};
+    if (mv_saga_get(r->engine, mv_http_param(req, "id"), &record, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, record);
+}
+
+/* The loaded definition the stored saga names; NULL after answering 404 (saga or definition). */
+static const mv_saga_definition *definition_of(mv_http_request *req, mv_http_response *res) {
+    mv_durable_routes *r = req->route_ctx;
+    json_t *record = NULL;
+    mv_err err = {0};
+    if (mv_saga_get(r->engine, mv_http_param(req, "id"), &record, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return NULL;
+    }
+    const char *name = mv_json_str(record, "definition");
+    const mv_saga_definition *def = mv_saga_book_find(r->book, name);
+    if (!def)
+        mv_http_errorf(res, MV_SAGA_DEFINITION_NOT_FOUND,
+                       "saga definition \"%s\" not found (the saga names it; is it still loaded?)",
+                       name ? name : "");
+    json_decref(record);
+    return def;
+}
+
+static void resume_saga(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_durable_routes *r = req->route_ctx;
+    const mv_saga_definition *def = definition_of(req, res);
+    if (!def) return;
+    json_t *record = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_saga_resume(r->engine, def, mv_http_param(req, "id"), NULL, &record, &err);
+    answer_saga(res, rc, record, &err, false);
+}
+
+static void compensate_saga(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_durable_routes *r = req->route_ctx;
+    const mv_saga_definition *def = definition_of(req, res);
+    if (!def) return;
+    json_t *record = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_saga_compensate(r->engine, def, mv_http_param(req, "id"), NULL, &record, &err);
+    answer_saga(res, rc, record, &err, true);
+}
+
+static void resolve_saga(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_durable_routes *r = req->route_ctx;
+    if (!body_object(req, res)) return;
+    static const char *const allowed[] = {"kind",   "step",      "effectId", "outcome",
+                                          "result", "errorCode", NULL};
+    if (!known_keys(res, req->json, allowed)) return;
+    mv_saga_resolution resolution = {.result = json_object_get(req->json, "result")};
+    if (!(resolution.kind = required_string(res, req->json, "kind")) ||
+        !(resolution.step = required_string(res, req->json, "step")) ||
+        !(resolution.effect_id = required_string(res, req->json, "effectId")) ||
+        !(resolution.outcome = required_string(res, req->json, "outcome")))
+        return;
+    json_t *code = json_object_get(req->json, "errorCode");
+    if (code && !json_is_null(code) && !(resolution.error_code = json_string_value(code))) {
+        mv_http_errorf(res, MV_INVALID_ARGUMENT, "errorCode must be a string");
+        return;
+    }
+    const mv_saga_definition *def = definition_of(req, res);
+    if (!def) return;
+    json_t *record = NULL;
+    mv_err err = {0};
+    mv_code rc =
+        mv_saga_resolve(r->engine, def, mv_http_param(req, "id"), &resolution, &record, &err);
+    if (rc != MV_OK) {
+        json_decref(record);
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, record);
+}
+
+mv_code mv_durable_routes_add(mv_router *router, mv_durable_routes *routes, mv_err *err) {
+    const mv_route table[] = {
+        {"GET", "/approvals/{id}", get_approval, false, false, check_approval, routes},
+        {"POST", "/approvals/{id}/decision", decide_approval, false, true, check_decision, routes},
+        {"POST", "/sagas/{definition}", start_saga, false, true, check_definition, routes},
+        {"GET", "/sagas/{id}", get_saga, false, false, check_saga_id, routes},
+        {"POST", "/sagas/{id}/resume", resume_saga, false, false, check_saga_id, routes},
+        {"POST", "/sagas/{id}/compensate", compensate_saga, false, false, check_saga_id, routes},
+        {"POST", "/sagas/{id}/resolve", resolve_saga, false, true, check_saga_id, routes},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        mv_code rc = mv_router_add(router, &table[i], err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}

@@ -1,0 +1,26 @@
+/* http/routes_durable.h — the approval and saga routes of DESIGN.md "Sagas and approvals over
+ * HTTP" over an approval coordinator, a saga engine and a book of webhook saga definitions. */
+#ifndef MISSIVE_HTTP_ROUTES_DURABLE_H
+#define MISSIVE_HTTP_ROUTES_DURABLE_H
+
+#include "http/router.h"
+#include "missive/durable.h"
+#include "missive/saga_webhook.h"
+
+typedef struct mv_durable_routes {
+    mv_approvals *approvals;      /* borrowed; NULL → the approval routes answer 404 not_found */
+    mv_saga_engine *engine;       /* borrowed; NULL → the saga routes answer 404 not_found */
+    const mv_saga_book *book;     /* borrowed; NULL → the saga routes answer 404 not_found */
+    const char *admin_permission; /* "is.admin" (NULL → "is.admin") */
+} mv_durable_routes;
+
+/* The permission that lets a user decide approvals (admins may too). */
+#define MV_APPROVALS_DECIDE_PERMISSION "approvals.decide"
+
+/* Registers GET /approvals/{id}, POST /approvals/{id}/decision, POST /sagas/{definition},
+ * GET /sagas/{id}, POST /sagas/{id}/resume, POST /sagas/{id}/compensate and
+ * POST /sagas/{id}/resolve. routes must outlive the router; its members are read on every request
+ * (so they may be filled after registering). */
+mv_code mv_durable_routes_add(mv_router *router, mv_durable_routes *routes, mv_err *err);
+
+#endif

@@ -1,0 +1,63 @@
+/* saga_action.c — an action whose handler is a saga. The saga's id is the action's attempt id,
+ * so a retried press (same attempt) continues the same saga and never re-runs a committed step,
+ * while a press after compensation (a new attempt) starts a new saga. The saga's input is the
+ * handler request of the attempt's first press; later presses only resume or compensate. */
+#include <string.h>
+
+#include "message/service.h"
+
+static json_t *step_results(const json_t *record) {
+    json_t *out = json_object();
+    size_t i;
+    json_t *step;
+    json_array_foreach(json_object_get(record, "steps"), i, step) {
+        json_t *r = json_object_get(step, "result");
+        const char *name = mv_json_str(step, "name");
+        if (name) json_object_set(out, name, r ? r : json_null());
+    }
+    return out;
+}
+
+mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
+                        json_t **result, mv_err *err) {
+    const mv_saga_definition *def =
+        svc->o.find_saga && svc->o.sagas ? svc->o.find_saga(svc->o.find_saga_ctx, name) : NULL;
+    if (!def) return mv_err_set(err, MV_SAGA_DEFINITION_NOT_FOUND, "saga \"%s\" is not defined", name);
+    mv_saga_engine *engine = svc->o.sagas;
+    json_t *record = NULL;
+    mv_err e = {0};
+    mv_code rc = mv_saga_get(engine, in->attempt_id, &record, &e);
+    if (rc == MV_SAGA_NOT_FOUND) {
+        mv_err_clear(&e);
+        json_t *input = handler_request(in);
+        /* the outcome is read from the record below; e keeps the step's error for the message */
+        mv_saga_execute(engine, def, in->attempt_id, input, in->abort, &record, &e);
+        json_decref(input);
+    } else if (rc == MV_OK) {
+        const char *state = mv_json_str(record, "state");
+        bool running = strcmp(state, "running") == 0, compensating = strcmp(state, "compensating") == 0;
+        if (running || compensating) {
+            json_decref(record);
+            record = NULL;
+            if (running) mv_saga_resume(engine, def, in->attempt_id, in->abort, &record, &e);
+            else mv_saga_compensate(engine, def, in->attempt_id, in->abort, &record, &e);
+        }
+    }
+    if (!record) return mv_err_copy(err, &e); /* nothing known: the attempt is retryable */
+    const char *state = mv_json_str(record, "state");
+    if (strcmp(state, "completed") == 0) {
+        *result = step_results(record);
+        rc = MV_OK;
+    } else if (strcmp(state, "compensated") == 0) {
+        rc = mv_err_set(err, MV_ACTION_COMPENSATED,
+                        "saga \"%s\" was compensated: the action had no effect and may be pressed "
+                        "again",
+                        in->attempt_id);
+    } else {
+        rc = mv_err_set(err, MV_ACTION_NEEDS_REVIEW, "saga \"%s\" is %s%s%s", in->attempt_id, state,
+                        e.message[0] ? ": " : "", e.message);
+    }
+    if (rc != MV_OK && err) mv_strlcpy(err->saga_id, in->attempt_id, sizeof err->saga_id);
+    json_decref(record);
+    return rc;
+}

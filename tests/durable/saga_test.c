@@ -1,0 +1,715 @@
+/* saga_test.c — sagas (SEMANTICS §5 durable scenarios 10–17) on SQLite files with a manual clock,
+ * plus: two processes resuming one saga (one proceeds, the other gets MV_SAGA_CONCURRENCY, no
+ * step runs twice), idempotent start, the public JSON shape, and encryption at rest. */
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "durable/fixture.h"
+#include "store/db.h"
+
+typedef struct {
+    char log[32][96];
+    int n;
+    char charge_comp_ids[4][40];
+    int ncharge_ids;
+    int charge_comp_failures_left;
+    bool comp_always_fail;
+    bool business_failure_after_steps;
+    bool fail_after_reserve;
+    mv_code charge_rc;
+    int executions, charge_executions;
+    char charge_result[64];
+    mv_abort *abort_on_executing;
+} world;
+
+static void note(world *w, const char *what, const char *step) {
+    if (w->n < 32) snprintf(w->log[w->n++], 96, "%s:%s", what, step);
+}
+
+static mv_code exec_step(mv_saga_step_call *call, void *ctx, json_t **result, mv_err *err) {
+    world *w = ctx;
+    note(w, "execute", call->step);
+    w->executions++;
+    if (strcmp(call->step, "charge") == 0) {
+        w->charge_executions++;
+        if (w->charge_rc) return mv_err_set(err, w->charge_rc, "connection dropped");
+    }
+    char r[64];
+    snprintf(r, sizeof r, "%s-ok", call->step);
+    *result = json_string(r);
+    return MV_OK;
+}
+
+static mv_code compensate_step(const json_t *args, const mv_saga_compensation_call *call, void *ctx,
+                               mv_err *err) {
+    (void)args;
+    world *w = ctx;
+    note(w, "compensate", call->step);
+    if (strcmp(call->step, "charge") == 0 && w->ncharge_ids < 4)
+        snprintf(w->charge_comp_ids[w->ncharge_ids++], 40, "%s", call->effect_id);
+    if (w->comp_always_fail) return mv_err_set(err, MV_UPSTREAM_FAILED, "refund failed");
+    if (strcmp(call->step, "charge") == 0 && w->charge_comp_failures_left > 0) {
+        w->charge_comp_failures_left--;
+        return mv_err_set(err, MV_UPSTREAM_FAILED, "refund failed");
+    }
+    return MV_OK;
+}
+
+static mv_code checkout_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    world *w = def_ctx;
+    json_t *args = json_pack("{s:s}", "sku", "a");
+    json_t *r = NULL;
+    mv_code rc = mv_saga_step(ctx, "reserve", args, exec_step, w, &r, err);
+    json_decref(args);
+    json_decref(r);
+    if (rc) return rc;
+    if (w->fail_after_reserve) return mv_err_set(err, MV_UPSTREAM_FAILED, "abort");
+    args = json_pack("{s:i}", "amount", 5);
+    r = NULL;
+    rc = mv_saga_step(ctx, "charge", args, exec_step, w, &r, err);
+    json_decref(args);
+    if (rc) return rc;
+    snprintf(w->charge_result, sizeof w->charge_result, "%s",
+             json_is_string(r) ? json_string_value(r) : "");
+    json_decref(r);
+    if (w->business_failure_after_steps)
+        return mv_err_set(err, MV_UPSTREAM_FAILED, "business failure");
+    return MV_OK;
+}
+
+static int64_t backoff_5(int attempt, void *ctx) {
+    (void)attempt;
+    (void)ctx;
+    return 5;
+}
+
+static mv_saga_compensator comps[2];
+
+static mv_saga_definition checkout(world *w, int max_attempts) {
+    comps[0] = (mv_saga_compensator){"reserve", compensate_step, w};
+    comps[1] = (mv_saga_compensator){"charge", compensate_step, w};
+    return (mv_saga_definition){.name = "checkout",
+                                .capability = "orders.checkout",
+                                .run = checkout_run,
+                                .compensators = comps,
+                                .ncompensators = 2,
+                                .max_attempts = max_attempts,
+                                .backoff = backoff_5,
+                                .ctx = w};
+}
+
+typedef struct {
+    mv_store *store;
+    mv_saga_engine *engine;
+    int64_t now;
+    mv_clock clock;
+} rig;
+
+static void on_save(const json_t *record, void *ctx) {
+    world *w = ctx;
+    json_t *steps = json_object_get(record, "steps");
+    size_t i;
+    json_t *s;
+    json_array_foreach(steps, i, s) {
+        if (w->abort_on_executing && strcmp(mv_json_str(s, "state"), "executing") == 0)
+            mv_abort_fire(w->abort_on_executing, "cancelled after persistence");
+    }
+}
+
+static bool rig_open(rig *r, const char *kind, const char *name, world *w, const unsigned char *key) {
+    r->store = fixture_store(kind, name, NULL, 0);
+    if (!r->store) return false;
+    r->now = 100;
+    r->clock = mv_manual_clock(&r->now);
+    mv_saga_engine_options o = {
+        .clock = &r->clock, .on_save = on_save, .on_save_ctx = w, .encryption_key = key};
+    mv_err err = {0};
+    return mv_saga_engine_new(r->store, &o, &r->engine, &err) == MV_OK;
+}
+
+static void rig_close(rig *r) {
+    mv_saga_engine_free(r->engine);
+    mv_store_close(r->store);
+}
+
+static const char *step_field(const json_t *rec, int i, const char *key) {
+    return mv_json_str(json_array_get(json_object_get(rec, "steps"), (size_t)i), key);
+}
+
+STORE_TEST(checkout_compensates_in_reverse_with_retries_sharing_one_effect_id) {
+    world w = {.business_failure_after_steps = true, .charge_comp_failures_left = 1};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "s10.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 2);
+    json_t *input = json_pack("{s:s}", "order", "o1"), *rec = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_checkout", input, NULL, &rec, &err),
+               MV_UPSTREAM_FAILED, &err);
+    CHECK_STR(err.message, "business failure");
+    REQUIRE(rec);
+    CHECK_STR(mv_json_str(rec, "state"), "compensating");
+    CHECK_STR(step_field(rec, 1, "state"), "compensation-failed");
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(json_object_get(rec, "steps"), 1),
+                                                 "nextAttemptAt")),
+              105);
+    json_decref(rec);
+    r.now = 105;
+    CHECK_CODE(mv_saga_compensate(r.engine, &def, "saga_checkout", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "compensated");
+    const char *want[] = {"execute:reserve", "execute:charge", "compensate:charge",
+                          "compensate:charge", "compensate:reserve"};
+    CHECK_INT(w.n, 5);
+    for (int i = 0; i < 5 && i < w.n; i++)
+        CHECK_STR(w.log[i], want[i]);
+    CHECK_INT(w.ncharge_ids, 2);
+    CHECK_STR(w.charge_comp_ids[0], w.charge_comp_ids[1]);
+    CHECK_STR(w.charge_comp_ids[0], step_field(rec, 1, "compensationEffectId"));
+    json_decref(rec);
+    json_decref(input);
+    rig_close(&r);
+}
+
+static mv_code ambiguous_saga(rig *r, world *w, mv_saga_definition *def, json_t **rec,
+                              mv_err *err) {
+    w->charge_rc = MV_UPSTREAM_FAILED;
+    *def = checkout(w, 3);
+    json_t *input = json_object();
+    mv_code rc = mv_saga_execute(r->engine, def, "saga_ambiguous", input, NULL, rec, err);
+    json_decref(input);
+    return rc;
+}
+
+STORE_TEST(ambiguous_step_goes_to_manual_review_and_is_reconciled) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "s11.db", &w, NULL));
+    mv_saga_definition def;
+    json_t *rec = NULL;
+    mv_err err = {0};
+    CHECK_CODE(ambiguous_saga(&r, &w, &def, &rec, &err), MV_UPSTREAM_FAILED, &err);
+    CHECK_STR(err.message, "connection dropped");
+    json_decref(rec);
+    CHECK_CODE(mv_saga_resume(r.engine, &def, "saga_ambiguous", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "manual-review");
+    CHECK_STR(step_field(rec, 1, "state"), "ambiguous");
+    CHECK_STR(step_field(rec, 1, "errorCode"), "execution_unknown");
+    char charge_effect[64];
+    snprintf(charge_effect, sizeof charge_effect, "%s", step_field(rec, 1, "effectId"));
+    json_decref(rec);
+    json_t *findings = NULL;
+    CHECK_CODE(mv_reconcile_sagas(r.store, r.now, &findings, &err), MV_OK, &err);
+    json_t *want = json_pack("[{s:s, s:s, s:s, s:s, s:s}]", "sagaId", "saga_ambiguous", "state",
+                             "manual-review", "step", "charge", "effectId", charge_effect, "reason",
+                             "ambiguous-execution");
+    CHECK(json_equal(findings, want));
+    json_decref(want);
+    json_decref(findings);
+    CHECK_CODE(mv_saga_compensate(r.engine, &def, "saga_ambiguous", NULL, NULL, &err),
+               MV_SAGA_AMBIGUOUS_STEP, &err);
+    CHECK_STR(err.message, "saga saga_ambiguous: step charge has an ambiguous effect");
+    mv_reconcile_options o = {.stale_before = r.now, .limit = 1};
+    mv_reconcile_page page;
+    CHECK_CODE(mv_reconcile_sagas_page(r.store, &o, &page, &err), MV_OK, &err);
+    CHECK_INT(json_array_size(page.findings), 1);
+    CHECK_STR(page.cursor, "");
+    mv_reconcile_page_clear(&page);
+    rig_close(&r);
+}
+
+STORE_TEST(operator_resolution_commits_the_step_and_resume_completes_without_rerunning) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "s12.db", &w, NULL));
+    mv_saga_definition def;
+    json_t *rec = NULL;
+    mv_err err = {0};
+    CHECK_CODE(ambiguous_saga(&r, &w, &def, &rec, &err), MV_UPSTREAM_FAILED, &err);
+    char charge_effect[64];
+    snprintf(charge_effect, sizeof charge_effect, "%s", step_field(rec, 1, "effectId"));
+    json_decref(rec);
+    mv_saga_resolution bad = {.kind = "execution",
+                              .step = "charge",
+                              .effect_id = charge_effect,
+                              .outcome = "compensated"};
+    CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &bad, NULL, &err),
+               MV_INVALID_ARGUMENT, &err);
+    CHECK_STR(err.message, "saga resolution kind or outcome is invalid");
+    mv_saga_resolution wrong = {
+        .kind = "execution", .step = "charge", .effect_id = "other", .outcome = "committed"};
+    CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &wrong, NULL, &err),
+               MV_SAGA_RESOLUTION, &err);
+    CHECK_STR(err.message, "saga saga_ambiguous: step charge execution effect id does not match");
+    json_t *charged = json_string("charged");
+    mv_saga_resolution ok = {.kind = "execution",
+                             .step = "charge",
+                             .effect_id = charge_effect,
+                             .outcome = "committed",
+                             .result = charged};
+    CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &ok, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "running");
+    json_decref(rec);
+    w.charge_rc = MV_OK;
+    CHECK_CODE(mv_saga_resume(r.engine, &def, "saga_ambiguous", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    CHECK_STR(w.charge_result, "charged");
+    CHECK_INT(w.charge_executions, 1);
+    /* the same resolution again: the step is no longer awaiting one */
+    CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &ok, NULL, &err),
+               MV_SAGA_RESOLUTION, &err);
+    CHECK_STR(
+        err.message,
+        "saga saga_ambiguous: step charge is not awaiting an execution resolution (committed)");
+    json_decref(charged);
+    json_decref(rec);
+    rig_close(&r);
+}
+
+static const char SQL_PUT_SAGA[] =
+    "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
+    "created_at, updated_at, version) VALUES (?, ?, ?, '{}', '', ?, 3, 100, 100, 1)";
+
+typedef struct {
+    const char *id, *def, *state, *steps;
+} put_saga;
+
+static mv_code put_saga_fn(mv_db *db, void *ctx, mv_err *err) {
+    put_saga *p = ctx;
+    return mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "ssss", p->id, p->def, p->state, p->steps);
+}
+
+STORE_TEST(resolved_compensation_lets_compensate_finish) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "s13.db", &w, NULL));
+    mv_err err = {0};
+    put_saga p = {"saga_review", "checkout", "manual-review",
+                  "[{\"name\":\"reserve\",\"effectId\":\"effect_reserve\","
+                  "\"compensationEffectId\":\"effect_release\",\"state\":\"compensating\","
+                  "\"compensationArgs\":{},\"attempts\":1}]"};
+    REQUIRE(mv_store_write(r.store, put_saga_fn, &p, &err) == MV_OK);
+    mv_saga_definition def = checkout(&w, 3);
+    mv_saga_resolution res = {.kind = "compensation",
+                              .step = "reserve",
+                              .effect_id = "effect_release",
+                              .outcome = "compensated"};
+    json_t *rec = NULL;
+    CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_review", &res, &rec, &err), MV_OK, &err);
+    CHECK_STR(step_field(rec, 0, "state"), "compensated");
+    json_decref(rec);
+    CHECK_CODE(mv_saga_compensate(r.engine, &def, "saga_review", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "compensated");
+    CHECK_INT(w.n, 0); /* the operator said it was compensated: nothing runs again */
+    json_decref(rec);
+    rig_close(&r);
+}
+
+STORE_TEST(pre_aborted_execute_persists_nothing) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "s14.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 3);
+    mv_abort abort = {0};
+    mv_abort_fire(&abort, "cancelled");
+    json_t *rec = NULL, *input = json_object();
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_cancel", input, &abort, &rec, &err),
+               MV_ABORTED, &err);
+    CHECK_STR(err.message, "cancelled");
+    CHECK(rec == NULL);
+    CHECK_INT(w.executions, 0);
+    CHECK_CODE(mv_saga_get(r.engine, "saga_cancel", &rec, &err), MV_SAGA_NOT_FOUND, &err);
+    json_decref(input);
+    rig_close(&r);
+}
+
+STORE_TEST(abort_after_the_step_is_persisted_fails_it_before_execution) {
+    mv_abort abort = {0};
+    world w = {.abort_on_executing = &abort};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "s15.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 3);
+    json_t *rec = NULL, *input = json_object();
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_late", input, &abort, &rec, &err), MV_ABORTED,
+               &err);
+    CHECK_STR(err.message, "cancelled after persistence");
+    CHECK_INT(w.executions, 0);
+    REQUIRE(rec);
+    CHECK_STR(mv_json_str(rec, "state"), "compensating");
+    CHECK_INT(json_array_size(json_object_get(rec, "steps")), 1);
+    CHECK_STR(step_field(rec, 0, "state"), "failed");
+    CHECK_STR(step_field(rec, 0, "errorCode"), "aborted_before_execution");
+    json_decref(rec);
+    w.abort_on_executing = NULL;
+    CHECK_CODE(mv_saga_compensate(r.engine, &def, "saga_late", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "compensated");
+    CHECK_INT(w.n, 0);
+    json_decref(rec);
+    json_decref(input);
+    rig_close(&r);
+}
+
+TEST(definition_is_validated_eagerly) {
+    world w = {0};
+    mv_saga_definition def = checkout(&w, 3);
+    mv_err err = {0};
+    def.run = NULL;
+    CHECK_CODE(mv_saga_definition_check(&def, &err), MV_INVALID_ARGUMENT, &err);
+    CHECK_STR(err.message, "saga run must be a function");
+    def = checkout(&w, -1);
+    CHECK_CODE(mv_saga_definition_check(&def, &err), MV_INVALID_ARGUMENT, &err);
+    CHECK(strstr(err.message, "saga maxAttempts") != NULL);
+    def = checkout(&w, 3);
+    def.name = "has space";
+    CHECK_CODE(mv_saga_definition_check(&def, &err), MV_INVALID_ARGUMENT, &err);
+    def = checkout(&w, 3);
+    def.capability = "Bad";
+    CHECK_CODE(mv_saga_definition_check(&def, &err), MV_INVALID_ARGUMENT, &err);
+    CHECK_STR(err.message, "saga capability is invalid");
+    mv_saga_compensator broken = {"reserve", NULL, NULL};
+    def = checkout(&w, 3);
+    def.compensators = &broken;
+    def.ncompensators = 1;
+    CHECK_CODE(mv_saga_definition_check(&def, &err), MV_INVALID_ARGUMENT, &err);
+    CHECK_STR(err.message, "saga compensator reserve must be a function");
+}
+
+STORE_TEST(exhausted_compensation_goes_to_manual_review) {
+    world w = {.fail_after_reserve = true, .comp_always_fail = true};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "s17.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 1);
+    json_t *rec = NULL, *input = json_object();
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_stuck", input, NULL, &rec, &err),
+               MV_UPSTREAM_FAILED, &err);
+    CHECK_STR(err.message, "abort");
+    CHECK_STR(mv_json_str(rec, "state"), "manual-review");
+    CHECK_STR(step_field(rec, 0, "state"), "compensation-failed");
+    CHECK(json_object_get(json_array_get(json_object_get(rec, "steps"), 0), "nextAttemptAt") ==
+          NULL);
+    json_decref(rec);
+    json_t *findings;
+    CHECK_CODE(mv_reconcile_sagas(r.store, 0, &findings, &err), MV_OK, &err);
+    CHECK_INT(json_array_size(findings), 1);
+    CHECK_STR(mv_json_str(json_array_get(findings, 0), "reason"), "manual-review");
+    json_decref(findings);
+    /* not-compensated with attempts exhausted keeps it in review; compensated releases it */
+    json_decref(input);
+    rig_close(&r);
+}
+
+STORE_TEST(saga_json_has_the_public_shape_and_hides_compensation_args) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "shape.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 3);
+    json_t *rec = NULL, *input = json_pack("{s:i}", "n", 1);
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_shape", input, NULL, &rec, &err), MV_OK, &err);
+    json_decref(rec);
+    CHECK_CODE(mv_saga_get(r.engine, "saga_shape", &rec, &err), MV_OK, &err);
+    const char *keys[] = {"sagaId", "definition", "state",    "input",
+                          "steps",  "createdAt",  "updatedAt"};
+    CHECK_INT(json_object_size(rec), 7);
+    for (int i = 0; i < 7; i++)
+        CHECK(json_object_get(rec, keys[i]) != NULL);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    CHECK(json_equal(json_object_get(rec, "input"), input));
+    json_t *step = json_array_get(json_object_get(rec, "steps"), 0);
+    CHECK_INT(json_object_size(step),
+              6); /* name state attempts effectId compensationEffectId result */
+    CHECK(json_object_get(step, "compensationArgs") == NULL);
+    CHECK_STR(mv_json_str(step, "result"), "reserve-ok");
+    CHECK(mv_valid_uuid(mv_json_str(step, "effectId")));
+    /* completed: resume and compensate return it unchanged */
+    json_t *again = NULL;
+    CHECK_CODE(mv_saga_compensate(r.engine, &def, "saga_shape", NULL, &again, &err), MV_OK, &err);
+    CHECK(json_equal(again, rec));
+    json_decref(again);
+    /* another definition is a mismatch */
+    mv_saga_definition other = def;
+    other.name = "other";
+    CHECK_CODE(mv_saga_resume(r.engine, &other, "saga_shape", NULL, NULL, &err), MV_SAGA_MISMATCH,
+               &err);
+    CHECK_STR(err.message, "saga definition mismatch");
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_shape", input, NULL, NULL, &err),
+               MV_SAGA_EXISTS, &err);
+    CHECK_STR(err.message, "saga saga_shape: already exists");
+    json_decref(rec);
+    json_decref(input);
+    rig_close(&r);
+}
+
+STORE_TEST(start_with_the_same_id_replays_or_reports_a_mismatch) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "start.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 3);
+    json_t *input = json_pack("{s:i, s:s}", "a", 1, "b", "x");
+    json_t *same = json_pack("{s:s, s:i}", "b", "x", "a", 1); /* key order does not matter */
+    json_t *different = json_pack("{s:i}", "a", 2);
+    json_t *rec = NULL;
+    bool replayed = true;
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_start(r.engine, &def, "saga_start", input, NULL, &rec, &replayed, &err),
+               MV_OK, &err);
+    CHECK(!replayed);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    json_decref(rec);
+    CHECK_INT(w.executions, 2);
+    CHECK_CODE(mv_saga_start(r.engine, &def, "saga_start", same, NULL, &rec, &replayed, &err),
+               MV_OK, &err);
+    CHECK(replayed);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    CHECK_INT(w.executions, 2);
+    json_decref(rec);
+    CHECK_CODE(mv_saga_start(r.engine, &def, "saga_start", different, NULL, &rec, &replayed, &err),
+               MV_SAGA_MISMATCH, &err);
+    CHECK(rec == NULL);
+    mv_saga_definition other = def;
+    other.name = "refund";
+    CHECK_CODE(mv_saga_start(r.engine, &other, "saga_start", input, NULL, &rec, &replayed, &err),
+               MV_SAGA_MISMATCH, &err);
+    json_decref(input);
+    json_decref(same);
+    json_decref(different);
+    rig_close(&r);
+}
+
+static int64_t bad_backoff(int attempt, void *ctx) {
+    (void)attempt;
+    (void)ctx;
+    return -1;
+}
+
+STORE_TEST(invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit) {
+    world w = {.fail_after_reserve = true, .comp_always_fail = true};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "backoff.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 3);
+    def.backoff = bad_backoff;
+    json_t *rec = NULL, *input = json_object();
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_backoff", input, NULL, &rec, &err),
+               MV_INVALID_ARGUMENT, &err); /* compensate's own error propagates, as the reference */
+    CHECK_STR(err.message, "saga backoff must return a non-negative safe integer");
+    json_decref(rec);
+    CHECK_CODE(mv_saga_get(r.engine, "saga_backoff", &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "manual-review");
+    CHECK_STR(step_field(rec, 0, "state"), "compensation-failed");
+    CHECK_STR(step_field(rec, 0, "errorCode"), "invalid_retry_policy");
+    json_decref(rec);
+    /* a compensating step resolved as not compensated, attempts below the limit: retry allowed */
+    put_saga p = {"saga_nc", "checkout", "manual-review",
+                  "[{\"name\":\"reserve\",\"effectId\":\"e_r\",\"compensationEffectId\":"
+                  "\"c_r\",\"state\":\"compensating\",\"attempts\":1}]"};
+    REQUIRE(mv_store_write(r.store, put_saga_fn, &p, &err) == MV_OK);
+    mv_saga_resolution res = {.kind = "compensation",
+                              .step = "reserve",
+                              .effect_id = "c_r",
+                              .outcome = "not-compensated"};
+    CHECK_CODE(mv_saga_resolve(r.engine, NULL, "saga_nc", &res, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "compensating");
+    CHECK_STR(step_field(rec, 0, "state"), "compensation-failed");
+    json_decref(rec);
+    put_saga q = {"saga_nc2", "checkout", "manual-review",
+                  "[{\"name\":\"reserve\",\"effectId\":\"e_r2\",\"compensationEffectId\":"
+                  "\"c_r2\",\"state\":\"compensating\",\"attempts\":3}]"};
+    REQUIRE(mv_store_write(r.store, put_saga_fn, &q, &err) == MV_OK);
+    res.effect_id = "c_r2";
+    CHECK_CODE(mv_saga_resolve(r.engine, NULL, "saga_nc2", &res, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "manual-review"); /* stored maxAttempts 3 reached */
+    json_decref(rec);
+    json_decref(input);
+    rig_close(&r);
+}
+
+/* ---- encryption at rest -------------------------------------------------------------------- */
+
+static const char SQL_RAW_SAGA[] = "SELECT input, steps FROM sagas WHERE saga_id = ?";
+static const char SQL_TAMPER_SAGA[] =
+    "UPDATE sagas SET input = substr(input, 1, length(input) - 2) || 'AA' WHERE saga_id = ?";
+
+typedef struct {
+    const char *id;
+    char input[4096], steps[8192];
+} raw_saga;
+
+static mv_code raw_fn(mv_db *db, void *ctx, mv_err *err) {
+    raw_saga *r = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_RAW_SAGA, &st, err);
+    if (rc) return rc;
+    mv_stmt_bindf(st, "s", r->id);
+    if (mv_stmt_step(st, err) == 1) {
+        snprintf(r->input, sizeof r->input, "%s", mv_stmt_text(st, 0));
+        snprintf(r->steps, sizeof r->steps, "%s", mv_stmt_text(st, 1));
+    }
+    mv_stmt_done(st);
+    return MV_OK;
+}
+
+static mv_code tamper_fn(mv_db *db, void *ctx, mv_err *err) {
+    return mv_db_execf(db, SQL_TAMPER_SAGA, NULL, err, "s", (const char *)ctx);
+}
+
+STORE_TEST(encrypted_saga_stores_no_plaintext_and_detects_tampering) {
+    world w = {0};
+    rig r;
+    unsigned char key[32];
+    memset(key, 0x42, sizeof key);
+    REQUIRE(rig_open(&r, kind, "enc.db", &w, key));
+    mv_saga_definition def = checkout(&w, 3);
+    json_t *input = json_pack("{s:s}", "card", "4242-secret"), *rec = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_enc", input, NULL, &rec, &err), MV_OK, &err);
+    CHECK(json_equal(json_object_get(rec, "input"), input));
+    CHECK_STR(step_field(rec, 0, "result"), "reserve-ok");
+    json_decref(rec);
+    raw_saga raw = {.id = "saga_enc"};
+    REQUIRE(mv_store_read(r.store, raw_fn, &raw, &err) == MV_OK);
+    CHECK(strncmp(raw.input, "enc:v1:", 7) == 0);
+    CHECK(strstr(raw.input, "4242") == NULL);
+    CHECK(strstr(raw.steps, "reserve-ok") == NULL);
+    CHECK(strstr(raw.steps, "sku") == NULL);
+    CHECK(strstr(raw.steps, "\"name\":\"reserve\"") != NULL); /* tokens stay readable */
+    /* without the key the engine refuses rather than guessing */
+    mv_saga_engine *plain;
+    REQUIRE(mv_saga_engine_new(r.store, NULL, &plain, &err) == MV_OK);
+    CHECK_CODE(mv_saga_get(plain, "saga_enc", &rec, &err), MV_INTERNAL, &err);
+    CHECK(strstr(err.message, "encrypted") != NULL);
+    mv_saga_engine_free(plain);
+    REQUIRE(mv_store_write(r.store, tamper_fn, "saga_enc", &err) == MV_OK);
+    CHECK_CODE(mv_saga_get(r.engine, "saga_enc", &rec, &err), MV_INTERNAL, &err);
+    CHECK(strstr(err.message, "cannot be decrypted") != NULL);
+    json_decref(input);
+    rig_close(&r);
+}
+
+/* ---- two processes resuming one saga ------------------------------------------------------- */
+
+typedef struct {
+    const char *count_path;
+    int ready_fd, go_fd;
+} racer;
+
+static mv_code race_exec(mv_saga_step_call *call, void *ctx, json_t **result, mv_err *err) {
+    (void)result;
+    racer *r = ctx;
+    int fd = open(r->count_path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    if (fd < 0) return mv_err_set(err, MV_IO, "cannot open the count file");
+    char line[160];
+    int n = snprintf(line, sizeof line, "%d %s\n", (int)getpid(), call->step);
+    ssize_t wr = write(fd, line, (size_t)n);
+    close(fd);
+    return wr == n ? MV_OK : mv_err_set(err, MV_IO, "short write");
+}
+
+static mv_code race_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    racer *r = def_ctx;
+    char b = 'r';
+    /* this runner holds the saga; the test starts the second runner now and lets us go after */
+    if (write(r->ready_fd, &b, 1) != 1 || read(r->go_fd, &b, 1) != 1)
+        return mv_err_set(err, MV_IO, "barrier failed");
+    mv_code rc = mv_saga_step(ctx, "one", NULL, race_exec, r, NULL, err);
+    if (rc) return rc;
+    return mv_saga_step(ctx, "two", NULL, race_exec, r, NULL, err);
+}
+
+static mv_code noop_comp(const json_t *a, const mv_saga_compensation_call *c, void *ctx,
+                         mv_err *err) {
+    (void)a;
+    (void)c;
+    (void)ctx;
+    (void)err;
+    return MV_OK;
+}
+
+STORE_TEST(two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice) {
+    char url[600];
+    mv_store *s = fixture_store(kind, "race.db", url, sizeof url);
+    REQUIRE(s);
+    const char *count_path = test_tmp_path("race.count");
+    mv_err err = {0};
+    put_saga p = {"saga_race", "race", "running", "[]"};
+    REQUIRE(mv_store_write(s, put_saga_fn, &p, &err) == MV_OK);
+    mv_store_close(s);
+    int ready[2], go[2];
+    REQUIRE(pipe(ready) == 0 && pipe(go) == 0);
+    pid_t kids[2];
+    char b[2];
+    for (int k = 0; k < 2; k++) {
+        /* the second runner starts while the first is inside its run, holding the saga */
+        if (k == 1) CHECK(read(ready[0], b, 1) == 1);
+        kids[k] = fork();
+        REQUIRE(kids[k] >= 0);
+        if (kids[k] == 0) {
+            racer r = {.count_path = count_path, .ready_fd = ready[1], .go_fd = go[0]};
+            mv_saga_compensator c[] = {{"one", noop_comp, NULL}, {"two", noop_comp, NULL}};
+            mv_saga_definition def = {
+                .name = "race", .run = race_run, .compensators = c, .ncompensators = 2, .ctx = &r};
+            mv_store *cs = NULL;
+            mv_saga_engine *e = NULL;
+            mv_err ce = {0};
+            int status = 3;
+            if (mv_store_open(url, NULL, &cs, &ce) == MV_OK &&
+                mv_saga_engine_new(cs, NULL, &e, &ce) == MV_OK) {
+                mv_code rc = mv_saga_resume(e, &def, "saga_race", NULL, NULL, &ce);
+                status = rc == MV_OK ? 0 : rc == MV_SAGA_CONCURRENCY ? 1 : 2;
+            }
+            mv_saga_engine_free(e);
+            mv_store_close(cs);
+            _exit(status);
+        }
+    }
+    int codes[2], st = 0;
+    waitpid(kids[1], &st, 0); /* refused at once: it never reaches its run */
+    codes[1] = WIFEXITED(st) ? WEXITSTATUS(st) : -100 - WTERMSIG(st);
+    CHECK(write(go[1], "g", 1) == 1);
+    waitpid(kids[0], &st, 0);
+    codes[0] = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    CHECK_INT(codes[0], 0);
+    CHECK_INT(codes[1], 1); /* MV_SAGA_CONCURRENCY */
+    FILE *f = fopen(count_path, "r");
+    REQUIRE(f);
+    char line[160];
+    int one = 0, two = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, " one")) one++;
+        if (strstr(line, " two")) two++;
+    }
+    fclose(f);
+    CHECK_INT(one, 1);
+    CHECK_INT(two, 1);
+    REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
+    mv_saga_engine *e;
+    REQUIRE(mv_saga_engine_new(s, NULL, &e, &err) == MV_OK);
+    json_t *rec = NULL;
+    CHECK_CODE(mv_saga_get(e, "saga_race", &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    json_decref(rec);
+    mv_saga_engine_free(e);
+    mv_store_close(s);
+}
+
+int main(void) {
+    return RUN_TESTS(
+        checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
+        ambiguous_step_goes_to_manual_review_and_is_reconciled,
+        operator_resolution_commits_the_step_and_resume_completes_without_rerunning,
+        resolved_compensation_lets_compensate_finish, pre_aborted_execute_persists_nothing,
+        abort_after_the_step_is_persisted_fails_it_before_execution,
+        definition_is_validated_eagerly, exhausted_compensation_goes_to_manual_review,
+        saga_json_has_the_public_shape_and_hides_compensation_args,
+        start_with_the_same_id_replays_or_reports_a_mismatch,
+        invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit,
+        encrypted_saga_stores_no_plaintext_and_detects_tampering,
+        two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice);
+}

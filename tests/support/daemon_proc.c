@@ -1,0 +1,143 @@
+/* daemon_proc.c — see daemon_proc.h. */
+#include "support/daemon_proc.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "missive/base.h"
+
+int test_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+typedef struct {
+    char *data;
+    size_t len;
+} buffer;
+
+static size_t collect(char *p, size_t size, size_t n, void *ud) {
+    buffer *b = ud;
+    char *grown = realloc(b->data, b->len + size * n + 1);
+    if (!grown) return 0;
+    b->data = grown;
+    memcpy(b->data + b->len, p, size * n);
+    b->len += size * n;
+    b->data[b->len] = 0;
+    return size * n;
+}
+
+static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
+    test_reply *r = ud;
+    if (strncasecmp(p, "Idempotent-Replayed: true", 25) == 0) r->replayed = true;
+    return size * n;
+}
+
+test_reply test_http(int port, const char *method, const char *path, const char *headers,
+                     const char *body) {
+    CURL *c = curl_easy_init();
+    char url[1024];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    struct curl_slist *h = NULL;
+    for (const char *p = headers; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char line[2048];
+        snprintf(line, sizeof line, "%.*s", (int)n, p);
+        if (n) h = curl_slist_append(h, line);
+        p += n + (nl ? 1 : 0);
+    }
+    h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Expect:");
+    buffer b = {0};
+    test_reply r = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    if (b.data) r.json = json_loads(b.data, JSON_DECODE_ANY, NULL);
+    free(b.data);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return r;
+}
+
+void test_reply_free(test_reply *r) {
+    json_decref(r->json);
+    r->json = NULL;
+}
+
+const char *test_reply_code(const test_reply *r) {
+    return json_string_value(json_object_get(json_object_get(r->json, "error"), "code"));
+}
+
+pid_t test_daemon_start(const char *config, int port, const char *store, const char *log) {
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    char exe[256], listen[64];
+    snprintf(exe, sizeof exe, "%s/missived", build);
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(log ? log : "/dev/null", "w", stderr)) _exit(126);
+        if (store)
+            execl(exe, exe, "--config", config, "--listen", listen, "--store", store, (char *)NULL);
+        else
+            execl(exe, exe, "--config", config, "--listen", listen, (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0) return -1;
+    for (int i = 0; i < 200; i++) {
+        test_reply r = test_http(port, "GET", "/healthz", NULL, NULL);
+        test_reply_free(&r);
+        if (r.status == 200) return pid;
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) return -1; /* it exited: bad config */
+        mv_sleep_ms(25);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+int test_daemon_stop(pid_t pid) {
+    if (pid <= 0) return -1;
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool test_write_file(const char *path, const char *fmt, ...) {
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    return fclose(f) == 0;
+}
