@@ -413,6 +413,9 @@ int main(int argc, char **argv) {
         bool ok = walk_cursor(&w);
         if (ok) printf("%s\n", w.cursor);
         else fprintf(stderr, "loadgen: %s\n", first_error);
+        free(w.c.buf);
+        free(w.c.body);
+        if (w.c.fd >= 0) close(w.c.fd);
         return ok ? 0 : 1;
     }
 
