@@ -299,6 +299,13 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
     return MV_OK;
 }
 
+static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
+    action_job *j = ctx;
+    mv_code rc = claim_tx(db, j, err);
+    if (rc == MV_OK) rc = build_notification(j, err);
+    return rc == MV_OK ? archive_tx(db, j, err) : rc;
+}
+
 /* ---- handleAction ------------------------------------------------------------------------- */
 
 static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
@@ -402,6 +409,15 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
         goto done;
     }
     if ((rc = approval_gate(&j, err)) != MV_OK) goto done;
+    mv_action_fn custom;
+    void *custom_ctx;
+    if (j.action->handler == MV_HANDLER_NONE &&
+        !svc_find_handler(svc, tpl->template_cd, j.action->action_cd, &custom, &custom_ctx)) {
+        /* nothing runs outside: claim, notify and archive in one transaction */
+        if ((rc = mv_store_write(svc->o.store, claim_and_archive_tx, &j, err)) == MV_OK)
+            *result = json_null();
+        goto done;
+    }
     if ((rc = mv_store_write(svc->o.store, claim_tx, &j, err)) != MV_OK) goto done;
 
     mv_err herr = {0};

@@ -370,18 +370,54 @@ static mv_code replay_tx(mv_db *db, void *ctx, mv_err *err) {
                              err);
 }
 
+/* True when building the messages calls nothing outside: a declarative prepare and no payment
+ * session to open. Then the whole create — replay check, reservation, messages, completion — is
+ * one write transaction, and a failure leaves nothing behind (not even a failed reservation). */
+static bool builds_without_io(create_job *job) {
+    mv_prepare_fn fn;
+    void *ctx;
+    return job->tpl->prepare == MV_PREPARE_DECLARATIVE &&
+           !svc_find_prepare(job->svc, job->tpl->template_cd, &fn, &ctx) &&
+           !(job->svc->o.payment && *job->tpl->payment_cd);
+}
+
+typedef struct {
+    acquire_arg a;
+    bool done;
+} one_shot_arg;
+
+static mv_code one_shot_tx(mv_db *db, void *ctx, mv_err *err) {
+    one_shot_arg *o = ctx;
+    create_job *job = o->a.job;
+    mv_code rc = acquire_tx(db, &o->a, err);
+    if (rc != MV_OK || !o->a.acquired) return rc; /* a replay, or someone else's live lease */
+    if ((rc = build_all(job, err)) != MV_OK || (rc = persist_tx(db, job, err)) != MV_OK) return rc;
+    o->done = true;
+    return MV_OK;
+}
+
 static mv_code create_with_reservation(create_job *job, json_t **messages, bool *replayed,
                                        mv_err *err) {
     mv_service *svc = job->svc;
     acquire_arg a = {job, false, NULL, 0};
-    mv_code rc = mv_store_read(svc->o.store, replay_tx, &a, err);
+    mv_code rc = mv_id_uuid(job->lease_owner, err);
     if (rc != MV_OK) return rc;
-    if (a.replay) {
-        *messages = a.replay;
-        *replayed = true;
-        return MV_OK;
+    if (builds_without_io(job)) {
+        one_shot_arg o = {.a = a};
+        if ((rc = mv_store_write(svc->o.store, one_shot_tx, &o, err)) != MV_OK) return rc;
+        if (o.a.replay || o.done) {
+            *messages = o.a.replay ? o.a.replay : json_incref(job->docs);
+            *replayed = o.a.replay != NULL;
+            return MV_OK;
+        }
+    } else {
+        if ((rc = mv_store_read(svc->o.store, replay_tx, &a, err)) != MV_OK) return rc;
+        if (a.replay) {
+            *messages = a.replay;
+            *replayed = true;
+            return MV_OK;
+        }
     }
-    if ((rc = mv_id_uuid(job->lease_owner, err)) != MV_OK) return rc;
     /* Waiting is measured in real time even when the service clock is injected. */
     int64_t deadline = mv_now_ms() + svc->o.client_request_wait_ms;
     for (;;) {

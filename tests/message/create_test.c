@@ -417,6 +417,67 @@ STORE_TEST(an_expired_lease_is_taken_over_by_exactly_one_of_several_callers) {
     fixture_close(&f);
 }
 
+static const char *DECLARATIVE_TEMPLATE =
+    "{\"templateCd\": \"decl\", \"receiverContent\": {\"title\": \"Hi {{name}}\"},"
+    " \"prepare\": {\"toUser\": \"{{to}}\", \"fanOut\": \"people\"}, \"actions\": []}";
+
+typedef struct {
+    fixture *f;
+    const char *payload;
+    char first_id[25];
+    size_t n;
+    mv_code rc;
+} decl_racer;
+
+static void *decl_create(void *arg) {
+    decl_racer *r = arg;
+    mv_user u = {.id = "u1"};
+    json_t *payload = json_loads(r->payload, 0, NULL);
+    json_t *key = json_string("decl-1");
+    mv_create_request req = {.template_cd = "decl", .user = &u, .payload = payload,
+                             .client_request_id = key};
+    json_t *m = NULL;
+    mv_err err = {0};
+    r->rc = mv_message_create(r->f->svc, &req, &m, NULL, &err);
+    r->n = json_array_size(m);
+    if (r->n) mv_strlcpy(r->first_id, mv_json_str(json_array_get(m, 0), "id"), 25);
+    json_decref(m);
+    json_decref(key);
+    json_decref(payload);
+    return NULL;
+}
+
+STORE_TEST(a_declarative_create_is_one_transaction_that_concurrent_duplicates_replay) {
+    mv_service_options o = {.client_request_poll_ms = 5};
+    fixture f;
+    REQUIRE(fixture_open_opts(&f, kind, "decl.db", &o));
+    json_t *t = json_loads(DECLARATIVE_TEMPLATE, 0, NULL);
+    mv_err err = {0};
+    REQUIRE(mv_registry_register(f.registry, t, "<decl>", &err) == MV_OK);
+    json_decref(t);
+    /* a payload the prepare cannot use fails without leaving anything behind */
+    decl_racer bad = {&f, "{\"people\": 7}", "", 0, MV_OK};
+    decl_create(&bad);
+    CHECK_INT(bad.rc, MV_PREPARE_FAILED);
+    CHECK_INT(fixture_rows(f.store, 'r'), 0);
+    decl_racer r[12];
+    pthread_t th[12];
+    const char *good = "{\"people\": [{\"to\": \"a\", \"name\": \"A\"}, {\"to\": \"b\", \"name\": \"B\"}]}";
+    for (int i = 0; i < 12; i++) {
+        r[i] = (decl_racer){&f, good, "", 0, MV_OK};
+        pthread_create(&th[i], NULL, decl_create, &r[i]);
+    }
+    for (int i = 0; i < 12; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 12; i++) {
+        CHECK_INT(r[i].rc, MV_OK);
+        CHECK_INT(r[i].n, 2);
+        CHECK_STR(r[i].first_id, r[0].first_id);
+    }
+    CHECK_INT(fixture_rows(f.store, 'm'), 2);
+    CHECK_INT(fixture_rows(f.store, 'r'), 1);
+    fixture_close(&f);
+}
+
 STORE_TEST(failed_reservation_replays_as_failed) {
     fixture f;
     REQUIRE(fixture_open(&f, kind, "failed.db"));
@@ -678,6 +739,7 @@ int main(void) {
                      two_processes_with_one_client_request_id_agree,
                      live_pending_reservation_with_no_wait_is_pending,
                      an_expired_lease_is_taken_over_by_exactly_one_of_several_callers,
+                     a_declarative_create_is_one_transaction_that_concurrent_duplicates_replay,
                      failed_reservation_replays_as_failed,
                      completed_reservation_missing_messages_is_inconsistent,
                      null_payment_session_fails_the_request_and_records_it,
