@@ -14,7 +14,9 @@
 
 /* ---- SQL built once: one branch per role slot --------------------------------------------- */
 
-#define KEYSET "(created_at < ? OR (created_at = ? AND %s < ?))"
+/* A row-value comparison, so both SQLite and PostgreSQL seek the index to the cursor instead of
+ * walking it from the top (an OR of two comparisons would cost the depth of the page). */
+#define KEYSET "(created_at, %s) < (?, ?)"
 
 static char sql_list[8192];
 static char sql_count[2048];
@@ -138,7 +140,6 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
                                                              : NULL;
         mv_stmt_bind_text(st, idx++, key);
         mv_stmt_bind_int64(st, idx++, archived);
-        mv_stmt_bind_int64(st, idx++, a->after_created);
         mv_stmt_bind_int64(st, idx++, a->after_created);
         mv_stmt_bind_text(st, idx++, a->after_id);
         mv_stmt_bind_int64(st, idx++, inner);
