@@ -101,6 +101,7 @@ lint:
 	clang-tidy --quiet $(LIB_SRC) $(CMD_SRC) $(CMD_MAIN) -- -std=c11 -D_GNU_SOURCE -Iinclude -Isrc \
 	    $(shell pkg-config --cflags $(PKGS))
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	    --include=$(shell pkg-config --variable=includedir jansson)/jansson.h \
 	    --suppress=missingIncludeSystem --inline-suppr -Iinclude -Isrc src
 
 clean:

@@ -96,6 +96,7 @@ static mv_code put_str(renderer *r, const char *s, bool esc) {
 
 static mv_code put_scalar(renderer *r, const json_t *v, bool esc) {
     char num[32];
+    if (!v) return MV_OK; /* missing prints nothing */
     switch (json_typeof(v)) {
     case JSON_INTEGER:
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));

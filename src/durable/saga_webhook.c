@@ -351,9 +351,10 @@ static wh_def *find(const mv_saga_book *book, const char *name) {
 mv_code mv_saga_book_add_json(mv_saga_book *book, const json_t *json, const char *source_name,
                               mv_err *err) {
     parse p = {.source = source_name ? source_name : "saga definition", .err = err};
-    wh_def *d;
+    wh_def *d = NULL;
     mv_code rc = parse_definition(&p, json, book->wh, &d);
     if (rc) return rc;
+    if (!d) return mv_err_set(err, MV_INTERNAL, "%s: the definition was not built", p.source);
     if (find(book, d->name)) {
         rc = fail(&p, "saga definition \"%s\" is already defined", d->name);
         def_free(d);
