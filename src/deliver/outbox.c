@@ -146,10 +146,9 @@ static mv_code claim_row(mv_db *db, void *ctx, mv_err *err) {
     c->won = changes == 1;
     if (!c->won) return MV_OK;
     mv_stmt *st;
-    if ((rc = mv_db_prepare(db, SQL_CLAIMED_ROW, &st, err))) return rc;
-    mv_stmt_bindf(st, "s", c->id);
-    int r = mv_stmt_step(st, err);
-    if (r == 1) {
+    if ((rc = mv_db_row(db, SQL_CLAIMED_ROW, &st, err, "s", c->id))) return rc;
+    if (!st) return mv_err_set(err, MV_INTERNAL, "claimed outbox row %s vanished", c->id);
+    {
         const char *kind = mv_stmt_text(st, 0);
         const char *payload = mv_stmt_text(st, 1);
         c->kind = kind && strcmp(kind, "email") == 0 ? MV_OUTBOX_EMAIL : MV_OUTBOX_WEBHOOK;
@@ -157,8 +156,6 @@ static mv_code claim_row(mv_db *db, void *ctx, mv_err *err) {
         c->attempts = (int)mv_stmt_int64(st, 2);
     }
     mv_stmt_done(st);
-    if (r < 0) return err->code;
-    if (r == 0) return mv_err_set(err, MV_INTERNAL, "claimed outbox row %s vanished", c->id);
     return MV_OK;
 }
 
@@ -379,15 +376,13 @@ typedef struct depth_ctx {
 static mv_code read_depth(mv_db *db, void *ctx, mv_err *err) {
     depth_ctx *c = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_DEPTH, &st, err);
-    if (rc) return rc;
-    int r = mv_stmt_step(st, err);
-    if (r == 1) {
+    mv_code rc = mv_db_row(db, SQL_DEPTH, &st, err, "");
+    if (st) {
         c->pending = mv_stmt_int64(st, 0);
         c->failed = mv_stmt_int64(st, 1);
     }
     mv_stmt_done(st);
-    return r < 0 ? err->code : MV_OK;
+    return rc;
 }
 
 mv_code mv_outbox_depth(mv_store *store, int64_t *pending, int64_t *failed, mv_err *err) {
@@ -436,16 +431,13 @@ typedef struct get_ctx {
 static mv_code get_row(mv_db *db, void *ctx, mv_err *err) {
     get_ctx *c = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_GET, &st, err);
-    if (rc) return rc;
-    mv_stmt_bindf(st, "s", c->id);
-    int r = mv_stmt_step(st, err);
-    if (r == 1) {
+    mv_code rc = mv_db_row(db, SQL_GET, &st, err, "s", c->id);
+    if (st) {
         read_row(st, c->out);
         c->found = true;
     }
     mv_stmt_done(st);
-    return r < 0 ? err->code : MV_OK;
+    return rc;
 }
 
 mv_code mv_outbox_get(mv_store *store, const char *id, mv_outbox_row *out, mv_err *err) {

@@ -275,16 +275,9 @@ typedef struct {
 static mv_code classify(mv_db *db, consume_tx *t, bool *retry, mv_err *err) {
     *retry = false;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_GET_APPROVAL, &st, err);
+    mv_code rc = mv_db_row(db, SQL_GET_APPROVAL, &st, err, "s", t->approval_id);
     if (rc) return rc;
-    mv_stmt_bindf(st, "s", t->approval_id);
-    int r = mv_stmt_step(st, err);
-    if (r < 0) {
-        mv_stmt_done(st);
-        return err ? err->code : MV_INTERNAL;
-    }
-    if (r == 0) {
-        mv_stmt_done(st);
+    if (!st) {
         t->result = OUTCOME_MISSING;
         return MV_OK;
     }
@@ -448,15 +441,9 @@ static void col(mv_stmt *st, int i, char *dst, size_t size) {
 static mv_code get_fn(mv_db *db, void *ctx, mv_err *err) {
     get_tx *g = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_GET_APPROVAL, &st, err);
+    mv_code rc = mv_db_row(db, SQL_GET_APPROVAL, &st, err, "s", g->id);
     if (rc) return rc;
-    mv_stmt_bindf(st, "s", g->id);
-    int r = mv_stmt_step(st, err);
-    if (r < 0) {
-        mv_stmt_done(st);
-        return err ? err->code : MV_INTERNAL;
-    }
-    bool visible = r == 1 && (!g->tenant || same(mv_stmt_text(st, 5), g->tenant));
+    bool visible = st && (!g->tenant || same(mv_stmt_text(st, 5), g->tenant));
     if (visible) {
         mv_approval_record *o = g->out;
         memset(o, 0, sizeof *o);

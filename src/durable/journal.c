@@ -68,19 +68,9 @@ static mv_code load_effect(mv_db *db, const char *id, mv_effect_record *rec, boo
                            mv_err *err) {
     *found = false; /* on every path: the analyzer cannot see that a failed step sets err->code */
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_GET_EFFECT, &st, err);
-    if (rc) return rc;
-    mv_stmt_bindf(st, "s", id);
-    int r = mv_stmt_step(st, err);
-    if (r < 0) {
-        mv_stmt_done(st);
-        return err ? err->code : MV_INTERNAL;
-    }
-    *found = r == 1;
-    if (!*found) {
-        mv_stmt_done(st);
-        return MV_OK;
-    }
+    mv_code rc = mv_db_row(db, SQL_GET_EFFECT, &st, err, "s", id);
+    if (rc || !st) return rc;
+    *found = true;
     memset(rec, 0, sizeof *rec);
     const char *eid = mv_stmt_text(st, 0), *cap = mv_stmt_text(st, 1);
     int state = parse_state(mv_stmt_text(st, 6));

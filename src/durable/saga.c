@@ -259,18 +259,9 @@ static mv_code validate(const char *id, const json_t *rec, mv_err *err) {
 static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
     load_tx *t = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_GET_SAGA, &st, err);
+    mv_code rc = mv_db_row(db, SQL_GET_SAGA, &st, err, "s", t->id);
     if (rc) return rc;
-    mv_stmt_bindf(st, "s", t->id);
-    int r = mv_stmt_step(st, err);
-    if (r < 0) {
-        mv_stmt_done(st);
-        return err ? err->code : MV_INTERNAL;
-    }
-    if (r == 0) {
-        mv_stmt_done(st);
-        return mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", t->id);
-    }
+    if (!st) return mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", t->id);
     const char *sid = mv_stmt_text(st, 0);
     bool encrypted_input =
         mv_stmt_text(st, 3) && strncmp(mv_stmt_text(st, 3), ENC_PREFIX, sizeof ENC_PREFIX - 1) == 0;

@@ -80,12 +80,9 @@ typedef struct action_job {
 
 static mv_code read_attempt(mv_db *db, const char *id, attempt_info *a, mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_ATTEMPT_OF, &st, err);
-    if (rc != MV_OK) return rc;
-    mv_stmt_bindf(st, "s", id);
-    int r = mv_stmt_step(st, err);
+    mv_code rc = mv_db_row(db, SQL_ATTEMPT_OF, &st, err, "s", id);
     memset(a, 0, sizeof *a);
-    if (r == 1) {
+    if (st) {
         mv_strlcpy(a->attempt_id, mv_stmt_text(st, 0), sizeof a->attempt_id);
         mv_strlcpy(a->state, mv_stmt_text(st, 1), sizeof a->state);
         mv_strlcpy(a->action_cd, mv_stmt_text(st, 2), sizeof a->action_cd);
@@ -93,7 +90,7 @@ static mv_code read_attempt(mv_db *db, const char *id, attempt_info *a, mv_err *
         a->lease_expires_at = mv_stmt_int64(st, 4);
     }
     mv_stmt_done(st);
-    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+    return rc;
 }
 
 static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {

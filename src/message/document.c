@@ -119,15 +119,11 @@ mv_code doc_insert(mv_db *db, const json_t *doc, const char *owner_id, int64_t i
 static const char SQL_LOAD_MESSAGE[] = "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ?";
 
 mv_code doc_load(mv_db *db, const char *id, json_t **doc, mv_err *err) {
-    *doc = NULL;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_LOAD_MESSAGE, &st, err);
-    if (rc != MV_OK) return rc;
-    mv_stmt_bindf(st, "s", id);
-    int r = mv_stmt_step(st, err);
-    if (r == 1) *doc = doc_from_row(st);
+    mv_code rc = mv_db_row(db, SQL_LOAD_MESSAGE, &st, err, "s", id);
+    *doc = st ? doc_from_row(st) : NULL;
     mv_stmt_done(st);
-    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+    return rc;
 }
 
 mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err) {

@@ -205,16 +205,15 @@ typedef struct {
 
 static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     count_arg *a = ctx;
+    const char *r[MV_MAX_ROLES] = {0};
+    for (size_t i = 0; i < a->user->nroles; i++) r[i] = a->user->roles[i];
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, sql_count, &st, err);
-    if (rc != MV_OK) return rc;
-    mv_stmt_bindf(st, "ss", a->uid, a->uid);
-    for (int i = 0; i < MV_MAX_ROLES; i++)
-        mv_stmt_bind_text(st, 3 + i, (size_t)i < a->user->nroles ? a->user->roles[i] : NULL);
-    int r = mv_stmt_step(st, err);
-    if (r == 1) a->count = mv_stmt_int64(st, 0);
+    mv_code rc = mv_db_row(db, sql_count, &st, err, "ssssssssssssssssss", a->uid, a->uid, r[0],
+                           r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
+                           r[12], r[13], r[14], r[15]);
+    if (st) a->count = mv_stmt_int64(st, 0);
     mv_stmt_done(st);
-    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+    return rc;
 }
 
 mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err) {

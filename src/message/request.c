@@ -51,15 +51,10 @@ mv_code request_replay_tx(mv_db *db, const request_scope *s, json_t **replay, in
                           int64_t now, mv_err *err) {
     *replay = NULL;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_FIND, &st, err);
+    mv_code rc = mv_db_row(db, SQL_FIND, &st, err, "sss", s->owner, s->template_cd, s->id);
     if (rc != MV_OK) return rc;
-    mv_stmt_bindf(st, "sss", s->owner, s->template_cd, s->id);
-    int r = mv_stmt_step(st, err);
-    if (r < 0) {
-        mv_stmt_done(st);
-        return err ? err->code : MV_INTERNAL;
-    }
-    bool found = r == 1;
+    bool found = st != NULL;
+    int r;
     char state[16] = "", fingerprint[65] = "", failure[400] = "";
     bool count_null = true;
     int64_t count = 0, lease = 0;

@@ -55,6 +55,17 @@ void mv_stmt_done(mv_stmt *st);
 /* Runs one parameterised statement to completion; *changes (may be NULL) gets the row count. */
 mv_code mv_db_execf(mv_db *db, const char *sql, int64_t *changes, mv_err *err, const char *fmt,
                     ...);
+/* A single-row query: prepares sql, binds parameters from fmt (as mv_stmt_bindf) and steps once.
+ * On MV_OK, *st is the statement positioned on the row — read its columns, then mv_stmt_done —
+ * or NULL when there is no row. On an error *st is NULL.
+ *
+ *   mv_stmt *st;
+ *   if ((rc = mv_db_row(db, SQL_GET_SAGA, &st, err, "s", id))) return rc;
+ *   if (!st) return mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", id);
+ *   … mv_stmt_text(st, 0) …
+ *   mv_stmt_done(st); */
+mv_code mv_db_row(mv_db *db, const char *sql, mv_stmt **st, mv_err *err, const char *fmt, ...);
+
 /* Runs SQL text without parameters (may hold several statements; for DDL and migrations). */
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err);
 

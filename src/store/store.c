@@ -416,6 +416,24 @@ mv_code mv_db_execf(mv_db *db, const char *sql, int64_t *changes, mv_err *err, c
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
+mv_code mv_db_row(mv_db *db, const char *sql, mv_stmt **out, mv_err *err, const char *fmt, ...) {
+    *out = NULL;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, sql, &st, err);
+    if (rc != MV_OK) return rc;
+    va_list ap;
+    va_start(ap, fmt);
+    bind_va(st, fmt, ap);
+    va_end(ap);
+    int r = mv_stmt_step(st, err);
+    if (r == 1) {
+        *out = st;
+        return MV_OK;
+    }
+    mv_stmt_done(st);
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+}
+
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err) {
     return db->drv->exec(db->conn, sql, err);
 }
@@ -439,12 +457,10 @@ static const char SQL_PG_NO_TIMEOUT[] = "SET LOCAL statement_timeout = 0";
 
 static mv_code read_version(mv_db *db, int *version, mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_MAX_VERSION, &st, err);
-    if (rc != MV_OK) return rc;
-    int r = mv_stmt_step(st, err);
-    *version = r == 1 ? (int)mv_stmt_int64(st, 0) : 0;
+    mv_code rc = mv_db_row(db, SQL_MAX_VERSION, &st, err, "");
+    *version = st ? (int)mv_stmt_int64(st, 0) : 0;
     mv_stmt_done(st);
-    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+    return rc;
 }
 
 typedef struct {
