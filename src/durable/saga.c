@@ -906,18 +906,27 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
     return save_with(e, rec, "compensated", 0, NULL, err);
 }
 
-mv_code mv_saga_compensate(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
-                           mv_abort *abort, json_t **record, mv_err *err) {
+typedef mv_code (*loaded_fn)(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
+                             mv_abort *abort, mv_err *err);
+
+/* The frame of resume and compensate: validate, hold the runner lease, load, run, release. */
+static mv_code as_runner(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                         mv_abort *abort, json_t **record, mv_err *err, loaded_fn run) {
     mv_code rc;
     json_t *rec = NULL;
     char runner[37];
     if ((rc = check_call(def, saga_id, abort, err)) || (rc = take_runner(e, saga_id, runner, err)))
         return finish(e, saga_id, record, rc);
     if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err)))
-        rc = compensate_loaded(e, def, &rec, abort, err);
+        rc = run(e, def, &rec, abort, err);
     json_decref(rec);
     drop_runner(e, saga_id, runner);
     return finish(e, saga_id, record, rc);
+}
+
+mv_code mv_saga_compensate(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                           mv_abort *abort, json_t **record, mv_err *err) {
+    return as_runner(e, def, saga_id, abort, record, err, compensate_loaded);
 }
 
 /* ---- resume and execute ------------------------------------------------------------------- */
@@ -955,16 +964,7 @@ static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, j
 
 mv_code mv_saga_resume(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
                        mv_abort *abort, json_t **record, mv_err *err) {
-    mv_code rc;
-    json_t *rec = NULL;
-    char runner[37];
-    if ((rc = check_call(def, saga_id, abort, err)) || (rc = take_runner(e, saga_id, runner, err)))
-        return finish(e, saga_id, record, rc);
-    if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err)))
-        rc = resume_loaded(e, def, &rec, abort, err);
-    json_decref(rec);
-    drop_runner(e, saga_id, runner);
-    return finish(e, saga_id, record, rc);
+    return as_runner(e, def, saga_id, abort, record, err, resume_loaded);
 }
 
 typedef struct {
