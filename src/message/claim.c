@@ -61,7 +61,7 @@ typedef struct action_job {
     const mv_action_request *req;
     const char *user_id;
     json_t *message; /* as loaded */
-    const mv_template *tpl;
+    mv_template *tpl; /* a reference, released at the end */
     const mv_action_def *action;
     char attempt_id[64];
     char approval_id[64];
@@ -363,12 +363,74 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
     return MV_OK;
 }
 
+/* The checks of SEMANTICS' handleAction, in its order, before anything is claimed. j->tpl and
+ * j->action are set on success (the template reference is released by the caller). */
+static mv_code check_action(action_job *j, mv_err *err) {
+    const mv_action_request *req = j->req;
+    const char *stored_cd = mv_json_str(j->message, "templateCd");
+    const char *state = mv_json_str(j->message, "actionState");
+    if (state && strcmp(state, "archived") == 0)
+        return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", req->message_id);
+    if (req->template_cd && strcmp(req->template_cd, stored_cd) != 0)
+        return mv_err_set(err, MV_ACTION_TEMPLATE_MISMATCH,
+                          "message template \"%s\" does not match requested template \"%s\"",
+                          stored_cd, req->template_cd);
+    if (!(j->tpl = mv_registry_find(j->svc->o.registry, stored_cd)))
+        return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found", stored_cd);
+    const char *action_cd = req->action_cd ? req->action_cd : "";
+    if (!(j->action = mv_template_action(j->tpl, action_cd)))
+        return mv_err_set(err, MV_ACTION_NOT_FOUND, "action \"%s\" not found in template \"%s\"",
+                          action_cd, stored_cd);
+    if (!mv_action_allowed(j->action, req->user, j->message))
+        return mv_err_set(err, MV_ACTION_NOT_ALLOWED, "not allowed");
+    return MV_OK;
+}
+
+/* A handler that runs outside the store: claim, run it under a kept-alive lease, then archive —
+ * or leave the attempt retryable (same attempt id next time), active again when a saga
+ * compensated, or retryable for review when a saga is ambiguous. */
+static mv_code claim_run_archive(action_job *j, mv_err *err) {
+    mv_service *svc = j->svc;
+    mv_code rc = mv_store_write(svc->o.store, claim_tx, j, err);
+    if (rc != MV_OK) return rc;
+    mv_err herr = {0};
+    lease_keeper keeper;
+    bool keeping = keeper_start(&keeper, j);
+    rc = run_handler(j, &herr);
+    if (keeping) keeper_stop(&keeper);
+    if (rc == MV_OK) rc = build_notification(j, &herr);
+    if (rc == MV_OK) {
+        rc = mv_store_write(svc->o.store, archive_tx, j, err);
+        if (rc != MV_OK && rc != MV_ACTION_CONFLICT) {
+            retry_arg a = {j, err ? err->message : "archive failed"};
+            mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL);
+        }
+        return rc;
+    }
+    if (rc == MV_ACTION_COMPENSATED) { /* nothing happened: the message is active again */
+        mv_store_write(svc->o.store, reset_tx, j, NULL);
+        return mv_err_copy(err, &herr);
+    }
+    retry_arg a = {j, herr.message};
+    mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
+    if (rc == MV_ACTION_NEEDS_REVIEW) {
+        mv_err_copy(err, &herr);
+    } else {
+        mv_err_set(err, MV_ACTION_RETRYABLE,
+                   "message \"%s\" action attempt \"%s\" failed before commit and may be retried",
+                   j->req->message_id, j->attempt_id);
+        if (err) mv_strlcpy(err->cause, herr.message, sizeof err->cause);
+        rc = MV_ACTION_RETRYABLE;
+    }
+    if (err) mv_strlcpy(err->attempt_id, j->attempt_id, sizeof err->attempt_id);
+    return rc;
+}
+
 mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
                          mv_err *err) {
     *result = NULL;
     char uid[256];
     action_job j = {.svc = svc, .req = req, .user_id = uid};
-    mv_template *tpl = NULL;
     mv_code rc = svc_require_user(req->user, uid, err);
     if (rc != MV_OK) return rc;
     if (!mv_valid_message_id(req->message_id))
@@ -377,89 +439,22 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
     if ((rc = mv_store_read(svc->o.store, load_tx, &j, err)) != MV_OK) return rc;
     if (!j.message)
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
-    const char *stored_cd = mv_json_str(j.message, "templateCd");
-    const char *state = mv_json_str(j.message, "actionState");
-    if (state && strcmp(state, "archived") == 0) {
-        rc = mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", req->message_id);
-        goto done;
-    }
-    if (req->template_cd && strcmp(req->template_cd, stored_cd) != 0) {
-        rc = mv_err_set(err, MV_ACTION_TEMPLATE_MISMATCH,
-                        "message template \"%s\" does not match requested template \"%s\"",
-                        stored_cd, req->template_cd);
-        goto done;
-    }
-    tpl = mv_registry_find(svc->o.registry, stored_cd);
-    if (!tpl) {
-        rc = mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found", stored_cd);
-        goto done;
-    }
-    j.tpl = tpl;
-    j.action = mv_template_action(tpl, req->action_cd ? req->action_cd : "");
-    if (!j.action) {
-        rc = mv_err_set(err, MV_ACTION_NOT_FOUND, "action \"%s\" not found in template \"%s\"",
-                        req->action_cd ? req->action_cd : "", stored_cd);
-        goto done;
-    }
-    if (!mv_action_allowed(j.action, req->user, j.message)) {
-        rc = mv_err_set(err, MV_ACTION_NOT_ALLOWED, "not allowed");
-        goto done;
-    }
-    if ((rc = approval_gate(&j, err)) != MV_OK) goto done;
-    mv_action_fn custom;
-    void *custom_ctx;
-    if (j.action->handler == MV_HANDLER_NONE &&
-        !svc_find_handler(svc, tpl->template_cd, j.action->action_cd, &custom, &custom_ctx)) {
+    if ((rc = check_action(&j, err)) == MV_OK) rc = approval_gate(&j, err);
+    if (rc == MV_OK) {
+        mv_action_fn custom;
+        void *custom_ctx;
+        bool inline_only = j.action->handler == MV_HANDLER_NONE &&
+                           !svc_find_handler(svc, j.tpl->template_cd, j.action->action_cd,
+                                             &custom, &custom_ctx);
         /* nothing runs outside: claim, notify and archive in one transaction */
-        if ((rc = mv_store_write(svc->o.store, claim_and_archive_tx, &j, err)) == MV_OK)
-            *result = json_null();
-        goto done;
+        rc = inline_only ? mv_store_write(svc->o.store, claim_and_archive_tx, &j, err)
+                         : claim_run_archive(&j, err);
     }
-    if ((rc = mv_store_write(svc->o.store, claim_tx, &j, err)) != MV_OK) goto done;
-
-    mv_err herr = {0};
-    lease_keeper keeper;
-    bool keeping = keeper_start(&keeper, &j);
-    rc = run_handler(&j, &herr);
-    if (keeping) keeper_stop(&keeper);
-    if (rc == MV_OK) rc = build_notification(&j, &herr);
-    if (rc == MV_ACTION_COMPENSATED) { /* nothing happened: the message is active again */
-        mv_store_write(svc->o.store, reset_tx, &j, NULL);
-        rc = mv_err_copy(err, &herr);
-        goto done;
-    }
-    if (rc != MV_OK) {
-        mv_code handler_rc = rc;
-        retry_arg a = {&j, herr.message};
-        mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
-        if (handler_rc == MV_ACTION_NEEDS_REVIEW) {
-            rc = mv_err_copy(err, &herr);
-            if (err) mv_strlcpy(err->attempt_id, j.attempt_id, sizeof err->attempt_id);
-            goto done;
-        }
-        rc = mv_err_set(err, MV_ACTION_RETRYABLE,
-                        "message \"%s\" action attempt \"%s\" failed before commit and may be "
-                        "retried",
-                        req->message_id, j.attempt_id);
-        if (err) {
-            mv_strlcpy(err->attempt_id, j.attempt_id, sizeof err->attempt_id);
-            mv_strlcpy(err->cause, herr.message, sizeof err->cause);
-        }
-        goto done;
-    }
-    if ((rc = mv_store_write(svc->o.store, archive_tx, &j, err)) != MV_OK) {
-        if (rc != MV_ACTION_CONFLICT) {
-            retry_arg a = {&j, err ? err->message : "archive failed"};
-            mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL);
-        }
-        goto done;
-    }
-    *result = j.result ? json_incref(j.result) : json_null();
-done:
+    if (rc == MV_OK) *result = j.result ? json_incref(j.result) : json_null();
     json_decref(j.result);
     json_decref(j.notification);
     json_decref(j.message);
-    mv_template_release(tpl);
+    mv_template_release(j.tpl);
     return rc;
 }
 

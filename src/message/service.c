@@ -1,6 +1,5 @@
 /* service.c — constructing a message service: options validated once, admin roles and email
  * exclusions copied (the caller's arrays may go away), C overrides for prepare and handlers. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
