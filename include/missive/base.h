@@ -40,6 +40,7 @@ mv_code mv_id_uuid(char out[37], mv_err *err);
 
 /* ---- crypto (OpenSSL libcrypto) ---------------------------------------------------------- */
 
+/* SHA-256 of len bytes into out (raw digest). */
 void mv_sha256(const void *data, size_t len, unsigned char out[32]);
 /* Lowercase hex SHA-256; out must hold 65 bytes. */
 void mv_sha256_hex(const void *data, size_t len, char out[65]);

@@ -85,6 +85,7 @@ typedef enum mv_effect_state {
     MV_EFFECT_UNKNOWN,
 } mv_effect_state;
 
+/* "admission", "executing", "committed", "failed" or "unknown" (static strings). */
 const char *mv_effect_state_name(mv_effect_state state);
 
 typedef struct mv_journal mv_journal;
@@ -148,6 +149,8 @@ typedef struct mv_effect_evidence {
     int uncertain;
 } mv_effect_evidence;
 
+/* Evidence of one effect (SEMANTICS §3.5): what is known to have happened. The marks move the
+ * state; safe_to_retry is true only when a retry was declared safe and nothing began. */
 void mv_evidence_mark_began(mv_effect_evidence *e);
 void mv_evidence_mark_committed(mv_effect_evidence *e);
 void mv_evidence_mark_ambiguous(mv_effect_evidence *e);
@@ -389,6 +392,8 @@ typedef struct mv_saga_engine_options {
     int64_t runner_lease_ms;
 } mv_saga_engine_options;
 
+/* An engine over store (a durable store unless opts->allow_memory). opts may be NULL. Free with
+ * mv_saga_engine_free (NULL-safe); the store must outlive it. */
 mv_code mv_saga_engine_new(mv_store *store, const mv_saga_engine_options *opts,
                            mv_saga_engine **out, mv_err *err);
 void mv_saga_engine_free(mv_saga_engine *engine);
@@ -461,6 +466,7 @@ typedef struct mv_reconcile_page {
     char cursor[256]; /* "" on the last page */
 } mv_reconcile_page;
 
+/* Releases page->findings and resets the cursor (NULL-safe). */
 void mv_reconcile_page_clear(mv_reconcile_page *page);
 
 /* One page over effects in admission/executing/unknown updated at or before stale_before:

@@ -35,6 +35,7 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
 /* Closes every connection. NULL-safe. No transaction may be running. */
 void mv_store_close(mv_store *store);
 
+/* Which driver the store uses. */
 mv_store_kind mv_store_kind_of(const mv_store *store);
 /* True for sqlite::memory: (durable engines refuse it unless told otherwise). */
 bool mv_store_is_memory(const mv_store *store);

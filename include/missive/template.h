@@ -109,6 +109,7 @@ const char *mv_template_ui(const mv_template *t, mv_usertype usertype);
 
 /* ---- registry (thread-safe) --------------------------------------------------------------- */
 
+/* An empty registry (NULL when out of memory); free with mv_registry_free. */
 mv_registry *mv_registry_new(void);
 /* NULL-safe; releases the registry's references. */
 void mv_registry_free(mv_registry *reg);
