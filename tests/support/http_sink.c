@@ -268,20 +268,7 @@ int http_sink_count(http_sink *s) {
 }
 
 bool http_sink_wait(http_sink *s, int n, int timeout_ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&s->mu);
-    while (s->nreqs < n)
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &until) != 0) break;
-    bool ok = s->nreqs >= n;
-    pthread_mutex_unlock(&s->mu);
-    return ok;
+    return loopback_wait_count(&s->mu, &s->cv, &s->nreqs, n, timeout_ms);
 }
 
 bool http_sink_get(http_sink *s, int i, http_sink_request *out) {

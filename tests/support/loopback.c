@@ -213,3 +213,21 @@ bool loopback_write(int fd, const char *data, size_t n) {
     }
     return true;
 }
+
+bool loopback_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const int *count, int n,
+                         int timeout_ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(mu);
+    while (*count < n)
+        if (pthread_cond_timedwait(cv, mu, &until) != 0) break;
+    bool ok = *count >= n;
+    pthread_mutex_unlock(mu);
+    return ok;
+}

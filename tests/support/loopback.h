@@ -4,6 +4,7 @@
 #ifndef MISSIVE_TEST_LOOPBACK_H
 #define MISSIVE_TEST_LOOPBACK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -34,5 +35,10 @@ long loopback_read_line(loopback_reader *r, char *out, size_t size);
 bool loopback_read_exact(loopback_reader *r, char *out, size_t n);
 /* Writes everything (MSG_NOSIGNAL: a vanished client is not a crash). */
 bool loopback_write(int fd, const char *data, size_t n);
+
+/* Takes mu and waits until *count >= n, woken through cv; false after
+ * timeout_ms. Used by the sinks' "wait until N requests arrived". */
+bool loopback_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const int *count, int n,
+                         int timeout_ms);
 
 #endif

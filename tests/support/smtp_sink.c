@@ -200,20 +200,7 @@ int smtp_sink_accepted(smtp_sink *s) {
 }
 
 bool smtp_sink_wait(smtp_sink *s, int n, int timeout_ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&s->mu);
-    while (s->n < n)
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &until) != 0) break;
-    bool ok = s->n >= n;
-    pthread_mutex_unlock(&s->mu);
-    return ok;
+    return loopback_wait_count(&s->mu, &s->cv, &s->n, n, timeout_ms);
 }
 
 bool smtp_sink_get(smtp_sink *s, int i, smtp_sink_message *out) {
