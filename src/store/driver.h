@@ -37,6 +37,9 @@ typedef struct mv_driver {
     void (*reset)(void *stmt);
     /* True when the connection is unusable and must be reopened (PostgreSQL after a drop). */
     bool (*is_broken)(void *conn);
+    /* True while a transaction is open (SQLite rolls a transaction back by itself on some errors:
+     * a full disk, an I/O error). NULL: assume it is. */
+    bool (*in_transaction)(void *conn);
 } mv_driver;
 
 extern const mv_driver mv_sqlite_driver;

@@ -105,6 +105,8 @@ static void sq_reset(void *st) {
     sqlite3_clear_bindings(st);
 }
 
+static bool sq_in_transaction(void *conn) { return !sqlite3_get_autocommit(conn); }
+
 const mv_driver mv_sqlite_driver = {
     .name = "sqlite",
     .connect = sq_connect,
@@ -120,4 +122,5 @@ const mv_driver mv_sqlite_driver = {
     .column_count = sq_column_count,
     .reset = sq_reset,
     .is_broken = NULL,
+    .in_transaction = sq_in_transaction,
 };

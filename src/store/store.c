@@ -223,11 +223,23 @@ static void run_batch(mv_store *s, write_job *batch) {
         pthread_mutex_lock(&s->write_mu);
         rc = s->drv->begin(db->conn, true, &e);
         if (rc == MV_OK) {
-            bool single = batch->next == NULL;
+            bool single = batch->next == NULL, aborted = false;
             for (write_job *j = batch; j; j = j->next) {
+                /* An error that made SQLite roll the whole transaction back (full disk, I/O) must
+                 * not let the jobs after it run outside any transaction: they fail unrun, and
+                 * the COMMIT below fails for the ones before. */
+                if (aborted) {
+                    j->rc = mv_err_set(&j->err, MV_STORE_UNAVAILABLE,
+                                       "the store aborted the transaction; try again");
+                    continue;
+                }
                 if (!single && (j->rc = s->drv->exec(db->conn, "SAVEPOINT mv_job", &j->err)))
                     continue;
                 j->rc = j->fn(db, j->ctx, &j->err);
+                if (s->drv->in_transaction && !s->drv->in_transaction(db->conn)) {
+                    aborted = true;
+                    continue;
+                }
                 if (single) continue;
                 if (j->rc != MV_OK) s->drv->exec(db->conn, "ROLLBACK TO mv_job", NULL);
                 s->drv->exec(db->conn, "RELEASE mv_job", NULL);

@@ -87,4 +87,81 @@ TEST(failing_callbacks_in_a_group_roll_back_only_their_own_writes) {
     mv_store_close(s);
 }
 
-int main(void) { return RUN_TESTS(failing_callbacks_in_a_group_roll_back_only_their_own_writes); }
+/* ---- a callback whose failure ends the whole shared transaction ---- */
+
+static const char SQL_EXISTS[] = "SELECT COUNT(*) FROM g WHERE id = ?";
+
+/* Inserts id; every 7th then rolls the whole transaction back, as SQLite itself does on a full
+ * disk or an I/O error, and fails. */
+static mv_code insert_or_abort_tx(mv_db *db, void *ctx, mv_err *err) {
+    int64_t id = *(int64_t *)ctx;
+    mv_code rc = mv_db_execf(db, SQL_INSERT, NULL, err, "i", id);
+    if (rc == MV_OK && id % 7 == 0) {
+        mv_db_exec(db, "ROLLBACK", NULL);
+        rc = mv_err_set(err, MV_STORE_UNAVAILABLE, "simulated abort");
+    }
+    return rc;
+}
+
+typedef struct {
+    mv_store *store;
+    int base;
+    mv_code rcs[60];
+} abort_worker;
+
+static void *abort_writer(void *arg) {
+    abort_worker *w = arg;
+    for (int i = 0; i < 60; i++) {
+        int64_t id = w->base + i;
+        w->rcs[i] = mv_store_write(w->store, insert_or_abort_tx, &id, NULL);
+    }
+    return NULL;
+}
+
+typedef struct {
+    int64_t id, n;
+} exists_arg;
+
+static mv_code exists_tx(mv_db *db, void *ctx, mv_err *err) {
+    exists_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_EXISTS, &st, err, "i", a->id);
+    a->n = st ? mv_stmt_int64(st, 0) : -1;
+    mv_stmt_done(st);
+    return rc;
+}
+
+TEST(a_job_that_aborts_the_shared_transaction_takes_nobody_elses_success_with_it) {
+    char url[600];
+    snprintf(url, sizeof url, "sqlite:%s", test_tmp_path("group-abort.db"));
+    mv_store *s;
+    mv_err err = {0};
+    REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
+    REQUIRE(mv_store_write(s, create_tx, NULL, &err) == MV_OK);
+    pthread_t th[12];
+    abort_worker w[12];
+    for (int i = 0; i < 12; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].store = s;
+        w[i].base = 1 + i * 1000;
+        pthread_create(&th[i], NULL, abort_writer, &w[i]);
+    }
+    for (int i = 0; i < 12; i++) pthread_join(th[i], NULL);
+    /* the invariant: a write is durable exactly when its caller was told it succeeded */
+    int mismatches = 0, ok = 0;
+    for (int i = 0; i < 12; i++)
+        for (int k = 0; k < 60; k++) {
+            exists_arg a = {w[i].base + k, -1};
+            mv_store_read(s, exists_tx, &a, &err);
+            mismatches += (w[i].rcs[k] == MV_OK) != (a.n == 1);
+            ok += w[i].rcs[k] == MV_OK;
+        }
+    CHECK_INT(mismatches, 0);
+    CHECK(ok > 0);
+    mv_store_close(s);
+}
+
+int main(void) {
+    return RUN_TESTS(failing_callbacks_in_a_group_roll_back_only_their_own_writes,
+                     a_job_that_aborts_the_shared_transaction_takes_nobody_elses_success_with_it);
+}
