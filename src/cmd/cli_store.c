@@ -38,7 +38,7 @@ int cli_gc(int argc, char **argv) {
     const char *older = cli_flag(argc, argv, "--older-than-ms");
     char *end = NULL;
     long long retention = older ? strtoll(older, &end, 10) : 86400000LL;
-    if (!url || (older && (*end || retention < 0))) {
+    if (!url || (older && (!*older || *end || retention < 0))) {
         fprintf(stderr, "usage: missive gc --store URL [--older-than-ms N]\n");
         return 2;
     }

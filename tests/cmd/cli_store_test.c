@@ -44,7 +44,18 @@ STORE_TEST(gc_removes_completed_reservations_older_than_the_retention) {
     fixture_close(&f);
 }
 
+TEST(gc_with_an_empty_retention_is_a_usage_error_not_a_retention_of_zero) {
+    char args[700], out[1024];
+    snprintf(args, sizeof args, "gc --store sqlite:%s --older-than-ms ''", test_tmp_path("gc-empty.db"));
+    CHECK_INT(run(args, out, sizeof out), 2);
+    CHECK(strstr(out, "usage") != NULL);
+    snprintf(args, sizeof args, "gc --store sqlite:%s --older-than-ms=", test_tmp_path("gc-empty.db"));
+    CHECK_INT(run(args, out, sizeof out), 2);
+    CHECK(strstr(out, "removed") == NULL);
+}
+
 int main(void) {
     return RUN_TESTS(migrate_creates_the_schema_then_says_nothing_to_do,
+                     gc_with_an_empty_retention_is_a_usage_error_not_a_retention_of_zero,
                      gc_removes_completed_reservations_older_than_the_retention);
 }
