@@ -23,6 +23,24 @@ static const char USAGE[] =
     "usage: missived --config FILE [--listen HOST:PORT] [--store URL] [--no-migrate]\n"
     "       missived --check-config FILE\n";
 
+/* NULL when every argument is a known flag (with its value where it takes one), else the first
+ * one that is not: a mistyped flag must not be silently ignored (a daemon on the wrong store). */
+static const char *unknown_arg(int argc, char **argv) {
+    static const char *const VALUED[] = {"--config", "--check-config", "--listen", "--store", NULL};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--no-migrate") == 0) continue;
+        bool ok = false;
+        for (size_t k = 0; VALUED[k] && !ok; k++) {
+            size_t n = strlen(VALUED[k]);
+            if (strncmp(argv[i], VALUED[k], n) != 0) continue;
+            if (argv[i][n] == '=') ok = true;
+            else if (argv[i][n] == '\0' && i + 1 < argc) ok = true, i++;
+        }
+        if (!ok) return argv[i];
+    }
+    return NULL;
+}
+
 static int log_error(const char *msg, const mv_err *err) {
     mv_log("error", msg, json_pack("{s:s,s:s}", "code", mv_code_name(err->code), "error",
                                    err->message));
@@ -104,6 +122,11 @@ int main(int argc, char **argv) {
     if (argc < 2 || cli_has(argc, argv, "--help") || cli_has(argc, argv, "-h")) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
+    }
+    const char *bad = unknown_arg(argc, argv);
+    if (bad) {
+        fprintf(stderr, "missived: unknown argument or missing value: \"%s\"\n%s", bad, USAGE);
+        return 1;
     }
     const char *check = cli_flag(argc, argv, "--check-config");
     if (check) return check_config(check);

@@ -95,8 +95,37 @@ TEST(check_config_reports_a_bad_template_directory) {
     CHECK(strstr(out, "must be available to sender or receiver") != NULL);
 }
 
+/* Runs missived with args (killed after 5 s, status 124, should it start serving instead). */
+static int missived(const char *args, char *out, size_t size) {
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "timeout 5 %s/missived %s 2>&1", build, args);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = 0;
+    return WEXITSTATUS(pclose(p));
+}
+
+TEST(an_unknown_flag_or_a_flag_without_its_value_is_a_usage_error_not_ignored) {
+    char config[600], args[1000], out[2048];
+    mv_strlcpy(config, test_tmp_path("flags.json"), sizeof config);
+    REQUIRE(test_write_file(config, "{\"listen\": \"127.0.0.1:0\", \"store\": \"sqlite:%s\"}",
+                            test_tmp_path("flags.db")));
+    snprintf(args, sizeof args, "--config %s --stor sqlite:%s", config, test_tmp_path("other.db"));
+    CHECK_INT(missived(args, out, sizeof out), 1);
+    CHECK(strstr(out, "--stor") && strstr(out, "usage"));
+    snprintf(args, sizeof args, "--config %s --no-migrat", config);
+    CHECK_INT(missived(args, out, sizeof out), 1);
+    snprintf(args, sizeof args, "--config %s --listen", config);
+    CHECK_INT(missived(args, out, sizeof out), 1);
+    CHECK(strstr(out, "usage") != NULL);
+    snprintf(args, sizeof args, "--check-config %s --listen=127.0.0.1:9", config);
+    CHECK_INT(missived(args, out, sizeof out), 0); /* known flags in either form still work */
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     return RUN_TESTS(the_daemon_serves_messages_over_sockets_and_stops_on_sigterm,
-                     check_config_reports_a_bad_template_directory);
+                     check_config_reports_a_bad_template_directory,
+                     an_unknown_flag_or_a_flag_without_its_value_is_a_usage_error_not_ignored);
 }
