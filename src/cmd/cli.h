@@ -19,5 +19,9 @@ int cli_outbox(int argc, char **argv);    /* cli_outbox.c */
 const char *cli_flag(int argc, char **argv, const char *name);
 /* True when "--name" is present. */
 bool cli_has(int argc, char **argv, const char *name);
+/* True when every "--" argument is one of valued (followed by its value, or "--name=VALUE") or
+ * bare (NULL-terminated lists, either may be NULL); else says which one on stderr and returns
+ * false, so a misspelled flag is a usage error instead of being ignored. */
+bool cli_flags_ok(int argc, char **argv, const char *const *valued, const char *const *bare);
 
 #endif

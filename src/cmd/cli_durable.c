@@ -178,7 +178,8 @@ int cli_reconcile(int argc, char **argv) {
     int n = (int)(sizeof reconcilers / sizeof reconcilers[0]), only = -1;
     char *end = NULL;
     long long stale_ms = stale ? strtoll(stale, &end, 10) : 60000;
-    if (!url || (stale && (!*stale || *end || stale_ms < 0))) {
+    static const char *const FLAGS[] = {"--store", "--kind", "--stale-ms", NULL};
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url || (stale && (!*stale || *end || stale_ms < 0))) {
         fprintf(stderr, "usage: missive reconcile --store URL "
                         "[--kind effects|sagas|actions|requests|outbox] [--stale-ms N]\n");
         return 2;
@@ -217,7 +218,8 @@ int cli_approvals(int argc, char **argv) {
                *decision = positional(argc, argv, 2);
     const char *url = cli_flag(argc, argv, "--store"), *tenant = cli_flag(argc, argv, "--tenant"),
                *by = cli_flag(argc, argv, "--by");
-    if (!verb || strcmp(verb, "decide") != 0 || !id || !decision || !url || !tenant || !by) {
+    static const char *const FLAGS[] = {"--store", "--tenant", "--by", NULL};
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "decide") != 0 || !id || !decision || !url || !tenant || !by) {
         fprintf(stderr, "usage: missive approvals decide --store URL ID approved|denied "
                         "--tenant T --by U\n");
         return 2;
@@ -319,7 +321,9 @@ int cli_saga(int argc, char **argv) {
                               .effect_id = cli_flag(argc, argv, "--effect"),
                               .outcome = cli_flag(argc, argv, "--outcome"),
                               .error_code = cli_flag(argc, argv, "--error-code")};
-    if (!verb || strcmp(verb, "resolve") != 0 || !saga || !res.kind || !res.step ||
+    static const char *const FLAGS[] = {"--store", "--config", "--saga",   "--kind",       "--step",
+                                        "--effect", "--outcome", "--result", "--error-code", NULL};
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "resolve") != 0 || !saga || !res.kind || !res.step ||
         !res.effect_id || !res.outcome || !url == !config) {
         fprintf(stderr, "usage: missive saga resolve --config FILE|--store URL --saga ID --kind "
                         "execution|compensation --step S --effect E --outcome O [--result JSON] "

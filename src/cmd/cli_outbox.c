@@ -54,7 +54,8 @@ static mv_code load_email(const mv_config *cfg, const mv_webhook_config *wh,
 
 int cli_outbox(int argc, char **argv) {
     const char *verb = argc > 1 ? argv[1] : NULL, *path = cli_flag(argc, argv, "--config");
-    if (!verb || strcmp(verb, "run") != 0 || !path) {
+    static const char *const FLAGS[] = {"--config", NULL};
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "run") != 0 || !path) {
         fprintf(stderr, "usage: missive outbox run --config FILE\n");
         return 2;
     }

@@ -7,8 +7,9 @@
 #include "missive/store.h"
 
 int cli_migrate(int argc, char **argv) {
+    static const char *const FLAGS[] = {"--store", NULL};
     const char *url = cli_flag(argc, argv, "--store");
-    if (!url) {
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url) {
         fprintf(stderr, "usage: missive migrate --store URL\n");
         return 2;
     }
@@ -38,7 +39,8 @@ int cli_gc(int argc, char **argv) {
     const char *older = cli_flag(argc, argv, "--older-than-ms");
     char *end = NULL;
     long long retention = older ? strtoll(older, &end, 10) : 86400000LL;
-    if (!url || (older && (!*older || *end || retention < 0))) {
+    static const char *const FLAGS[] = {"--store", "--older-than-ms", NULL};
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url || (older && (!*older || *end || retention < 0))) {
         fprintf(stderr, "usage: missive gc --store URL [--older-than-ms N]\n");
         return 2;
     }

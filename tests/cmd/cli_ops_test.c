@@ -294,8 +294,37 @@ TEST(outbox_run_delivers_due_rows_with_the_configured_secret_and_reports_failure
     http_sink_stop(sink);
 }
 
+TEST(a_misspelled_flag_is_a_usage_error_before_anything_is_changed) {
+    char args[1200], out[4096], err[4096];
+    const char *db = test_tmp_path("typo.db");
+    /* --reslt: without the check the saga would be resolved with no result */
+    snprintf(args, sizeof args,
+             "saga resolve --store sqlite:%s --saga s1 --kind execution --step a --effect e "
+             "--outcome succeeded --reslt '{\"x\": 1}'", db);
+    CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
+    CHECK(strstr(err, "--reslt") != NULL);
+    snprintf(args, sizeof args, "gc --store sqlite:%s --older-than 5000", db);
+    CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
+    CHECK(strstr(err, "--older-than") != NULL);
+    snprintf(args, sizeof args, "reconcile --store sqlite:%s --knd actions", db);
+    CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
+    snprintf(args, sizeof args,
+             "approvals decide --store sqlite:%s 00000000-0000-4000-8000-000000000000 approved "
+             "--tenant t --by u --dry-run", db);
+    CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
+    CHECK_INT(missive("", "outbox run --config x.json --once", out, sizeof out, err, sizeof err), 2);
+    snprintf(args, sizeof args, "migrate --store sqlite:%s --verbose", db);
+    CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
+    /* flags still work in both forms */
+    snprintf(args, sizeof args, "migrate --store=sqlite:%s", db);
+    CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 0);
+    snprintf(args, sizeof args, "reconcile --store sqlite:%s --kind=actions --stale-ms 5", db);
+    CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 0);
+}
+
 int main(void) {
-    return RUN_TESTS(reconcile_prints_every_kind_and_narrows_to_one,
+    return RUN_TESTS(a_misspelled_flag_is_a_usage_error_before_anything_is_changed,
+                     reconcile_prints_every_kind_and_narrows_to_one,
                      saga_resolve_with_the_config_uses_the_definition_the_saga_names,
                      outbox_run_delivers_due_rows_with_the_configured_secret_and_reports_failures);
 }
