@@ -21,6 +21,7 @@
 #define DEFAULT_BACKOFF_BASE_MS 1000
 #define DEFAULT_BACKOFF_CAP_MS 300000
 #define DEFAULT_LEASE_MS 60000
+#define MAX_DURATION_MS INT64_C(9007199254740991) /* 2^53 - 1: any clock value plus it fits */
 
 static const char SQL_INSERT[] =
     "INSERT INTO outbox (id, kind, payload, state, attempts, next_attempt_at, created_at, "
@@ -261,11 +262,12 @@ static void deliver_webhook(const mv_outbox_config *cfg, const char *row_id, con
 
 static int64_t backoff_ms(const mv_outbox_config *cfg, int attempts) {
     int64_t d = cfg->backoff_base_ms;
-    for (int i = 1; i < attempts && d < cfg->backoff_cap_ms; i++) d *= 2;
+    for (int i = 1; i < attempts && d < cfg->backoff_cap_ms; i++)
+        d = d > cfg->backoff_cap_ms / 2 ? cfg->backoff_cap_ms : d * 2;
     if (d > cfg->backoff_cap_ms) d = cfg->backoff_cap_ms;
-    uint32_t r = 0;
+    uint64_t r = 0;
     mv_random_bytes(&r, sizeof r, NULL);
-    return d - d / 2 + (int64_t)(r % (uint32_t)(d / 2 + 1)) ; /* in [d/2, d]: spreads retries */
+    return d - d / 2 + (int64_t)(r % ((uint64_t)(d / 2) + 1)); /* in [d/2, d]: spreads retries */
 }
 
 static mv_outbox_config with_defaults(const mv_outbox_config *in) {
@@ -275,6 +277,10 @@ static mv_outbox_config with_defaults(const mv_outbox_config *in) {
     if (c.backoff_cap_ms <= 0) c.backoff_cap_ms = DEFAULT_BACKOFF_CAP_MS;
     if (c.backoff_cap_ms < c.backoff_base_ms) c.backoff_cap_ms = c.backoff_base_ms;
     if (c.lease_ms <= 0) c.lease_ms = DEFAULT_LEASE_MS;
+    /* capped so that now + lease or now + backoff cannot overflow into the past */
+    if (c.backoff_cap_ms > MAX_DURATION_MS) c.backoff_cap_ms = MAX_DURATION_MS;
+    if (c.backoff_base_ms > c.backoff_cap_ms) c.backoff_base_ms = c.backoff_cap_ms;
+    if (c.lease_ms > MAX_DURATION_MS) c.lease_ms = MAX_DURATION_MS;
     return c;
 }
 

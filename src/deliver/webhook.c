@@ -187,9 +187,12 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
                         c.max_response_bytes, status);
         goto done;
     } else {
+        /* CURLE_UNSUPPORTED_PROTOCOL is not in the list: libcurl also answers it to a reply
+         * without a status line (HTTP/0.9), after the request went out; before that,
+         * pretransfer is still zero. */
         bool not_sent = cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY ||
-                        cc == CURLE_COULDNT_CONNECT || cc == CURLE_UNSUPPORTED_PROTOCOL ||
-                        cc == CURLE_URL_MALFORMAT || pretransfer == 0;
+                        cc == CURLE_COULDNT_CONNECT || cc == CURLE_URL_MALFORMAT ||
+                        pretransfer == 0;
         res->outcome = not_sent ? MV_WEBHOOK_NOT_SENT : MV_WEBHOOK_AMBIGUOUS;
         rc = mv_err_set(err, MV_UPSTREAM_FAILED, "%s %s: %s (%s)", method, shown,
                         not_sent ? "not sent" : "no complete answer",

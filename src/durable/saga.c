@@ -92,7 +92,10 @@ mv_code mv_saga_engine_new(mv_store *store, const mv_saga_engine_options *opts,
         e->observer = opts->observer;
         e->on_save = opts->on_save;
         e->on_save_ctx = opts->on_save_ctx;
-        if (opts->runner_lease_ms > 0) e->runner_lease_ms = opts->runner_lease_ms;
+        /* capped so that now + lease cannot overflow (a wrapped expiry is already past) */
+        if (opts->runner_lease_ms > 0)
+            e->runner_lease_ms =
+                opts->runner_lease_ms < MV_MAX_SAFE_INT ? opts->runner_lease_ms : MV_MAX_SAFE_INT;
         if (opts->encryption_key) {
             memcpy(e->key, opts->encryption_key, 32);
             e->has_key = true;

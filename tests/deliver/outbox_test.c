@@ -686,6 +686,55 @@ STORE_TEST(email_of_a_killed_worker_is_resent_with_the_same_message_id) {
     mv_store_close(s);
 }
 
+typedef struct second_worker {
+    mv_store *store;
+    const mv_outbox_config *cfg;
+    http_sink *hook;
+    int delivered;
+    mv_code rc;
+} second_worker;
+
+static void *second_worker_main(void *arg) {
+    second_worker *w = arg;
+    if (!http_sink_wait(w->hook, 1, 5000)) return NULL; /* the first delivery is in flight */
+    mv_err err = {0};
+    w->rc = mv_outbox_run_due(w->store, w->cfg, 10, &w->delivered, &err);
+    return NULL;
+}
+
+STORE_TEST(huge_lease_and_backoff_settings_neither_wrap_nor_crash) {
+    mv_store *s = open_store(kind, "huge.db");
+    http_sink *hook = http_sink_start();
+    REQUIRE(s && hook);
+    int64_t now = 1700000000000;
+    mv_clock clk = mv_manual_clock(&now);
+    char url[128];
+    snprintf(url, sizeof url, "%s/slow", http_sink_url(hook));
+    http_sink_push(hook, &(http_sink_response){.path = "/slow", .status = 502, .delay_ms = 600});
+    char id[37];
+    strcpy(id, add_row(s, MV_OUTBOX_WEBHOOK, webhook_payload(url, 1), now));
+    /* a lease "for ever" and a backoff of about 99 days (d/2 + 1 == 2^32) */
+    mv_outbox_config cfg = {.clock = &clk,
+                            .lease_ms = INT64_MAX,
+                            .backoff_base_ms = INT64_C(8589934590),
+                            .backoff_cap_ms = INT64_C(8589934590)};
+    second_worker w = {.store = s, .cfg = &cfg, .hook = hook};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, second_worker_main, &w) == 0);
+    mv_err err = {0};
+    CHECK_CODE(mv_outbox_run_due(s, &cfg, 10, NULL, &err), MV_OK, &err);
+    pthread_join(t, NULL);
+    CHECK_INT(w.rc, MV_OK);
+    CHECK_INT(http_sink_count(hook), 1); /* the live lease was not taken over */
+    mv_outbox_row r = get_row(s, id);
+    CHECK_STR(r.state, "pending");
+    CHECK(r.next_attempt_at >= now + INT64_C(8589934590) / 2);
+    mv_outbox_row_free(&r);
+    http_sink_stop(hook);
+    mv_store_close(s);
+}
+
+
 int main(void) {
     return RUN_TESTS(row_added_in_a_rolled_back_transaction_does_not_exist,
                      payloads_of_the_wrong_shape_are_refused_naming_the_field,
@@ -702,5 +751,6 @@ int main(void) {
                      background_worker_delivers_on_wake_and_stops_promptly,
                      scan_lists_failed_rows_and_stale_deliveries,
                      webhook_row_of_a_killed_worker_is_redelivered_with_the_same_idempotency_key,
-                     email_of_a_killed_worker_is_resent_with_the_same_message_id);
+                     email_of_a_killed_worker_is_resent_with_the_same_message_id,
+                     huge_lease_and_backoff_settings_neither_wrap_nor_crash);
 }

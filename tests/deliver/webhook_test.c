@@ -9,6 +9,7 @@
 
 #include "missive/deliver.h"
 #include "support/http_sink.h"
+#include "support/loopback.h"
 #include "test.h"
 
 static const char SECRET[] = "a-webhook-secret-of-some-length";
@@ -360,8 +361,39 @@ TEST(sink_matches_queued_answers_by_path_prefix) {
     http_sink_stop(s);
 }
 
+/* A server that reads the whole request, acts on it, then answers without an HTTP status line
+ * (HTTP/0.9 style). libcurl refuses such an answer with CURLE_UNSUPPORTED_PROTOCOL — the same code
+ * it uses for a URL it cannot send — but here the request was delivered. */
+static int http09_seen;
+static void http09_serve(void *ctx, int fd, loopback *srv) {
+    (void)ctx;
+    (void)srv;
+    loopback_reader r = {.fd = fd};
+    char line[1024];
+    long n;
+    while ((n = loopback_read_line(&r, line, sizeof line)) > 0) {
+    }
+    if (n == 0) __atomic_add_fetch(&http09_seen, 1, __ATOMIC_SEQ_CST);
+    loopback_write(fd, "done, no status line\n", 21);
+}
+
+TEST(answer_without_a_status_line_after_the_request_arrived_is_ambiguous_not_unsent) {
+    loopback *srv = loopback_start(http09_serve, NULL);
+    REQUIRE(srv);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", loopback_port(srv));
+    mv_webhook_response res;
+    mv_err err = {0};
+    CHECK_CODE(mv_webhook_get(NULL, url, &res, &err), MV_UPSTREAM_FAILED, &err);
+    CHECK_INT(__atomic_load_n(&http09_seen, __ATOMIC_SEQ_CST), 1); /* the far side got it */
+    CHECK_INT(res.outcome, MV_WEBHOOK_AMBIGUOUS);
+    mv_webhook_response_free(&res);
+    loopback_stop(srv);
+}
+
 int main(void) {
-    return RUN_TESTS(post_sends_compact_json_with_key_and_a_signature_the_receiver_can_verify,
+    return RUN_TESTS(answer_without_a_status_line_after_the_request_arrived_is_ambiguous_not_unsent,
+                     post_sends_compact_json_with_key_and_a_signature_the_receiver_can_verify,
                      signature_helper_matches_openssl_and_changes_with_one_byte,
                      without_a_secret_no_signature_header_is_sent,
                      statuses_classify_as_ok_rejected_or_ambiguous,
@@ -376,3 +408,4 @@ int main(void) {
                      posts_from_many_threads_all_arrive_with_matching_keys_and_signatures,
                      sink_matches_queued_answers_by_path_prefix);
 }
+

@@ -699,6 +699,60 @@ STORE_TEST(two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice) 
     mv_store_close(s);
 }
 
+/* ---- a very long runner lease ------------------------------------------------------------- */
+
+typedef struct {
+    mv_saga_engine *other;
+    int inner_calls;
+    mv_code inner_rc;
+} lease_probe;
+
+static mv_code lease_probe_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx,
+                               mv_err *err);
+
+static mv_saga_definition lease_probe_def(lease_probe *p) {
+    static mv_saga_compensator c[1];
+    c[0] = (mv_saga_compensator){"one", compensate_step, NULL};
+    return (mv_saga_definition){
+        .name = "probe", .run = lease_probe_run, .compensators = c, .ncompensators = 1, .ctx = p};
+}
+
+/* While this runner holds the saga, a second engine tries to resume it. */
+static mv_code lease_probe_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx,
+                               mv_err *err) {
+    (void)input;
+    (void)err;
+    lease_probe *p = def_ctx;
+    if (p->inner_calls++ == 0) {
+        mv_saga_definition def = lease_probe_def(p);
+        mv_err inner = {0};
+        p->inner_rc = mv_saga_resume(p->other, &def, mv_saga_ctx_id(ctx), NULL, NULL, &inner);
+    }
+    return MV_OK;
+}
+
+STORE_TEST(a_runner_lease_longer_than_the_clock_can_count_is_still_held) {
+    rig r;
+    world w = {0};
+    REQUIRE(rig_open(&r, kind, "longlease.db", &w, NULL));
+    mv_saga_engine *holder = NULL, *other = NULL;
+    mv_err err = {0};
+    mv_saga_engine_options o = {.clock = &r.clock, .runner_lease_ms = INT64_MAX};
+    REQUIRE(mv_saga_engine_new(r.store, &o, &holder, &err) == MV_OK);
+    mv_saga_engine_options o2 = {.clock = &r.clock};
+    REQUIRE(mv_saga_engine_new(r.store, &o2, &other, &err) == MV_OK);
+    lease_probe p = {.other = other};
+    mv_saga_definition def = lease_probe_def(&p);
+    CHECK_CODE(mv_saga_execute(holder, &def, "saga_long_lease", NULL, NULL, NULL, &err), MV_OK,
+               &err);
+    CHECK_INT(p.inner_calls, 1); /* the second engine never ran the saga */
+    CHECK_INT(p.inner_rc, MV_SAGA_CONCURRENCY);
+    mv_saga_engine_free(holder);
+    mv_saga_engine_free(other);
+    rig_close(&r);
+}
+
+
 int main(void) {
     return RUN_TESTS(
         checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
@@ -711,5 +765,6 @@ int main(void) {
         start_with_the_same_id_replays_or_reports_a_mismatch,
         invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit,
         encrypted_saga_stores_no_plaintext_and_detects_tampering,
-        two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice);
+        two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice,
+        a_runner_lease_longer_than_the_clock_can_count_is_still_held);
 }
