@@ -10,79 +10,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
+
 /* ---- strings of values ------------------------------------------------------------------- */
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} strbuf;
-
-static void sb_put(strbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 32;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *ns = realloc(b->s, cap);
-        if (!ns) {
-            b->oom = true;
-            return;
-        }
-        b->s = ns;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
 /* Appends String(v); inside an array (and in join) null is the empty string, as in JS. */
-static void sb_value(strbuf *b, const json_t *v, bool in_array) {
+static void sb_value(mv_strbuf *b, const json_t *v, bool in_array) {
     char num[32];
     switch (json_typeof(v)) {
     case JSON_NULL:
-        if (!in_array) sb_put(b, "null", 4);
+        if (!in_array) mv_strbuf_add(b, "null", 4);
         break;
-    case JSON_TRUE: sb_put(b, "true", 4); break;
-    case JSON_FALSE: sb_put(b, "false", 5); break;
+    case JSON_TRUE: mv_strbuf_add(b, "true", 4); break;
+    case JSON_FALSE: mv_strbuf_add(b, "false", 5); break;
     case JSON_INTEGER:
     case JSON_REAL:
         mv_js_format_number(json_number_value(v), num);
-        sb_put(b, num, strlen(num));
+        mv_strbuf_add(b, num, strlen(num));
         break;
-    case JSON_STRING: sb_put(b, json_string_value(v), json_string_length(v)); break;
+    case JSON_STRING: mv_strbuf_add(b, json_string_value(v), json_string_length(v)); break;
     case JSON_ARRAY:
         for (size_t i = 0; i < json_array_size(v); i++) {
-            if (i) sb_put(b, ",", 1);
+            if (i) mv_strbuf_add(b, ",", 1);
             sb_value(b, json_array_get(v, i), true);
         }
         break;
-    case JSON_OBJECT: sb_put(b, "[object Object]", 15); break;
+    case JSON_OBJECT: mv_strbuf_add(b, "[object Object]", 15); break;
     }
-}
-
-static char *sb_finish(strbuf *b, size_t *len) {
-    if (!b->oom) sb_put(b, "", 0); /* an empty result still needs its buffer */
-    if (b->oom) {
-        free(b->s);
-        return NULL;
-    }
-    if (len) *len = b->len;
-    return b->s;
 }
 
 char *mv_js_to_string(const json_t *v, size_t *len) {
-    strbuf b = {0};
+    mv_strbuf b = {0};
     sb_value(&b, v ? v : json_null(), false);
-    return sb_finish(&b, len);
+    return mv_strbuf_take(&b, len);
 }
 
 char *mv_js_join(json_t *const *vals, size_t n, size_t *len) {
-    strbuf b = {0};
+    mv_strbuf b = {0};
     for (size_t i = 0; i < n; i++)
         if (vals[i]) sb_value(&b, vals[i], true);
-    return sb_finish(&b, len);
+    return mv_strbuf_take(&b, len);
 }
 
 /* ES Number::toString: shortest round-trip digits, laid out in plain or exponent form. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/js_value.h"
+#include "base/strbuf.h"
 #include "base/mustache_node.h"
 
 /* Nested loops over large data can take unbounded time without printing anything, which the
@@ -38,8 +39,7 @@ typedef struct frame {
 } frame;
 
 typedef struct renderer {
-    char *buf;
-    size_t len, cap;
+    mv_strbuf out;
     mv_escape escape;
     frame frames[MV_TPL_MAX_DEPTH + 1];
     size_t nframes;
@@ -50,20 +50,11 @@ typedef struct renderer {
 /* ---- output ------------------------------------------------------------------------------ */
 
 static mv_code put(renderer *r, const char *s, size_t n) {
-    if (n > MV_TPL_MAX_OUTPUT - r->len)
+    if (n > MV_TPL_MAX_OUTPUT - r->out.len)
         return mv_err_set(r->err, MV_INVALID_TEMPLATE, "rendered output exceeds %d bytes",
                           MV_TPL_MAX_OUTPUT);
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap < r->len + n + 1)
-            cap *= 2;
-        char *nb = realloc(r->buf, cap);
-        if (!nb) return mv_err_set(r->err, MV_NO_MEMORY, "out of memory rendering a template");
-        r->buf = nb;
-        r->cap = cap;
-    }
-    memcpy(r->buf + r->len, s, n);
-    r->len += n;
+    if (!mv_strbuf_add(&r->out, s, n))
+        return mv_err_set(r->err, MV_NO_MEMORY, "out of memory rendering a template");
     return MV_OK;
 }
 
@@ -373,14 +364,15 @@ mv_code mv_tpl_render(const mv_tpl *tpl, const json_t *data, mv_escape escape, c
     renderer r = {.escape = escape, .err = err, .nframes = 1};
     r.frames[0].ctx = data; /* NULL behaves as an empty object: nothing resolves */
     mv_code rc = render_nodes(&r, tpl->root);
-    if (rc == MV_OK) rc = put(&r, "", 0); /* makes sure there is a buffer to terminate */
+    char *text = mv_strbuf_take(&r.out, out_len);
+    if (rc == MV_OK && !text)
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory rendering a template");
     if (rc != MV_OK) {
-        free(r.buf);
+        free(text);
+        if (out_len) *out_len = 0;
         return rc;
     }
-    r.buf[r.len] = '\0';
-    *out = r.buf;
-    if (out_len) *out_len = r.len;
+    *out = text;
     return MV_OK;
 }
 

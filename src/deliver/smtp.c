@@ -12,33 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/strbuf.h"
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 
-typedef struct strbuf {
-    char *data;
-    size_t len, cap;
-    bool oom;
-} strbuf;
-
-static void sb_addn(strbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->data, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-static void sb_add(strbuf *b, const char *s) { sb_addn(b, s, strlen(s)); }
 
 static bool header_safe_address(const char *a) {
     if (!a || !*a || !strchr(a, '@')) return false;
@@ -55,7 +32,7 @@ static bool header_safe_token(const char *s) {
 
 /* Subject: control characters → spaces; ASCII stays as is, anything else becomes a folded
  * sequence of RFC 2047 base64 encoded-words, each cut on a UTF-8 character boundary. */
-static void add_subject(strbuf *b, const char *subject) {
+static void add_subject(mv_strbuf *b, const char *subject) {
     size_t n = strlen(subject);
     char *clean = malloc(n + 1);
     if (!clean) {
@@ -70,9 +47,9 @@ static void add_subject(strbuf *b, const char *subject) {
     }
     clean[n] = '\0';
     if (strstr(clean, "=?")) ascii = false;
-    sb_add(b, "Subject: ");
+    mv_strbuf_adds(b, "Subject: ");
     if (ascii) {
-        sb_add(b, clean);
+        mv_strbuf_adds(b, clean);
     } else {
         size_t i = 0;
         while (i < n) {
@@ -80,25 +57,25 @@ static void add_subject(strbuf *b, const char *subject) {
             while (end > i + 1 && end < n && ((unsigned char)clean[end] & 0xC0) == 0x80) end--;
             unsigned char enc[64];
             int len = EVP_EncodeBlock(enc, (const unsigned char *)clean + i, (int)(end - i));
-            if (i > 0) sb_add(b, "\r\n ");
-            sb_add(b, "=?UTF-8?B?");
-            sb_addn(b, (const char *)enc, (size_t)len);
-            sb_add(b, "?=");
+            if (i > 0) mv_strbuf_adds(b, "\r\n ");
+            mv_strbuf_adds(b, "=?UTF-8?B?");
+            mv_strbuf_add(b, (const char *)enc, (size_t)len);
+            mv_strbuf_adds(b, "?=");
             i = end;
         }
     }
-    sb_add(b, "\r\n");
+    mv_strbuf_adds(b, "\r\n");
     free(clean);
 }
 
 /* Quoted-printable (RFC 2045 §6.7) with every kind of newline turned into CRLF. */
-static void add_qp_body(strbuf *b, const char *body) {
+static void add_qp_body(mv_strbuf *b, const char *body) {
     static const char hex[] = "0123456789ABCDEF";
     size_t col = 0;
     for (const unsigned char *p = (const unsigned char *)body; *p; p++) {
         if (*p == '\r' || *p == '\n') {
             if (*p == '\r' && p[1] == '\n') p++;
-            sb_add(b, "\r\n");
+            mv_strbuf_adds(b, "\r\n");
             col = 0;
             continue;
         }
@@ -107,17 +84,17 @@ static void add_qp_body(strbuf *b, const char *body) {
         char enc[3] = {'=', hex[*p >> 4], hex[*p & 15]};
         size_t w = literal ? 1 : 3;
         if (col + w > 75) {
-            sb_add(b, "=\r\n");
+            mv_strbuf_adds(b, "=\r\n");
             col = 0;
         }
-        if (literal) sb_addn(b, (const char *)p, 1);
-        else sb_addn(b, enc, 3);
+        if (literal) mv_strbuf_add(b, (const char *)p, 1);
+        else mv_strbuf_add(b, enc, 3);
         col += w;
     }
-    sb_add(b, "\r\n");
+    mv_strbuf_adds(b, "\r\n");
 }
 
-static void add_date(strbuf *b) {
+static void add_date(mv_strbuf *b) {
     static const char *days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
     static const char *months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
@@ -127,7 +104,7 @@ static void add_date(strbuf *b) {
     char line[64];
     snprintf(line, sizeof line, "Date: %s, %02d %s %04d %02d:%02d:%02d +0000\r\n", days[tm.tm_wday],
              tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    sb_add(b, line);
+    mv_strbuf_adds(b, line);
 }
 
 typedef struct reader {
@@ -168,21 +145,21 @@ mv_code mv_smtp_send(const mv_smtp_config *cfg, const char *to, const char *subj
     char shown[512];
     mv_url_redacted(cfg->url, shown, sizeof shown);
     const char *domain = strchr(cfg->from, '@') + 1;
-    strbuf msg = {0};
+    mv_strbuf msg = {0};
     add_date(&msg);
-    sb_add(&msg, "From: ");
-    sb_add(&msg, cfg->from);
-    sb_add(&msg, "\r\nTo: ");
-    sb_add(&msg, to);
-    sb_add(&msg, "\r\n");
+    mv_strbuf_adds(&msg, "From: ");
+    mv_strbuf_adds(&msg, cfg->from);
+    mv_strbuf_adds(&msg, "\r\nTo: ");
+    mv_strbuf_adds(&msg, to);
+    mv_strbuf_adds(&msg, "\r\n");
     add_subject(&msg, subject ? subject : "");
-    sb_add(&msg, "Message-ID: <");
-    sb_add(&msg, message_id);
+    mv_strbuf_adds(&msg, "Message-ID: <");
+    mv_strbuf_adds(&msg, message_id);
     if (!strchr(message_id, '@')) {
-        sb_add(&msg, "@");
-        sb_add(&msg, domain);
+        mv_strbuf_adds(&msg, "@");
+        mv_strbuf_adds(&msg, domain);
     }
-    sb_add(&msg, ">\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    mv_strbuf_adds(&msg, ">\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
                  "Content-Transfer-Encoding: quoted-printable\r\n\r\n");
     add_qp_body(&msg, body ? body : "");
     if (msg.oom) {

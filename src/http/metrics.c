@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "http/metrics.h"
 
 static const double BUCKETS[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -66,73 +67,43 @@ void mv_metrics_set_collector(mv_metrics *m, mv_metrics_collector fn, void *ctx)
 
 /* ---- growable text ----------------------------------------------------------------------- */
 
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} buf;
 
-static void buf_add(buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 256;
-        while (ncap < b->len + n + 1) ncap *= 2;
-        char *np = realloc(b->p, ncap);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = ncap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
 
-static void buf_str(buf *b, const char *s) {
-    buf_add(b, s, strlen(s));
-}
-
-static void buf_fmt(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void buf_fmt(buf *b, const char *fmt, ...) {
+static void buf_fmt(mv_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_fmt(mv_strbuf *b, const char *fmt, ...) {
     char tmp[256];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    if (n > 0) buf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    if (n > 0) mv_strbuf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
-static void buf_value(buf *b, double v) {
-    if (isnan(v)) buf_str(b, "NaN");
-    else if (isinf(v)) buf_str(b, v > 0 ? "+Inf" : "-Inf");
+static void buf_value(mv_strbuf *b, double v) {
+    if (isnan(v)) mv_strbuf_adds(b, "NaN");
+    else if (isinf(v)) mv_strbuf_adds(b, v > 0 ? "+Inf" : "-Inf");
     else if (v == floor(v) && fabs(v) < 1e15) buf_fmt(b, "%.0f", v);
     else buf_fmt(b, "%.15g", v);
 }
 
 /* {a="x",b="y"} with \, " and newline escaped; "" for no labels. */
 static char *render_labels(const char *const *labels) {
-    buf b = {0};
-    buf_str(&b, "");
+    mv_strbuf b = {0};
+    mv_strbuf_adds(&b, "");
     for (size_t i = 0; labels && labels[i] && labels[i + 1]; i += 2) {
-        buf_str(&b, i ? "," : "{");
-        buf_str(&b, labels[i]);
-        buf_str(&b, "=\"");
+        mv_strbuf_adds(&b, i ? "," : "{");
+        mv_strbuf_adds(&b, labels[i]);
+        mv_strbuf_adds(&b, "=\"");
         for (const char *v = labels[i + 1]; *v; v++) {
-            if (*v == '\\') buf_str(&b, "\\\\");
-            else if (*v == '"') buf_str(&b, "\\\"");
-            else if (*v == '\n') buf_str(&b, "\\n");
-            else buf_add(&b, v, 1);
+            if (*v == '\\') mv_strbuf_adds(&b, "\\\\");
+            else if (*v == '"') mv_strbuf_adds(&b, "\\\"");
+            else if (*v == '\n') mv_strbuf_adds(&b, "\\n");
+            else mv_strbuf_add(&b, v, 1);
         }
-        buf_str(&b, "\"");
-        if (!labels[i + 2] || !labels[i + 3]) buf_str(&b, "}");
+        mv_strbuf_adds(&b, "\"");
+        if (!labels[i + 2] || !labels[i + 3]) mv_strbuf_adds(&b, "}");
     }
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    return mv_strbuf_take(&b, NULL);
 }
 
 /* ---- lookup (lock held) ------------------------------------------------------------------ */
@@ -248,15 +219,15 @@ double mv_metrics_value(mv_metrics *m, const char *name, const char *const *labe
 /* ---- rendering --------------------------------------------------------------------------- */
 
 /* labels "{a=\"x\"}" + le → "{a=\"x\",le=\"0.5\"}" */
-static void buf_labels_le(buf *b, const char *labels, const char *le) {
+static void buf_labels_le(mv_strbuf *b, const char *labels, const char *le) {
     if (labels[0]) {
-        buf_add(b, labels, strlen(labels) - 1);
-        buf_str(b, ",le=\"");
+        mv_strbuf_add(b, labels, strlen(labels) - 1);
+        mv_strbuf_adds(b, ",le=\"");
     } else {
-        buf_str(b, "{le=\"");
+        mv_strbuf_adds(b, "{le=\"");
     }
-    buf_str(b, le);
-    buf_str(b, "\"}");
+    mv_strbuf_adds(b, le);
+    mv_strbuf_adds(b, "\"}");
 }
 
 char *mv_metrics_render(mv_metrics *m) {
@@ -266,62 +237,58 @@ char *mv_metrics_render(mv_metrics *m) {
     pthread_mutex_unlock(&m->mu);
     if (fn) fn(m, ctx);
 
-    buf b = {0};
-    buf_str(&b, "");
+    mv_strbuf b = {0};
+    mv_strbuf_adds(&b, "");
     pthread_mutex_lock(&m->mu);
     for (size_t i = 0; i < m->n; i++) {
         family *f = &m->f[i];
         if (f->help) {
-            buf_str(&b, "# HELP ");
-            buf_str(&b, f->name);
-            buf_str(&b, " ");
-            buf_str(&b, f->help);
-            buf_str(&b, "\n");
+            mv_strbuf_adds(&b, "# HELP ");
+            mv_strbuf_adds(&b, f->name);
+            mv_strbuf_adds(&b, " ");
+            mv_strbuf_adds(&b, f->help);
+            mv_strbuf_adds(&b, "\n");
         }
-        buf_str(&b, "# TYPE ");
-        buf_str(&b, f->name);
-        buf_str(&b, " ");
-        buf_str(&b, f->type);
-        buf_str(&b, "\n");
+        mv_strbuf_adds(&b, "# TYPE ");
+        mv_strbuf_adds(&b, f->name);
+        mv_strbuf_adds(&b, " ");
+        mv_strbuf_adds(&b, f->type);
+        mv_strbuf_adds(&b, "\n");
         bool hist = strcmp(f->type, "histogram") == 0;
         for (size_t j = 0; j < f->n; j++) {
             series *s = &f->s[j];
             if (!hist) {
-                buf_str(&b, f->name);
-                buf_str(&b, s->labels);
-                buf_str(&b, " ");
+                mv_strbuf_adds(&b, f->name);
+                mv_strbuf_adds(&b, s->labels);
+                mv_strbuf_adds(&b, " ");
                 buf_value(&b, s->value);
-                buf_str(&b, "\n");
+                mv_strbuf_adds(&b, "\n");
                 continue;
             }
             for (size_t k = 0; k < NBUCKETS; k++) {
                 char le[32];
                 snprintf(le, sizeof le, "%g", BUCKETS[k]);
-                buf_str(&b, f->name);
-                buf_str(&b, "_bucket");
+                mv_strbuf_adds(&b, f->name);
+                mv_strbuf_adds(&b, "_bucket");
                 buf_labels_le(&b, s->labels, le);
                 buf_fmt(&b, " %llu\n", s->buckets[k]);
             }
-            buf_str(&b, f->name);
-            buf_str(&b, "_bucket");
+            mv_strbuf_adds(&b, f->name);
+            mv_strbuf_adds(&b, "_bucket");
             buf_labels_le(&b, s->labels, "+Inf");
             buf_fmt(&b, " %llu\n", s->count);
-            buf_str(&b, f->name);
-            buf_str(&b, "_sum");
-            buf_str(&b, s->labels);
-            buf_str(&b, " ");
+            mv_strbuf_adds(&b, f->name);
+            mv_strbuf_adds(&b, "_sum");
+            mv_strbuf_adds(&b, s->labels);
+            mv_strbuf_adds(&b, " ");
             buf_value(&b, s->value);
-            buf_str(&b, "\n");
-            buf_str(&b, f->name);
-            buf_str(&b, "_count");
-            buf_str(&b, s->labels);
+            mv_strbuf_adds(&b, "\n");
+            mv_strbuf_adds(&b, f->name);
+            mv_strbuf_adds(&b, "_count");
+            mv_strbuf_adds(&b, s->labels);
             buf_fmt(&b, " %llu\n", s->count);
         }
     }
     pthread_mutex_unlock(&m->mu);
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    return mv_strbuf_take(&b, NULL);
 }

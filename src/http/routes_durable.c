@@ -228,26 +228,29 @@ static const mv_saga_definition *definition_of(mv_http_request *req, mv_http_res
     return def;
 }
 
-static void resume_saga(mv_http_request *req, mv_http_response *res, void *app) {
-    (void)app;
+typedef mv_code (*saga_run_fn)(mv_saga_engine *e, const mv_saga_definition *def,
+                               const char *saga_id, mv_abort *abort, json_t **record, mv_err *err);
+
+/* resume and compensate: the saga names its definition; run it and answer the record. */
+static void run_saga(mv_http_request *req, mv_http_response *res, saga_run_fn run,
+                     bool compensating) {
     mv_durable_routes *r = req->route_ctx;
     const mv_saga_definition *def = definition_of(req, res);
     if (!def) return;
     json_t *record = NULL;
     mv_err err = {0};
-    mv_code rc = mv_saga_resume(r->engine, def, mv_http_param(req, "id"), NULL, &record, &err);
-    answer_saga(res, rc, record, &err, false);
+    mv_code rc = run(r->engine, def, mv_http_param(req, "id"), NULL, &record, &err);
+    answer_saga(res, rc, record, &err, compensating);
+}
+
+static void resume_saga(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    run_saga(req, res, mv_saga_resume, false);
 }
 
 static void compensate_saga(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
-    mv_durable_routes *r = req->route_ctx;
-    const mv_saga_definition *def = definition_of(req, res);
-    if (!def) return;
-    json_t *record = NULL;
-    mv_err err = {0};
-    mv_code rc = mv_saga_compensate(r->engine, def, mv_http_param(req, "id"), NULL, &record, &err);
-    answer_saga(res, rc, record, &err, true);
+    run_saga(req, res, mv_saga_compensate, true);
 }
 
 static void resolve_saga(mv_http_request *req, mv_http_response *res, void *app) {

@@ -411,15 +411,22 @@ void mv_stmt_done(mv_stmt *st) {
     st->changes = 0;
 }
 
+/* mv_db_prepare + bind: the common start of mv_db_execf and mv_db_row. */
+static mv_code prepare_bound(mv_db *db, const char *sql, mv_stmt **st, mv_err *err,
+                             const char *fmt, va_list ap) {
+    mv_code rc = mv_db_prepare(db, sql, st, err);
+    if (rc == MV_OK) bind_va(*st, fmt, ap);
+    return rc;
+}
+
 mv_code mv_db_execf(mv_db *db, const char *sql, int64_t *changes, mv_err *err, const char *fmt,
                     ...) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, sql, &st, err);
-    if (rc != MV_OK) return rc;
     va_list ap;
     va_start(ap, fmt);
-    bind_va(st, fmt, ap);
+    mv_code rc = prepare_bound(db, sql, &st, err, fmt, ap);
     va_end(ap);
+    if (rc != MV_OK) return rc;
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
     }
@@ -431,12 +438,11 @@ mv_code mv_db_execf(mv_db *db, const char *sql, int64_t *changes, mv_err *err, c
 mv_code mv_db_row(mv_db *db, const char *sql, mv_stmt **out, mv_err *err, const char *fmt, ...) {
     *out = NULL;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, sql, &st, err);
-    if (rc != MV_OK) return rc;
     va_list ap;
     va_start(ap, fmt);
-    bind_va(st, fmt, ap);
+    mv_code rc = prepare_bound(db, sql, &st, err, fmt, ap);
     va_end(ap);
+    if (rc != MV_OK) return rc;
     int r = mv_stmt_step(st, err);
     if (r == 1) {
         *out = st;

@@ -1,0 +1,24 @@
+/* base/strbuf.h — a growable, always NUL-terminated byte buffer. An allocation failure is sticky
+ * (oom): later appends do nothing, so a caller checks once at the end. */
+#ifndef MISSIVE_BASE_STRBUF_H
+#define MISSIVE_BASE_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct mv_strbuf {
+    char *data; /* NULL until the first append */
+    size_t len, cap;
+    bool oom;
+} mv_strbuf;
+
+/* Appends n bytes (doubling the capacity as needed). Returns false when out of memory. */
+bool mv_strbuf_add(mv_strbuf *b, const char *s, size_t n);
+/* Appends a NUL-terminated string. */
+bool mv_strbuf_adds(mv_strbuf *b, const char *s);
+/* The NUL-terminated contents (also for an empty buffer), which the caller now owns, or NULL
+ * after an allocation failure (the buffer is freed). *len (may be NULL) gets the length. The
+ * buffer is left empty. */
+char *mv_strbuf_take(mv_strbuf *b, size_t *len);
+
+#endif
