@@ -38,6 +38,16 @@ static const char SQL_FAIL[] =
     "lease_expires_at = NULL, updated_at = ? "
     "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
     "AND state = 'pending' AND lease_owner_id = ?";
+/* A removed reservation releases its key: the messages it created keep their clientRequestId (it
+ * is history, shown in their JSON) but are detached from the key's scope (owner and item index
+ * cleared), so the key's next use is a new request that creates fresh messages. Detach first,
+ * then delete, in one transaction. */
+static const char SQL_GC_DETACH[] =
+    "UPDATE messages SET client_request_owner_id = NULL, client_request_item_index = NULL "
+    "WHERE client_request_id IS NOT NULL "
+    "AND (client_request_owner_id, template_cd, client_request_id) IN "
+    "(SELECT client_request_owner_id, template_cd, client_request_id FROM message_requests "
+    "WHERE state = 'completed' AND completed_at <= ?)";
 static const char SQL_GC[] =
     "DELETE FROM message_requests WHERE state = 'completed' AND completed_at <= ?";
 
@@ -167,6 +177,8 @@ mv_code request_fail_tx(mv_db *db, const request_scope *s, const char *lease_own
 }
 
 mv_code request_gc_tx(mv_db *db, int64_t completed_before, int64_t *removed, mv_err *err) {
+    mv_code rc = mv_db_execf(db, SQL_GC_DETACH, NULL, err, "i", completed_before);
+    if (rc != MV_OK) return rc;
     return mv_db_execf(db, SQL_GC, removed, err, "i", completed_before);
 }
 

@@ -689,6 +689,57 @@ STORE_TEST(gc_removes_completed_reservations_past_retention) {
     fixture_close(&f);
 }
 
+STORE_TEST(a_key_removed_by_gc_creates_fresh_messages_on_both_create_paths) {
+    mv_service_options o = {.client_request_poll_ms = 5};
+    fixture f;
+    REQUIRE(fixture_open_opts(&f, kind, "gc-reuse.db", &o));
+    json_t *t = json_loads(DECLARATIVE_TEMPLATE, 0, NULL);
+    mv_err err = {0};
+    REQUIRE(mv_registry_register(f.registry, t, "<decl>", &err) == MV_OK);
+    json_decref(t);
+    mv_code rc;
+    /* the prepare-hook path */
+    json_t *first = fixture_create(&f, "u1", "u2", "gc-k1", &rc);
+    CHECK_INT(rc, MV_OK);
+    /* the one-transaction declarative path */
+    const char *good = "{\"people\": [{\"to\": \"a\", \"name\": \"A\"}]}";
+    decl_racer d1 = {&f, good, "", 0, MV_OK};
+    decl_create(&d1);
+    CHECK_INT(d1.rc, MV_OK);
+    int64_t removed = -1;
+    CHECK_CODE(mv_requests_gc(f.store, f.now, &removed, &err), MV_OK, &err);
+    CHECK_INT(removed, 2);
+    json_t *second = fixture_create(&f, "u1", "u2", "gc-k1", &rc);
+    CHECK_INT(rc, MV_OK);
+    CHECK_INT(json_array_size(second), 1);
+    CHECK(strcmp(first_id(first), first_id(second)) != 0);
+    CHECK_STR(mv_json_str(json_array_get(second, 0), "clientRequestId"), "gc-k1");
+    decl_racer d2 = {&f, good, "", 0, MV_OK};
+    decl_create(&d2);
+    CHECK_INT(d2.rc, MV_OK);
+    CHECK_INT(d2.n, 1);
+    CHECK(strcmp(d1.first_id, d2.first_id) != 0);
+    /* the new use is a request like any other: it replays its own messages, not the old ones */
+    bool replayed = false;
+    mv_user u = {.id = "u1"};
+    json_t *payload = json_pack("{s:s,s:s}", "name", "Widget", "toUser", "u2");
+    json_t *key = json_string("gc-k1");
+    mv_create_request req = {.template_cd = "svc-test", .user = &u, .payload = payload,
+                             .client_request_id = key};
+    json_t *again = NULL;
+    CHECK_CODE(mv_message_create(f.svc, &req, &again, &replayed, &err), MV_OK, &err);
+    CHECK(replayed);
+    CHECK_STR(first_id(again), first_id(second));
+    /* the old messages are still there, with their key as history */
+    CHECK_INT(fixture_rows(f.store, 'm'), 4);
+    json_decref(again);
+    json_decref(key);
+    json_decref(payload);
+    json_decref(first);
+    json_decref(second);
+    fixture_close(&f);
+}
+
 STORE_TEST(qualifying_messages_queue_one_email_and_rolled_back_creates_queue_none) {
     pay_script p = {.mode = 1}; /* payments fail: the paid template rolls back */
     mv_payment_provider pay = {script_create, script_expire, NULL, &p};
@@ -748,5 +799,6 @@ int main(void) {
                      a_failing_expire_reports_through_the_hook_and_names_the_session,
                      create_notification_makes_a_generic_notification,
                      gc_removes_completed_reservations_past_retention,
+                     a_key_removed_by_gc_creates_fresh_messages_on_both_create_paths,
                      qualifying_messages_queue_one_email_and_rolled_back_creates_queue_none);
 }
