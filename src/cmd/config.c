@@ -304,15 +304,18 @@ static mv_code load_delivery(loader *l, json_t *root) {
         if (!c->payment.webhook) return fail(l, "\"payment.webhook\" is required");
     }
 
-    static const char *const EMAIL_KEYS[] = {"smtp", "from", "directory", "exclusions", NULL};
+    static const char *const EMAIL_KEYS[] = {"smtp", "webhook", "from", "directory", "exclusions",
+                                             NULL};
     TRY(get_obj(l, root, "", "email", EMAIL_KEYS, &o));
     if (o) {
         c->email.enabled = true;
         TRY(get_str(l, o, "email", "smtp", &c->email.smtp));
+        TRY(get_str(l, o, "email", "webhook", &c->email.webhook));
         TRY(get_str(l, o, "email", "from", &c->email.from));
         TRY(get_str_array(l, o, "email", "exclusions", &c->email.exclusions, &c->email.n_exclusions));
-        if (!c->email.smtp) return fail(l, "\"email.smtp\" is required");
-        if (!c->email.from || !strchr(c->email.from, '@'))
+        if (!c->email.smtp == !c->email.webhook)
+            return fail(l, "\"email\" needs exactly one of \"smtp\" and \"webhook\"");
+        if ((c->email.smtp && !c->email.from) || (c->email.from && !strchr(c->email.from, '@')))
             return fail(l, "\"email.from\" must be an email address");
         json_t *d;
         static const char *const DIR_KEYS[] = {"webhook", "file", NULL};
@@ -373,6 +376,7 @@ static mv_code check_whole(loader *l) {
     TRY(check_url(l, "payment.webhook", c->payment.webhook, HTTP));
     TRY(check_url(l, "email.directory.webhook", c->email.directory_webhook, HTTP));
     TRY(check_url(l, "email.smtp", c->email.smtp, SMTP));
+    TRY(check_url(l, "email.webhook", c->email.webhook, HTTP));
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
@@ -493,6 +497,7 @@ void mv_config_free(mv_config *c) {
     free_secret(&c->webhook_secret);
     free(c->payment.webhook);
     free(c->email.smtp);
+    free(c->email.webhook);
     free(c->email.from);
     free(c->email.directory_webhook);
     free(c->email.directory_file);

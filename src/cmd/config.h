@@ -73,8 +73,9 @@ typedef struct mv_config {
     } payment;
     struct {
         bool enabled;
-        char *smtp;
-        char *from;
+        char *smtp;                /* exactly one of smtp and webhook */
+        char *webhook;             /* POST {"email": {…}} instead of SMTP */
+        char *from;                /* required with smtp */
         char *directory_webhook;   /* exactly one of these two */
         char *directory_file;      /* JSON file {"userId": "address"} (resolved) */
         char **exclusions;

@@ -151,7 +151,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
 static mv_code start_outbox(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     mv_code rc;
     if (cfg->email.enabled) {
-        json_t *section = json_pack("{s:s?,s:s?}", "smtp", cfg->email.smtp, "from", cfg->email.from);
+        json_t *section = json_pack("{s:s*,s:s*,s:s*}", "smtp", cfg->email.smtp, "webhook",
+                                    cfg->email.webhook, "from", cfg->email.from);
         json_t *dir = cfg->email.directory_webhook
                           ? json_pack("{s:s}", "webhook", cfg->email.directory_webhook)
                           : json_pack("{s:s}", "file", cfg->email.directory_file);

@@ -147,6 +147,29 @@ TEST(values_of_the_wrong_type_or_range_name_their_key) {
     expect_error("{\"payment\": {\"webhook\": \"ftp://x\"}}", "\"payment.webhook\" must be a URL");
 }
 
+TEST(email_takes_exactly_one_of_smtp_and_webhook_and_from_only_with_smtp) {
+    const char *path = write_config("email-webhook.json",
+                                    "{\"email\": {\"webhook\": \"http://127.0.0.1:9/email\", "
+                                    "\"directory\": {\"file\": \"users.json\"}}}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK(c->email.enabled);
+    CHECK_STR(c->email.webhook, "http://127.0.0.1:9/email");
+    CHECK(c->email.smtp == NULL);
+    mv_config_free(c);
+    expect_error("{\"email\": {\"directory\": {\"file\": \"u.json\"}}}",
+                 "\"email\" needs exactly one of \"smtp\" and \"webhook\"");
+    expect_error("{\"email\": {\"smtp\": \"smtp://h\", \"from\": \"a@b\", \"webhook\": "
+                 "\"http://h/e\", \"directory\": {\"file\": \"u.json\"}}}",
+                 "exactly one of");
+    expect_error("{\"email\": {\"webhook\": \"smtp://h\", \"directory\": {\"file\": \"u.json\"}}}",
+                 "\"email.webhook\" must be a URL");
+    expect_error("{\"email\": {\"smtp\": \"smtp://h\", \"directory\": {\"file\": \"u.json\"}}}",
+                 "\"email.from\" must be an email address");
+}
+
 TEST(invalid_json_is_a_config_error_naming_line_and_column) {
     expect_error("{\n  \"listen\": ,\n}", "line 2");
 }
@@ -280,7 +303,8 @@ TEST(a_missing_file_is_an_io_error_naming_it) {
 }
 
 int main(void) {
-    return RUN_TESTS(the_design_example_loads_with_every_value,
+    return RUN_TESTS(email_takes_exactly_one_of_smtp_and_webhook_and_from_only_with_smtp,
+                     the_design_example_loads_with_every_value,
                      an_empty_object_gives_the_documented_defaults,
                      unknown_keys_are_errors_naming_their_path,
                      values_of_the_wrong_type_or_range_name_their_key,

@@ -7,6 +7,7 @@
 
 #include "missive/base.h"
 #include "support/daemon_proc.h"
+#include "support/http_sink.h"
 #include "test.h"
 
 TEST(the_daemon_serves_messages_over_sockets_and_stops_on_sigterm) {
@@ -95,6 +96,45 @@ TEST(check_config_reports_a_bad_template_directory) {
     CHECK(strstr(out, "must be available to sender or receiver") != NULL);
 }
 
+TEST(the_daemon_delivers_email_through_an_email_webhook_instead_of_smtp) {
+    char templates[PATH_MAX], config[600], users[600];
+    REQUIRE(realpath("examples/templates", templates));
+    http_sink *sink = http_sink_start();
+    REQUIRE(sink);
+    mv_strlcpy(users, test_tmp_path("users.json"), sizeof users);
+    REQUIRE(test_write_file(users, "{\"bob\": \"bob@example.com\"}"));
+    mv_strlcpy(config, test_tmp_path("email-webhook.json"), sizeof config);
+    REQUIRE(test_write_file(config,
+                            "{\"store\": \"sqlite:%s\", \"templates\": \"%s\","
+                            " \"auth\": {\"mode\": \"headers\"}, \"outbox\": {\"pollMs\": 20},"
+                            " \"email\": {\"webhook\": \"%s/email\", \"directory\": {\"file\": \"%s\"}}}",
+                            test_tmp_path("email-webhook.db"), templates, http_sink_url(sink), users));
+    int port = test_free_port();
+    pid_t pid = test_daemon_start(config, port, NULL, NULL);
+    REQUIRE(pid > 0);
+    const char *body = "{\"hostId\": \"bob\", \"guestName\": \"Ana\", \"listing\": \"Flat\", "
+                       "\"status\": \"open\"}";
+    test_reply a = test_http(port, "POST", "/messages/new/booking-request", "X-User-Id: ana", body);
+    CHECK_INT(a.status, 201);
+    CHECK(http_sink_wait(sink, 1, 5000));
+    http_sink_request r;
+    if (http_sink_get(sink, 0, &r)) {
+        CHECK_STR(r.method, "POST");
+        CHECK_STR(r.path, "/email");
+        json_t *j = json_loads(r.body, 0, NULL);
+        json_t *email = json_object_get(j, "email");
+        CHECK_STR(mv_json_str(email, "to"), "bob@example.com");
+        CHECK_STR(mv_json_str(email, "subject"), "Ana wants Flat");
+        CHECK_STR(mv_json_str(email, "toUser"), "bob");
+        CHECK(http_sink_header(&r, "Idempotency-Key") != NULL);
+        json_decref(j);
+        http_sink_request_free(&r);
+    }
+    CHECK_INT(test_daemon_stop(pid), 0);
+    test_reply_free(&a);
+    http_sink_stop(sink);
+}
+
 /* Runs missived with args (killed after 5 s, status 124, should it start serving instead). */
 static int missived(const char *args, char *out, size_t size) {
     const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
@@ -127,5 +167,6 @@ int main(void) {
     signal(SIGPIPE, SIG_IGN);
     return RUN_TESTS(the_daemon_serves_messages_over_sockets_and_stops_on_sigterm,
                      check_config_reports_a_bad_template_directory,
+                     the_daemon_delivers_email_through_an_email_webhook_instead_of_smtp,
                      an_unknown_flag_or_a_flag_without_its_value_is_a_usage_error_not_ignored);
 }
