@@ -1,34 +1,141 @@
-/* cli_templates.c — `missive templates check FILE...`: parses and validates each template file
- * exactly as the daemon does at start, one line per file on stdout ("ok FILE" or
- * "FILE: <error>"); exit 1 when any file failed, 2 on a usage error. */
+/* cli_templates.c — `missive templates check [--sagas DIR] PATH...`: parses and validates
+ * templates exactly as the daemon does at start, one line per file on stdout ("ok FILE" or
+ * "FILE: <error>"); exit 1 when any file failed, 2 on a usage error.
+ *
+ * A PATH that is a directory is checked as the daemon's "templates" directory: every *.json in
+ * name order, and a templateCd defined by two of its files is an error on the second. With
+ * --sagas, every {"saga": NAME} handler must name a definition in that directory, as the daemon
+ * requires at start. */
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd/cli.h"
+#include "cmd/daemon.h"
 #include "missive/template.h"
 
 static int usage(void) {
-    fprintf(stderr, "usage: missive templates check FILE...\n");
+    fprintf(stderr, "usage: missive templates check [--sagas DIR] PATH...\n");
     return 2;
+}
+
+/* What one invocation has seen: the saga book (NULL without --sagas) and, per directory, the
+ * codes already defined and the files that defined them. */
+typedef struct {
+    const mv_saga_book *book;
+    const char *sagas_dir;
+    json_t *defined; /* templateCd → file, reset for every directory */
+} check_ctx;
+
+/* Checks one file; prints its line; returns 1 when it failed. */
+static int check_file(check_ctx *c, const char *path) {
+    mv_template *t = NULL;
+    mv_err err;
+    mv_err_clear(&err);
+    mv_code rc = mv_template_load_file(path, &t, &err);
+    if (rc == MV_OK && c->book) rc = mv_daemon_check_template_sagas(t, c->book, c->sagas_dir, &err);
+    if (rc == MV_OK && c->defined) {
+        const char *first = json_string_value(json_object_get(c->defined, t->template_cd));
+        if (first)
+            rc = mv_err_set(&err, MV_INVALID_TEMPLATE, "template \"%s\" is already defined in %s",
+                            t->template_cd, first);
+        else
+            json_object_set_new(c->defined, t->template_cd, json_string(path));
+    }
+    if (rc == MV_OK)
+        printf("ok %s\n", path);
+    else if (strncmp(err.message, path, strlen(path)) == 0)
+        printf("%s\n", err.message); /* template load errors already start with the file name */
+    else
+        printf("%s: %s\n", path, err.message);
+    mv_template_release(t);
+    return rc != MV_OK;
+}
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every *.json of dir (not hidden), in name order, as the daemon loads them. */
+static int check_dir(check_ctx *c, const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        printf("%s: cannot open template directory\n", dir);
+        return 1;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int failed = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (!nn) goto nomem;
+            names = nn;
+        }
+        if (!(names[n] = strdup(de->d_name))) goto nomem;
+        n++;
+    }
+    if (n) qsort(names, n, sizeof *names, cmp_names);
+    c->defined = json_object();
+    const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s%s%s", dir, sep, names[i]);
+        failed |= check_file(c, path);
+    }
+    json_decref(c->defined);
+    c->defined = NULL;
+    goto done;
+nomem:
+    printf("%s: out of memory listing templates\n", dir);
+    failed = 1;
+done:
+    closedir(d);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return failed;
 }
 
 int cli_templates(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "check") != 0) return usage();
-    if (argc < 3) return usage();
-    int failed = 0;
-    for (int i = 2; i < argc; i++) {
-        mv_template *t = NULL;
+    static const char *const FLAGS[] = {"--sagas", NULL};
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL)) return usage();
+    check_ctx c = {.sagas_dir = cli_flag(argc, argv, "--sagas")};
+    mv_saga_book *book = NULL;
+    int failed = 0, paths = 0;
+    if (c.sagas_dir) {
         mv_err err;
         mv_err_clear(&err);
-        if (mv_template_load_file(argv[i], &t, &err) == MV_OK) {
-            printf("ok %s\n", argv[i]);
-        } else {
-            /* Every load error already starts with the file name. */
-            printf("%s\n", err.message);
-            failed = 1;
+        book = mv_saga_book_new(NULL);
+        if (!book || mv_saga_book_load_dir(book, c.sagas_dir, &err) != MV_OK) {
+            printf("%s: %s\n", c.sagas_dir, book ? err.message : "out of memory");
+            mv_saga_book_free(book);
+            return 1;
         }
-        mv_template_release(t);
+        c.book = book;
     }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--sagas") == 0) {
+            i++; /* its value */
+            continue;
+        }
+        if (strncmp(argv[i], "--sagas=", 8) == 0) continue;
+        paths++;
+        struct stat st;
+        if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
+            failed |= check_dir(&c, argv[i]);
+        else
+            failed |= check_file(&c, argv[i]);
+    }
+    mv_saga_book_free(book);
     fflush(stdout);
+    if (!paths) return usage();
     return failed;
 }

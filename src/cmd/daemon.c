@@ -30,21 +30,60 @@ static mv_code check_approvals(const mv_config *cfg, mv_registry *reg, mv_err *e
     return rc;
 }
 
+mv_code mv_daemon_check_template_sagas(const mv_template *t, const mv_saga_book *book,
+                                       const char *sagas_dir, mv_err *err) {
+    for (size_t a = 0; t && a < t->nactions; a++) {
+        const mv_action_def *d = &t->actions[a];
+        if (d->handler != MV_HANDLER_SAGA) continue;
+        if (!book)
+            return mv_err_set(err, MV_INVALID_CONFIG,
+                              "template \"%s\" action \"%s\" runs saga \"%s\", but the config "
+                              "has no \"sagas\" directory",
+                              t->template_cd, d->action_cd, d->handler_target);
+        if (!mv_saga_book_find(book, d->handler_target))
+            return mv_err_set(err, MV_INVALID_CONFIG,
+                              "template \"%s\" action \"%s\" runs unknown saga \"%s\" (not defined "
+                              "in %s)",
+                              t->template_cd, d->action_cd, d->handler_target,
+                              sagas_dir ? sagas_dir : "the sagas directory");
+    }
+    return MV_OK;
+}
+
+/* Every saga handler of every registered template names a loaded definition. */
+static mv_code check_sagas(const mv_config *cfg, mv_registry *reg, const mv_saga_book *book,
+                           mv_err *err) {
+    json_t *codes = mv_registry_codes(reg);
+    size_t i;
+    json_t *code;
+    mv_code rc = MV_OK;
+    json_array_foreach(codes, i, code) {
+        mv_template *t = mv_registry_find(reg, json_string_value(code));
+        rc = mv_daemon_check_template_sagas(t, book, cfg->sagas, err);
+        mv_template_release(t);
+        if (rc != MV_OK) break;
+    }
+    json_decref(codes);
+    return rc;
+}
+
 mv_code mv_daemon_check(const mv_config *cfg, mv_err *err) {
     mv_code rc = MV_OK;
+    mv_registry *reg = mv_registry_new();
+    mv_saga_book *book = NULL;
+    if (!reg) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (cfg->templates) {
-        mv_registry *reg = mv_registry_new();
-        rc = reg ? mv_registry_load_dir(reg, cfg->templates, err)
-                 : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        rc = mv_registry_load_dir(reg, cfg->templates, err);
         if (rc == MV_OK) rc = check_approvals(cfg, reg, err);
-        mv_registry_free(reg);
     }
     if (rc == MV_OK && cfg->sagas) {
-        mv_saga_book *book = mv_saga_book_new(NULL);
+        book = mv_saga_book_new(NULL);
         rc = book ? mv_saga_book_load_dir(book, cfg->sagas, err)
                   : mv_err_set(err, MV_NO_MEMORY, "out of memory");
-        mv_saga_book_free(book);
     }
+    if (rc == MV_OK) rc = check_sagas(cfg, reg, book, err);
+    mv_saga_book_free(book);
+    mv_registry_free(reg);
     return rc;
 }
 
@@ -118,6 +157,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         mv_saga_engine_options so = {.runner_lease_ms = cfg->leases.action_ms};
         if ((rc = mv_saga_engine_new(d->store, &so, &d->saga_engine, err)) != MV_OK) return rc;
     }
+    if ((rc = check_sagas(cfg, d->registry, d->sagas, err)) != MV_OK) return rc;
     json_t *exclusions = json_array();
     for (size_t i = 0; i < cfg->email.n_exclusions; i++)
         json_array_append_new(exclusions, json_string(cfg->email.exclusions[i]));

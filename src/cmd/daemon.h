@@ -42,6 +42,11 @@ typedef struct mv_daemon {
 /* --check-config: checks what the config names (templates, saga definitions) after the config
  * itself has loaded. Returns MV_OK or fills err naming the file at fault. */
 mv_code mv_daemon_check(const mv_config *cfg, mv_err *err);
+/* A template whose action runs {"saga": NAME} needs NAME in book (NULL: no "sagas" directory is
+ * configured, so any saga handler is an error). The error names the template, the action and
+ * the saga; sagas_dir (may be NULL) says where definitions were looked for. */
+mv_code mv_daemon_check_template_sagas(const mv_template *t, const mv_saga_book *book,
+                                       const char *sagas_dir, mv_err *err);
 /* Opens the store (migrating it unless migrate is false, in which case an outdated schema is an
  * error), the authenticator, the metrics registry and the services. On failure everything
  * opened so far is closed. */

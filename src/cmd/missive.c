@@ -11,7 +11,7 @@ static const struct {
 } commands[] = {
     {"migrate", cli_migrate, "migrate --store URL"},
     {"gc", cli_gc, "gc --store URL [--older-than-ms N]"},
-    {"templates", cli_templates, "templates check FILE..."},
+    {"templates", cli_templates, "templates check [--sagas DIR] PATH..."},
     {"render", cli_render, "render --text TEMPLATE [--data FILE.json] [--plain]"},
     {"logic", cli_logic, "logic --rule JSON [--data JSON]"},
     {"reconcile", cli_reconcile,

@@ -446,7 +446,14 @@ static mv_code check_reference(parse_ctx *c, const json_t *json) {
             return fail(c, "variant must be a non-empty string");
         bool flags[2] = {mv_js_boolean(json_object_get(a, "sender")),
                          mv_js_boolean(json_object_get(a, "receiver"))};
-        if (!flags[0] && !flags[1]) return fail(c, "must be available to sender or receiver");
+        if (!flags[0] && !flags[1]) {
+            /* a misspelled "receiver" is the usual cause: name the key, not only the symptom */
+            const char *bad = unknown_key(a, ACTION_KEYS);
+            if (bad)
+                return fail(c, "has unknown key \"%s\" and must be available to sender or receiver",
+                            bad);
+            return fail(c, "must be available to sender or receiver");
+        }
         c->action_cd = NULL;
         if (!mv_js_boolean(json_object_get(a, "isDefault"))) continue;
         for (int u = 0; u < 2; u++) {

@@ -163,10 +163,50 @@ TEST(an_unknown_flag_or_a_flag_without_its_value_is_a_usage_error_not_ignored) {
     CHECK_INT(missived(args, out, sizeof out), 0); /* known flags in either form still work */
 }
 
+TEST(a_template_naming_an_unknown_saga_fails_check_config_and_the_daemon_refuses_to_start) {
+    char sagas[PATH_MAX], dir[600], file[700], config[600], args[1000], out[4096];
+    REQUIRE(realpath("examples/sagas", sagas));
+    mv_strlcpy(dir, test_tmp_path("saga-templates"), sizeof dir);
+    mkdir(dir, 0700);
+    snprintf(file, sizeof file, "%s/order.json", dir);
+    REQUIRE(test_write_file(file, "{\"templateCd\": \"order\", \"actions\": [{\"actionCd\": \"buy\", "
+                                  "\"name\": \"Buy\", \"variant\": \"v\", \"receiver\": true, "
+                                  "\"handler\": {\"saga\": \"chekout\"}}]}"));
+    mv_strlcpy(config, test_tmp_path("saga-check.json"), sizeof config);
+    REQUIRE(test_write_file(config,
+                            "{\"listen\": \"127.0.0.1:0\", \"store\": \"sqlite:%s/x.db\", "
+                            "\"templates\": \"%s\", \"sagas\": \"%s\"}",
+                            dir, dir, sagas));
+    snprintf(args, sizeof args, "--check-config %s", config);
+    CHECK_INT(missived(args, out, sizeof out), 1);
+    CHECK(strstr(out, "template \"order\" action \"buy\" runs unknown saga \"chekout\"") != NULL);
+    snprintf(args, sizeof args, "--config %s", config);
+    CHECK_INT(missived(args, out, sizeof out), 1);
+    CHECK(strstr(out, "cannot start") && strstr(out, "unknown saga \\\"chekout\\\"")); /* JSON log */
+    /* no "sagas" directory at all: the same template is refused too */
+    REQUIRE(test_write_file(config, "{\"listen\": \"127.0.0.1:0\", \"store\": \"sqlite:%s/x.db\", "
+                                    "\"templates\": \"%s\"}",
+                            dir, dir));
+    snprintf(args, sizeof args, "--check-config %s", config);
+    CHECK_INT(missived(args, out, sizeof out), 1);
+    CHECK(strstr(out, "has no \"sagas\" directory") != NULL);
+    /* spelled right, it passes */
+    REQUIRE(test_write_file(file, "{\"templateCd\": \"order\", \"actions\": [{\"actionCd\": \"buy\", "
+                                  "\"name\": \"Buy\", \"variant\": \"v\", \"receiver\": true, "
+                                  "\"handler\": {\"saga\": \"checkout\"}}]}"));
+    REQUIRE(test_write_file(config,
+                            "{\"listen\": \"127.0.0.1:0\", \"store\": \"sqlite:%s/x.db\", "
+                            "\"templates\": \"%s\", \"sagas\": \"%s\"}",
+                            dir, dir, sagas));
+    snprintf(args, sizeof args, "--check-config %s", config);
+    CHECK_INT(missived(args, out, sizeof out), 0);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     return RUN_TESTS(the_daemon_serves_messages_over_sockets_and_stops_on_sigterm,
                      check_config_reports_a_bad_template_directory,
                      the_daemon_delivers_email_through_an_email_webhook_instead_of_smtp,
-                     an_unknown_flag_or_a_flag_without_its_value_is_a_usage_error_not_ignored);
+                     an_unknown_flag_or_a_flag_without_its_value_is_a_usage_error_not_ignored,
+                     a_template_naming_an_unknown_saga_fails_check_config_and_the_daemon_refuses_to_start);
 }

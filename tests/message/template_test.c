@@ -221,6 +221,12 @@ TEST(action_for_nobody_is_rejected_with_the_reference_message) {
               "t.json: template \"x\" action \"a\" must be available to sender or receiver");
 }
 
+TEST(a_misspelled_receiver_flag_is_named_as_an_unknown_key) {
+    CHECK_STR(rejection(one_action("{'actionCd': 'a', 'name': 'A', 'variant': 'v', 'reciever': true}")),
+              "t.json: template \"x\" action \"a\" has unknown key \"reciever\" and must be "
+              "available to sender or receiver");
+}
+
 TEST(reference_checks_come_before_missive_checks_in_reference_order) {
     /* An unknown key on a later action does not hide the earlier reference error. */
     CHECK_STR(rejection("{'templateCd': 'x', 'bogus': 1, 'actions': ["
@@ -898,6 +904,53 @@ TEST(templates_check_fails_naming_file_template_and_problem) {
     CHECK(strncmp(out, "/nonexistent.json: ", 19) == 0);
 }
 
+TEST(templates_check_takes_a_directory_and_reports_duplicate_codes_across_its_files) {
+    char cmd[1024], out[4096], want[4096];
+    snprintf(cmd, sizeof cmd, "%s templates check examples/templates", missive_bin());
+    CHECK_INT(run(cmd, out, sizeof out), 0);
+    CHECK_STR(out, "ok examples/templates/booking-request.json\n"
+                   "ok examples/templates/expense-approval.json\n"
+                   "ok examples/templates/welcome.json\n");
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s", tmp_dir("check-dir"));
+    char a[700], b[700], c[700];
+    snprintf(a, sizeof a, "%s/a.json", dir);
+    snprintf(b, sizeof b, "%s/b.json", dir);
+    snprintf(c, sizeof c, "%s/notes.txt", dir);
+    write_file(a, "{'templateCd': 'same', 'actions': []}");
+    write_file(b, "{'templateCd': 'same', 'actions': []}");
+    write_file(c, "not a template");
+    snprintf(cmd, sizeof cmd, "%s templates check %s/", missive_bin(), dir);
+    CHECK_INT(run(cmd, out, sizeof out), 1);
+    snprintf(want, sizeof want,
+             "ok %s/a.json\n%s/b.json: template \"same\" is already defined in %s/a.json\n", dir,
+             dir, dir);
+    CHECK_STR(out, want);
+}
+
+TEST(templates_check_with_sagas_names_template_action_and_unknown_saga) {
+    char dir[600], file[700], cmd[1600], out[4096], want[2048];
+    snprintf(dir, sizeof dir, "%s", tmp_dir("check-sagas"));
+    snprintf(file, sizeof file, "%s/order.json", dir);
+    write_file(file, "{'templateCd': 'order', 'actions': [{'actionCd': 'buy', 'name': 'Buy',"
+                     " 'variant': 'v', 'receiver': true, 'handler': {'saga': 'chekout'}}]}");
+    snprintf(cmd, sizeof cmd, "%s templates check --sagas examples/sagas %s", missive_bin(), dir);
+    CHECK_INT(run(cmd, out, sizeof out), 1);
+    snprintf(want, sizeof want,
+             "%s: template \"order\" action \"buy\" runs unknown saga \"chekout\" (not defined in "
+             "examples/sagas)\n",
+             file);
+    CHECK_STR(out, want);
+    write_file(file, "{'templateCd': 'order', 'actions': [{'actionCd': 'buy', 'name': 'Buy',"
+                     " 'variant': 'v', 'receiver': true, 'handler': {'saga': 'checkout'}}]}");
+    CHECK_INT(run(cmd, out, sizeof out), 0);
+    snprintf(want, sizeof want, "ok %s/order.json\n", dir);
+    CHECK_STR(out, want);
+    snprintf(cmd, sizeof cmd, "%s templates check --sagaz examples/sagas %s 2>/dev/null",
+             missive_bin(), dir);
+    CHECK_INT(run(cmd, out, sizeof out), 2);
+}
+
 int main(void) {
     return RUN_TESTS(
         fixture_parses_with_its_fields, design_example_with_webhook_handler_parses,
@@ -906,6 +959,9 @@ int main(void) {
         duplicate_action_code_is_rejected_with_the_reference_message,
         two_default_receiver_actions_are_rejected_naming_both,
         action_for_nobody_is_rejected_with_the_reference_message,
+        a_misspelled_receiver_flag_is_named_as_an_unknown_key,
+        templates_check_takes_a_directory_and_reports_duplicate_codes_across_its_files,
+        templates_check_with_sagas_names_template_action_and_unknown_saga,
         reference_checks_come_before_missive_checks_in_reference_order,
         unknown_keys_are_rejected_naming_the_key, codes_must_match_their_route_patterns,
         mustache_that_does_not_compile_is_rejected_naming_template_and_field,
