@@ -235,6 +235,9 @@ typedef mv_code (*saga_run_fn)(mv_saga_engine *e, const mv_saga_definition *def,
 static void run_saga(mv_http_request *req, mv_http_response *res, saga_run_fn run,
                      bool compensating) {
     mv_durable_routes *r = req->route_ctx;
+    /* the body is optional ({} when empty) but, when sent, must be an object with no fields */
+    static const char *const allowed[] = {NULL};
+    if (!body_object(req, res) || !known_keys(res, req->json, allowed)) return;
     const mv_saga_definition *def = definition_of(req, res);
     if (!def) return;
     json_t *record = NULL;
@@ -291,8 +294,8 @@ mv_code mv_durable_routes_add(mv_router *router, mv_durable_routes *routes, mv_e
         {"POST", "/approvals/{id}/decision", decide_approval, false, true, check_decision, routes},
         {"POST", "/sagas/{definition}", start_saga, false, true, check_definition, routes},
         {"GET", "/sagas/{id}", get_saga, false, false, check_saga_id, routes},
-        {"POST", "/sagas/{id}/resume", resume_saga, false, false, check_saga_id, routes},
-        {"POST", "/sagas/{id}/compensate", compensate_saga, false, false, check_saga_id, routes},
+        {"POST", "/sagas/{id}/resume", resume_saga, false, true, check_saga_id, routes},
+        {"POST", "/sagas/{id}/compensate", compensate_saga, false, true, check_saga_id, routes},
         {"POST", "/sagas/{id}/resolve", resolve_saga, false, true, check_saga_id, routes},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {

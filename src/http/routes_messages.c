@@ -199,6 +199,10 @@ static void get_actions(mv_http_request *req, mv_http_response *res, void *app) 
 static void handle_action(mv_http_request *req, mv_http_response *res, void *app) {
     mv_message_routes *r = req->route_ctx;
     (void)app;
+    if (!json_is_object(req->json)) { /* the optional input: {} when empty, else an object */
+        mv_http_errorf(res, MV_INVALID_ARGUMENT, "body must be a JSON object");
+        return;
+    }
     mv_user user;
     mv_http_user(req, &user);
     mv_action_request ar = {.message_id = mv_http_param(req, "id"),

@@ -357,6 +357,37 @@ TEST(resume_compensate_and_resolve_a_saga_in_manual_review) {
     env_close(&e);
 }
 
+TEST(resume_and_compensate_refuse_a_malformed_or_non_object_body_and_change_nothing) {
+    env e;
+    REQUIRE(env_open(&e, "rd_body.db"));
+    http_sink_push(e.sink, &(http_sink_response){.path = "/charge", .status = 500});
+    call c;
+    CHECK_INT(run(&e, &c, "POST", "/sagas/checkout", ADMIN, "{\"sagaId\": \"b1\"}"), 200);
+    json_t *before = json_incref(c.body);
+    call_free(&c);
+    int sent = http_sink_count(e.sink);
+    const char *routes[] = {"/sagas/b1/resume", "/sagas/b1/compensate"};
+    for (int i = 0; i < 2; i++) {
+        EXPECT("POST", routes[i], ADMIN, "{\"a\":", 400, "invalid_json");
+        EXPECT("POST", routes[i], ADMIN, "[]", 400, "invalid_argument");
+        EXPECT("POST", routes[i], ADMIN, "7", 400, "invalid_argument");
+        EXPECT("POST", routes[i], ADMIN, "{\"force\": true}", 400, "invalid_argument");
+        /* the permission comes before the body: a stranger learns nothing about body rules */
+        EXPECT("POST", routes[i], "alice", "{\"a\":", 403, "forbidden");
+    }
+    CHECK_INT(http_sink_count(e.sink), sent);
+    CHECK_INT(run(&e, &c, "GET", "/sagas/b1", ADMIN, NULL), 200);
+    CHECK(json_equal(c.body, before));
+    call_free(&c);
+    /* an empty body and {} are the same valid call */
+    CHECK_INT(run(&e, &c, "POST", "/sagas/b1/resume", ADMIN, "{}"), 200);
+    call_free(&c);
+    CHECK_INT(run(&e, &c, "POST", "/sagas/b1/resume", ADMIN, ""), 200);
+    call_free(&c);
+    json_decref(before);
+    env_close(&e);
+}
+
 TEST(a_not_committed_resolution_then_compensate_releases_what_was_done_when_due) {
     env e;
     REQUIRE(env_open(&e, "rd_notcommitted.db"));
@@ -446,6 +477,7 @@ int main(void) {
                      starting_a_saga_answers_its_record_in_whatever_state_it_reached,
                      get_saga_needs_admin_and_a_valid_existing_id,
                      resume_compensate_and_resolve_a_saga_in_manual_review,
+                     resume_and_compensate_refuse_a_malformed_or_non_object_body_and_change_nothing,
                      a_not_committed_resolution_then_compensate_releases_what_was_done_when_due,
                      a_saga_whose_definition_is_not_loaded_cannot_be_resumed,
                      unconfigured_approvals_and_sagas_answer_404_not_found);

@@ -119,6 +119,31 @@ STORE_TEST(route_parameters_are_checked_before_the_body) {
     env_close(&e);
 }
 
+STORE_TEST(the_action_route_refuses_a_malformed_or_non_object_body_and_claims_nothing) {
+    env e;
+    REQUIRE(env_open(&e, kind, "raction-body.db"));
+    char *id = create_one(&e, "u1", "u2");
+    REQUIRE(id);
+    char path[128];
+    snprintf(path, sizeof path, "/messages/%s/action/approve", id);
+    const char *bodies[] = {"{\"a\":", "[]", "\"x\"", "null"};
+    const char *codes[] = {"invalid_json", "invalid_argument", "invalid_argument",
+                           "invalid_argument"};
+    for (int i = 0; i < 4; i++) {
+        call c;
+        CHECK_INT(run(&e, &c, "POST", path, "u2", bodies[i]), 400);
+        CHECK_STR(call_error_code(&c), codes[i]);
+        call_free(&c);
+    }
+    call c;
+    snprintf(path, sizeof path, "/messages/%s", id);
+    CHECK_INT(run(&e, &c, "GET", path, "u2", NULL), 200);
+    CHECK_STR(mv_json_str(c.body, "actionState"), "active");
+    call_free(&c);
+    free(id);
+    env_close(&e);
+}
+
 STORE_TEST(create_is_201_and_a_replay_says_so) {
     env e;
     REQUIRE(env_open(&e, kind, "rcreate.db"));
@@ -247,6 +272,7 @@ STORE_TEST(actions_and_action_statuses) {
 
 int main(void) {
     return RUN_TESTS(every_route_is_401_without_a_user_before_anything_else,
-                     route_parameters_are_checked_before_the_body, create_is_201_and_a_replay_says_so,
+                     route_parameters_are_checked_before_the_body,
+                     the_action_route_refuses_a_malformed_or_non_object_body_and_claims_nothing, create_is_201_and_a_replay_says_so,
                      list_count_get_and_pagination_errors, actions_and_action_statuses);
 }
