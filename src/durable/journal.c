@@ -120,17 +120,21 @@ typedef struct {
     int64_t now;
 } intent_tx;
 
-static mv_code intent_fn(mv_db *db, void *ctx, mv_err *err) {
-    intent_tx *t = ctx;
+mv_code mv__journal_insert_tx(mv_db *db, const mv_effect_intent *in, int64_t now, mv_err *err) {
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_INSERT_EFFECT, &changes, err, "ssssssii", t->in->effect_id,
-                             t->in->capability, t->in->target, t->in->digest, t->in->tenant_id,
-                             t->in->principal_id, t->now, t->now);
+    mv_code rc = mv_db_execf(db, SQL_INSERT_EFFECT, &changes, err, "ssssssii", in->effect_id,
+                             in->capability, in->target, in->digest, in->tenant_id,
+                             in->principal_id, now, now);
     if (rc) return rc;
     if (changes != 1)
         return mv_err_set(err, MV_EFFECT_TRANSITION,
-                          "durable effect %s: create transition was rejected", t->in->effect_id);
+                          "durable effect %s: create transition was rejected", in->effect_id);
     return MV_OK;
+}
+
+static mv_code intent_fn(mv_db *db, void *ctx, mv_err *err) {
+    intent_tx *t = ctx;
+    return mv__journal_insert_tx(db, t->in, t->now, err);
 }
 
 mv_code mv_journal_intent(mv_journal *journal, const mv_effect_intent *in, mv_err *err) {
@@ -159,6 +163,37 @@ mv_code mv_journal_intent(mv_journal *journal, const mv_effect_intent *in, mv_er
 
 /* ---- transitions -------------------------------------------------------------------------- */
 
+/* The one transition function: from one of the states in from_mask to `to`, as a conditional
+ * update on (state, version). */
+mv_code mv__journal_move_tx(mv_db *db, const char *id, unsigned from_mask, mv_effect_state to,
+                            const char *error_code, int64_t now, bool missing_ok, mv_err *err) {
+    mv_effect_record rec;
+    bool found;
+    mv_code rc = load_effect(db, id, &rec, &found, err);
+    if (rc) return rc;
+    if (!found)
+        return missing_ok ? MV_OK
+                          : mv_err_set(err, MV_EFFECT_TRANSITION,
+                                       "durable effect %s: missing transition was rejected", id);
+    /* the reference names the state the transition expected when there is exactly one */
+    const char *from = (from_mask & (from_mask - 1)) == 0
+                           ? mv_effect_state_name((mv_effect_state)__builtin_ctz(from_mask))
+                           : mv_effect_state_name(rec.state);
+    if (!(from_mask & MV__EFFECT_MASK(rec.state)))
+        return mv_err_set(err, MV_EFFECT_TRANSITION,
+                          "durable effect %s: %s->%s transition was rejected", id, from,
+                          mv_effect_state_name(to));
+    int64_t changes = 0;
+    rc = mv_db_execf(db, SQL_TRANSITION_EFFECT, &changes, err, "sisssi", mv_effect_state_name(to),
+                     now, error_code, id, mv_effect_state_name(rec.state), rec.version);
+    if (rc) return rc;
+    if (changes != 1)
+        return mv_err_set(err, MV_EFFECT_TRANSITION,
+                          "durable effect %s: %s->%s transition was rejected", id, from,
+                          mv_effect_state_name(to));
+    return MV_OK;
+}
+
 typedef struct {
     const char *id;
     int from; /* -1: whatever the current state is (failed) */
@@ -169,29 +204,8 @@ typedef struct {
 
 static mv_code transition_fn(mv_db *db, void *ctx, mv_err *err) {
     transition_tx *t = ctx;
-    mv_effect_record rec;
-    bool found;
-    mv_code rc = load_effect(db, t->id, &rec, &found, err);
-    if (rc) return rc;
-    if (!found)
-        return mv_err_set(err, MV_EFFECT_TRANSITION,
-                          "durable effect %s: missing transition was rejected", t->id);
-    const char *from = t->from < 0 ? mv_effect_state_name(rec.state)
-                                   : mv_effect_state_name((mv_effect_state)t->from);
-    if (t->from >= 0 && (int)rec.state != t->from)
-        return mv_err_set(err, MV_EFFECT_TRANSITION,
-                          "durable effect %s: %s->%s transition was rejected", t->id, from,
-                          mv_effect_state_name(t->to));
-    int64_t changes = 0;
-    rc =
-        mv_db_execf(db, SQL_TRANSITION_EFFECT, &changes, err, "sisssi", mv_effect_state_name(t->to),
-                    t->now, t->error_code, t->id, mv_effect_state_name(rec.state), rec.version);
-    if (rc) return rc;
-    if (changes != 1)
-        return mv_err_set(err, MV_EFFECT_TRANSITION,
-                          "durable effect %s: %s->%s transition was rejected", t->id, from,
-                          mv_effect_state_name(t->to));
-    return MV_OK;
+    unsigned from = t->from < 0 ? MV__EFFECT_ANY : MV__EFFECT_MASK(t->from);
+    return mv__journal_move_tx(db, t->id, from, t->to, t->error_code, t->now, false, err);
 }
 
 static mv_code transition(mv_journal *j, transition_tx *t, mv_err *err) {

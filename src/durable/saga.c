@@ -347,10 +347,35 @@ static json_t *public_json(const json_t *rec) {
         json_object_get(rec, "createdAt"), "updatedAt", json_object_get(rec, "updatedAt"));
 }
 
+/* What a save also writes to the effect journal, in the same transaction: a saga step is an
+ * effect like any other (named by the definition's capability), so `missive reconcile --kind
+ * effects` finds a step left executing or ambiguous. Compensations are tracked on the saga record
+ * only: they retry under one effect id, which the journal's terminal states do not allow. */
+typedef struct {
+    bool insert; /* the step's intent: the row is created and moved to executing */
+    const char *effect_id, *capability, *target;
+    unsigned from_mask; /* otherwise: move from one of these states to `to` */
+    mv_effect_state to;
+    const char *error_code;
+} journal_note;
+
 typedef struct {
     const char *id, *state, *steps;
     int64_t updated_at, version, lease_until;
+    const journal_note *note;
 } cas_tx;
+
+static mv_code note_fn(mv_db *db, const journal_note *n, int64_t now, mv_err *err) {
+    if (!n->insert) /* a step saved before steps were journaled has no row: nothing to move */
+        return mv__journal_move_tx(db, n->effect_id, n->from_mask, n->to, n->error_code, now, true,
+                                   err);
+    mv_effect_intent in = {.effect_id = n->effect_id, .capability = n->capability,
+                           .target = n->target};
+    mv_code rc = mv__journal_insert_tx(db, &in, now, err);
+    if (rc) return rc;
+    return mv__journal_move_tx(db, n->effect_id, MV__EFFECT_MASK(MV_EFFECT_ADMISSION),
+                               MV_EFFECT_EXECUTING, NULL, now, false, err);
+}
 
 static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     cas_tx *t = ctx;
@@ -361,7 +386,7 @@ static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     if (changes != 1)
         return mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected",
                           t->id);
-    return MV_OK;
+    return t->note ? note_fn(db, t->note, t->updated_at, err) : MV_OK;
 }
 
 static mv_code concurrency(const char *id, mv_err *err) {
@@ -370,9 +395,10 @@ static mv_code concurrency(const char *id, mv_err *err) {
     return MV_SAGA_CONCURRENCY;
 }
 
-/* Saves next (owned) over *rec with a compare-and-set on *rec's version; on success *rec becomes
- * next (with version + 1). */
-static mv_code save(mv_saga_engine *e, json_t **rec, json_t *next, mv_err *err) {
+/* Saves next (owned) over *rec with a compare-and-set on *rec's version, writing note (may be
+ * NULL) to the journal in the same transaction; on success *rec becomes next (version + 1). */
+static mv_code save_noted(mv_saga_engine *e, json_t **rec, json_t *next, const journal_note *note,
+                          mv_err *err) {
     const char *id = mv_json_str(*rec, "sagaId");
     int64_t version = json_integer_value(json_object_get(*rec, "version"));
     json_t *stored = json_deep_copy(json_object_get(next, "steps"));
@@ -400,7 +426,8 @@ static mv_code save(mv_saga_engine *e, json_t **rec, json_t *next, mv_err *err) 
                     .state = mv_json_str(next, "state"),
                     .steps = steps,
                     .updated_at = json_integer_value(json_object_get(next, "updatedAt")),
-                    .version = version};
+                    .version = version,
+                    .note = note};
         t.lease_until = t.updated_at + e->runner_lease_ms;
         rc = mv_store_write(e->store, cas_fn, &t, err);
         if (rc == MV_SAGA_CONCURRENCY) concurrency(id, err);
@@ -443,11 +470,16 @@ static mv_code with(mv_saga_engine *e, const json_t *rec, const char *state, int
     return MV_OK;
 }
 
-static mv_code save_with(mv_saga_engine *e, json_t **rec, const char *state, int index,
-                         json_t *step, mv_err *err) {
+static mv_code save_with_noted(mv_saga_engine *e, json_t **rec, const char *state, int index,
+                               json_t *step, const journal_note *note, mv_err *err) {
     json_t *next;
     mv_code rc = with(e, *rec, state, index, step, &next, err);
-    return rc ? rc : save(e, rec, next, err);
+    return rc ? rc : save_noted(e, rec, next, note, err);
+}
+
+static mv_code save_with(mv_saga_engine *e, json_t **rec, const char *state, int index,
+                         json_t *step, mv_err *err) {
+    return save_with_noted(e, rec, state, index, step, NULL, err);
 }
 
 /* ---- the runner lease ---------------------------------------------------------------------- */
@@ -607,13 +639,16 @@ static const char *step_error_code(const mv_err *error, bool began, void *p) {
 }
 
 static mv_code step_intent(const mv_effect_context *c, void *p, mv_err *err) {
-    (void)c;
     step_run *r = p;
     json_t *next;
     mv_code rc = with(r->ctx->e, *r->ctx->rec, NULL, 0, NULL, &next, err);
     if (rc) return rc;
     json_array_append(json_object_get(next, "steps"), r->step);
-    return save(r->ctx->e, r->ctx->rec, next, err);
+    journal_note note = {.insert = true,
+                         .effect_id = c->effect_id,
+                         .capability = c->capability,
+                         .target = r->ctx->saga_id};
+    return save_noted(r->ctx->e, r->ctx->rec, next, &note, err);
 }
 
 static mv_code step_committed(const mv_effect_context *c, const json_t *result, void *p,
@@ -626,12 +661,14 @@ static mv_code step_committed(const mv_effect_context *c, const json_t *result, 
         json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
     json_object_set_new(step, "state", json_string("committed"));
     if (result) json_object_set_new(step, "result", json_deep_copy(result));
-    return save_with(r->ctx->e, r->ctx->rec, NULL, index, step, err);
+    journal_note note = {.effect_id = c->effect_id,
+                         .from_mask = MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
+                         .to = MV_EFFECT_COMMITTED};
+    return save_with_noted(r->ctx->e, r->ctx->rec, NULL, index, step, &note, err);
 }
 
 static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *f, void *p,
                            mv_err *err) {
-    (void)c;
     step_run *r = p;
     int index = find_step(*r->ctx->rec, "effectId", r->effect_id);
     if (index < 0) return concurrency(r->ctx->saga_id, err);
@@ -640,8 +677,13 @@ static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *
         json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
     json_object_set_new(step, "state", json_string(known ? "failed" : "ambiguous"));
     json_object_set_new(step, "errorCode", json_string(f->error_code));
-    return save_with(r->ctx->e, r->ctx->rec, known ? "compensating" : "manual-review", index, step,
-                     err);
+    journal_note note = {.effect_id = c->effect_id,
+                         .from_mask = MV__EFFECT_MASK(MV_EFFECT_ADMISSION) |
+                                      MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
+                         .to = known ? MV_EFFECT_FAILED : MV_EFFECT_UNKNOWN,
+                         .error_code = f->error_code};
+    return save_with_noted(r->ctx->e, r->ctx->rec, known ? "compensating" : "manual-review", index,
+                           step, &note, err);
 }
 
 static mv_code step_execute(const mv_effect_context *c, void *p, json_t **result, mv_err *err) {
@@ -1067,6 +1109,11 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
     char what[160];
     const char *saga_state;
     mv_code rc = MV_OK;
+    /* an execution outcome recorded by an operator settles the step's journal row too */
+    journal_note note = {.effect_id = res->effect_id,
+                         .from_mask = MV__EFFECT_MASK(MV_EFFECT_EXECUTING) |
+                                      MV__EFFECT_MASK(MV_EFFECT_UNKNOWN)};
+    const journal_note *noted = NULL;
     if (strcmp(res->kind, "execution") == 0) {
         if (!is(step, "effectId", res->effect_id))
             rc = resolution_error(saga_id, res->step, "execution effect id does not match", err);
@@ -1081,6 +1128,7 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
             json_object_set_new(step, "state", json_string("committed"));
             if (res->result) json_object_set_new(step, "result", json_deep_copy(res->result));
             saga_state = "running";
+            note.to = MV_EFFECT_COMMITTED;
         } else {
             const char *code = res->error_code ? res->error_code : "not_committed";
             if (!mv_valid_error_code(code)) {
@@ -1090,7 +1138,10 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
             json_object_set_new(step, "state", json_string("failed"));
             json_object_set_new(step, "errorCode", json_string(code));
             saga_state = "compensating";
+            note.to = MV_EFFECT_FAILED;
+            note.error_code = code;
         }
+        noted = &note;
     } else {
         if (!is(step, "compensationEffectId", res->effect_id))
             rc = resolution_error(saga_id, res->step, "compensation effect id does not match", err);
@@ -1112,7 +1163,7 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
                          ? "manual-review"
                          : "compensating";
     }
-    return save_with(e, rec, saga_state, index, step, err);
+    return save_with_noted(e, rec, saga_state, index, step, noted, err);
 done:
     json_decref(step);
     return rc;

@@ -265,6 +265,96 @@ STORE_TEST(operator_resolution_commits_the_step_and_resume_completes_without_rer
     rig_close(&r);
 }
 
+/* The journal state of effect id ("" when it has no row). */
+static void journal_state(mv_store *store, const char *id, char out[16], char cap[64]) {
+    mv_journal *j = NULL;
+    mv_journal_options o = {0};
+    mv_effect_record rec;
+    out[0] = cap[0] = '\0';
+    if (mv_journal_new(store, &o, &j, NULL) == MV_OK && mv_journal_get(j, id, &rec, NULL) == MV_OK) {
+        snprintf(out, 16, "%s", mv_effect_state_name(rec.state));
+        snprintf(cap, 64, "%s", rec.capability);
+    }
+    mv_journal_free(j);
+}
+
+STORE_TEST(saga_steps_are_effects_in_the_journal_named_by_the_capability) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "sjournal.db", &w, NULL));
+    mv_saga_definition def;
+    json_t *rec = NULL;
+    mv_err err = {0};
+    CHECK_CODE(ambiguous_saga(&r, &w, &def, &rec, &err), MV_UPSTREAM_FAILED, &err);
+    char reserve[64], charge[64], state[16], cap[64];
+    snprintf(reserve, sizeof reserve, "%s", step_field(rec, 0, "effectId"));
+    snprintf(charge, sizeof charge, "%s", step_field(rec, 1, "effectId"));
+    json_decref(rec);
+    journal_state(r.store, reserve, state, cap);
+    CHECK_STR(state, "committed");
+    CHECK_STR(cap, "orders.checkout");
+    journal_state(r.store, charge, state, cap);
+    CHECK_STR(state, "unknown");
+    /* the ambiguous step is found as any effect is */
+    json_t *findings = NULL;
+    CHECK_CODE(mv_reconcile_effects(r.store, r.now, (mv_effect_observer){0}, &findings, &err), MV_OK,
+               &err);
+    json_t *want = json_pack("[{s:s, s:s, s:s, s:I}]", "effectId", charge, "capability",
+                             "orders.checkout", "state", "ambiguous", "updatedAt", (json_int_t)r.now);
+    CHECK(json_equal(findings, want));
+    json_decref(want);
+    json_decref(findings);
+    /* an operator's resolution settles the journal row too: nothing left to reconcile */
+    mv_saga_resolution ok = {
+        .kind = "execution", .step = "charge", .effect_id = charge, .outcome = "not-committed"};
+    CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &ok, NULL, &err), MV_OK, &err);
+    journal_state(r.store, charge, state, cap);
+    CHECK_STR(state, "failed");
+    CHECK_CODE(mv_reconcile_effects(r.store, r.now, (mv_effect_observer){0}, &findings, &err), MV_OK,
+               &err);
+    CHECK_INT(json_array_size(findings), 0);
+    json_decref(findings);
+    rig_close(&r);
+}
+
+/* A step executor that reads its own journal row while it runs (as a crash would leave it). */
+static char seen_state[16];
+static mv_store *seen_store;
+static mv_code peeking_step(mv_saga_step_call *call, void *ctx, json_t **result, mv_err *err) {
+    (void)ctx;
+    (void)err;
+    char cap[64];
+    journal_state(seen_store, call->effect_id, seen_state, cap);
+    *result = json_null();
+    return MV_OK;
+}
+static mv_code peeking_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    (void)def_ctx;
+    return mv_saga_step(ctx, "reserve", NULL, peeking_step, NULL, NULL, err);
+}
+
+STORE_TEST(a_step_in_flight_is_executing_in_the_journal_before_its_call) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "sjournal2.db", &w, NULL));
+    mv_saga_definition def = checkout(&w, 3);
+    def.capability = NULL; /* the reference's default capability */
+    def.run = peeking_run;
+    seen_store = r.store;
+    json_t *input = json_object(), *rec = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_peek", input, NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(seen_state, "executing");
+    char state[16], cap[64];
+    journal_state(r.store, step_field(rec, 0, "effectId"), state, cap);
+    CHECK_STR(state, "committed");
+    CHECK_STR(cap, "saga.execute");
+    json_decref(rec);
+    json_decref(input);
+    rig_close(&r);
+}
+
 static const char SQL_PUT_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
     "created_at, updated_at, version) VALUES (?, ?, ?, '{}', '', ?, 3, 100, 100, 1)";
@@ -758,6 +848,8 @@ int main(void) {
         checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
         ambiguous_step_goes_to_manual_review_and_is_reconciled,
         operator_resolution_commits_the_step_and_resume_completes_without_rerunning,
+        saga_steps_are_effects_in_the_journal_named_by_the_capability,
+        a_step_in_flight_is_executing_in_the_journal_before_its_call,
         resolved_compensation_lets_compensate_finish, pre_aborted_execute_persists_nothing,
         abort_after_the_step_is_persisted_fails_it_before_execution,
         definition_is_validated_eagerly, exhausted_compensation_goes_to_manual_review,
