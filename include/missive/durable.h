@@ -377,12 +377,15 @@ typedef struct mv_saga_definition {
  * safe integer", "saga compensator <n> must be a function", ...): MV_INVALID_ARGUMENT. */
 mv_code mv_saga_definition_check(const mv_saga_definition *def, mv_err *err);
 
+/* The size of a saga encryption key (AES-256-GCM). */
+#define MV_SAGA_KEY_BYTES 32
+
 typedef struct mv_saga_engine_options {
     const mv_clock *clock;
     mv_effect_observer observer;
     bool allow_memory;
     /* Optional AES-256-GCM key for input, results and compensation arguments at rest. */
-    const unsigned char *encryption_key; /* 32 bytes, copied; NULL = plaintext */
+    const unsigned char *encryption_key; /* MV_SAGA_KEY_BYTES, copied; NULL = plaintext */
     /* Called after every successful save, outside any transaction, with the saved record (public
      * shape, borrowed). For lease extension, metrics, tests. */
     void (*on_save)(const json_t *record, void *ctx);

@@ -200,7 +200,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    NULL};
+    "sagaEncryption", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -329,6 +329,13 @@ static mv_code load_delivery(loader *l, json_t *root) {
         TRY(resolve(l, &c->email.directory_file));
     }
 
+    static const char *const SAGA_ENCRYPTION_KEYS[] = {"keyEnv", NULL};
+    TRY(get_obj(l, root, "", "sagaEncryption", SAGA_ENCRYPTION_KEYS, &o));
+    if (o) {
+        TRY(get_str(l, o, "sagaEncryption", "keyEnv", &c->saga_encryption.key.env));
+        if (!c->saga_encryption.key.env) return fail(l, "\"sagaEncryption.keyEnv\" is required");
+    }
+
     static const char *const APPROVAL_KEYS[] = {"secretEnv", "ttlMs", NULL};
     TRY(get_obj(l, root, "", "approvals", APPROVAL_KEYS, &o));
     if (o) {
@@ -380,6 +387,11 @@ static mv_code check_whole(loader *l) {
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
+    TRY(read_secret(l, "sagaEncryption.keyEnv", &c->saga_encryption.key, MV_SAGA_KEY_BYTES));
+    if (c->saga_encryption.key.env && c->saga_encryption.key.len != MV_SAGA_KEY_BYTES)
+        return fail(l, "environment variable %s (named by \"sagaEncryption.keyEnv\") must hold "
+                    "exactly %d raw bytes (an AES-256 key), it has %zu",
+                    c->saga_encryption.key.env, MV_SAGA_KEY_BYTES, c->saga_encryption.key.len);
     return MV_OK;
 }
 
@@ -503,5 +515,6 @@ void mv_config_free(mv_config *c) {
     free(c->email.directory_file);
     free_strings(c->email.exclusions, c->email.n_exclusions);
     free_secret(&c->approvals.secret);
+    free_secret(&c->saga_encryption.key);
     free(c);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "missive/durable.h"
 #include "missive/error.h"
 
 typedef struct mv_config_secret {
@@ -86,6 +87,9 @@ typedef struct mv_config {
         mv_config_secret secret;   /* at least 32 bytes */
         int64_t ttl_ms;            /* 900000 */
     } approvals;
+    struct {
+        mv_config_secret key; /* sagaEncryption.keyEnv: exactly MV_SAGA_KEY_BYTES; NULL env = off */
+    } saga_encryption;
     struct {
         int poll_ms;       /* 1000 */
         int max_attempts;  /* 10 */

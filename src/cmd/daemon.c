@@ -154,7 +154,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
             return mv_err_set(err, MV_NO_MEMORY, "out of memory");
         if ((rc = mv_saga_book_load_dir(d->sagas, cfg->sagas, err)) != MV_OK) return rc;
         /* a saga run by an action holds its runner lease as long as the action holds its claim */
-        mv_saga_engine_options so = {.runner_lease_ms = cfg->leases.action_ms};
+        mv_saga_engine_options so = {.runner_lease_ms = cfg->leases.action_ms,
+                                     .encryption_key = cfg->saga_encryption.key.bytes};
         if ((rc = mv_saga_engine_new(d->store, &so, &d->saga_engine, err)) != MV_OK) return rc;
     }
     if ((rc = check_sagas(cfg, d->registry, d->sagas, err)) != MV_OK) return rc;

@@ -23,7 +23,7 @@ struct mv_saga_engine {
     const mv_clock *clock;
     mv_effect_observer observer;
     bool has_key;
-    unsigned char key[32];
+    unsigned char key[MV_SAGA_KEY_BYTES];
     void (*on_save)(const json_t *record, void *ctx);
     void *on_save_ctx;
     int64_t runner_lease_ms;
@@ -97,7 +97,7 @@ mv_code mv_saga_engine_new(mv_store *store, const mv_saga_engine_options *opts,
             e->runner_lease_ms =
                 opts->runner_lease_ms < MV_MAX_SAFE_INT ? opts->runner_lease_ms : MV_MAX_SAFE_INT;
         if (opts->encryption_key) {
-            memcpy(e->key, opts->encryption_key, 32);
+            memcpy(e->key, opts->encryption_key, MV_SAGA_KEY_BYTES);
             e->has_key = true;
         }
     }
@@ -202,7 +202,7 @@ static void input_fingerprint(const mv_saga_engine *e, const json_t *input, char
     }
     char *c = mv_json_canonical(input);
     unsigned char mac[32];
-    mv_hmac_sha256(e->key, 32, c ? c : "", c ? strlen(c) : 0, mac);
+    mv_hmac_sha256(e->key, MV_SAGA_KEY_BYTES, c ? c : "", c ? strlen(c) : 0, mac);
     mv_hex(mac, 32, out);
     free(c);
 }

@@ -170,6 +170,29 @@ TEST(email_takes_exactly_one_of_smtp_and_webhook_and_from_only_with_smtp) {
                  "\"email.from\" must be an email address");
 }
 
+TEST(saga_encryption_takes_a_key_of_exactly_32_raw_bytes_from_the_environment) {
+    setenv("MISSIVE_TEST_SAGA_KEY", SECRET32, 1);
+    const char *path = write_config("saga-key.json",
+                                    "{\"sagaEncryption\": {\"keyEnv\": \"MISSIVE_TEST_SAGA_KEY\"}}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_INT(c->saga_encryption.key.len, 32);
+    CHECK(memcmp(c->saga_encryption.key.bytes, SECRET32, 32) == 0);
+    mv_config_free(c);
+    setenv("MISSIVE_TEST_SAGA_KEY", "0123456789abcdef0123456789abcde", 1);
+    expect_error("{\"sagaEncryption\": {\"keyEnv\": \"MISSIVE_TEST_SAGA_KEY\"}}",
+                 "must hold at least 32 bytes, it has 31");
+    setenv("MISSIVE_TEST_SAGA_KEY", "0123456789abcdef0123456789abcdef0", 1);
+    expect_error("{\"sagaEncryption\": {\"keyEnv\": \"MISSIVE_TEST_SAGA_KEY\"}}",
+                 "exactly 32 raw bytes");
+    unsetenv("MISSIVE_TEST_SAGA_KEY");
+    expect_error("{\"sagaEncryption\": {\"keyEnv\": \"MISSIVE_TEST_SAGA_KEY\"}}", "is not set");
+    expect_error("{\"sagaEncryption\": {}}", "\"sagaEncryption.keyEnv\" is required");
+    expect_error("{\"sagaEncryption\": {\"key\": \"x\"}}", "unknown key \"sagaEncryption.key\"");
+}
+
 TEST(invalid_json_is_a_config_error_naming_line_and_column) {
     expect_error("{\n  \"listen\": ,\n}", "line 2");
 }
@@ -304,6 +327,7 @@ TEST(a_missing_file_is_an_io_error_naming_it) {
 
 int main(void) {
     return RUN_TESTS(email_takes_exactly_one_of_smtp_and_webhook_and_from_only_with_smtp,
+                     saga_encryption_takes_a_key_of_exactly_32_raw_bytes_from_the_environment,
                      the_design_example_loads_with_every_value,
                      an_empty_object_gives_the_documented_defaults,
                      unknown_keys_are_errors_naming_their_path,

@@ -17,7 +17,8 @@ typedef struct {
     int port;
 } rig;
 
-static int rig_start(rig *r, const char *name) {
+/* extra: more top-level config members (",\"key\": …"), or "". */
+static int rig_start_with(rig *r, const char *name, const char *extra) {
     memset(r, 0, sizeof *r);
     r->sink = http_sink_start();
     if (!r->sink) return 0;
@@ -58,8 +59,8 @@ static int rig_start(rig *r, const char *name) {
     if (!test_write_file(config,
                          "{\"store\": \"sqlite:%s/m.db\", \"templates\": \"%s/templates\","
                          " \"sagas\": \"%s/sagas\", \"auth\": {\"mode\": \"headers\"},"
-                         " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"}}",
-                         dir, dir, dir))
+                         " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"}%s}",
+                         dir, dir, dir, extra))
         return 0;
     setenv("MISSIVE_TEST_APPROVAL_SECRET", APPROVAL_SECRET, 1);
     r->port = test_free_port();
@@ -68,6 +69,8 @@ static int rig_start(rig *r, const char *name) {
     r->pid = test_daemon_start(config, r->port, NULL, log);
     return r->pid > 0;
 }
+
+static int rig_start(rig *r, const char *name) { return rig_start_with(r, name, ""); }
 
 static void rig_stop(rig *r) {
     CHECK_INT(test_daemon_stop(r->pid), 0);
@@ -214,9 +217,43 @@ TEST(an_action_whose_saga_is_compensated_is_active_again) {
     rig_stop(&r);
 }
 
+/* True when the bytes of file path contain needle. */
+static bool file_contains(const char *path, const char *needle) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    static char buf[4 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return memmem(buf, n, needle, strlen(needle)) != NULL;
+}
+
+TEST(saga_encryption_in_the_config_keeps_saga_data_sealed_at_rest) {
+    setenv("MISSIVE_TEST_SAGA_KEY", "0123456789abcdef0123456789abcdef", 1);
+    rig r;
+    REQUIRE(rig_start_with(&r, "saga-sealed",
+                           ", \"sagaEncryption\": {\"keyEnv\": \"MISSIVE_TEST_SAGA_KEY\"}"));
+    http_sink_set_default(r.sink,
+                          &(http_sink_response){.status = 200, .body = "{\"receipt\": \"rcpt-plain\"}"});
+    const char *admin = "X-User-Id: ops\nX-User-Permissions: is.admin";
+    test_reply s = test_http(r.port, "POST", "/sagas/checkout3", admin,
+                             "{\"sagaId\": \"sealed-1\", \"input\": {\"card\": \"card-plaintext\"}}");
+    CHECK_INT(s.status, 200);
+    CHECK_STR(mv_json_str(s.json, "state"), "completed");
+    CHECK_STR(mv_json_str(json_object_get(s.json, "input"), "card"), "card-plaintext");
+    test_reply_free(&s);
+    rig_stop(&r);
+    char db[800], wal[800];
+    snprintf(db, sizeof db, "%s/m.db", test_tmp_path("saga-sealed"));
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    CHECK(!file_contains(db, "card-plaintext") && !file_contains(wal, "card-plaintext"));
+    CHECK(!file_contains(db, "rcpt-plain") && !file_contains(wal, "rcpt-plain"));
+    CHECK(file_contains(db, "enc:v1:") || file_contains(wal, "enc:v1:"));
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     return RUN_TESTS(an_action_with_approval_goes_202_then_decision_then_200_and_runs_once,
                      a_webhook_saga_failing_at_step_three_compensates_two_then_one,
-                     an_action_whose_saga_is_compensated_is_active_again);
+                     an_action_whose_saga_is_compensated_is_active_again,
+                     saga_encryption_in_the_config_keeps_saga_data_sealed_at_rest);
 }
