@@ -39,6 +39,7 @@ typedef struct {
     const char *action_cd;
     const char *path;
     const char *user;
+    const char *roles; /* X-User-Roles of get and cursor requests (NULL: none) */
     int pages;
     const char *label;
 } options;
@@ -298,9 +299,11 @@ static bool do_action(worker *w, const char *id, const char *user) {
 }
 
 static bool do_get(worker *w, const char *path) {
-    char req[1024];
-    int len = snprintf(req, sizeof req,
-                       "GET %s HTTP/1.1\r\nHost: bench\r\nX-User-Id: %s\r\n\r\n", path, opt.user);
+    char req[8192];
+    int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: bench\r\nX-User-Id: %s\r\n%s%s%s\r\n",
+                       path, opt.user, opt.roles ? "X-User-Roles: " : "", opt.roles ? opt.roles : "",
+                       opt.roles ? "\r\n" : "");
+    if (len < 0 || (size_t)len >= sizeof req) return false;
     return check(w, roundtrip(&w->c, req, (size_t)len), 200, "get");
 }
 
@@ -369,7 +372,7 @@ static const char *mode_name(mode_t_ m) {
 static void usage(void) {
     fputs("usage: loadgen [--host H] [--port P] [--mode create|action|get|cursor] [--threads N]\n"
           "               [--seconds S] [--template CD] [--action CD] [--path PATH] [--user ID]\n"
-          "               [--pages N] [--label NAME]\n",
+          "               [--roles R1,R2,...] [--pages N] [--label NAME]\n",
           stderr);
     exit(2);
 }
@@ -396,6 +399,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--action")) opt.action_cd = v;
         else if (!strcmp(a, "--path")) opt.path = v;
         else if (!strcmp(a, "--user")) opt.user = v;
+        else if (!strcmp(a, "--roles")) opt.roles = v;
         else if (!strcmp(a, "--pages")) opt.pages = atoi(v);
         else if (!strcmp(a, "--label")) opt.label = v;
         else if (!strcmp(a, "--mode")) {

@@ -6,6 +6,7 @@
  * the page size and the number of roles, not on the number of messages or — with the cursor — on
  * the depth of the page. `skip` is kept for compatibility and costs skip + limit rows per branch. */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,43 +18,75 @@
 /* A row-value comparison, so both SQLite and PostgreSQL seek the index to the cursor instead of
  * walking it from the top (an OR of two comparisons would cost the depth of the page). */
 #define KEYSET "(created_at, %s) < (?, ?)"
+#define LIST_HEAD                                                                                  \
+    "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id IN ("                                       \
+    "SELECT id FROM (SELECT id FROM messages WHERE from_user = ? AND archived = ? "                \
+    "AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS s "                              \
+    "UNION ALL SELECT id FROM (SELECT id FROM messages WHERE to_user = ? AND "                     \
+    "archived = ? AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS r"
+#define LIST_ROLE_BRANCH                                                                           \
+    " UNION ALL SELECT message_id FROM (SELECT message_id FROM message_roles "                     \
+    "WHERE role = ? AND archived = ? AND " KEYSET                                                  \
+    " ORDER BY created_at DESC, message_id DESC LIMIT ?) AS g%d"
+#define LIST_TAIL ") ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+#define LIST_BRANCH_PARAMS 5 /* key, archived, keyset (2), limit */
+#define LIST_PARAMS(slots) ((2 + (slots)) * LIST_BRANCH_PARAMS + 2)
+#define COUNT_HEAD                                                                                 \
+    "SELECT COUNT(*) FROM messages WHERE archived = 0 AND (from_user = ? OR to_user = ? "          \
+    "OR id IN (SELECT message_id FROM message_roles WHERE archived = 0 AND role IN ("
+#define COUNT_TAIL ")))"
+#define COUNT_PARAMS(slots) (2 + (slots))
 
-static char sql_list[8192];
-static char sql_count[2048];
+/* Every statement binds at most MV_STMT_MAX_PARAMS values, and every buffer holds its text:
+ * the format strings' sizes bound each appended piece (%d adds at most 11 characters). */
+_Static_assert(LIST_PARAMS(MV_LIST_ROLE_SLOTS) <= MV_STMT_MAX_PARAMS,
+               "a list statement binds more values than a statement can hold");
+_Static_assert(COUNT_PARAMS(MV_MAX_ROLES) <= MV_STMT_MAX_PARAMS,
+               "the count statement for a user with MV_MAX_ROLES roles binds too many values");
+_Static_assert(MV_LIST_ROLE_SLOTS <= MV_MAX_ROLES, "more role slots than roles");
+#define LIST_SQL_BYTES                                                                             \
+    (sizeof LIST_HEAD + sizeof "id" * 2 + MV_LIST_ROLE_SLOTS * (sizeof LIST_ROLE_BRANCH + 32) +     \
+     sizeof LIST_TAIL)
+#define COUNT_SQL_BYTES(slots) (sizeof COUNT_HEAD + (slots) * sizeof ", ?" + sizeof COUNT_TAIL)
+
+static char sql_list[LIST_SQL_BYTES];
+static char sql_count[COUNT_SQL_BYTES(MV_LIST_ROLE_SLOTS)];     /* users with few roles */
+static char sql_count_all[COUNT_SQL_BYTES(MV_MAX_ROLES)];       /* up to MV_MAX_ROLES roles */
 static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
 
-static void build_sql(void) {
-    char *p = sql_list;
-    size_t left = sizeof sql_list;
-    int n = snprintf(p, left,
-                     "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id IN ("
-                     "SELECT id FROM (SELECT id FROM messages WHERE from_user = ? AND archived = ? "
-                     "AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS s "
-                     "UNION ALL SELECT id FROM (SELECT id FROM messages WHERE to_user = ? AND "
-                     "archived = ? AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS r",
-                     "id", "id");
-    p += n, left -= (size_t)n;
-    for (int i = 0; i < MV_MAX_ROLES; i++) {
-        n = snprintf(p, left,
-                     " UNION ALL SELECT message_id FROM (SELECT message_id FROM message_roles "
-                     "WHERE role = ? AND archived = ? AND " KEYSET
-                     " ORDER BY created_at DESC, message_id DESC LIMIT ?) AS g%d",
-                     "message_id", i);
-        p += n, left -= (size_t)n;
-    }
-    snprintf(p, left, ") ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?");
+typedef struct {
+    char *p;
+    size_t size, used;
+} sql_text;
 
-    p = sql_count;
-    left = sizeof sql_count;
-    n = snprintf(p, left,
-                 "SELECT COUNT(*) FROM messages WHERE archived = 0 AND (from_user = ? OR to_user = ? "
-                 "OR id IN (SELECT message_id FROM message_roles WHERE archived = 0 AND role IN (");
-    p += n, left -= (size_t)n;
-    for (int i = 0; i < MV_MAX_ROLES; i++) {
-        n = snprintf(p, left, i ? ", ?" : "?");
-        p += n, left -= (size_t)n;
-    }
-    snprintf(p, left, ")))");
+/* Appends, never past the end: a text that does not fit is a build error the asserts above
+ * rule out, so reaching it means they are wrong — stop rather than run a truncated query. */
+static void sql_add(sql_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sql_add(sql_text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->p + t->used, t->size - t->used, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= t->size - t->used) abort();
+    t->used += (size_t)n;
+}
+
+static void build_count(char *buf, size_t size, int slots) {
+    sql_text t = {buf, size, 0};
+    sql_add(&t, "%s", COUNT_HEAD);
+    for (int i = 0; i < slots; i++)
+        sql_add(&t, "%s", i ? ", ?" : "?");
+    sql_add(&t, "%s", COUNT_TAIL);
+}
+
+static void build_sql(void) {
+    sql_text t = {sql_list, sizeof sql_list, 0};
+    sql_add(&t, LIST_HEAD, "id", "id");
+    for (int i = 0; i < MV_LIST_ROLE_SLOTS; i++)
+        sql_add(&t, LIST_ROLE_BRANCH, "message_id", i);
+    sql_add(&t, "%s", LIST_TAIL);
+    build_count(sql_count, sizeof sql_count, MV_LIST_ROLE_SLOTS);
+    build_count(sql_count_all, sizeof sql_count_all, MV_MAX_ROLES);
 }
 
 const char *message_list_sql(void) {
@@ -125,31 +158,58 @@ typedef struct {
     json_t *messages;
 } list_arg;
 
-static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
-    list_arg *a = ctx;
+/* Runs the list statement for one slice of the user's roles: the newest `inner` visible
+ * messages after the keyset position, then `limit` of them from `offset` on. */
+static mv_code list_slice(mv_db *db, const list_arg *a, size_t slice, int64_t after_created,
+                          const char *after_id, int64_t inner, int64_t limit, int64_t offset,
+                          json_t *out, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql_list, &st, err);
     if (rc != MV_OK) return rc;
     const mv_user *u = a->req->user;
     int archived = a->req->archived ? 1 : 0;
-    int64_t inner = a->skip + a->limit + 1; /* one extra row tells whether a next page exists */
     int idx = 1;
-    for (int branch = 0; branch < 2 + MV_MAX_ROLES; branch++) {
-        const char *key = branch < 2 ? a->user_id
-                          : (size_t)(branch - 2) < u->nroles ? u->roles[branch - 2]
-                                                             : NULL;
+    for (int branch = 0; branch < 2 + MV_LIST_ROLE_SLOTS; branch++) {
+        size_t role = slice * MV_LIST_ROLE_SLOTS + (size_t)(branch - 2);
+        /* the user's own branches run in the first slice only; a NULL key matches nothing */
+        const char *key = branch < 2 ? (slice == 0 ? a->user_id : NULL)
+                          : role < u->nroles ? u->roles[role]
+                                             : NULL;
         mv_stmt_bind_text(st, idx++, key);
         mv_stmt_bind_int64(st, idx++, archived);
-        mv_stmt_bind_int64(st, idx++, a->after_created);
-        mv_stmt_bind_text(st, idx++, a->after_id);
+        mv_stmt_bind_int64(st, idx++, after_created);
+        mv_stmt_bind_text(st, idx++, after_id);
         mv_stmt_bind_int64(st, idx++, inner);
     }
-    mv_stmt_bind_int64(st, idx++, a->limit + 1);
-    mv_stmt_bind_int64(st, idx++, a->skip);
+    mv_stmt_bind_int64(st, idx++, limit);
+    mv_stmt_bind_int64(st, idx++, offset);
     int r;
-    while ((r = mv_stmt_step(st, err)) == 1) json_array_append_new(a->messages, doc_from_row(st));
+    while ((r = mv_stmt_step(st, err)) == 1) json_array_append_new(out, doc_from_row(st));
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+}
+
+typedef struct {
+    mv_db *db;
+    const list_arg *a;
+} slice_ctx;
+
+static mv_code fetch_slice(void *ctx, size_t slice, int64_t after_created, const char *after_id,
+                           int64_t n, json_t *out, mv_err *err) {
+    slice_ctx *c = ctx;
+    return list_slice(c->db, c->a, slice, after_created, after_id, n, n, 0, out, err);
+}
+
+static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
+    list_arg *a = ctx;
+    size_t slices = mv__role_slices(a->req->user->nroles);
+    /* one extra row tells whether a next page exists */
+    if (slices == 1)
+        return list_slice(db, a, 0, a->after_created, a->after_id, a->skip + a->limit + 1,
+                          a->limit + 1, a->skip, a->messages, err);
+    slice_ctx c = {db, a};
+    return mv__visible_page(slices, fetch_slice, &c, a->after_created, a->after_id, a->skip,
+                            a->limit + 1, a->messages, err);
 }
 
 mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **messages,
@@ -205,15 +265,19 @@ typedef struct {
 
 static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     count_arg *a = ctx;
-    const char *r[MV_MAX_ROLES] = {0};
-    for (size_t i = 0; i < a->user->nroles; i++) r[i] = a->user->roles[i];
+    bool few = a->user->nroles <= MV_LIST_ROLE_SLOTS;
+    int slots = few ? MV_LIST_ROLE_SLOTS : MV_MAX_ROLES;
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, sql_count, &st, err, "ssssssssssssssssss", a->uid, a->uid, r[0],
-                           r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
-                           r[12], r[13], r[14], r[15]);
-    if (st) a->count = mv_stmt_int64(st, 0);
+    mv_code rc = mv_db_prepare(db, few ? sql_count : sql_count_all, &st, err);
+    if (rc != MV_OK) return rc;
+    mv_stmt_bind_text(st, 1, a->uid);
+    mv_stmt_bind_text(st, 2, a->uid);
+    for (int i = 0; i < slots; i++)
+        mv_stmt_bind_text(st, 3 + i, (size_t)i < a->user->nroles ? a->user->roles[i] : NULL);
+    int r = mv_stmt_step(st, err);
+    if (r == 1) a->count = mv_stmt_int64(st, 0);
     mv_stmt_done(st);
-    return rc;
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
 mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err) {

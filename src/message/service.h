@@ -7,7 +7,22 @@
 #include "missive/message.h"
 #include "store/db.h"
 
-#define MV_MAX_ROLES 16 /* roles per user and per message considered for visibility */
+#define MV_MAX_ROLES 256      /* roles per user, per message and adminRoles */
+#define MV_LIST_ROLE_SLOTS 16 /* role branches of one list statement (read.c) */
+
+/* ---- visibility.c: users with more roles than one list statement has slots ---- */
+
+/* How many list statements a user with nroles runs (1 up to MV_LIST_ROLE_SLOTS). */
+size_t mv__role_slices(size_t nroles);
+/* Appends to out the newest n messages of slice `slice` (its MV_LIST_ROLE_SLOTS roles; slice 0
+ * also the user's own sent and received ones) after the keyset position (after_created,
+ * after_id), newest first. */
+typedef mv_code (*mv__slice_fetch)(void *ctx, size_t slice, int64_t after_created,
+                                   const char *after_id, int64_t n, json_t *out, mv_err *err);
+/* The page of n messages after the position and `skip` more, merged over every slice and each
+ * message once, appended to out newest first. */
+mv_code mv__visible_page(size_t slices, mv__slice_fetch fetch, void *ctx, int64_t after_created,
+                         const char *after_id, int64_t skip, int64_t n, json_t *out, mv_err *err);
 
 typedef struct override_entry {
     char *template_cd, *action_cd; /* action_cd NULL for prepare overrides */

@@ -27,6 +27,11 @@ typedef struct mv_stmt mv_stmt;
  * stable (a static constant): it is the cache key. */
 mv_code mv_db_prepare(mv_db *db, const char *sql, mv_stmt **out, mv_err *err);
 
+/* The most values one statement binds (placeholders are numbered 1..MV_STMT_MAX_PARAMS). A
+ * caller that builds SQL with a variable number of placeholders ties its count to this limit
+ * with a _Static_assert. */
+#define MV_STMT_MAX_PARAMS 512
+
 /* Binding (1-based). Text is copied; NULL text binds SQL NULL. */
 void mv_stmt_bind_text(mv_stmt *st, int idx, const char *s);
 void mv_stmt_bind_int64(mv_stmt *st, int idx, int64_t v);

@@ -8,8 +8,6 @@
 
 #include "store/db.h"
 
-#define MV_STMT_MAX_PARAMS 128
-
 typedef struct mv_param {
     enum { MV_PARAM_NULL, MV_PARAM_TEXT, MV_PARAM_INT } type;
     int64_t i;
@@ -51,8 +49,8 @@ struct mv_stmt {
     mv_db *db;
     const char *sql; /* cache key */
     void *drv_stmt;
-    mv_param params[MV_STMT_MAX_PARAMS];
-    int nparams;
+    mv_param *params; /* grown as bound, up to MV_STMT_MAX_PARAMS */
+    int nparams, cap;
     int64_t changes;
     bool started;
     mv_stmt *next;

@@ -117,6 +117,7 @@ static void db_free(mv_db *db) {
             mv_stmt *next = st->next;
             for (int i = 0; i < st->nparams; i++) free(st->params[i].s);
             db->drv->finalize(st->drv_stmt);
+            free(st->params);
             free(st);
             st = next;
         }
@@ -337,6 +338,16 @@ mv_code mv_db_prepare(mv_db *db, const char *sql, mv_stmt **out, mv_err *err) {
 
 static mv_param *param_slot(mv_stmt *st, int idx) {
     if (idx < 1 || idx > MV_STMT_MAX_PARAMS) abort(); /* a programming error, never input */
+    if (idx > st->cap) {
+        int cap = st->cap ? st->cap : 16;
+        while (cap < idx) cap *= 2;
+        if (cap > MV_STMT_MAX_PARAMS) cap = MV_STMT_MAX_PARAMS;
+        mv_param *grown = realloc(st->params, (size_t)cap * sizeof *grown);
+        if (!grown) abort(); /* as for a bound text: binding has no error path */
+        memset(grown + st->cap, 0, (size_t)(cap - st->cap) * sizeof *grown);
+        st->params = grown;
+        st->cap = cap;
+    }
     mv_param *p = &st->params[idx - 1];
     free(p->s);
     p->s = NULL;
