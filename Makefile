@@ -13,7 +13,7 @@ $(shell scripts/deps >&2)
 endif
 endif
 
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers \
            -Iinclude -Isrc -Itests $(OPT) $(SAN) -MMD -MP $(shell pkg-config --cflags $(PKGS))
 LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 LDFLAGS := $(SAN)

@@ -10,6 +10,7 @@
 #define MISSIVE_TEST_H
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,19 @@ static const char *test_current_name_ = "";
 
 static inline void test_fail_(const char *file, int line, const char *what) {
     fprintf(stderr, "FAIL %s (%s:%d): %s\n", test_current_name_, file, line, what);
+    test_current_failed_ = 1;
+}
+
+/* test_fail_ with a printf-style message, printed whole (no buffer to truncate it). */
+static inline void test_failf_(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void test_failf_(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL %s (%s:%d): ", test_current_name_, file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
     test_current_failed_ = 1;
 }
 
@@ -39,9 +53,7 @@ static inline void test_fail_(const char *file, int line, const char *what) {
     do {                                                                                           \
         long long a_ = (long long)(a), b_ = (long long)(b);                                        \
         if (a_ != b_) {                                                                            \
-            char m_[256];                                                                          \
-            snprintf(m_, sizeof m_, "%s == %s (%lld != %lld)", #a, #b, a_, b_);                    \
-            test_fail_(__FILE__, __LINE__, m_);                                                    \
+            test_failf_(__FILE__, __LINE__, "%s == %s (%lld != %lld)", #a, #b, a_, b_);            \
         }                                                                                          \
     } while (0)
 
@@ -49,10 +61,8 @@ static inline void test_fail_(const char *file, int line, const char *what) {
     do {                                                                                           \
         const char *a_ = (a), *b_ = (b);                                                           \
         if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                                   \
-            char m_[1024];                                                                         \
-            snprintf(m_, sizeof m_, "%s == %s (\"%s\" != \"%s\")", #a, #b, a_ ? a_ : "(null)",     \
-                     b_ ? b_ : "(null)");                                                          \
-            test_fail_(__FILE__, __LINE__, m_);                                                    \
+            test_failf_(__FILE__, __LINE__, "%s == %s (\"%s\" != \"%s\")", #a, #b,                 \
+                        a_ ? a_ : "(null)", b_ ? b_ : "(null)");                                   \
         }                                                                                          \
     } while (0)
 
@@ -61,11 +71,9 @@ static inline void test_fail_(const char *file, int line, const char *what) {
     do {                                                                                           \
         int c_ = (int)(call);                                                                      \
         if (c_ != (int)(code)) {                                                                   \
-            char m_[1024];                                                                         \
             const mv_err *e_ = (errp);                                                             \
-            snprintf(m_, sizeof m_, "%s returned %d, expected %s (%s)", #call, c_, #code,           \
-                     e_ ? e_->message : "");                                                       \
-            test_fail_(__FILE__, __LINE__, m_);                                                    \
+            test_failf_(__FILE__, __LINE__, "%s returned %d, expected %s (%s)", #call, c_, #code,  \
+                        e_ ? e_->message : "");                                                    \
         }                                                                                          \
     } while (0)
 

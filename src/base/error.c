@@ -49,7 +49,10 @@ void mv_err_prefix(mv_err *err, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err->message, sizeof old);
-    snprintf(err->message, sizeof err->message, "%s: %s", prefix, old);
+    /* the prefix always fits; the old message keeps what room is left */
+    int n = snprintf(err->message, sizeof err->message, "%s: ", prefix);
+    if (n > 0 && (size_t)n < sizeof err->message)
+        mv_strlcpy(err->message + n, old, sizeof err->message - (size_t)n);
 }
 
 const char *mv_code_name(mv_code code) {

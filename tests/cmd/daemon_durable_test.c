@@ -242,7 +242,7 @@ TEST(saga_encryption_in_the_config_keeps_saga_data_sealed_at_rest) {
     CHECK_STR(mv_json_str(json_object_get(s.json, "input"), "card"), "card-plaintext");
     test_reply_free(&s);
     rig_stop(&r);
-    char db[800], wal[800];
+    char db[800], wal[820];
     snprintf(db, sizeof db, "%s/m.db", test_tmp_path("saga-sealed"));
     snprintf(wal, sizeof wal, "%s-wal", db);
     CHECK(!file_contains(db, "card-plaintext") && !file_contains(wal, "card-plaintext"));

@@ -3,12 +3,12 @@
 #include "durable/fixture.h"
 
 typedef struct {
-    char log[16][80];
+    char log[16][160];
     int n;
 } trace;
 
 static void logf_(trace *t, const char *what, const char *id) {
-    if (t->n < 16) snprintf(t->log[t->n++], 80, "%s:%s", what, id);
+    if (t->n < 16) snprintf(t->log[t->n++], sizeof t->log[0], "%s:%s", what, id);
 }
 
 static mv_code tr_intent(const mv_effect_context *c, void *ctx, mv_err *err) {

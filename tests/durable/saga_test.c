@@ -266,14 +266,14 @@ STORE_TEST(operator_resolution_commits_the_step_and_resume_completes_without_rer
 }
 
 /* The journal state of effect id ("" when it has no row). */
-static void journal_state(mv_store *store, const char *id, char out[16], char cap[64]) {
+static void journal_state(mv_store *store, const char *id, char out[16], char cap[129]) {
     mv_journal *j = NULL;
     mv_journal_options o = {0};
     mv_effect_record rec;
     out[0] = cap[0] = '\0';
     if (mv_journal_new(store, &o, &j, NULL) == MV_OK && mv_journal_get(j, id, &rec, NULL) == MV_OK) {
         snprintf(out, 16, "%s", mv_effect_state_name(rec.state));
-        snprintf(cap, 64, "%s", rec.capability);
+        snprintf(cap, 129, "%s", rec.capability);
     }
     mv_journal_free(j);
 }
@@ -286,7 +286,7 @@ STORE_TEST(saga_steps_are_effects_in_the_journal_named_by_the_capability) {
     json_t *rec = NULL;
     mv_err err = {0};
     CHECK_CODE(ambiguous_saga(&r, &w, &def, &rec, &err), MV_UPSTREAM_FAILED, &err);
-    char reserve[64], charge[64], state[16], cap[64];
+    char reserve[64], charge[64], state[16], cap[129];
     snprintf(reserve, sizeof reserve, "%s", step_field(rec, 0, "effectId"));
     snprintf(charge, sizeof charge, "%s", step_field(rec, 1, "effectId"));
     json_decref(rec);
@@ -323,7 +323,7 @@ static mv_store *seen_store;
 static mv_code peeking_step(mv_saga_step_call *call, void *ctx, json_t **result, mv_err *err) {
     (void)ctx;
     (void)err;
-    char cap[64];
+    char cap[129];
     journal_state(seen_store, call->effect_id, seen_state, cap);
     *result = json_null();
     return MV_OK;
@@ -346,7 +346,7 @@ STORE_TEST(a_step_in_flight_is_executing_in_the_journal_before_its_call) {
     mv_err err = {0};
     CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_peek", input, NULL, &rec, &err), MV_OK, &err);
     CHECK_STR(seen_state, "executing");
-    char state[16], cap[64];
+    char state[16], cap[129];
     journal_state(r.store, step_field(rec, 0, "effectId"), state, cap);
     CHECK_STR(state, "committed");
     CHECK_STR(cap, "saga.execute");

@@ -905,7 +905,7 @@ TEST(templates_check_fails_naming_file_template_and_problem) {
 }
 
 TEST(templates_check_takes_a_directory_and_reports_duplicate_codes_across_its_files) {
-    char cmd[1024], out[4096], want[4096];
+    char cmd[2048], out[4096], want[4096];
     snprintf(cmd, sizeof cmd, "%s templates check examples/templates", missive_bin());
     CHECK_INT(run(cmd, out, sizeof out), 0);
     CHECK_STR(out, "ok examples/templates/booking-request.json\n"
