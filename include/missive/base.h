@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "missive/defaults.h"
 #include "missive/error.h"
 
 /* ---- clock ------------------------------------------------------------------------------- */

@@ -171,7 +171,7 @@ typedef struct mv_outbox_config {
     const mv_clock *clock;          /* NULL → real clock; row times and backoff use it */
     const mv_webhook_config *webhook; /* webhook rows and the email webhook; NULL → defaults */
     const mv_email_config *email;   /* NULL → email rows are left pending (email disabled) */
-    int max_attempts;               /* 0 → 5 */
+    int max_attempts;               /* 0 → MV_DEFAULT_OUTBOX_MAX_ATTEMPTS (10) */
     int64_t backoff_base_ms;        /* 0 → 1000: delay before attempt n+1 is base·2^(n−1) … */
     int64_t backoff_cap_ms;         /* 0 → 300000: … capped here, then jittered to [d/2, d] */
     int64_t lease_ms;               /* 0 → 60000; must exceed one delivery's timeout */

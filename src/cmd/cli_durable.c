@@ -177,7 +177,7 @@ int cli_reconcile(int argc, char **argv) {
     const char *stale = cli_flag(argc, argv, "--stale-ms");
     int n = (int)(sizeof reconcilers / sizeof reconcilers[0]), only = -1;
     char *end = NULL;
-    long long stale_ms = stale ? strtoll(stale, &end, 10) : 60000;
+    long long stale_ms = stale ? strtoll(stale, &end, 10) : MV_DEFAULT_RECONCILE_STALE_MS;
     static const char *const FLAGS[] = {"--store", "--kind", "--stale-ms", NULL};
     if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url || (stale && (!*stale || *end || stale_ms < 0))) {
         fprintf(stderr, "usage: missive reconcile --store URL "

@@ -396,23 +396,23 @@ static mv_code check_whole(loader *l) {
 }
 
 static void set_defaults(mv_config *c) {
-    c->threads = 8;
-    c->max_connections = 1024;
-    c->connection_timeout_ms = 30000;
-    c->list.default_limit = 50;
-    c->list.max_limit = 100;
-    c->leases.client_request_ms = 30000;
-    c->leases.client_request_wait_ms = 5000;
-    c->leases.client_request_poll_ms = 200;
-    c->leases.action_ms = 30000;
-    c->webhooks.connect_timeout_ms = 2000;
-    c->webhooks.timeout_ms = 10000;
-    c->webhooks.max_response_bytes = 1048576;
-    c->shutdown_timeout_ms = 30000;
-    c->approvals.ttl_ms = 900000;
-    c->outbox.poll_ms = 1000;
-    c->outbox.max_attempts = 10;
-    c->outbox.backoff_ms = 1000;
+    c->threads = MV_DEFAULT_THREADS;
+    c->max_connections = MV_DEFAULT_MAX_CONNECTIONS;
+    c->connection_timeout_ms = MV_DEFAULT_CONNECTION_TIMEOUT_MS;
+    c->list.default_limit = MV_DEFAULT_LIST_LIMIT;
+    c->list.max_limit = MV_DEFAULT_MAX_LIST_LIMIT;
+    c->leases.client_request_ms = MV_DEFAULT_CLIENT_REQUEST_LEASE_MS;
+    c->leases.client_request_wait_ms = MV_DEFAULT_CLIENT_REQUEST_WAIT_MS;
+    c->leases.client_request_poll_ms = MV_DEFAULT_CLIENT_REQUEST_POLL_MS;
+    c->leases.action_ms = MV_DEFAULT_ACTION_LEASE_MS;
+    c->webhooks.connect_timeout_ms = MV_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS;
+    c->webhooks.timeout_ms = MV_DEFAULT_WEBHOOK_TIMEOUT_MS;
+    c->webhooks.max_response_bytes = MV_DEFAULT_WEBHOOK_MAX_RESPONSE_BYTES;
+    c->shutdown_timeout_ms = MV_DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    c->approvals.ttl_ms = MV_DEFAULT_APPROVAL_TTL_MS;
+    c->outbox.poll_ms = MV_DEFAULT_OUTBOX_POLL_MS;
+    c->outbox.max_attempts = MV_DEFAULT_OUTBOX_MAX_ATTEMPTS;
+    c->outbox.backoff_ms = MV_DEFAULT_OUTBOX_BACKOFF_MS;
 }
 
 static char *dir_of(const char *path) {

@@ -17,10 +17,6 @@
 #include "missive/deliver.h"
 #include "store/db.h"
 
-#define DEFAULT_MAX_ATTEMPTS 5
-#define DEFAULT_BACKOFF_BASE_MS 1000
-#define DEFAULT_BACKOFF_CAP_MS 300000
-#define DEFAULT_LEASE_MS 60000
 #define MAX_DURATION_MS INT64_C(9007199254740991) /* 2^53 - 1: any clock value plus it fits */
 
 static const char SQL_INSERT[] =
@@ -272,11 +268,11 @@ static int64_t backoff_ms(const mv_outbox_config *cfg, int attempts) {
 
 static mv_outbox_config with_defaults(const mv_outbox_config *in) {
     mv_outbox_config c = in ? *in : (mv_outbox_config){0};
-    if (c.max_attempts <= 0) c.max_attempts = DEFAULT_MAX_ATTEMPTS;
-    if (c.backoff_base_ms <= 0) c.backoff_base_ms = DEFAULT_BACKOFF_BASE_MS;
-    if (c.backoff_cap_ms <= 0) c.backoff_cap_ms = DEFAULT_BACKOFF_CAP_MS;
+    if (c.max_attempts <= 0) c.max_attempts = MV_DEFAULT_OUTBOX_MAX_ATTEMPTS;
+    if (c.backoff_base_ms <= 0) c.backoff_base_ms = MV_DEFAULT_OUTBOX_BACKOFF_MS;
+    if (c.backoff_cap_ms <= 0) c.backoff_cap_ms = MV_DEFAULT_OUTBOX_BACKOFF_CAP_MS;
     if (c.backoff_cap_ms < c.backoff_base_ms) c.backoff_cap_ms = c.backoff_base_ms;
-    if (c.lease_ms <= 0) c.lease_ms = DEFAULT_LEASE_MS;
+    if (c.lease_ms <= 0) c.lease_ms = MV_DEFAULT_OUTBOX_LEASE_MS;
     /* capped so that now + lease or now + backoff cannot overflow into the past */
     if (c.backoff_cap_ms > MAX_DURATION_MS) c.backoff_cap_ms = MAX_DURATION_MS;
     if (c.backoff_base_ms > c.backoff_cap_ms) c.backoff_base_ms = c.backoff_cap_ms;

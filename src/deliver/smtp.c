@@ -183,8 +183,8 @@ mv_code mv_smtp_send(const mv_smtp_config *cfg, const char *to, const char *subj
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_USE_SSL, (long)CURLUSESSL_TRY);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 2000));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(cfg->timeout_ms > 0 ? cfg->timeout_ms : 10000));
+                     (long)(cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : MV_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(cfg->timeout_ms > 0 ? cfg->timeout_ms : MV_DEFAULT_WEBHOOK_TIMEOUT_MS));
     curl_easy_setopt(h, CURLOPT_MAIL_FROM, from_env);
     curl_easy_setopt(h, CURLOPT_MAIL_RCPT, rcpt);
     curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);

@@ -14,9 +14,6 @@
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 
-#define DEFAULT_CONNECT_MS 2000
-#define DEFAULT_TIMEOUT_MS 10000
-#define DEFAULT_MAX_RESPONSE (1024u * 1024u)
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_global_rc = CURLE_OK;
@@ -119,9 +116,9 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     if (!mv_curl_ready()) return mv_err_set(err, MV_INTERNAL, "libcurl failed to initialise");
 
     mv_webhook_config c = cfg ? *cfg : (mv_webhook_config){0};
-    if (c.connect_timeout_ms <= 0) c.connect_timeout_ms = DEFAULT_CONNECT_MS;
-    if (c.timeout_ms <= 0) c.timeout_ms = DEFAULT_TIMEOUT_MS;
-    if (c.max_response_bytes == 0) c.max_response_bytes = DEFAULT_MAX_RESPONSE;
+    if (c.connect_timeout_ms <= 0) c.connect_timeout_ms = MV_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS;
+    if (c.timeout_ms <= 0) c.timeout_ms = MV_DEFAULT_WEBHOOK_TIMEOUT_MS;
+    if (c.max_response_bytes == 0) c.max_response_bytes = MV_DEFAULT_WEBHOOK_MAX_RESPONSE_BYTES;
 
     mv_code rc = MV_OK;
     struct curl_slist *hdrs = NULL;

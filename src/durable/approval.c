@@ -12,7 +12,6 @@
 #include "durable/durable_internal.h"
 #include "store/db.h"
 
-#define DEFAULT_TTL_MS 900000
 #define MAX_TOKEN_LEN 2048
 
 struct mv_approvals {
@@ -61,7 +60,7 @@ mv_code mv_approvals_new(mv_store *store, const mv_approvals_options *opts, mv_a
     a->store = store;
     memcpy(a->secret, opts->secret, opts->secret_len);
     a->secret_len = opts->secret_len;
-    a->ttl_ms = opts->ttl_ms ? opts->ttl_ms : DEFAULT_TTL_MS;
+    a->ttl_ms = opts->ttl_ms ? opts->ttl_ms : MV_DEFAULT_APPROVAL_TTL_MS;
     a->clock = opts->clock;
     *out = a;
     return MV_OK;

@@ -14,7 +14,6 @@
 #include "durable/durable_internal.h"
 #include "store/db.h"
 
-#define DEFAULT_LIMIT 100
 #define MAX_LIMIT 1000
 
 const char mv_sql_scan_effects[] =
@@ -166,7 +165,7 @@ static mv_code scan(mv_store *store, bool sagas, const mv_reconcile_options *opt
                     mv_reconcile_page *out, mv_err *err) {
     out->findings = NULL;
     out->cursor[0] = '\0';
-    int limit = opts->limit ? opts->limit : DEFAULT_LIMIT;
+    int limit = opts->limit ? opts->limit : MV_DEFAULT_RECONCILE_LIMIT;
     if (limit < 1 || limit > MAX_LIMIT)
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "reconciliation limit must be between 1 and 1000");

@@ -15,7 +15,6 @@
 #include "durable/durable_internal.h"
 #include "store/db.h"
 
-#define DEFAULT_MAX_ATTEMPTS 3
 #define ENC_PREFIX "enc:v1:"
 
 struct mv_saga_engine {
@@ -86,7 +85,7 @@ mv_code mv_saga_engine_new(mv_store *store, const mv_saga_engine_options *opts,
     mv_saga_engine *e = calloc(1, sizeof *e);
     if (!e) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     e->store = store;
-    e->runner_lease_ms = 30000;
+    e->runner_lease_ms = MV_DEFAULT_SAGA_RUNNER_LEASE_MS;
     if (opts) {
         e->clock = opts->clock;
         e->observer = opts->observer;
@@ -550,7 +549,7 @@ mv_code mv_saga_definition_check(const mv_saga_definition *def, mv_err *err) {
 }
 
 static int max_attempts(const mv_saga_definition *def) {
-    return def->max_attempts > 0 ? def->max_attempts : DEFAULT_MAX_ATTEMPTS;
+    return def->max_attempts > 0 ? def->max_attempts : MV_DEFAULT_SAGA_MAX_ATTEMPTS;
 }
 
 static int64_t default_backoff(int attempt) {
@@ -1158,7 +1157,7 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
                             json_string(compensated ? "compensated" : "compensation-failed"));
         int max =
             def ? max_attempts(def) : (int)json_integer_value(json_object_get(*rec, "maxAttempts"));
-        if (max < 1) max = DEFAULT_MAX_ATTEMPTS;
+        if (max < 1) max = MV_DEFAULT_SAGA_MAX_ATTEMPTS;
         saga_state = !compensated && json_integer_value(json_object_get(step, "attempts")) >= max
                          ? "manual-review"
                          : "compensating";

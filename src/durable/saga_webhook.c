@@ -17,9 +17,6 @@
 #include "durable/durable_internal.h"
 #include "missive/saga_webhook.h"
 
-#define DEFAULT_MAX_ATTEMPTS 3
-#define DEFAULT_BACKOFF_INITIAL 100
-#define DEFAULT_BACKOFF_MAX 60000
 #define MAX_ATTEMPTS_LIMIT 1000
 
 typedef struct wh_def wh_def;
@@ -209,9 +206,9 @@ static bool get_int(const json_t *v, int64_t min, int64_t max, int64_t *out) {
 }
 
 static mv_code read_retry(const parse *p, const json_t *root, wh_def *d) {
-    d->def.max_attempts = DEFAULT_MAX_ATTEMPTS;
-    d->backoff_initial = DEFAULT_BACKOFF_INITIAL;
-    d->backoff_max = DEFAULT_BACKOFF_MAX;
+    d->def.max_attempts = MV_DEFAULT_SAGA_MAX_ATTEMPTS;
+    d->backoff_initial = MV_DEFAULT_SAGA_BACKOFF_INITIAL_MS;
+    d->backoff_max = MV_DEFAULT_SAGA_BACKOFF_MAX_MS;
     json_t *retry = json_object_get(root, "retry");
     if (!retry) return MV_OK;
     if (!json_is_object(retry)) return fail(p, "retry must be an object");

@@ -23,8 +23,8 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     if (!opts || !opts->store || !opts->registry)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "a message service needs a store and a registry");
     mv_service_options o = *opts;
-    if (!o.max_list_limit) o.max_list_limit = 100;
-    if (!o.default_list_limit) o.default_list_limit = 50;
+    if (!o.max_list_limit) o.max_list_limit = MV_DEFAULT_MAX_LIST_LIMIT;
+    if (!o.default_list_limit) o.default_list_limit = MV_DEFAULT_LIST_LIMIT;
     mv_code rc;
     if ((rc = check_limit("maxListLimit", o.max_list_limit, err)) ||
         (rc = check_limit("defaultListLimit", o.default_list_limit, err)))
@@ -32,11 +32,11 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     if (o.default_list_limit > o.max_list_limit)
         return mv_err_set(err, MV_INVALID_PAGINATION,
                           "defaultListLimit must be less than or equal to maxListLimit");
-    if (o.client_request_lease_ms <= 0) o.client_request_lease_ms = 30000;
+    if (o.client_request_lease_ms <= 0) o.client_request_lease_ms = MV_DEFAULT_CLIENT_REQUEST_LEASE_MS;
     if (o.client_request_wait_zero || o.client_request_wait_ms < 0) o.client_request_wait_ms = 0;
-    else if (o.client_request_wait_ms == 0) o.client_request_wait_ms = 5000;
-    if (o.client_request_poll_ms <= 0) o.client_request_poll_ms = 200;
-    if (o.action_lease_ms <= 0) o.action_lease_ms = 30000;
+    else if (o.client_request_wait_ms == 0) o.client_request_wait_ms = MV_DEFAULT_CLIENT_REQUEST_WAIT_MS;
+    if (o.client_request_poll_ms <= 0) o.client_request_poll_ms = MV_DEFAULT_CLIENT_REQUEST_POLL_MS;
+    if (o.action_lease_ms <= 0) o.action_lease_ms = MV_DEFAULT_ACTION_LEASE_MS;
     if (o.nadmin_roles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d adminRoles", MV_MAX_ROLES);
 

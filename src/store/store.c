@@ -68,8 +68,8 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
     if (strcmp(o.synchronous, "FULL") && strcmp(o.synchronous, "NORMAL") && strcmp(o.synchronous, "OFF"))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "synchronous must be FULL, NORMAL or OFF, not \"%s\"", o.synchronous);
-    if (o.busy_timeout_ms <= 0) o.busy_timeout_ms = 10000;
-    if (o.statement_timeout_ms <= 0) o.statement_timeout_ms = 30000;
+    if (o.busy_timeout_ms <= 0) o.busy_timeout_ms = MV_DEFAULT_BUSY_TIMEOUT_MS;
+    if (o.statement_timeout_ms <= 0) o.statement_timeout_ms = MV_DEFAULT_STATEMENT_TIMEOUT_MS;
 
     mv_store *s = calloc(1, sizeof *s);
     if (!s) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
