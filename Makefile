@@ -50,6 +50,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The allocation-failure test sees every allocation of missive's own objects (tests/base/torture_test.c).
+$(BUILD)/tests/base/torture_test: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
+    -Wl,--wrap=free,--wrap=strdup,--wrap=strndup
+
 test: all $(TEST_BIN)
 	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
 
@@ -74,21 +78,32 @@ bench:
 	@$(MAKE) --no-print-directory BUILD=build-release OPT="-O2 -DNDEBUG" bench-bin
 	@BUILD=build-release bench/run
 
-# libFuzzer harnesses (fuzz/*_fuzz.c), built with clang + ASan/UBSan into build-fuzz/ and run
-# FUZZ_SECONDS each; seeds come from fuzz/seeds/<name>/, the growing corpus stays in build-fuzz/.
+# libFuzzer harnesses (fuzz/*_fuzz.c: the HTTP router and bodies, the Mustache compiler, the
+# JsonLogic compiler, template validation), built with clang + ASan/UBSan into build-fuzz/ (the
+# library compiled once, each harness linked against it) and run FUZZ_SECONDS each; seeds come
+# from fuzz/seeds/<name>/, the growing corpus stays in build-fuzz/. FUZZ_TARGETS picks some.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_SRC     := $(wildcard fuzz/*_fuzz.c)
+FUZZ_TARGETS ?= $(patsubst fuzz/%.c,%,$(wildcard fuzz/*_fuzz.c))
+FUZZ_SAN     := -fsanitize=address,undefined
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 $(FUZZ_SAN) -Iinclude -Isrc \
+                $(shell pkg-config --cflags $(PKGS))
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
 
-fuzz:
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build-fuzz/%_fuzz: build-fuzz/obj/fuzz/%_fuzz.o $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
+
+fuzz-deps:
 	@dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" || \
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
-	@mkdir -p build-fuzz
-	@set -e; for f in $(FUZZ_SRC); do \
-	    n=$$(basename $$f .c); \
-	    echo "fuzz: building $$n"; \
-	    $(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	        -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS)) $$f $(LIB_SRC) -o build-fuzz/$$n $(LDLIBS); \
+
+fuzz: fuzz-deps
+	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=build-fuzz/%)
+	@set -e; for n in $(FUZZ_TARGETS); do \
 	    mkdir -p build-fuzz/corpus-$$n; \
 	    echo "fuzz: running $$n for $(FUZZ_SECONDS) s"; \
 	    build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -107,6 +122,6 @@ lint:
 clean:
 	rm -rf build build-asan build-release build-fuzz var
 
-.PHONY: all test asan run lint clean fuzz bench bench-bin
+.PHONY: all test asan run lint clean fuzz fuzz-deps bench bench-bin
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
