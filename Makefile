@@ -95,7 +95,8 @@ build-fuzz/obj/%.o: %.c
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 build-fuzz/%_fuzz: build-fuzz/obj/fuzz/%_fuzz.o $(FUZZ_LIB_OBJ)
-	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
+	@echo "fuzz: linking $@"
+	@$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
 
 fuzz-deps:
 	@dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" || \
@@ -119,9 +120,15 @@ lint:
 	    --include=$(shell pkg-config --variable=includedir jansson)/jansson.h \
 	    --suppress=missingIncludeSystem --inline-suppr -Iinclude -Isrc src
 
+# Formatting as .clang-format says, checked without changing anything (clang-format -i fixes it).
+FORMAT_SRC = $(shell find src include tests -name '*.[ch]' | sort)
+
+format-check:
+	@clang-format --dry-run -Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files formatted"
+
 clean:
 	rm -rf build build-asan build-release build-fuzz var
 
-.PHONY: all test asan run lint clean fuzz fuzz-deps bench bench-bin
+.PHONY: all test asan run lint format-check clean fuzz fuzz-deps bench bench-bin
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

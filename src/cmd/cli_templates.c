@@ -71,7 +71,8 @@ static int check_dir(check_ctx *c, const char *dir) {
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
-        if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0) continue;
+        if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0)
+            continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 32;
             char **nn = realloc(names, cap * sizeof *nn);

@@ -12,7 +12,8 @@
 #include "message/service.h"
 
 size_t mv__role_slices(size_t nroles) {
-    return nroles <= MV_LIST_ROLE_SLOTS ? 1 : (nroles + MV_LIST_ROLE_SLOTS - 1) / MV_LIST_ROLE_SLOTS;
+    return nroles <= MV_LIST_ROLE_SLOTS ? 1
+                                        : (nroles + MV_LIST_ROLE_SLOTS - 1) / MV_LIST_ROLE_SLOTS;
 }
 
 /* Newest first by (createdAt, id), as the list statement orders them. */

@@ -30,7 +30,8 @@ static size_t slot_of(const void *p) { return ((uintptr_t)p >> 4) * 2654435761u 
 static void track(void *p) {
     if (!armed || !p) return;
     size_t i = slot_of(p);
-    while (live[i] && live[i] != TOMBSTONE) i = (i + 1) % LIVE_SLOTS;
+    while (live[i] && live[i] != TOMBSTONE)
+        i = (i + 1) % LIVE_SLOTS;
     live[i] = p;
     nlive++;
 }
@@ -113,8 +114,8 @@ static long torture(const char *what, parser_run fn, const void *input, mv_code 
         mv_code rc = fn(input);
         armed = false;
         if (nlive) {
-            test_failf_(__FILE__, __LINE__, "%s: failing allocation %ld leaks %zu allocations", what,
-                        n, nlive);
+            test_failf_(__FILE__, __LINE__, "%s: failing allocation %ld leaks %zu allocations",
+                        what, n, nlive);
             return -1;
         }
         if (calls < n) { /* nothing failed: the run is complete */
@@ -188,39 +189,46 @@ TEST(mustache_compile_and_render_survive_every_failed_allocation) {
 }
 
 TEST(jsonlogic_compile_and_eval_survive_every_failed_allocation) {
-    const char *rule = "{\"and\": [{\"==\": [{\"var\": \"payload.status\"}, \"open\"]},"
-                       " {\"in\": [2, {\"map\": [{\"var\": \"payload.items\"}, {\"+\": [{\"var\": \"\"}, 1]}]}]},"
-                       " {\"if\": [{\"missing\": [\"a\"]}, {\"cat\": [\"x\", \"y\"]}, false]},"
-                       " {\"reduce\": [{\"var\": \"payload.items\"}, {\"+\": [{\"var\": \"current\"},"
-                       " {\"var\": \"accumulator\"}]}, 0]}]}";
+    const char *rule =
+        "{\"and\": [{\"==\": [{\"var\": \"payload.status\"}, \"open\"]},"
+        " {\"in\": [2, {\"map\": [{\"var\": \"payload.items\"}, {\"+\": [{\"var\": \"\"}, 1]}]}]},"
+        " {\"if\": [{\"missing\": [\"a\"]}, {\"cat\": [\"x\", \"y\"]}, false]},"
+        " {\"reduce\": [{\"var\": \"payload.items\"}, {\"+\": [{\"var\": \"current\"},"
+        " {\"var\": \"accumulator\"}]}, 0]}]}";
     CHECK(torture_json("jsonlogic", run_logic, rule, MV_OK) > 10);
 }
 
 TEST(template_validation_survives_every_failed_allocation) {
     const char *text =
         "{\"templateCd\": \"booking\", \"type\": \"request\", \"paymentCd\": \"deposit\","
-        " \"senderContent\": {\"title\": \"You asked for {{listing}}\", \"short\": \"\", \"long\": \"\"},"
-        " \"receiverContent\": {\"title\": \"{{guest}} wants {{listing}}\", \"short\": \"{{note}}\"},"
+        " \"senderContent\": {\"title\": \"You asked for {{listing}}\", \"short\": \"\", \"long\": "
+        "\"\"},"
+        " \"receiverContent\": {\"title\": \"{{guest}} wants {{listing}}\", \"short\": "
+        "\"{{note}}\"},"
         " \"uiTemplate\": {\"sender\": \"card\", \"receiver\": \"card-r\"},"
         " \"prepare\": {\"toUser\": \"{{hostId}}\", \"toRoles\": [\"hosts\"]},"
-        " \"actions\": [{\"actionCd\": \"accept\", \"name\": \"Accept {{listing}}\", \"variant\": \"primary\","
+        " \"actions\": [{\"actionCd\": \"accept\", \"name\": \"Accept {{listing}}\", \"variant\": "
+        "\"primary\","
         "  \"receiver\": true, \"isDefault\": true, \"permission\": \"bookings.accept\","
         "  \"condition\": {\"==\": [{\"var\": \"payload.status\"}, \"open\"]},"
         "  \"confirmation\": {\"title\": \"Accept?\", \"message\": \"Charged {{amount}}\"},"
         "  \"handler\": {\"webhook\": \"http://127.0.0.1:9/accept\"},"
         "  \"senderNotification\": {\"title\": \"Accepted {{listing}}\"}},"
-        " {\"actionCd\": \"withdraw\", \"name\": \"Withdraw\", \"variant\": \"secondary\", \"sender\": true,"
-        "  \"handler\": {\"saga\": \"checkout\"}, \"approval\": {\"capability\": \"refunds.large\"}}]}";
+        " {\"actionCd\": \"withdraw\", \"name\": \"Withdraw\", \"variant\": \"secondary\", "
+        "\"sender\": true,"
+        "  \"handler\": {\"saga\": \"checkout\"}, \"approval\": {\"capability\": "
+        "\"refunds.large\"}}]}";
     CHECK(torture_json("template", run_template, text, MV_OK) > 10);
 }
 
 TEST(a_malformed_input_fails_cleanly_under_every_failed_allocation_too) {
     CHECK(torture("bad mustache", run_mustache, "{{#a}}x{{/b}}", MV_INVALID_TEMPLATE) > 0);
     CHECK(torture_json("bad rule", run_logic, "{\"nope\": [1]}", MV_INVALID_ARGUMENT) > 0);
-    CHECK(torture_json("bad template", run_template,
-                  "{\"templateCd\": \"x\", \"actions\": [{\"actionCd\": \"a\", \"name\": \"A\","
-                  " \"variant\": \"v\", \"reciever\": true}]}",
-                  MV_INVALID_TEMPLATE) >= 0); /* the reference's checks allocate nothing */
+    CHECK(
+        torture_json("bad template", run_template,
+                     "{\"templateCd\": \"x\", \"actions\": [{\"actionCd\": \"a\", \"name\": \"A\","
+                     " \"variant\": \"v\", \"reciever\": true}]}",
+                     MV_INVALID_TEMPLATE) >= 0); /* the reference's checks allocate nothing */
 }
 
 int main(void) {
