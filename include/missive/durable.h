@@ -319,8 +319,35 @@ mv_code mv_approval_gate_admit(const mv_effect_context *c, void *gate, mv_err *e
 
 /* ---- sagas -------------------------------------------------------------------------------- */
 
-/* Saga states: running, compensating, completed, compensated, manual-review. Step states:
- * executing, committed, failed, ambiguous, compensating, compensation-failed, compensated. */
+/* Saga states, and the states of its steps. Each state machine lives in durable/saga.c with one
+ * name table and one transition table; the names below are what records and JSON carry. */
+typedef enum mv_saga_state {
+    MV_SAGA_RUNNING,       /* "running" */
+    MV_SAGA_COMPENSATING,  /* "compensating" */
+    MV_SAGA_COMPLETED,     /* "completed" */
+    MV_SAGA_COMPENSATED,   /* "compensated" */
+    MV_SAGA_MANUAL_REVIEW, /* "manual-review" */
+    MV_SAGA_STATE_COUNT
+} mv_saga_state;
+
+typedef enum mv_saga_step_state {
+    MV_STEP_EXECUTING,           /* "executing" */
+    MV_STEP_COMMITTED,           /* "committed" */
+    MV_STEP_FAILED,              /* "failed" */
+    MV_STEP_AMBIGUOUS,           /* "ambiguous" */
+    MV_STEP_COMPENSATING,        /* "compensating" */
+    MV_STEP_COMPENSATED,         /* "compensated" */
+    MV_STEP_COMPENSATION_FAILED, /* "compensation-failed" */
+    MV_STEP_STATE_COUNT
+} mv_saga_step_state;
+
+/* The state's name ("invalid" out of range). */
+const char *mv_saga_state_name(mv_saga_state state);
+const char *mv_saga_step_state_name(mv_saga_step_state state);
+/* The state named s, or -1 (s may be NULL). */
+int mv_saga_state_parse(const char *s);
+int mv_saga_step_state_parse(const char *s);
+
 typedef struct mv_saga_engine mv_saga_engine;
 typedef struct mv_saga_ctx mv_saga_ctx; /* valid during one run callback */
 

@@ -26,7 +26,7 @@ const char mv_sql_scan_sagas[] =
     "ORDER BY updated_at, saga_id LIMIT ?";
 
 static const char *const effect_states[] = {"admission", "executing", "unknown"};
-static const char *const saga_scan_states[] = {"running", "compensating", "manual-review"};
+
 
 void mv_reconcile_page_clear(mv_reconcile_page *page) {
     if (!page) return;
@@ -102,10 +102,9 @@ static json_t *saga_finding(mv_stmt *st, int64_t stale_before) {
     size_t i;
     json_t *s;
     json_array_foreach(steps, i, s) {
-        const char *ss = mv_json_str(s, "state");
-        if (!ss) continue;
-        bool comp = strcmp(ss, "compensating") == 0;
-        if (comp || strcmp(ss, "executing") == 0 || strcmp(ss, "ambiguous") == 0) {
+        int ss = mv_saga_step_state_parse(mv_json_str(s, "state"));
+        bool comp = ss == MV_STEP_COMPENSATING;
+        if (comp || ss == MV_STEP_EXECUTING || ss == MV_STEP_AMBIGUOUS) {
             out = json_pack("{s:s, s:s, s:s?, s:s?, s:s}", "sagaId", id, "state", state, "step",
                             mv_json_str(s, "name"), "effectId",
                             mv_json_str(s, comp ? "compensationEffectId" : "effectId"), "reason",
@@ -115,9 +114,9 @@ static json_t *saga_finding(mv_stmt *st, int64_t stale_before) {
     }
     json_decref(steps);
     if (out) return out;
-    if (strcmp(state, "manual-review") == 0)
+    if (mv_saga_state_parse(state) == MV_SAGA_MANUAL_REVIEW)
         return json_pack("{s:s, s:s, s:s}", "sagaId", id, "state", state, "reason",
-                         "manual-review");
+                         mv_saga_state_name(MV_SAGA_MANUAL_REVIEW));
     if (mv_stmt_int64(st, 3) <= stale_before)
         return json_pack("{s:s, s:s, s:s}", "sagaId", id, "state", state, "reason",
                          "stale-running");
@@ -166,11 +165,15 @@ static mv_code scan(mv_store *store, bool sagas, const mv_reconcile_options *opt
     out->findings = NULL;
     out->cursor[0] = '\0';
     int limit = opts->limit ? opts->limit : MV_DEFAULT_RECONCILE_LIMIT;
+    /* the saga states a scan reads: the non-terminal ones */
+    const char *saga_states[] = {mv_saga_state_name(MV_SAGA_RUNNING),
+                                 mv_saga_state_name(MV_SAGA_COMPENSATING),
+                                 mv_saga_state_name(MV_SAGA_MANUAL_REVIEW)};
     if (limit < 1 || limit > MAX_LIMIT)
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "reconciliation limit must be between 1 and 1000");
     scan_tx t = {.sagas = sagas,
-                 .states = sagas ? saga_scan_states : effect_states,
+                 .states = sagas ? saga_states : effect_states,
                  .nstates = 3,
                  .opts = opts,
                  .limit = limit};

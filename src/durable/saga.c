@@ -57,21 +57,82 @@ static const char SQL_TAKE_RUNNER[] =
 static const char SQL_DROP_RUNNER[] =
     "UPDATE sagas SET runner_id = NULL, runner_expires_at = NULL WHERE saga_id = ? AND runner_id = ?";
 
-static const char *const saga_states[] = {"running",     "compensating",  "completed",
-                                          "compensated", "manual-review", NULL};
-static const char *const step_states[] = {
-    "executing",   "committed",           "failed", "ambiguous", "compensating",
-    "compensated", "compensation-failed", NULL};
+/* ---- the two state machines: names and transitions ------------------------------------- */
 
-static bool one_of(const char *s, const char *const *list) {
-    for (; s && *list; list++)
-        if (strcmp(s, *list) == 0) return true;
-    return false;
+static const char *const saga_state_names[MV_SAGA_STATE_COUNT] = {
+    "running", "compensating", "completed", "compensated", "manual-review"};
+static const char *const step_state_names[MV_STEP_STATE_COUNT] = {
+    "executing",   "committed",           "failed", "ambiguous", "compensating",
+    "compensated", "compensation-failed"};
+
+#define TO(s) (1u << (s))
+/* Where each saga state may go (a save that keeps the state is always allowed). Manual review
+ * ends when an operator's resolution lets the saga run or compensate again. */
+static const unsigned saga_moves[MV_SAGA_STATE_COUNT] = {
+    [MV_SAGA_RUNNING] = TO(MV_SAGA_COMPENSATING) | TO(MV_SAGA_COMPLETED) | TO(MV_SAGA_MANUAL_REVIEW),
+    [MV_SAGA_COMPENSATING] = TO(MV_SAGA_COMPENSATED) | TO(MV_SAGA_MANUAL_REVIEW),
+    [MV_SAGA_COMPLETED] = 0,
+    [MV_SAGA_COMPENSATED] = 0,
+    [MV_SAGA_MANUAL_REVIEW] = TO(MV_SAGA_RUNNING) | TO(MV_SAGA_COMPENSATING),
+};
+/* Where each step state may go: executed once (or resolved by an operator), then compensated,
+ * retrying a failed compensation under the same effect id. */
+static const unsigned step_moves[MV_STEP_STATE_COUNT] = {
+    [MV_STEP_EXECUTING] = TO(MV_STEP_COMMITTED) | TO(MV_STEP_FAILED) | TO(MV_STEP_AMBIGUOUS),
+    [MV_STEP_COMMITTED] = TO(MV_STEP_COMPENSATING) | TO(MV_STEP_COMPENSATION_FAILED),
+    [MV_STEP_FAILED] = 0,
+    [MV_STEP_AMBIGUOUS] = TO(MV_STEP_COMMITTED) | TO(MV_STEP_FAILED),
+    [MV_STEP_COMPENSATING] = TO(MV_STEP_COMPENSATED) | TO(MV_STEP_COMPENSATION_FAILED),
+    [MV_STEP_COMPENSATED] = 0,
+    [MV_STEP_COMPENSATION_FAILED] = TO(MV_STEP_COMPENSATING) | TO(MV_STEP_COMPENSATED),
+};
+
+const char *mv_saga_state_name(mv_saga_state state) {
+    return (unsigned)state < MV_SAGA_STATE_COUNT ? saga_state_names[state] : "invalid";
+}
+
+const char *mv_saga_step_state_name(mv_saga_step_state state) {
+    return (unsigned)state < MV_STEP_STATE_COUNT ? step_state_names[state] : "invalid";
+}
+
+static int parse_name(const char *s, const char *const *names, int n) {
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+int mv_saga_state_parse(const char *s) {
+    return parse_name(s, saga_state_names, MV_SAGA_STATE_COUNT);
+}
+
+int mv_saga_step_state_parse(const char *s) {
+    return parse_name(s, step_state_names, MV_STEP_STATE_COUNT);
+}
+
+/* The one transition rule of each machine: staying is allowed, moving only as the table says. */
+static bool may_move(const unsigned *moves, int from, int to) {
+    return from >= 0 && to >= 0 && (from == to || (moves[from] & TO(to)));
 }
 
 static bool is(const json_t *obj, const char *key, const char *value) {
     const char *s = mv_json_str(obj, key);
     return s && strcmp(s, value) == 0;
+}
+
+/* with(): keep the saga's state. */
+#define KEEP_STATE (-1)
+
+/* State of a saga record / of a step, by enum. */
+static bool saga_is(const json_t *rec, mv_saga_state state) {
+    return mv_saga_state_parse(mv_json_str(rec, "state")) == (int)state;
+}
+
+static bool step_is(const json_t *step, mv_saga_step_state state) {
+    return mv_saga_step_state_parse(mv_json_str(step, "state")) == (int)state;
+}
+
+static void set_step_state(json_t *step, mv_saga_step_state state) {
+    json_object_set_new(step, "state", json_string(mv_saga_step_state_name(state)));
 }
 
 /* ---- engine ------------------------------------------------------------------------------- */
@@ -224,7 +285,7 @@ static mv_code validate(const char *id, const json_t *rec, mv_err *err) {
     json_int_t updated = json_integer_value(json_object_get(rec, "updatedAt"));
     json_int_t version = json_integer_value(json_object_get(rec, "version"));
     json_t *steps = json_object_get(rec, "steps");
-    if (!one_of(mv_json_str(rec, "state"), saga_states) || !json_is_array(steps) ||
+    if (mv_saga_state_parse(mv_json_str(rec, "state")) < 0 || !json_is_array(steps) ||
         !mv_valid_token(mv_json_str(rec, "definition"), 128) || !mv_valid_timestamp(created) ||
         !mv_valid_timestamp(updated) || created > updated || version < 1 ||
         !json_object_get(rec, "input"))
@@ -238,7 +299,7 @@ static mv_code validate(const char *id, const json_t *rec, mv_err *err) {
                *next = json_object_get(s, "nextAttemptAt");
         const char *code = mv_json_str(s, "errorCode");
         if (!mv_valid_token(name, 128) || !mv_valid_token(eid, 64) || !mv_valid_token(cid, 64) ||
-            !one_of(mv_json_str(s, "state"), step_states) || !json_is_integer(attempts) ||
+            mv_saga_step_state_parse(mv_json_str(s, "state")) < 0 || !json_is_integer(attempts) ||
             json_integer_value(attempts) < 0 ||
             (next && !mv_valid_timestamp(json_integer_value(next))) ||
             (json_object_get(s, "errorCode") && (!code || !mv_valid_error_code(code))))
@@ -449,34 +510,56 @@ static mv_code save_noted(mv_saga_engine *e, json_t **rec, json_t *next, const j
 
 /* A copy of rec with a new state (NULL: unchanged), step `index` replaced by step (owned; NULL:
  * unchanged) and updatedAt = now. */
-static mv_code with(mv_saga_engine *e, const json_t *rec, const char *state, int index,
-                    json_t *step, json_t **out, mv_err *err) {
+static mv_code with(mv_saga_engine *e, const json_t *rec, int state, int index, json_t *step,
+                    json_t **out, mv_err *err) {
     int64_t now;
     mv_code rc = now_ms(e, &now, err);
     if (rc) {
         json_decref(step);
         return rc;
     }
+    /* every change of state goes through the transition tables */
+    const char *id = mv_json_str(rec, "sagaId");
+    int from = mv_saga_state_parse(mv_json_str(rec, "state"));
+    if (state != KEEP_STATE && !may_move(saga_moves, from, state)) {
+        json_decref(step);
+        return mv_err_set(err, MV_INTERNAL, "saga %s: %s->%s transition is not allowed", id,
+                          mv_saga_state_name((mv_saga_state)from),
+                          mv_saga_state_name((mv_saga_state)state));
+    }
+    const json_t *old = step ? json_array_get(json_object_get(rec, "steps"), (size_t)index) : NULL;
+    if (old) {
+        int sf = mv_saga_step_state_parse(mv_json_str(old, "state")),
+            st = mv_saga_step_state_parse(mv_json_str(step, "state"));
+        if (!may_move(step_moves, sf, st)) {
+            json_decref(step);
+            return mv_err_set(err, MV_INTERNAL, "saga %s: step %s %s->%s transition is not allowed",
+                              id, mv_json_str(old, "name"),
+                              mv_saga_step_state_name((mv_saga_step_state)sf),
+                              mv_saga_step_state_name((mv_saga_step_state)st));
+        }
+    }
     json_t *next = json_deep_copy(rec);
     if (!next) {
         json_decref(step);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     }
-    if (state) json_object_set_new(next, "state", json_string(state));
+    if (state != KEEP_STATE)
+        json_object_set_new(next, "state", json_string(mv_saga_state_name((mv_saga_state)state)));
     if (step) json_array_set_new(json_object_get(next, "steps"), (size_t)index, step);
     json_object_set_new(next, "updatedAt", json_integer(now));
     *out = next;
     return MV_OK;
 }
 
-static mv_code save_with_noted(mv_saga_engine *e, json_t **rec, const char *state, int index,
+static mv_code save_with_noted(mv_saga_engine *e, json_t **rec, int state, int index,
                                json_t *step, const journal_note *note, mv_err *err) {
     json_t *next;
     mv_code rc = with(e, *rec, state, index, step, &next, err);
     return rc ? rc : save_noted(e, rec, next, note, err);
 }
 
-static mv_code save_with(mv_saga_engine *e, json_t **rec, const char *state, int index,
+static mv_code save_with(mv_saga_engine *e, json_t **rec, int state, int index,
                          json_t *step, mv_err *err) {
     return save_with_noted(e, rec, state, index, step, NULL, err);
 }
@@ -640,7 +723,7 @@ static const char *step_error_code(const mv_err *error, bool began, void *p) {
 static mv_code step_intent(const mv_effect_context *c, void *p, mv_err *err) {
     step_run *r = p;
     json_t *next;
-    mv_code rc = with(r->ctx->e, *r->ctx->rec, NULL, 0, NULL, &next, err);
+    mv_code rc = with(r->ctx->e, *r->ctx->rec, KEEP_STATE, 0, NULL, &next, err);
     if (rc) return rc;
     json_array_append(json_object_get(next, "steps"), r->step);
     journal_note note = {.insert = true,
@@ -658,12 +741,12 @@ static mv_code step_committed(const mv_effect_context *c, const json_t *result, 
     if (index < 0) return concurrency(r->ctx->saga_id, err);
     json_t *step =
         json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
-    json_object_set_new(step, "state", json_string("committed"));
+    set_step_state(step, MV_STEP_COMMITTED);
     if (result) json_object_set_new(step, "result", json_deep_copy(result));
     journal_note note = {.effect_id = c->effect_id,
                          .from_mask = MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
                          .to = MV_EFFECT_COMMITTED};
-    return save_with_noted(r->ctx->e, r->ctx->rec, NULL, index, step, &note, err);
+    return save_with_noted(r->ctx->e, r->ctx->rec, KEEP_STATE, index, step, &note, err);
 }
 
 static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *f, void *p,
@@ -674,14 +757,14 @@ static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *
     bool known = f->error->code == MV_SAGA_STEP_FAILED || !f->began;
     json_t *step =
         json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
-    json_object_set_new(step, "state", json_string(known ? "failed" : "ambiguous"));
+    set_step_state(step, known ? MV_STEP_FAILED : MV_STEP_AMBIGUOUS);
     json_object_set_new(step, "errorCode", json_string(f->error_code));
     journal_note note = {.effect_id = c->effect_id,
                          .from_mask = MV__EFFECT_MASK(MV_EFFECT_ADMISSION) |
                                       MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
                          .to = known ? MV_EFFECT_FAILED : MV_EFFECT_UNKNOWN,
                          .error_code = f->error_code};
-    return save_with_noted(r->ctx->e, r->ctx->rec, known ? "compensating" : "manual-review", index,
+    return save_with_noted(r->ctx->e, r->ctx->rec, known ? MV_SAGA_COMPENSATING : MV_SAGA_MANUAL_REVIEW, index,
                            step, &note, err);
 }
 
@@ -707,7 +790,7 @@ json_t *mv_saga_ctx_results(const mv_saga_ctx *ctx) {
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(*ctx->rec, "steps"), i, s) {
-        if (is(s, "state", "committed"))
+        if (step_is(s, MV_STEP_COMMITTED))
             json_object_set(out, mv_json_str(s, "name"),
                             json_object_get(s, "result") ? json_object_get(s, "result")
                                                          : json_null());
@@ -739,14 +822,14 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
     int index = find_step(fresh, "name", name);
     if (index >= 0) {
         json_t *existing = json_array_get(json_object_get(fresh, "steps"), (size_t)index);
-        if (is(existing, "state", "committed")) {
+        if (step_is(existing, MV_STEP_COMMITTED)) {
             json_t *r = json_object_get(existing, "result");
             if (result && r) *result = json_deep_copy(r);
             return MV_OK;
         }
-        if (is(existing, "state", "executing") || is(existing, "state", "ambiguous")) {
-            if (!is(fresh, "state", "manual-review") &&
-                (rc = save_with(e, ctx->rec, "manual-review", 0, NULL, err)))
+        if (step_is(existing, MV_STEP_EXECUTING) || step_is(existing, MV_STEP_AMBIGUOUS)) {
+            if (!saga_is(fresh, MV_SAGA_MANUAL_REVIEW) &&
+                (rc = save_with(e, ctx->rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err)))
                 return rc;
             return ambiguous(ctx->saga_id, name, err);
         }
@@ -759,7 +842,8 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
         .ctx = ctx, .name = name, .execute = execute, .cb_ctx = cb_ctx, .effect_id = effect_id};
     r.step =
         json_pack("{s:s, s:s, s:s, s:s, s:O, s:i}", "name", name, "effectId", effect_id,
-                  "compensationEffectId", comp_id, "state", "executing", "compensationArgs",
+                  "compensationEffectId", comp_id, "state",
+                  mv_saga_step_state_name(MV_STEP_EXECUTING), "compensationArgs",
                   compensation_args ? (json_t *)compensation_args : json_null(), "attempts", 0);
     if (!r.step) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (compensation_args) { /* a private copy: the caller may change theirs */
@@ -807,7 +891,7 @@ static mv_effect_phase always_failed(const mv_err *error, bool began, void *p) {
 static mv_code comp_executing(const mv_effect_context *c, void *p, mv_err *err) {
     (void)c;
     comp_run *r = p;
-    return save_with(r->e, r->rec, NULL, r->index, json_deep_copy(r->step), err);
+    return save_with(r->e, r->rec, KEEP_STATE, r->index, json_deep_copy(r->step), err);
 }
 
 static mv_code comp_committed(const mv_effect_context *c, const json_t *result, void *p,
@@ -815,8 +899,8 @@ static mv_code comp_committed(const mv_effect_context *c, const json_t *result, 
     (void)c;
     (void)result;
     comp_run *r = p;
-    json_object_set_new(r->step, "state", json_string("compensated"));
-    return save_with(r->e, r->rec, NULL, r->index, json_deep_copy(r->step), err);
+    set_step_state(r->step, MV_STEP_COMPENSATED);
+    return save_with(r->e, r->rec, KEEP_STATE, r->index, json_deep_copy(r->step), err);
 }
 
 static mv_code comp_failed(const mv_effect_context *c, const mv_effect_failure *f, void *p,
@@ -827,7 +911,7 @@ static mv_code comp_failed(const mv_effect_context *c, const mv_effect_failure *
     bool exhausted = r->attempt >= r->max;
     mv_code rc = MV_OK;
     json_t *failed = json_deep_copy(r->step);
-    json_object_set_new(failed, "state", json_string("compensation-failed"));
+    set_step_state(failed, MV_STEP_COMPENSATION_FAILED);
     json_object_set_new(failed, "errorCode", json_string("compensation_failed"));
     if (!exhausted) {
         int64_t delay = r->def->backoff ? r->def->backoff(r->attempt, r->def->ctx)
@@ -841,16 +925,16 @@ static mv_code comp_failed(const mv_effect_context *c, const mv_effect_failure *
         if (!rc) json_object_set_new(failed, "nextAttemptAt", json_integer(next));
     }
     if (!rc)
-        rc = save_with(r->e, r->rec, exhausted ? "manual-review" : "compensating", r->index, failed,
+        rc = save_with(r->e, r->rec, exhausted ? MV_SAGA_MANUAL_REVIEW : MV_SAGA_COMPENSATING, r->index, failed,
                        &r->transition_error);
     else
         json_decref(failed);
     if (!rc) return MV_OK;
     r->has_transition_error = true;
     json_t *invalid = json_deep_copy(r->step);
-    json_object_set_new(invalid, "state", json_string("compensation-failed"));
+    set_step_state(invalid, MV_STEP_COMPENSATION_FAILED);
     json_object_set_new(invalid, "errorCode", json_string("invalid_retry_policy"));
-    return save_with(r->e, r->rec, "manual-review", r->index, invalid, err);
+    return save_with(r->e, r->rec, MV_SAGA_MANUAL_REVIEW, r->index, invalid, err);
 }
 
 static mv_code comp_execute(const mv_effect_context *c, void *p, json_t **result, mv_err *err) {
@@ -878,22 +962,22 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
     if (mv_abort_is_set(abort))
         return mv_err_set(err, MV_ABORTED, "%s",
                           abort->reason[0] ? abort->reason : "saga execution aborted");
-    if (is(*rec, "state", "completed") || is(*rec, "state", "compensated")) return MV_OK;
+    if (saga_is(*rec, MV_SAGA_COMPLETED) || saga_is(*rec, MV_SAGA_COMPENSATED)) return MV_OK;
     json_t *steps = json_object_get(*rec, "steps");
     for (size_t i = 0; i < json_array_size(steps); i++) {
         json_t *s = json_array_get(steps, i);
-        if (is(s, "state", "ambiguous") || is(s, "state", "executing") ||
-            is(s, "state", "compensating")) {
+        if (step_is(s, MV_STEP_AMBIGUOUS) || step_is(s, MV_STEP_EXECUTING) ||
+            step_is(s, MV_STEP_COMPENSATING)) {
             char name[129];
             mv_strlcpy(name, mv_json_str(s, "name"), sizeof name);
-            if (!is(*rec, "state", "manual-review") &&
-                (rc = save_with(e, rec, "manual-review", 0, NULL, err)))
+            if (!saga_is(*rec, MV_SAGA_MANUAL_REVIEW) &&
+                (rc = save_with(e, rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err)))
                 return rc;
             return ambiguous(saga_id, name, err);
         }
     }
-    if (!is(*rec, "state", "compensating") &&
-        (rc = save_with(e, rec, "compensating", 0, NULL, err)))
+    if (!saga_is(*rec, MV_SAGA_COMPENSATING) &&
+        (rc = save_with(e, rec, MV_SAGA_COMPENSATING, 0, NULL, err)))
         return rc;
     int max = max_attempts(def);
     for (int index = (int)json_array_size(json_object_get(*rec, "steps")) - 1; index >= 0;
@@ -902,17 +986,17 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
             return mv_err_set(err, MV_ABORTED, "%s",
                               abort->reason[0] ? abort->reason : "saga execution aborted");
         json_t *step = json_array_get(json_object_get(*rec, "steps"), (size_t)index);
-        if (!is(step, "state", "committed") && !is(step, "state", "compensation-failed")) continue;
+        if (!step_is(step, MV_STEP_COMMITTED) && !step_is(step, MV_STEP_COMPENSATION_FAILED)) continue;
         int64_t now;
         if ((rc = now_ms(e, &now, err))) return rc;
         json_t *next_at = json_object_get(step, "nextAttemptAt");
         if (next_at && json_integer_value(next_at) > now) return MV_OK; /* not due yet */
         const mv_saga_compensator *comp = find_compensator(def, mv_json_str(step, "name"));
-        if (!comp) return save_with(e, rec, "manual-review", 0, NULL, err);
+        if (!comp) return save_with(e, rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err);
         int attempts = (int)json_integer_value(json_object_get(step, "attempts"));
         if (attempts >= max) {
-            if (!is(*rec, "state", "manual-review"))
-                return save_with(e, rec, "manual-review", 0, NULL, err);
+            if (!saga_is(*rec, MV_SAGA_MANUAL_REVIEW))
+                return save_with(e, rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err);
             return MV_OK;
         }
         comp_run r = {.e = e,
@@ -925,7 +1009,7 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
         r.step = json_deep_copy(step);
         json_object_del(r.step, "errorCode");
         json_object_del(r.step, "nextAttemptAt");
-        json_object_set_new(r.step, "state", json_string("compensating"));
+        set_step_state(r.step, MV_STEP_COMPENSATING);
         json_object_set_new(r.step, "attempts", json_integer(r.attempt));
         mv_effect_scope scope = {.observer = e->observer, .clock = e->clock};
         mv_effect_input in = {.effect_id = mv_json_str(r.step, "compensationEffectId"),
@@ -947,7 +1031,7 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
             return MV_OK; /* the failed attempt is recorded; the next call retries when due */
         }
     }
-    return save_with(e, rec, "compensated", 0, NULL, err);
+    return save_with(e, rec, MV_SAGA_COMPENSATED, 0, NULL, err);
 }
 
 typedef mv_code (*loaded_fn)(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
@@ -978,7 +1062,7 @@ mv_code mv_saga_compensate(mv_saga_engine *e, const mv_saga_definition *def, con
 static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
                              mv_abort *abort, mv_err *err) {
     mv_code rc;
-    if (!is(*rec, "state", "running")) return MV_OK;
+    if (!saga_is(*rec, MV_SAGA_RUNNING)) return MV_OK;
     char saga_id[129];
     mv_strlcpy(saga_id, mv_json_str(*rec, "sagaId"), sizeof saga_id);
     mv_saga_ctx ctx = {.e = e, .def = def, .saga_id = saga_id, .rec = rec, .abort = abort};
@@ -991,7 +1075,7 @@ static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, j
         if ((rc = load(e, saga_id, &fresh, err))) return rc;
         json_decref(*rec);
         *rec = fresh;
-        if (is(fresh, "state", "running")) return save_with(e, rec, "completed", 0, NULL, err);
+        if (saga_is(fresh, MV_SAGA_RUNNING)) return save_with(e, rec, MV_SAGA_COMPLETED, 0, NULL, err);
         return MV_OK;
     }
     if (run_err.code == MV_OK) run_err.code = rc;
@@ -1001,7 +1085,7 @@ static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, j
     if (lrc) return lrc;
     json_decref(*rec);
     *rec = fresh;
-    if (!is(fresh, "state", "manual-review") && (lrc = compensate_loaded(e, def, rec, abort, err)))
+    if (!saga_is(fresh, MV_SAGA_MANUAL_REVIEW) && (lrc = compensate_loaded(e, def, rec, abort, err)))
         return lrc;
     return mv_err_copy(err, &run_err);
 }
@@ -1106,7 +1190,7 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
     json_t *step = json_deep_copy(json_array_get(json_object_get(*rec, "steps"), (size_t)index));
     const char *state_now = mv_json_str(step, "state");
     char what[160];
-    const char *saga_state;
+    mv_saga_state saga_state;
     mv_code rc = MV_OK;
     /* an execution outcome recorded by an operator settles the step's journal row too */
     journal_note note = {.effect_id = res->effect_id,
@@ -1116,7 +1200,7 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
     if (strcmp(res->kind, "execution") == 0) {
         if (!is(step, "effectId", res->effect_id))
             rc = resolution_error(saga_id, res->step, "execution effect id does not match", err);
-        else if (strcmp(state_now, "executing") != 0 && strcmp(state_now, "ambiguous") != 0) {
+        else if (!step_is(step, MV_STEP_EXECUTING) && !step_is(step, MV_STEP_AMBIGUOUS)) {
             snprintf(what, sizeof what, "is not awaiting an execution resolution (%s)", state_now);
             rc = resolution_error(saga_id, res->step, what, err);
         }
@@ -1124,9 +1208,9 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
         json_object_del(step, "errorCode");
         json_object_del(step, "result");
         if (strcmp(res->outcome, "committed") == 0) {
-            json_object_set_new(step, "state", json_string("committed"));
+            set_step_state(step, MV_STEP_COMMITTED);
             if (res->result) json_object_set_new(step, "result", json_deep_copy(res->result));
-            saga_state = "running";
+            saga_state = MV_SAGA_RUNNING;
             note.to = MV_EFFECT_COMMITTED;
         } else {
             const char *code = res->error_code ? res->error_code : "not_committed";
@@ -1134,9 +1218,9 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
                 rc = mv_err_set(err, MV_INVALID_ARGUMENT, "saga resolution errorCode is invalid");
                 goto done;
             }
-            json_object_set_new(step, "state", json_string("failed"));
+            set_step_state(step, MV_STEP_FAILED);
             json_object_set_new(step, "errorCode", json_string(code));
-            saga_state = "compensating";
+            saga_state = MV_SAGA_COMPENSATING;
             note.to = MV_EFFECT_FAILED;
             note.error_code = code;
         }
@@ -1144,7 +1228,7 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
     } else {
         if (!is(step, "compensationEffectId", res->effect_id))
             rc = resolution_error(saga_id, res->step, "compensation effect id does not match", err);
-        else if (strcmp(state_now, "compensating") != 0) {
+        else if (!step_is(step, MV_STEP_COMPENSATING)) {
             snprintf(what, sizeof what, "is not awaiting a compensation resolution (%s)",
                      state_now);
             rc = resolution_error(saga_id, res->step, what, err);
@@ -1153,14 +1237,13 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
         json_object_del(step, "errorCode");
         json_object_del(step, "nextAttemptAt");
         bool compensated = strcmp(res->outcome, "compensated") == 0;
-        json_object_set_new(step, "state",
-                            json_string(compensated ? "compensated" : "compensation-failed"));
+        set_step_state(step, compensated ? MV_STEP_COMPENSATED : MV_STEP_COMPENSATION_FAILED);
         int max =
             def ? max_attempts(def) : (int)json_integer_value(json_object_get(*rec, "maxAttempts"));
         if (max < 1) max = MV_DEFAULT_SAGA_MAX_ATTEMPTS;
         saga_state = !compensated && json_integer_value(json_object_get(step, "attempts")) >= max
-                         ? "manual-review"
-                         : "compensating";
+                         ? MV_SAGA_MANUAL_REVIEW
+                         : MV_SAGA_COMPENSATING;
     }
     return save_with_noted(e, rec, saga_state, index, step, noted, err);
 done:

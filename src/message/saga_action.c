@@ -34,8 +34,8 @@ mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input
         mv_saga_execute(engine, def, in->attempt_id, input, in->abort, &record, &e);
         json_decref(input);
     } else if (rc == MV_OK) {
-        const char *state = mv_json_str(record, "state");
-        bool running = strcmp(state, "running") == 0, compensating = strcmp(state, "compensating") == 0;
+        int state = mv_saga_state_parse(mv_json_str(record, "state"));
+        bool running = state == MV_SAGA_RUNNING, compensating = state == MV_SAGA_COMPENSATING;
         if (running || compensating) {
             json_decref(record);
             record = NULL;
@@ -45,10 +45,11 @@ mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input
     }
     if (!record) return mv_err_copy(err, &e); /* nothing known: the attempt is retryable */
     const char *state = mv_json_str(record, "state");
-    if (strcmp(state, "completed") == 0) {
+    int st = mv_saga_state_parse(state);
+    if (st == MV_SAGA_COMPLETED) {
         *result = step_results(record);
         rc = MV_OK;
-    } else if (strcmp(state, "compensated") == 0) {
+    } else if (st == MV_SAGA_COMPENSATED) {
         rc = mv_err_set(err, MV_ACTION_COMPENSATED,
                         "saga \"%s\" was compensated: the action had no effect and may be pressed "
                         "again",

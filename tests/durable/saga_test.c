@@ -368,6 +368,42 @@ static mv_code put_saga_fn(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "ssss", p->id, p->def, p->state, p->steps);
 }
 
+TEST(saga_and_step_states_have_one_name_each_both_ways) {
+    for (int i = 0; i < MV_SAGA_STATE_COUNT; i++)
+        CHECK_INT(mv_saga_state_parse(mv_saga_state_name((mv_saga_state)i)), i);
+    for (int i = 0; i < MV_STEP_STATE_COUNT; i++)
+        CHECK_INT(mv_saga_step_state_parse(mv_saga_step_state_name((mv_saga_step_state)i)), i);
+    CHECK_STR(mv_saga_state_name(MV_SAGA_MANUAL_REVIEW), "manual-review");
+    CHECK_STR(mv_saga_step_state_name(MV_STEP_COMPENSATION_FAILED), "compensation-failed");
+    CHECK_INT(mv_saga_state_parse("manual_review"), -1);
+    CHECK_INT(mv_saga_step_state_parse(NULL), -1);
+    CHECK_STR(mv_saga_state_name(MV_SAGA_STATE_COUNT), "invalid");
+}
+
+STORE_TEST(no_resolution_moves_a_saga_out_of_a_terminal_state) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "sterminal.db", &w, NULL));
+    mv_err err = {0};
+    /* an inconsistent record: completed, yet a step still executing */
+    put_saga p = {"saga_done", "checkout", "completed",
+                  "[{\"name\":\"charge\",\"effectId\":\"effect_charge\","
+                  "\"compensationEffectId\":\"effect_refund\",\"state\":\"executing\","
+                  "\"compensationArgs\":null,\"attempts\":0}]"};
+    REQUIRE(mv_store_write(r.store, put_saga_fn, &p, &err) == MV_OK);
+    mv_saga_definition def = checkout(&w, 3);
+    mv_saga_resolution res = {.kind = "execution",
+                              .step = "charge",
+                              .effect_id = "effect_charge",
+                              .outcome = "committed"};
+    json_t *rec = NULL;
+    CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_done", &res, &rec, &err), MV_INTERNAL, &err);
+    CHECK_STR(err.message, "saga saga_done: completed->running transition is not allowed");
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    json_decref(rec);
+    rig_close(&r);
+}
+
 STORE_TEST(resolved_compensation_lets_compensate_finish) {
     world w = {0};
     rig r;
@@ -850,6 +886,8 @@ int main(void) {
         operator_resolution_commits_the_step_and_resume_completes_without_rerunning,
         saga_steps_are_effects_in_the_journal_named_by_the_capability,
         a_step_in_flight_is_executing_in_the_journal_before_its_call,
+        saga_and_step_states_have_one_name_each_both_ways,
+        no_resolution_moves_a_saga_out_of_a_terminal_state,
         resolved_compensation_lets_compensate_finish, pre_aborted_execute_persists_nothing,
         abort_after_the_step_is_persisted_fails_it_before_execution,
         definition_is_validated_eagerly, exhausted_compensation_goes_to_manual_review,
