@@ -77,7 +77,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 test: all $(TEST_BIN)
-	@BUILD=$(BUILD) SAN="$(SAN)" scripts/run-tests $(TEST_BIN) $(TEST_SCRIPTS)
+	@BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" scripts/run-tests $(TEST_BIN) $(TEST_SCRIPTS)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \

@@ -84,7 +84,7 @@ def main():
            (["missived --help lists no flags"] if len(dflags) < 3 else []) +
            ["flag %s is not documented" % f for f in sorted(dflags) if f not in page8])
 
-    print("%d passed, %d failed" % (passed, failed))
+    print("man_test: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
 
