@@ -6,17 +6,18 @@
 #ifndef MISSIVE_H
 #define MISSIVE_H
 
+/* clang-format off: in layering order, bottom first */
+#include "missive/version.h"
+#include "missive/error.h"
 #include "missive/base.h"
+#include "missive/store.h"
+#include "missive/mustache.h"
+#include "missive/jsonlogic.h"
+#include "missive/template.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
-#include "missive/error.h"
-#include "missive/jsonlogic.h"
-#include "missive/message.h"
-#include "missive/mustache.h"
 #include "missive/reconcile.h"
 #include "missive/saga_webhook.h"
-#include "missive/store.h"
-#include "missive/template.h"
-#include "missive/version.h"
+#include "missive/message.h"
 
 #endif
