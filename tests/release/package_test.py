@@ -150,7 +150,7 @@ def shared_library_has_soname_libmissive_so_0():
 def shared_library_exports_only_mv_symbols():
     out = run("nm", "-D", "--defined-only", os.path.join(BUILD, "libmissive.so.0"))
     names = [ln.split()[-1] for ln in out.splitlines() if ln.strip()]
-    bad = [n for n in names if not n.startswith("mv_")]
+    bad = [n for n in names if not n.startswith("mv_") or n.startswith("mv__")]  # mv__: internal
     problems = ["exports %s" % n for n in bad[:20]]
     for want in ("mv_version", "mv_message_create", "mv_action_handle", "mv_store_open"):
         if want not in names:
