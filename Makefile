@@ -31,13 +31,15 @@ CMD_MAIN := src/cmd/missive.c src/cmd/missived.c
 CMD_SRC  := $(filter-out $(CMD_MAIN),$(wildcard src/cmd/*.c))
 TEST_SRC := $(shell find tests -name '*_test.c' | sort)
 SUP_SRC  := $(wildcard tests/support/*.c)
-# Tests written as scripts (documentation, packaging, manual pages): run as they are.
+# Tests written as scripts (documentation, packaging, manual pages) run as they are, with the
+# build's OPT and SAN in their environment to compile and install as the build does.
 TEST_SCRIPTS := $(shell find tests -name '*_test.py' -o -name '*_test.sh' | sort)
+export OPT SAN
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(TEST_SCRIPTS)
 LIB      := $(BUILD)/libmissive.a
 
 all: $(LIB) $(SHLIB) $(BUILD)/missive $(BUILD)/missived
@@ -77,7 +79,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 test: all $(TEST_BIN)
-	@BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" scripts/run-tests $(TEST_BIN) $(TEST_SCRIPTS)
+	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
