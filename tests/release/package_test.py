@@ -102,6 +102,10 @@ def missive_h_includes_every_public_header():
 def every_public_header_compiles_alone_as_c_and_cxx_without_internal_headers():
     problems = []
     jansson = run("pkg-config", "--cflags", "jansson").split()
+    for h in public_headers():
+        # declarations must keep C linkage when a C++ program includes them
+        if not re.search(r'#ifdef __cplusplus\s*\nextern "C" \{', open(h).read()):
+            problems.append("%s lacks the extern \"C\" block" % os.path.relpath(h, ROOT))
     for h in public_headers() + [os.path.join(ROOT, "include", "missive.h")]:
         rel = os.path.relpath(h, os.path.join(ROOT, "include"))
         for compiler, std, ext in (("cc", "-std=c11", "c"), ("g++", "-std=c++11", "cc")):
