@@ -9,6 +9,7 @@
 /* clang-format off: in layering order, bottom first */
 #include "missive/version.h"
 #include "missive/error.h"
+#include "missive/defaults.h"
 #include "missive/base.h"
 #include "missive/store.h"
 #include "missive/mustache.h"

@@ -6,6 +6,10 @@
 #ifndef MISSIVE_DEFAULTS_H
 #define MISSIVE_DEFAULTS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* store (missive/store.h) */
 #define MV_DEFAULT_STATEMENT_TIMEOUT_MS 30000 /* PostgreSQL, per statement */
 #define MV_DEFAULT_BUSY_TIMEOUT_MS 10000      /* SQLite, waiting for another process's writer */
@@ -42,5 +46,9 @@
 #define MV_DEFAULT_MAX_CONNECTIONS 1024
 #define MV_DEFAULT_CONNECTION_TIMEOUT_MS 30000 /* an idle HTTP connection */
 #define MV_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

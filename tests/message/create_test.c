@@ -559,9 +559,9 @@ static mv_code second_item_bad_prepare(void *ctx, const mv_prepare_input *in, js
     (void)ctx;
     (void)in;
     (void)err;
-    /* the second item has 17 roles: building it fails after the first item's session opened */
+    /* the second item has 257 roles: building it fails after the first item's session opened */
     json_t *roles = json_array();
-    for (int i = 0; i < 17; i++) json_array_append_new(roles, json_sprintf("r%d", i));
+    for (int i = 0; i < 257; i++) json_array_append_new(roles, json_sprintf("r%d", i));
     *items = json_pack("[{s:s},{s:s,s:o}]", "toUser", "a", "toUser", "b", "toRoles", roles);
     return MV_OK;
 }
@@ -648,7 +648,7 @@ STORE_TEST(a_failing_expire_reports_through_the_hook_and_names_the_session) {
     CHECK_STR(err.session_id, "session-1");
     CHECK_STR(err.operation, "expire");
     CHECK(strstr(err.message, "session \"session-1\" during expire") != NULL);
-    CHECK(strstr(err.cause, "at most 16 toRoles") != NULL);
+    CHECK(strstr(err.cause, "at most 256 toRoles") != NULL);
     CHECK_INT(p.hook_calls, 1);
     CHECK_STR(p.hook_session, "session-1");
     json_decref(payload);
