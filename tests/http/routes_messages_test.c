@@ -144,6 +144,31 @@ STORE_TEST(the_action_route_refuses_a_malformed_or_non_object_body_and_claims_no
     env_close(&e);
 }
 
+STORE_TEST(a_user_with_64_roles_lists_and_counts_the_messages_of_their_last_role) {
+    env e;
+    REQUIRE(env_open(&e, kind, "rroles64.db"));
+    call c;
+    CHECK_INT(run(&e, &c, "POST", "/messages/new/svc-test", "u1",
+                  "{\"name\": \"W\", \"toRoles\": [\"group-63\"]}"),
+              201);
+    call_free(&c);
+    char roles[1024] = "";
+    for (int i = 0; i < 64; i++)
+        snprintf(roles + strlen(roles), sizeof roles - strlen(roles), "%sgroup-%02d", i ? "," : "", i);
+    const char *paths[] = {"/messages", "/messages/count"};
+    for (int i = 0; i < 2; i++) {
+        call_init(&c, "GET", paths[i]);
+        call_header(&c, "X-User-Id", "member");
+        call_header(&c, "X-User-Roles", roles);
+        call_run(&c, e.router);
+        CHECK_INT(c.res.status, 200);
+        if (i == 0) CHECK_INT(json_array_size(json_object_get(c.body, "messages")), 1);
+        else CHECK_INT(json_integer_value(json_object_get(c.body, "count")), 1);
+        call_free(&c);
+    }
+    env_close(&e);
+}
+
 STORE_TEST(create_is_201_and_a_replay_says_so) {
     env e;
     REQUIRE(env_open(&e, kind, "rcreate.db"));
@@ -273,6 +298,7 @@ STORE_TEST(actions_and_action_statuses) {
 int main(void) {
     return RUN_TESTS(every_route_is_401_without_a_user_before_anything_else,
                      route_parameters_are_checked_before_the_body,
-                     the_action_route_refuses_a_malformed_or_non_object_body_and_claims_nothing, create_is_201_and_a_replay_says_so,
+                     the_action_route_refuses_a_malformed_or_non_object_body_and_claims_nothing,
+                     a_user_with_64_roles_lists_and_counts_the_messages_of_their_last_role, create_is_201_and_a_replay_says_so,
                      list_count_get_and_pagination_errors, actions_and_action_statuses);
 }
