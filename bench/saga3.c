@@ -84,7 +84,7 @@ static void *run_worker(void *arg) {
         mv_code rc = mv_saga_execute(engine, &SAGA3, id, input, NULL, &rec, &err);
         double dt = now_s() - t0;
         const char *state = rec ? json_string_value(json_object_get(rec, "state")) : NULL;
-        if (rc != MV_OK) fail("saga %s: %s", id, err.message);
+        if (rc != MV_OK) fail("saga %s: %.400s", id, err.message); /* first_error holds it */
         else if (!state || strcmp(state, "completed") != 0)
             fail("saga %s ended %s", id, state ? state : "(no record)");
         else {

@@ -75,7 +75,7 @@ static json_t *create_to_roles(fixture *f, json_t *roles) {
 STORE_TEST(a_user_with_64_roles_sees_every_message_once_across_pages_and_counts) {
     fixture f;
     REQUIRE(fixture_open(&f, kind, "roles64.db"));
-    static char names[64][16];
+    static char names[64][24];
     const char *roles[64];
     for (int i = 0; i < 64; i++) {
         snprintf(names[i], sizeof names[i], "group-%02d", i);
@@ -146,7 +146,7 @@ STORE_TEST(a_message_to_256_roles_is_created_and_257_roles_are_refused) {
     REQUIRE(fixture_open(&f, kind, "roles256.db"));
     json_t *roles = json_array();
     for (int i = 0; i < 256; i++) {
-        char r[16];
+        char r[24];
         snprintf(r, sizeof r, "team-%03d", i);
         json_array_append_new(roles, json_string(r));
     }
@@ -167,7 +167,7 @@ STORE_TEST(a_message_to_256_roles_is_created_and_257_roles_are_refused) {
     CHECK(create_to_roles(&f, roles) == NULL);
     CHECK_INT(fixture_rows(f.store, 'm'), before);
     /* a user may hold 256 roles, not 257 */
-    static char names[257][16];
+    static char names[257][24];
     const char *mine[257];
     for (int i = 0; i < 257; i++) {
         snprintf(names[i], sizeof names[i], "team-%03d", 300 + i);
@@ -189,7 +189,7 @@ STORE_TEST(a_message_to_256_roles_is_created_and_257_roles_are_refused) {
 }
 
 STORE_TEST(forty_admin_roles_are_copied_onto_a_message_without_roles) {
-    static char names[40][16];
+    static char names[40][24];
     const char *admin[40];
     for (int i = 0; i < 40; i++) {
         snprintf(names[i], sizeof names[i], "admin-%02d", i);
