@@ -47,11 +47,6 @@ mv_code change_add_tx(mv_db *db, const char *tenant, const char *message_id, mv_
                        kind == MV_CHANGE_VIEWER ? viewer_id : NULL, now);
 }
 
-const char *change_tenant_of(const json_t *doc) {
-    const char *t = mv_json_str(doc, "tenantId");
-    return t && *t ? t : "default";
-}
-
 /* ---- reading ----------------------------------------------------------------------------- */
 
 typedef struct {

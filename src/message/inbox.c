@@ -103,17 +103,17 @@ static mv_code mark_tx(mv_db *db, void *ctx, mv_err *err) {
     int64_t now = svc_now(a->svc), changes = 0;
     json_decref(a->doc); /* a group-commit retry runs the callback again */
     a->doc = NULL;
-    mv_code rc = doc_load(db, a->id, &a->doc, err);
+    mv_code rc = doc_load(db, a->id, svc_tenant(a->user), &a->doc, err);
     if (rc != MV_OK) return rc;
     if (!a->doc || (!mv_user_is_sender(a->user, a->doc) && !mv_user_is_receiver(a->user, a->doc)))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", a->id);
-    const char *tenant = a->user->tenant ? a->user->tenant : "default";
+    const char *tenant = svc_tenant(a->user);
     if ((rc = mv_db_execf(db, SQL_VIEWER_ENSURE, NULL, err, "sssi", a->id, a->uid, tenant, now)))
         return rc;
     if ((rc = apply_mark(db, a, now, &changes, err)) != MV_OK) return rc;
     if ((rc = inbox_viewer_attach(db, a->doc, a->uid, err)) != MV_OK) return rc;
     if (changes == 0) return MV_OK;
-    return change_add_tx(db, change_tenant_of(a->doc), a->id, MV_CHANGE_VIEWER, a->uid, now, err);
+    return change_add_tx(db, tenant, a->id, MV_CHANGE_VIEWER, a->uid, now, err);
 }
 
 mv_code mv_message_mark(mv_service *svc, const char *id, const mv_user *user, mv_mark mark,
@@ -152,7 +152,7 @@ static mv_code mark_all_tx(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, message_mark_all_sql(a->read), &st, err);
     if (rc != MV_OK) return rc;
-    const char *tenant = a->user->tenant ? a->user->tenant : "default";
+    const char *tenant = svc_tenant(a->user);
     mv_inbox_filter f = {.template_cd = a->filter ? a->filter->template_cd : NULL,
                          .type = a->filter ? a->filter->type : NULL,
                          .read = a->read ? MV_FLAG_FALSE : MV_FLAG_ANY,

@@ -11,8 +11,6 @@
  * stored for MV_CHANGE_VIEWER only. */
 mv_code change_add_tx(mv_db *db, const char *tenant, const char *message_id, mv_change_kind kind,
                       const char *viewer_id, int64_t now, mv_err *err);
-/* The tenant a message document belongs to ("default" when it names none). */
-const char *change_tenant_of(const json_t *doc);
 
 /* The viewer join and the filter of every inbox query, over messages aliased `m`: one LEFT JOIN
  * (binds the viewer id) and INBOX_FILTER_PARAMS placeholders bound by inbox_filter_bind. A

@@ -26,9 +26,12 @@ static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
 /* The three branches of visibility as one predicate over messages `m` (counts and mark-all; the
  * list uses one index range per branch instead). */
 static int visible_sql(char *p, size_t left) {
+    /* the tenant inside each branch (role rows carry their message's tenant): SQLite then seeks
+     * each index; an outer tenant_id = ? made it scan the whole tenant instead */
     int n = snprintf(p, left,
-                     "(m.from_user = ? OR m.to_user = ? OR m.id IN (SELECT message_id FROM "
-                     "message_roles WHERE archived = ? AND role IN (");
+                     "((m.tenant_id = ? AND m.from_user = ?) OR (m.tenant_id = ? AND m.to_user = ?) "
+                     "OR m.id IN (SELECT message_id FROM message_roles WHERE tenant_id = ? AND "
+                     "archived = ? AND role IN (");
     for (int i = 0; i < MV_MAX_ROLES; i++) n += snprintf(p + n, left - (size_t)n, i ? ", ?" : "?");
     return n + snprintf(p + n, left - (size_t)n, ")))");
 }
@@ -41,19 +44,19 @@ static void build_sql(void) {
                      "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
                      "AND vv.viewer_id = ? WHERE id IN ("
                      "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")
-                     " WHERE m.from_user = ? AND m.archived = ? AND " KEYSET INBOX_FILTER_SQL
-                     " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "
+                     " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "
                      "UNION ALL SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")
-                     " WHERE m.to_user = ? AND m.archived = ? AND " KEYSET INBOX_FILTER_SQL
-                     " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS r",
+                     " WHERE m.tenant_id = ? AND m.to_user = ? AND m.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS r",
                      "m.created_at", "m.id", "m.created_at", "m.id");
     p += n, left -= (size_t)n;
     for (int i = 0; i < MV_MAX_ROLES; i++) {
         n = snprintf(p, left,
                      " UNION ALL SELECT message_id FROM (SELECT g.message_id FROM message_roles g "
                      "JOIN messages m ON m.id = g.message_id" INBOX_VIEWER_JOIN("g.message_id")
-                     " WHERE g.role = ? AND g.archived = ? AND " KEYSET INBOX_FILTER_SQL
-                     " ORDER BY g.created_at DESC, g.message_id DESC LIMIT ?) AS g%d",
+                     " WHERE g.tenant_id = ? AND g.role = ? AND g.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY g.created_at DESC, g.message_id DESC LIMIT ?) AS g%d",
                      "g.created_at", "g.message_id", i);
         p += n, left -= (size_t)n;
     }
@@ -106,8 +109,12 @@ const char *message_mark_all_sql(bool read) {
 }
 
 void visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived) {
+    const char *tenant = svc_tenant(user);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
     mv_stmt_bind_text(st, (*idx)++, uid);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
     mv_stmt_bind_text(st, (*idx)++, uid);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
     mv_stmt_bind_int64(st, (*idx)++, archived ? 1 : 0);
     for (size_t i = 0; i < MV_MAX_ROLES; i++)
         mv_stmt_bind_text(st, (*idx)++, i < user->nroles ? user->roles[i] : NULL);
@@ -165,7 +172,7 @@ static mv_code int_param(const json_t *v, const char *name, bool *given, int64_t
 typedef struct {
     mv_service *svc;
     const mv_list_request *req;
-    const char *user_id;
+    const char *user_id, *tenant;
     int64_t limit, skip;
     int64_t after_created;
     char after_id[25];
@@ -187,6 +194,7 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
                           : (size_t)(branch - 2) < u->nroles ? u->roles[branch - 2]
                                                              : NULL;
         mv_stmt_bind_text(st, idx++, a->user_id);
+        mv_stmt_bind_text(st, idx++, a->tenant);
         mv_stmt_bind_text(st, idx++, key);
         mv_stmt_bind_int64(st, idx++, archived);
         mv_stmt_bind_int64(st, idx++, a->after_created);
@@ -216,7 +224,11 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
     if (rc != MV_OK) return rc;
     if (req->user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
-    list_arg a = {.svc = svc, .req = req, .user_id = uid, .after_created = INT64_MAX};
+    list_arg a = {.svc = svc,
+                  .req = req,
+                  .user_id = uid,
+                  .tenant = svc_tenant(req->user),
+                  .after_created = INT64_MAX};
     bool given;
     int64_t v = 0;
     if ((rc = int_param(req->limit, "limit", &given, &v, err))) return rc;
@@ -302,20 +314,22 @@ mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, m
 /* ---- get -------------------------------------------------------------------------------- */
 
 typedef struct {
-    const char *id;
+    const char *id, *tenant;
     const char *viewer_id; /* whose "viewer" state to attach; NULL = all null */
     json_t *doc;
 } get_arg;
 
 static mv_code get_tx(mv_db *db, void *ctx, mv_err *err) {
     get_arg *a = ctx;
-    mv_code rc = doc_load(db, a->id, &a->doc, err);
+    mv_code rc = doc_load(db, a->id, a->tenant, &a->doc, err);
     return rc == MV_OK && a->doc ? inbox_viewer_attach(db, a->doc, a->viewer_id, err) : rc;
 }
 
-static mv_code load_message(mv_service *svc, const char *id, const char *viewer_id, json_t **doc,
-                            mv_err *err) {
-    get_arg a = {id, viewer_id, NULL};
+/* A message of the user's tenant (user NULL: any tenant); another tenant's is not found.
+ * viewer_id: whose "viewer" state to attach (NULL = all null). */
+static mv_code load_message(mv_service *svc, const char *id, const mv_user *user,
+                            const char *viewer_id, json_t **doc, mv_err *err) {
+    get_arg a = {id, user ? svc_tenant(user) : NULL, viewer_id, NULL};
     *doc = NULL;
     if (!mv_valid_message_id(id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
@@ -331,7 +345,7 @@ mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, jso
     json_t *doc;
     char uid[256];
     bool has_user = user && svc_require_user(user, uid, NULL) == MV_OK;
-    mv_code rc = load_message(svc, id, has_user ? uid : NULL, &doc, err);
+    mv_code rc = load_message(svc, id, user, has_user ? uid : NULL, &doc, err);
     if (rc != MV_OK) return rc;
     if (user && !mv_user_is_sender(user, doc) && !mv_user_is_receiver(user, doc)) {
         json_decref(doc);
@@ -347,7 +361,7 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
                            const mv_user *user, bool is_admin, json_t **out, mv_err *err) {
     *out = NULL;
     json_t *doc;
-    mv_code rc = load_message(svc, id, NULL, &doc, err);
+    mv_code rc = load_message(svc, id, user, NULL, &doc, err);
     if (rc != MV_OK) return rc;
     char uid[256];
     if ((rc = svc_require_user(user, uid, err)) != MV_OK) goto done;
