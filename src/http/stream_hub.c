@@ -286,6 +286,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     pthread_mutex_lock(&hub->mu);
     hub->stopping = true;
     pthread_mutex_unlock(&hub->mu);
+    mv_change_waiter_wake(hub->waiter);
     pthread_join(hub->thread, NULL);
     for (sub *s = hub->subs, *next; s; s = next) {
         next = s->next;
