@@ -74,6 +74,9 @@ static void collect(mv_metrics *m, void *ctx) {
             mv_metrics_gauge_set(m, "missive_client_requests", l, (double)by_state[i]);
         }
     }
+    if (d->streams)
+        mv_metrics_gauge_set(m, "missive_stream_connections", NULL,
+                             (double)mv_stream_hub_connections(d->streams));
 }
 
 static void log_outbox_event(void *ctx, const mv_outbox_event *ev) {
@@ -210,6 +213,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
         return rc;
     }
     mv_metrics_set_collector(d->metrics, collect, d);
+    mv_metrics_describe(d->metrics, "missive_stream_connections", "gauge",
+                        "Open GET /messages/stream connections on this daemon.");
     d->ops = (mv_http_ops){.health = daemon_health, .health_ctx = d, .metrics = d->metrics};
     d->message_routes = (mv_message_routes){.service = d->service,
                                             .admin_permission = cfg->admin_permission_key,

@@ -234,6 +234,15 @@ STORE_TEST(a_stream_gets_every_change_its_user_may_see_once_and_in_order) {
     sse_event extra;
     bool more = sse_next(bob, 400, &extra);
     CHECK(!more);
+    /* 16 streams per user, then 503 stream_capacity; /metrics still answers with them open */
+    sse *dave[17];
+    for (int i = 0; i < 17; i++) dave[i] = sse_open(port, "/messages/stream", "X-User-Id: dave\r\n");
+    for (int i = 0; i < 16; i++) CHECK_INT(dave[i]->status, 200);
+    CHECK_INT(dave[16]->status, 503);
+    test_reply m = test_http(port, "GET", "/metrics", NULL, NULL);
+    CHECK_INT(m.status, 200);
+    test_reply_free(&m);
+    for (int i = 0; i < 17; i++) sse_close(dave[i]);
     sse_close(bob);
     CHECK_INT(test_daemon_stop(pid), 0);
 }
