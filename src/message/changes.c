@@ -68,7 +68,7 @@ static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
     mv_code rc = mv_db_prepare(db, SQL_READ_CHANGES, &st, err);
     if (rc != MV_OK) return rc;
     mv_stmt_bindf(st, "ii", a->after, (int64_t)a->max);
-    int r;
+    int r = 0;
     while (a->n < a->max && (r = mv_stmt_step(st, err)) == 1) {
         mv_change *c = &a->out[a->n++];
         memset(c, 0, sizeof *c);
