@@ -172,11 +172,36 @@ static mv_code check_url(loader *l, const char *key, const char *url, const char
                 schemes[1] ? " or " : "", schemes[1] ? schemes[1] : "");
 }
 
+/* A Standard Webhooks secret "whsec_<base64>" means the decoded bytes. */
+static mv_code decode_whsec(loader *l, const char *key, mv_config_secret *s, const char *v) {
+    const char *b = v + 6;
+    size_t n = strlen(b);
+    while (n > 0 && b[n - 1] == '=') n--;
+    char *url = malloc(n + 1);
+    unsigned char *out = malloc(n * 3 / 4 + 2);
+    bool ok = url && out;
+    for (size_t i = 0; ok && i < n; i++) url[i] = b[i] == '+' ? '-' : b[i] == '/' ? '_' : b[i];
+    size_t len = 0;
+    if (ok) ok = strpbrk(b, "-_") == NULL && mv_b64url_decode(url, n, out, &len) && len > 0;
+    free(url);
+    if (!ok) {
+        free(out);
+        return fail(l, "environment variable %s (named by \"%s\") starts with whsec_ but the rest "
+                    "is not base64",
+                    s->env, key);
+    }
+    s->bytes = out;
+    s->len = len;
+    return MV_OK;
+}
+
 static mv_code read_secret(loader *l, const char *key, mv_config_secret *s, size_t min_len) {
     if (!s->env) return MV_OK;
     const char *v = getenv(s->env);
     if (!v || !*v)
         return fail(l, "environment variable %s (named by \"%s\") is not set", s->env, key);
+    if (strcmp(key, "webhookSecretEnv") == 0 && strncmp(v, "whsec_", 6) == 0)
+        return decode_whsec(l, key, s, v);
     size_t n = strlen(v);
     if (n < min_len)
         return fail(l, "environment variable %s (named by \"%s\") must hold at least %zu bytes, "
@@ -283,7 +308,25 @@ static mv_code load_messages(loader *l, json_t *root) {
 
 static mv_code load_delivery(loader *l, json_t *root) {
     mv_config *c = l->cfg;
-    TRY(get_str(l, root, "", "webhookSecretEnv", &c->webhook_secret.env));
+    json_t *wse = json_object_get(root, "webhookSecretEnv");
+    if (json_is_array(wse)) {
+        char **names = NULL;
+        size_t n = 0;
+        mv_code rc = get_str_array(l, root, "", "webhookSecretEnv", &names, &n);
+        if (rc == MV_OK && (n == 0 || n > 16))
+            rc = fail(l, "\"webhookSecretEnv\" must name 1 to 16 variables");
+        if (rc == MV_OK && n > 1 && !(c->webhook_more = calloc(n - 1, sizeof *c->webhook_more)))
+            rc = mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            if (rc == MV_OK && i == 0) c->webhook_secret.env = names[i];
+            else if (rc == MV_OK) c->webhook_more[c->n_webhook_more++].env = names[i];
+            else free(names[i]);
+        }
+        free(names);
+        TRY(rc);
+    } else {
+        TRY(get_str(l, root, "", "webhookSecretEnv", &c->webhook_secret.env));
+    }
     json_t *o;
     static const char *const WH_KEYS[] = {"connectTimeoutMs", "timeoutMs", "maxResponseBytes", NULL};
     TRY(get_obj(l, root, "", "webhooks", WH_KEYS, &o));
@@ -376,6 +419,16 @@ static mv_code check_whole(loader *l) {
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
+    for (size_t i = 0; i < c->n_webhook_more; i++)
+        TRY(read_secret(l, "webhookSecretEnv", &c->webhook_more[i], 1));
+    if (c->webhook_secret.env) {
+        c->webhook_keys = calloc(c->n_webhook_more + 1, sizeof *c->webhook_keys);
+        if (!c->webhook_keys) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        c->webhook_keys[0] = (mv_webhook_secret){c->webhook_secret.bytes, c->webhook_secret.len};
+        for (size_t i = 0; i < c->n_webhook_more; i++)
+            c->webhook_keys[i + 1] = (mv_webhook_secret){c->webhook_more[i].bytes, c->webhook_more[i].len};
+        c->n_webhook_keys = c->n_webhook_more + 1;
+    }
     return MV_OK;
 }
 
@@ -491,6 +544,9 @@ void mv_config_free(mv_config *c) {
     free_strings(c->admin_roles, c->n_admin_roles);
     free(c->admin_permission_key);
     free_secret(&c->webhook_secret);
+    for (size_t i = 0; i < c->n_webhook_more; i++) free_secret(&c->webhook_more[i]);
+    free(c->webhook_more);
+    free(c->webhook_keys);
     free(c->payment.webhook);
     free(c->email.smtp);
     free(c->email.from);

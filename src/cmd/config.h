@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "missive/deliver.h"
 #include "missive/error.h"
 
 typedef struct mv_config_secret {
@@ -59,7 +60,11 @@ typedef struct mv_config {
         int64_t action_ms;              /* 30000 */
     } leases;
 
-    mv_config_secret webhook_secret; /* webhookSecretEnv; NULL env when absent */
+    mv_config_secret webhook_secret; /* webhookSecretEnv (its first name); NULL env when absent */
+    mv_config_secret *webhook_more;  /* the array's further names (rotation: older secrets) */
+    size_t n_webhook_more;
+    mv_webhook_secret *webhook_keys; /* every webhook secret in order, pointing into the above */
+    size_t n_webhook_keys;           /* 0 when webhookSecretEnv is absent */
     struct {
         int connect_timeout_ms;    /* 2000 */
         int timeout_ms;            /* 10000 */

@@ -99,6 +99,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if ((rc = check_approvals(cfg, d->registry, err)) != MV_OK) return rc;
     d->webhook = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
                                      .secret_len = cfg->webhook_secret.len,
+                                     .secrets = cfg->webhook_keys,
+                                     .nsecrets = cfg->n_webhook_keys,
                                      .connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
                                      .timeout_ms = cfg->webhooks.timeout_ms,
                                      .max_response_bytes = cfg->webhooks.max_response_bytes};

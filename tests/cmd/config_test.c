@@ -272,6 +272,42 @@ TEST(group_commit_is_on_by_default_and_store_options_can_turn_it_off) {
                  "\"storeOptions.groupCommit\" must be true or false");
 }
 
+TEST(webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded) {
+    /* "aGVsbG8gd29ybGQ=" is base64 of "hello world" */
+    setenv("MV_TEST_WH_NEW", "whsec_aGVsbG8gd29ybGQ=", 1);
+    setenv("MV_TEST_WH_OLD", "plain-old-secret", 1);
+    const char *path = write_config("rot.json", "{\"webhookSecretEnv\": [\"MV_TEST_WH_NEW\", "
+                                                "\"MV_TEST_WH_OLD\"]}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_INT(c->n_webhook_keys, 2);
+    CHECK_INT(c->webhook_keys[0].len, 11);
+    CHECK(memcmp(c->webhook_keys[0].bytes, "hello world", 11) == 0);
+    CHECK_INT(c->webhook_keys[1].len, 16);
+    CHECK(memcmp(c->webhook_keys[1].bytes, "plain-old-secret", 16) == 0);
+    CHECK_INT(c->webhook_secret.len, 11); /* the first one also keys X-Missive-Signature */
+    mv_config_free(c);
+
+    path = write_config("one.json", "{\"webhookSecretEnv\": \"MV_TEST_WH_OLD\"}");
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_INT(c->n_webhook_keys, 1);
+    CHECK_INT(c->webhook_keys[0].len, 16);
+    mv_config_free(c);
+
+    setenv("MV_TEST_WH_BAD", "whsec_not*base64", 1);
+    expect_error("{\"webhookSecretEnv\": [\"MV_TEST_WH_OLD\", \"MV_TEST_WH_BAD\"]}",
+                 "MV_TEST_WH_BAD (named by \"webhookSecretEnv\") starts with whsec_ but the rest is not base64");
+    unsetenv("MV_TEST_WH_UNSET");
+    expect_error("{\"webhookSecretEnv\": [\"MV_TEST_WH_OLD\", \"MV_TEST_WH_UNSET\"]}",
+                 "MV_TEST_WH_UNSET (named by \"webhookSecretEnv\") is not set");
+    expect_error("{\"webhookSecretEnv\": []}", "\"webhookSecretEnv\" must name 1 to 16 variables");
+    expect_error("{\"webhookSecretEnv\": [\"A\", 3]}", "\"webhookSecretEnv[1]\" must be a non-empty string");
+    expect_error("{\"webhookSecretEnv\": 7}", "\"webhookSecretEnv\" must be a non-empty string");
+}
+
 TEST(a_missing_file_is_an_io_error_naming_it) {
     mv_config *c = NULL;
     mv_err err = {0};
@@ -281,6 +317,7 @@ TEST(a_missing_file_is_an_io_error_naming_it) {
 
 int main(void) {
     return RUN_TESTS(the_design_example_loads_with_every_value,
+                     webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded,
                      an_empty_object_gives_the_documented_defaults,
                      unknown_keys_are_errors_naming_their_path,
                      values_of_the_wrong_type_or_range_name_their_key,
