@@ -258,10 +258,51 @@ static mv_code load_server(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* The identity-provider half of "auth" (DESIGN "Identity (JWT, JWKS)"). */
+static mv_code load_identity(loader *l, json_t *a) {
+    mv_config *c = l->cfg;
+    char **algs = NULL;
+    size_t n = 0;
+    mv_code rc = get_str_array(l, a, "auth", "algorithms", &algs, &n);
+    static const char *const NAMES[] = {"RS256", "ES256", "EdDSA", "HS256"}; /* mv_jwt_alg order */
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < 4 && strcmp(algs[i], NAMES[k]) != 0) k++;
+        if (k == 4 && rc == MV_OK)
+            rc = fail(l, "\"auth.algorithms[%zu]\" must be one of RS256, ES256, EdDSA, HS256", i);
+        if (k < 4) c->auth.algorithms |= 1u << k;
+        free(algs[i]);
+    }
+    free(algs);
+    TRY(rc);
+    if (json_is_array(json_object_get(a, "algorithms")) && n == 0)
+        return fail(l, "\"auth.algorithms\" must not be empty");
+    TRY(get_str(l, a, "auth", "jwksFile", &c->auth.jwks_file));
+    TRY(get_str(l, a, "auth", "jwksUrl", &c->auth.jwks_url));
+    TRY(get_int32(l, a, "auth", "jwksRefreshS", 1, 86400, &c->auth.jwks_refresh_s));
+    TRY(get_str(l, a, "auth", "issuer", &c->auth.issuer));
+    TRY(get_str(l, a, "auth", "audience", &c->auth.audience));
+    TRY(get_int32(l, a, "auth", "leewaySeconds", 0, 3600, &c->auth.leeway_s));
+    TRY(resolve(l, &c->auth.jwks_file));
+    json_t *cl;
+    static const char *const CLAIM_KEYS[] = {"user", "roles", "permissions", "tenant", NULL};
+    TRY(get_obj(l, a, "auth", "claims", CLAIM_KEYS, &cl));
+    if (cl) {
+        TRY(get_str(l, cl, "auth.claims", "user", &c->auth.claim_user));
+        TRY(get_str(l, cl, "auth.claims", "roles", &c->auth.claim_roles));
+        TRY(get_str(l, cl, "auth.claims", "permissions", &c->auth.claim_permissions));
+        TRY(get_str(l, cl, "auth.claims", "tenant", &c->auth.claim_tenant));
+    }
+    return MV_OK;
+}
+
 static mv_code load_auth(loader *l, json_t *root) {
     mv_config *c = l->cfg;
     json_t *a;
-    static const char *const KEYS[] = {"mode", "trustProxyHeaders", "secretEnv", NULL};
+    static const char *const KEYS[] = {"mode",     "trustProxyHeaders", "secretEnv",
+                                       "algorithms", "jwksFile",         "jwksUrl",
+                                       "jwksRefreshS", "issuer",         "audience",
+                                       "leewaySeconds", "claims",        NULL};
     TRY(get_obj(l, root, "", "auth", KEYS, &a));
     if (!a) return MV_OK;
     char *mode = NULL;
@@ -274,7 +315,7 @@ static mv_code load_auth(loader *l, json_t *root) {
     TRY(rc);
     TRY(get_bool(l, a, "auth", "trustProxyHeaders", &c->auth.trust_proxy_headers));
     TRY(get_str(l, a, "auth", "secretEnv", &c->auth.secret.env));
-    return MV_OK;
+    return load_identity(l, a);
 }
 
 static mv_code load_messages(loader *l, json_t *root) {
@@ -388,6 +429,23 @@ static mv_code load_delivery(loader *l, json_t *root) {
     return MV_OK;
 }
 
+static mv_code check_identity(loader *l) {
+    mv_config *c = l->cfg;
+    const unsigned hs = 1u << 3, asym = 7u; /* HS256; RS256 | ES256 | EdDSA */
+    bool jwks = c->auth.jwks_file || c->auth.jwks_url;
+    if (c->auth.jwks_file && c->auth.jwks_url)
+        return fail(l, "give \"auth.jwksFile\" or \"auth.jwksUrl\", not both");
+    if (c->auth.jwt && !c->auth.secret.env && !jwks)
+        return fail(l, "auth mode \"jwt\" needs \"auth.secretEnv\", \"auth.jwksFile\" or \"auth.jwksUrl\"");
+    if ((c->auth.algorithms & hs) && !c->auth.secret.env)
+        return fail(l, "\"auth.algorithms\" lists HS256, which needs \"auth.secretEnv\"");
+    if ((c->auth.algorithms & asym) && !jwks)
+        return fail(l, "\"auth.algorithms\" lists RS256, ES256 or EdDSA, which need \"auth.jwksFile\" "
+                    "or \"auth.jwksUrl\"");
+    static const char *const HTTP[] = {"http://", "https://", NULL};
+    return check_url(l, "auth.jwksUrl", c->auth.jwks_url, HTTP);
+}
+
 /* Rules across keys, on the final values (after overrides). */
 static mv_code check_whole(loader *l) {
     mv_config *c = l->cfg;
@@ -400,8 +458,7 @@ static mv_code check_whole(loader *l) {
         return fail(l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
                     "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
                     "sets those headers");
-    if (c->auth.jwt && !c->auth.secret.env)
-        return fail(l, "auth mode \"jwt\" needs \"auth.secretEnv\"");
+    TRY(check_identity(l));
     if (strncmp(c->store, "sqlite:", 7) != 0 && strncmp(c->store, "postgres://", 11) != 0 &&
         strncmp(c->store, "postgresql://", 13) != 0)
         return fail(l, "\"store\" must be sqlite:PATH or postgres://…");
@@ -447,6 +504,8 @@ static void set_defaults(mv_config *c) {
     c->webhooks.max_response_bytes = 1048576;
     c->shutdown_timeout_ms = 30000;
     c->approvals.ttl_ms = 900000;
+    c->auth.jwks_refresh_s = 300;
+    c->auth.leeway_s = 30;
     c->outbox.poll_ms = 1000;
     c->outbox.max_attempts = 10;
     c->outbox.backoff_ms = 1000;
@@ -541,6 +600,14 @@ void mv_config_free(mv_config *c) {
     free(c->templates);
     free(c->sagas);
     free_secret(&c->auth.secret);
+    free(c->auth.jwks_file);
+    free(c->auth.jwks_url);
+    free(c->auth.issuer);
+    free(c->auth.audience);
+    free(c->auth.claim_user);
+    free(c->auth.claim_roles);
+    free(c->auth.claim_permissions);
+    free(c->auth.claim_tenant);
     free_strings(c->admin_roles, c->n_admin_roles);
     free(c->admin_permission_key);
     free_secret(&c->webhook_secret);

@@ -43,6 +43,13 @@ typedef struct mv_config {
         bool jwt;                  /* mode "jwt"; false → "headers" */
         bool trust_proxy_headers;  /* headers mode on a non-loopback address */
         mv_config_secret secret;   /* jwt: from secretEnv (at least 32 bytes) */
+        unsigned algorithms;       /* bit (1u << mv_jwt_alg) each; 0 → by key material */
+        char *jwks_file;           /* resolved path, or NULL */
+        char *jwks_url;            /* http(s) URL, or NULL */
+        int jwks_refresh_s;        /* 300 */
+        char *issuer, *audience;   /* NULL → not checked */
+        int leeway_s;              /* 30 */
+        char *claim_user, *claim_roles, *claim_permissions, *claim_tenant; /* NULL → defaults */
     } auth;
 
     char **admin_roles;   /* default none */

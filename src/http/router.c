@@ -240,6 +240,7 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
         }
         if (mv_auth_authenticate(router->auth, req, p, &err) != MV_OK) {
             mv_http_error(res, &err);
+            res->detail = mv_arena_strdup(res->arena, err.message); /* the request log's reason */
             return;
         }
         req->principal = p;

@@ -308,6 +308,51 @@ TEST(webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded)
     expect_error("{\"webhookSecretEnv\": 7}", "\"webhookSecretEnv\" must be a non-empty string");
 }
 
+TEST(identity_keys_load_and_their_rules_name_the_key) {
+    const char *path = write_config("idp.json",
+        "{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"RS256\", \"EdDSA\"], "
+        "\"jwksFile\": \"keys/jwks.json\", \"jwksRefreshS\": 60, \"issuer\": \"https://i\", "
+        "\"audience\": \"api\", \"leewaySeconds\": 5, \"claims\": {\"user\": \"email\", "
+        "\"roles\": \"realm_access.roles\", \"permissions\": \"perms\", \"tenant\": \"org.id\"}}}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK(c->auth.jwt);
+    CHECK_INT(c->auth.algorithms, (1u << 0) | (1u << 2));
+    CHECK(c->auth.jwks_file && c->auth.jwks_file[0] == '/' && strstr(c->auth.jwks_file, "/keys/jwks.json"));
+    CHECK_INT(c->auth.jwks_refresh_s, 60);
+    CHECK_STR(c->auth.issuer, "https://i");
+    CHECK_STR(c->auth.audience, "api");
+    CHECK_INT(c->auth.leeway_s, 5);
+    CHECK_STR(c->auth.claim_roles, "realm_access.roles");
+    CHECK_STR(c->auth.claim_tenant, "org.id");
+    mv_config_free(c);
+    path = write_config("idp2.json", "{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://idp/certs\"}}");
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_INT(c->auth.jwks_refresh_s, 300);
+    CHECK_INT(c->auth.leeway_s, 30);
+    CHECK_INT(c->auth.algorithms, 0);
+    mv_config_free(c);
+
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"HS512\"], \"jwksUrl\": \"https://x\"}}",
+                 "\"auth.algorithms[0]\" must be one of RS256, ES256, EdDSA, HS256");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"HS256\"], \"jwksUrl\": \"https://x\"}}",
+                 "lists HS256, which needs \"auth.secretEnv\"");
+    setenv("MV_TEST_JWT", SECRET32, 1);
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"ES256\"], \"secretEnv\": \"MV_TEST_JWT\"}}",
+                 "need \"auth.jwksFile\" or \"auth.jwksUrl\"");
+    expect_error("{\"auth\": {\"mode\": \"jwt\"}}", "auth mode \"jwt\" needs");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"ftp://x\"}}",
+                 "\"auth.jwksUrl\" must be a URL starting with http:// or https://");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"jwksFile\": \"f\"}}", "not both");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"claims\": {\"group\": \"g\"}}}",
+                 "unknown key \"auth.claims.group\"");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"leewaySeconds\": -1}}",
+                 "\"auth.leewaySeconds\" must be an integer from 0 to 3600");
+}
+
 TEST(a_missing_file_is_an_io_error_naming_it) {
     mv_config *c = NULL;
     mv_err err = {0};
@@ -317,6 +362,7 @@ TEST(a_missing_file_is_an_io_error_naming_it) {
 
 int main(void) {
     return RUN_TESTS(the_design_example_loads_with_every_value,
+                     identity_keys_load_and_their_rules_name_the_key,
                      webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded,
                      an_empty_object_gives_the_documented_defaults,
                      unknown_keys_are_errors_naming_their_path,
