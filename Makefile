@@ -24,7 +24,9 @@ CMD_SRC  := $(filter-out $(CMD_MAIN),$(wildcard src/cmd/*.c))
 TEST_SRC := $(shell find tests -name '*_test.c' | sort)
 SUP_SRC  := $(wildcard tests/support/*.c)
 
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# api/openapi.json compiled in (scripts/embed): GET /openapi.json serves the repository's document.
+GEN_SRC  := $(BUILD)/gen/openapi_json.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -35,6 +37,10 @@ all: $(LIB) $(BUILD)/missive $(BUILD)/missived
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(GEN_SRC): api/openapi.json scripts/embed
+	@mkdir -p $(dir $@)
+	@scripts/embed mv__openapi_json api/openapi.json > $@.tmp && mv $@.tmp $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -50,8 +56,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The end-to-end tests (C and TypeScript) record every response they receive under
+# $(BUILD)/responses; the TypeScript suite runs last and validates them against api/openapi.json.
 test: all $(TEST_BIN)
-	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
+	@rm -rf $(BUILD)/responses && mkdir -p $(BUILD)/responses
+	@BUILD=$(BUILD) MISSIVE_TEST_RECORD_DIR=$(CURDIR)/$(BUILD)/responses \
+	    scripts/run-tests $(TEST_BIN) clients/typescript/run-tests
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
@@ -80,7 +90,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_SRC     := $(wildcard fuzz/*_fuzz.c)
 
-fuzz:
+fuzz: $(GEN_SRC)
 	@dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" || \
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
 	@mkdir -p build-fuzz
@@ -88,7 +98,7 @@ fuzz:
 	    n=$$(basename $$f .c); \
 	    echo "fuzz: building $$n"; \
 	    $(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	        -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS)) $$f $(LIB_SRC) -o build-fuzz/$$n $(LDLIBS); \
+	        -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS)) $$f $(LIB_SRC) $(GEN_SRC) -o build-fuzz/$$n $(LDLIBS); \
 	    mkdir -p build-fuzz/corpus-$$n; \
 	    echo "fuzz: running $$n for $(FUZZ_SECONDS) s"; \
 	    build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
