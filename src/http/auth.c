@@ -241,17 +241,24 @@ static mv_code claim_permissions(const mv_auth *auth, json_t *perms, json_t *int
     return MV_OK;
 }
 
+/* The claim at path: a member of that exact name first (Auth0's namespaced claims are URLs with
+ * dots: "https://example.com/roles"), else the dotted path ("realm_access.roles"). */
+static json_t *claim_at(json_t *claims, const char *path) {
+    json_t *v = json_object_get(claims, path);
+    return v ? v : mv_json_path(claims, path);
+}
+
 static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_principal *out,
                           mv_err *err) {
-    const char *sub = json_string_value(mv_json_path(claims, auth->claim_user));
+    const char *sub = json_string_value(claim_at(claims, auth->claim_user));
     out->user_id = trimmed(a, sub);
     if (!out->user_id) return bad_claim(err, auth->claim_user, "a non-empty string");
     if (!utf8_ok(out->user_id)) return bad_claim(err, auth->claim_user, "UTF-8 text");
-    mv_code rc = claim_roles(auth, a, mv_json_path(claims, auth->claim_roles), out, err);
+    mv_code rc = claim_roles(auth, a, claim_at(claims, auth->claim_roles), out, err);
     if (rc != MV_OK) return rc;
 
     const char *tenant = NULL;
-    json_t *tj = mv_json_path(claims, auth->claim_tenant);
+    json_t *tj = claim_at(claims, auth->claim_tenant);
     if (tj && !json_is_null(tj)) {
         if (!json_is_string(tj)) return bad_claim(err, auth->claim_tenant, "a string");
         tenant = trimmed(a, json_string_value(tj));
@@ -261,7 +268,7 @@ static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_p
 
     out->permissions = json_object();
     if (!out->permissions) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    rc = claim_permissions(auth, mv_json_path(claims, auth->claim_permissions), out->permissions, err);
+    rc = claim_permissions(auth, claim_at(claims, auth->claim_permissions), out->permissions, err);
     if (rc != MV_OK) {
         json_decref(out->permissions);
         out->permissions = NULL;

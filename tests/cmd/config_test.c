@@ -353,6 +353,43 @@ TEST(identity_keys_load_and_their_rules_name_the_key) {
                  "\"auth.leewaySeconds\" must be an integer from 0 to 3600");
 }
 
+/* The configuration recipes of docs/operations.md "Identity providers" load as written. */
+TEST(the_identity_provider_recipes_in_the_docs_load) {
+    FILE *f = fopen("docs/operations.md", "r");
+    REQUIRE(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *section = strstr(text, "## Identity providers");
+    REQUIRE(section);
+    char *end = strstr(section + 3, "\n## ");
+    if (end) *end = '\0';
+    int loaded = 0;
+    for (char *p = strstr(section, "```json\n"); p; p = strstr(p, "```json\n")) {
+        p += 8;
+        char *close = strstr(p, "```");
+        REQUIRE(close);
+        *close = '\0';
+        char name[32];
+        snprintf(name, sizeof name, "recipe-%d.json", loaded);
+        const char *path = write_config(name, p);
+        mv_config *c = NULL;
+        mv_err err = {0};
+        CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+        if (c) {
+            CHECK(c->auth.jwt);
+            CHECK(c->auth.jwks_url != NULL);
+            CHECK(c->auth.issuer != NULL);
+            CHECK(c->auth.claim_roles != NULL);
+        }
+        mv_config_free(c);
+        loaded++;
+        p = close + 3;
+    }
+    CHECK_INT(loaded, 3); /* Auth0, Keycloak, Cognito */
+}
+
 TEST(a_missing_file_is_an_io_error_naming_it) {
     mv_config *c = NULL;
     mv_err err = {0};
@@ -363,6 +400,7 @@ TEST(a_missing_file_is_an_io_error_naming_it) {
 int main(void) {
     return RUN_TESTS(the_design_example_loads_with_every_value,
                      identity_keys_load_and_their_rules_name_the_key,
+                     the_identity_provider_recipes_in_the_docs_load,
                      webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded,
                      an_empty_object_gives_the_documented_defaults,
                      unknown_keys_are_errors_naming_their_path,

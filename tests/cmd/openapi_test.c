@@ -24,7 +24,9 @@ static const char *const ELSEWHERE[] = {"post /messages/{}/seen",
                                         "get /readyz",
                                         "get /sagas",
                                         "get /approvals",
+                                        "get /ui",
                                         "get /ui/",
+                                        "get /ui/{}",
                                         "get /ui/missive-inbox.js",
                                         NULL};
 

@@ -58,6 +58,9 @@ const t = {
       realm_access: { roles: ['approver', 'offline_access'] } }, rs(rsa1)),
   cognito: token({ alg: 'RS256', kid: 'rsa-1' },
     { ...base, roles: undefined, 'cognito:groups': ['admins', 'staff'], 'custom:tenant': 't9' }, rs(rsa1)),
+  auth0: token({ alg: 'RS256', kid: 'rsa-1' },
+    { ...base, roles: undefined, tenant: undefined, 'https://missive.example.com/roles': ['editor'],
+      'https://missive.example.com/tenant': 'acme', permissions: ['read:messages'] }, rs(rsa1)),
   space_roles: token({ alg: 'RS256', kid: 'rsa-1' }, { ...base, roles: 'reader  writer' }, rs(rsa1)),
 };
 // a tampered payload under a valid signature

@@ -251,6 +251,14 @@ TEST(claims_map_through_dotted_paths_and_roles_may_be_a_space_separated_string) 
     CHECK_STR(a.roles, "admins,staff");
     CHECK_STR(a.tenant, "t9");
     mv_auth_free(cg);
+    mv_auth *a0 = new_auth(&jo, (mv_auth_claims){.roles = "https://missive.example.com/roles",
+                                                 .tenant = "https://missive.example.com/tenant"});
+    REQUIRE(a0);
+    a = try_token(a0, tok("auth0")); /* a claim name with dots is found by its full name */
+    CHECK_CODE(a.rc, MV_OK, NULL);
+    CHECK_STR(a.roles, "editor");
+    CHECK_STR(a.tenant, "acme");
+    mv_auth_free(a0);
     mv_auth *plain = new_auth(&jo, (mv_auth_claims){0});
     REQUIRE(plain);
     a = try_token(plain, tok("space_roles"));

@@ -19,7 +19,7 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'];
 const ELSEWHERE = new Set(['post /messages/{id}/seen', 'post /messages/{id}/read', 'post /messages/{id}/unread',
   'post /messages/{id}/dismiss', 'post /messages/{id}/undismiss', 'post /messages/seen-all', 'post /messages/read-all',
   'get /messages/stream', 'post /stream-tickets', 'get /livez', 'get /readyz', 'get /sagas', 'get /approvals',
-  'get /ui/', 'get /ui/missive-inbox.js']);
+  'get /ui', 'get /ui/', 'get /ui/{file}', 'get /ui/missive-inbox.js']);
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
@@ -75,7 +75,7 @@ function check(r) {
   if (!resp) return [`${where}: status ${r.status} is not described for ${r.method} ${tpl}`];
   const ctype = (r.contentType || '').split(';')[0].trim();
   if (!resp.content) return r.body ? [`${where}: a body where none is described`] : [];
-  const media = resp.content[ctype];
+  const media = resp.content[ctype] ?? resp.content[ctype.split('/')[0] + '/*'] ?? resp.content['*/*'];
   if (!media) return [`${where}: content type "${ctype}" is not one of ${Object.keys(resp.content).join(', ')}`];
   if (ctype !== 'application/json') return [];
   if (body === undefined) return [`${where}: the body is not JSON`];
