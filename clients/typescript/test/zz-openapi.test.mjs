@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { repoRoot } from './harness.mjs';
 
@@ -100,6 +101,16 @@ for (const [name, records] of sources) {
     assert.deepEqual(problems.slice(0, 20), []);
   });
 }
+
+test('api/openapi.json is a valid OpenAPI 3.1 document under the specification\'s own schema', async () => {
+  const v = new Validator();
+  const result = await v.validate(structuredClone(doc));
+  assert.equal(v.version, '3.1');
+  assert.deepEqual(result, { valid: true });
+  const broken = structuredClone(doc);
+  broken.paths['/messages'].get.responses['200'] = { content: {} }; // a response without description
+  assert.equal((await new Validator().validate(broken)).valid, false);
+});
 
 test('the validator rejects responses that drift from the document', () => {
   const ok = { method: 'GET', path: '/messages/count', status: 200, contentType: 'application/json', body: '{"count":1}' };
