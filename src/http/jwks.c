@@ -24,6 +24,7 @@ struct mv_jwks_source {
     int64_t refresh_ms, kid_interval_ms;
     int64_t last_fetch, last_kid_refresh; /* monotonic ms; last_kid_refresh < 0: never */
     unsigned long started, generation;    /* fetch attempts begun / completed (sequential) */
+    unsigned long kid_target;             /* the fetch an unknown-kid refresh waits for */
     bool want, stop, thread_started;
     pthread_t thread;
 };
@@ -169,14 +170,16 @@ mv_jwks *mv_jwks_source_refresh(mv_jwks_source *s) {
     if (s->url && (s->last_kid_refresh < 0 || now - s->last_kid_refresh >= s->kid_interval_ms)) {
         s->last_kid_refresh = now;
         /* a fetch already running may have begun before the rotation: wait for the next one */
-        unsigned long target = s->started + 1;
+        s->kid_target = s->started + 1;
         s->want = true;
         pthread_cond_broadcast(&s->cv);
-        int timeout = s->http.timeout_ms > 0 ? s->http.timeout_ms : 10000;
-        int64_t deadline = now + 2 * (int64_t)timeout + 1000;
-        while (!s->stop && s->generation < target && mono_ms() < deadline)
-            wait_until(s, deadline);
     }
+    /* every request that meets an unknown kid while that refresh runs waits for it too, so a
+     * burst of tokens signed with a new key right after a rotation all verify */
+    int timeout = s->http.timeout_ms > 0 ? s->http.timeout_ms : 10000;
+    int64_t deadline = now + 2 * (int64_t)timeout + 1000;
+    while (!s->stop && s->generation < s->kid_target && mono_ms() < deadline)
+        wait_until(s, deadline);
     mv_jwks *set = mv_jwks_retain(s->current);
     pthread_mutex_unlock(&s->mu);
     return set;

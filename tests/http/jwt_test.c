@@ -278,7 +278,7 @@ TEST(claims_map_through_dotted_paths_and_roles_may_be_a_space_separated_string) 
 
 /* ---- a JWKS endpoint ------------------------------------------------------------------------ */
 
-typedef enum { SERVE_A, SERVE_B, SERVE_GARBAGE, SERVE_HANG, SERVE_500 } serve_mode;
+typedef enum { SERVE_A, SERVE_B, SERVE_GARBAGE, SERVE_HANG, SERVE_500, SERVE_B_SLOW } serve_mode;
 static pthread_mutex_t serve_mu = PTHREAD_MUTEX_INITIALIZER;
 static serve_mode serving;
 static int served;
@@ -300,6 +300,10 @@ static void serve_jwks(void *ctx, const http_sink_request *req, http_sink_respon
     case SERVE_500:
         res->status = 500;
         res->body = "{}";
+        break;
+    case SERVE_B_SLOW:
+        res->delay_ms = 300;
+        res->body = jwks_b_text;
         break;
     }
     pthread_mutex_unlock(&serve_mu);
@@ -423,6 +427,51 @@ TEST(a_jwks_url_down_at_start_refuses_tokens_until_a_refresh_succeeds) {
     free(jwks_b_text);
 }
 
+typedef struct {
+    mv_auth *auth;
+    mv_code rc;
+} burst_job;
+
+static void *burst(void *arg) {
+    burst_job *j = arg;
+    j->rc = try_token(j->auth, tok("rotated")).rc;
+    return NULL;
+}
+
+TEST(a_burst_of_tokens_with_a_new_kid_waits_for_one_refresh_and_all_verify) {
+    REQUIRE(fixtures());
+    jwks_a_text = slurp(fx("jwks-a.json"));
+    jwks_b_text = slurp(fx("jwks-b.json"));
+    http_sink *s = http_sink_start();
+    REQUIRE(s && jwks_a_text && jwks_b_text);
+    http_sink_set_handler(s, serve_jwks, NULL);
+    set_serving(SERVE_A);
+    char url[256];
+    snprintf(url, sizeof url, "%s/jwks", http_sink_url(s));
+    mv_webhook_config http = {.connect_timeout_ms = 500, .timeout_ms = 2000};
+    mv_jwt_options jo = {
+        .algorithms = ALG(MV_JWT_RS256), .jwks_url = url, .http = &http, .leeway_s = -1};
+    mv_auth *auth = new_auth(&jo, (mv_auth_claims){0});
+    REQUIRE(auth);
+    set_serving(SERVE_B_SLOW); /* the provider rotated; its answer takes 300 ms */
+    int before = served_count();
+    burst_job jobs[6];
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++) {
+        jobs[i] = (burst_job){.auth = auth, .rc = -1};
+        pthread_create(&t[i], NULL, burst, &jobs[i]);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_INT(jobs[i].rc, MV_OK);
+    }
+    CHECK_INT(served_count(), before + 1); /* one refresh for all of them */
+    mv_auth_free(auth);
+    http_sink_stop(s);
+    free(jwks_a_text);
+    free(jwks_b_text);
+}
+
 TEST(unusable_key_sets_and_options_without_key_material_are_refused) {
     REQUIRE(fixtures());
     const char *bad[] = {"{}",
@@ -472,6 +521,7 @@ int main(void) {
         claims_map_through_dotted_paths_and_roles_may_be_a_space_separated_string,
         a_jwks_url_rotates_on_unknown_kid_at_most_every_interval_and_keeps_keys_through_garbage_and_hangs,
         a_jwks_url_down_at_start_refuses_tokens_until_a_refresh_succeeds,
+        a_burst_of_tokens_with_a_new_kid_waits_for_one_refresh_and_all_verify,
         unusable_key_sets_and_options_without_key_material_are_refused);
     json_decref(tokens);
     return rc;
