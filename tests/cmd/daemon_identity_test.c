@@ -66,8 +66,10 @@ TEST(the_daemon_verifies_tokens_from_a_jwks_url_and_logs_each_rejection_with_its
         config,
         "{\"store\": \"sqlite:%s\", \"templates\": \"%s\", \"auth\": {\"mode\": \"jwt\", "
         "\"algorithms\": [\"RS256\", \"ES256\", \"EdDSA\"], \"jwksUrl\": \"%s/certs\", "
+        "\"jwksRefreshS\": 1, "
         "\"issuer\": \"https://idp.example\", \"audience\": \"missive\", \"leewaySeconds\": 30, "
-        "\"claims\": {\"user\": \"sub\", \"roles\": \"realm_access.roles\"}}}",
+        "\"claims\": {\"user\": \"sub\", \"roles\": \"realm_access.roles\"}}, "
+        "\"webhooks\": {\"connectTimeoutMs\": 500, \"timeoutMs\": 800}}",
         test_tmp_path("identity.db"), templates, http_sink_url(idp)));
     int port = test_free_port();
     pid_t pid = test_daemon_start(config, port, NULL, log);
@@ -117,6 +119,26 @@ TEST(the_daemon_verifies_tokens_from_a_jwks_url_and_logs_each_rejection_with_its
              json_string_value(json_object_get(tokens, "rs256")));
     CHECK_INT(get_with_header(port, "/messages/count", hdr), 200);
 
+    /* the provider answers garbage, then hangs: the periodic refresh (every second) fails and
+     * the daemon keeps serving with the last good keys, without making requests wait */
+    snprintf(hdr, sizeof hdr, "Authorization: Bearer %s",
+             json_string_value(json_object_get(tokens, "rs256")));
+    http_sink_set_default(idp, &(http_sink_response){.body = "<html>garbage"});
+    int fetched = http_sink_count(idp);
+    for (int i = 0; i < 40 && http_sink_count(idp) == fetched; i++)
+        mv_sleep_ms(50);
+    CHECK(http_sink_count(idp) > fetched);
+    CHECK_INT(get_with_header(port, "/messages/count", hdr), 200);
+    http_sink_set_default(idp, &(http_sink_response){.body = jwks, .delay_ms = 3000});
+    fetched = http_sink_count(idp);
+    for (int i = 0; i < 40 && http_sink_count(idp) == fetched; i++)
+        mv_sleep_ms(50);
+    CHECK(http_sink_count(idp) > fetched); /* a refresh is hanging now */
+    int64_t t0 = mv_now_ms();
+    for (int i = 0; i < 10; i++)
+        CHECK_INT(get_with_header(port, "/messages/count", hdr), 200);
+    CHECK(mv_now_ms() - t0 < 1000);
+
     CHECK_INT(test_daemon_stop(pid), 0);
     char *text = slurp(log);
     REQUIRE(text);
@@ -128,6 +150,7 @@ TEST(the_daemon_verifies_tokens_from_a_jwks_url_and_logs_each_rejection_with_its
         }
     }
     CHECK(strstr(text, json_string_value(json_object_get(tokens, "tampered"))) == NULL);
+    CHECK(strstr(text, "jwks refresh failed; keeping the last good keys") != NULL);
     free(text);
     http_sink_stop(idp);
     free(jwks);
