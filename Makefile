@@ -56,12 +56,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The end-to-end tests (C and TypeScript) record every response they receive under
-# $(BUILD)/responses; the TypeScript suite runs last and validates them against api/openapi.json.
 test: all $(TEST_BIN)
-	@rm -rf $(BUILD)/responses && mkdir -p $(BUILD)/responses
-	@BUILD=$(BUILD) MISSIVE_TEST_RECORD_DIR=$(CURDIR)/$(BUILD)/responses \
-	    scripts/run-tests $(TEST_BIN) clients/typescript/run-tests
+	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \

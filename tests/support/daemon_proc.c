@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,11 +65,18 @@ static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
     return len;
 }
 
-/* With MISSIVE_TEST_RECORD_DIR set (make test sets it), every exchange is appended as one JSON
- * line to DIR/c-<pid>.jsonl; the TypeScript suite validates them all against api/openapi.json. */
+/* Under make test (BUILD set) or with MISSIVE_TEST_RECORD_DIR, every exchange is appended as one
+ * JSON line to DIR/c-<pid>.jsonl (DIR default $BUILD/responses); the TypeScript suite, which runs
+ * after the C tests, validates them all against api/openapi.json. */
 static void record(const char *method, const char *path, long status, const char *content_type,
                    const char *body) {
     const char *dir = getenv("MISSIVE_TEST_RECORD_DIR");
+    char fallback[600];
+    if ((!dir || !*dir) && getenv("BUILD") && *getenv("BUILD")) {
+        snprintf(fallback, sizeof fallback, "%s/responses", getenv("BUILD"));
+        mkdir(fallback, 0755);
+        dir = fallback;
+    }
     if (!dir || !*dir || status == 0) return;
     json_t *line = json_pack("{s:s,s:s,s:i,s:s,s:s}", "method", method, "path", path, "status",
                              (int)status, "contentType", content_type, "source", "c");

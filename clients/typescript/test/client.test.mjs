@@ -18,7 +18,7 @@ const env = {
   MV_TS_APPROVALS: 'an-approval-secret-of-at-least-32-bytes!',
 };
 
-let receiver, daemon, ana, bob, boss, admin;
+let receiver, daemon, daemon2, ana, bob, boss, admin;
 const held = () => {
   let release;
   const promise = new Promise((r) => { release = r; });
@@ -30,7 +30,7 @@ async function until(cond, ms = 5000) {
   }
 }
 const fetcher = recordingFetch();
-const as = (user, extra = {}) => new Missive({ baseUrl: daemon.baseUrl, headers: { 'X-User-Id': user, ...extra }, fetch: fetcher });
+const as = (user, extra = {}, d = daemon) => new Missive({ baseUrl: d.baseUrl, headers: { 'X-User-Id': user, ...extra }, fetch: fetcher });
 
 before(async () => {
   receiver = await startReceiver();
@@ -71,6 +71,9 @@ before(async () => {
     },
   });
   daemon = await startDaemon(dir, env);
+  // a second daemon on the same store: the races below send their two requests to different
+  // daemons, as a load balancer would, so neither waits behind the other inside one process
+  daemon2 = await startDaemon(dir, env);
   ana = as('ana');
   bob = as('bob');
   boss = as('boss', { 'X-User-Permissions': 'approvals.decide' });
@@ -78,6 +81,8 @@ before(async () => {
 });
 
 after(async () => {
+  const code2 = await daemon2?.stop();
+  assert.equal(code2, 0, 'the second missived exits 0 on SIGTERM');
   const code = await daemon?.stop();
   await receiver?.close();
   assert.equal(code, 0, 'missived exits 0 on SIGTERM');
@@ -141,7 +146,7 @@ describe('messages', () => {
     assert.notEqual(fresh.messages[0].id, first.messages[0].id, 'a fresh key per create');
   });
 
-  test('two creates racing on one key: one succeeds, the other is 409 client_request_pending', async () => {
+  test('two creates racing on one key (two daemons, one store): one succeeds, the other is 409 client_request_pending', async () => {
     const gate = held();
     let calls = 0;
     receiver.handlers['/prepare'] = async () => {
@@ -151,7 +156,7 @@ describe('messages', () => {
     };
     const first = ana.messages.create('slow', { x: 1 }, { idempotencyKey: 'ts-race-1' });
     await until(() => calls === 1); // the first holds the reservation, waiting on its prepare hook
-    const second = await ana.messages.create('slow', { x: 1 }, { idempotencyKey: 'ts-race-1' }).catch((e) => e);
+    const second = await as('ana', {}, daemon2).messages.create('slow', { x: 1 }, { idempotencyKey: 'ts-race-1' }).catch((e) => e);
     gate.release();
     const done = await first;
     assert.equal(done.messages.length, 1);
@@ -162,7 +167,7 @@ describe('messages', () => {
     assert.equal(calls, 1, 'the prepare hook ran once');
   });
 
-  test('two presses racing on one message: one runs the handler, the other is 409 action_conflict', async () => {
+  test('two presses racing on one message (two daemons, one store): one runs the handler, the other is 409 action_conflict', async () => {
     const { messages: [m] } = await ana.messages.create('note', { to: 'bob', title: 'race' });
     const gate = held();
     let calls = 0;
@@ -173,7 +178,7 @@ describe('messages', () => {
     };
     const first = bob.messages.act(m.id, 'ack');
     await until(() => calls === 1);
-    const second = await bob.messages.act(m.id, 'ack').catch((e) => e);
+    const second = await as('bob', {}, daemon2).messages.act(m.id, 'ack').catch((e) => e);
     gate.release();
     assert.deepEqual(await first, { status: 'done', result: { ok: 1 } });
     assert.ok(second instanceof MissiveError);

@@ -4,12 +4,12 @@
 // not_found), the status is described for that operation, the content type is one it lists, and a
 // JSON body matches the schema. Runs last (the runner orders it), after the C and TS suites.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020 from 'ajv/dist/2020.js';
-import { repoRoot } from './harness.mjs';
+import { missived, repoRoot } from './harness.mjs';
 
 const doc = JSON.parse(readFileSync(join(repoRoot, 'api/openapi.json'), 'utf8'));
 const dir = process.env.MISSIVE_TEST_RECORD_DIR;
@@ -85,10 +85,15 @@ function check(r) {
   return [`${where}: ${ajv.errorsText(validate.errors, { separator: '; ' })} — body ${r.body.slice(0, 300)}`];
 }
 
+// Recordings older than the daemon binary came from an earlier build: they prove nothing now.
+let builtAt = 0;
+try { builtAt = statSync(missived).mtimeMs; } catch { /* no daemon: every recording counts */ }
+
 function recorded(prefix) {
   if (!dir) return [];
   let files = [];
   try { files = readdirSync(dir).filter((f) => f.startsWith(prefix) && f.endsWith('.jsonl')); } catch { return []; }
+  files = files.filter((f) => statSync(join(dir, f)).mtimeMs >= builtAt);
   return files.flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)));
 }
 
