@@ -2,6 +2,7 @@
  * answers here. */
 #include "cmd/daemon.h"
 #include "http/routes_inbox.h"
+#include "http/openapi.h"
 
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_auth(router, d->auth);
@@ -14,5 +15,6 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
         rc = mv_router_set_cors(router, (const char *const *)d->cfg->cors.origins,
                                 d->cfg->cors.n_origins, d->cfg->cors.max_age_s, err);
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
+    if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
     return rc;
 }
