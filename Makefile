@@ -36,7 +36,9 @@ SUP_SRC  := $(wildcard tests/support/*.c)
 TEST_SCRIPTS := $(shell find tests -name '*_test.py' -o -name '*_test.sh' | sort)
 export OPT SAN
 
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# api/openapi.json compiled in (scripts/embed): GET /openapi.json serves the repository's document.
+GEN_SRC  := $(BUILD)/gen/openapi_json.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(TEST_SCRIPTS)
@@ -55,6 +57,10 @@ endif
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(GEN_SRC): api/openapi.json scripts/embed
+	@mkdir -p $(dir $@)
+	@scripts/embed mv__openapi_json api/openapi.json > $@.tmp && mv $@.tmp $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -116,7 +122,7 @@ FUZZ_TARGETS ?= $(patsubst fuzz/%.c,%,$(wildcard fuzz/*_fuzz.c))
 FUZZ_SAN     := -fsanitize=address,undefined
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 $(FUZZ_SAN) -Iinclude -Isrc \
                 $(shell pkg-config --cflags $(PKGS))
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o) $(GEN_SRC:%.c=build-fuzz/obj/%.o)
 
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)

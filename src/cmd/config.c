@@ -172,11 +172,36 @@ static mv_code check_url(loader *l, const char *key, const char *url, const char
                 schemes[1] ? " or " : "", schemes[1] ? schemes[1] : "");
 }
 
+/* A Standard Webhooks secret "whsec_<base64>" means the decoded bytes. */
+static mv_code decode_whsec(loader *l, const char *key, mv_config_secret *s, const char *v) {
+    const char *b = v + 6;
+    size_t n = strlen(b);
+    while (n > 0 && b[n - 1] == '=') n--;
+    char *url = malloc(n + 1);
+    unsigned char *out = malloc(n * 3 / 4 + 2);
+    bool ok = url && out;
+    for (size_t i = 0; ok && i < n; i++) url[i] = b[i] == '+' ? '-' : b[i] == '/' ? '_' : b[i];
+    size_t len = 0;
+    if (ok) ok = strpbrk(b, "-_") == NULL && mv_b64url_decode(url, n, out, &len) && len > 0;
+    free(url);
+    if (!ok) {
+        free(out);
+        return fail(l, "environment variable %s (named by \"%s\") starts with whsec_ but the rest "
+                    "is not base64",
+                    s->env, key);
+    }
+    s->bytes = out;
+    s->len = len;
+    return MV_OK;
+}
+
 static mv_code read_secret(loader *l, const char *key, mv_config_secret *s, size_t min_len) {
     if (!s->env) return MV_OK;
     const char *v = getenv(s->env);
     if (!v || !*v)
         return fail(l, "environment variable %s (named by \"%s\") is not set", s->env, key);
+    if (strcmp(key, "webhookSecretEnv") == 0 && strncmp(v, "whsec_", 6) == 0)
+        return decode_whsec(l, key, s, v);
     size_t n = strlen(v);
     if (n < min_len)
         return fail(l, "environment variable %s (named by \"%s\") must hold at least %zu bytes, "
@@ -200,7 +225,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "sagaEncryption", NULL};
+    "limits", "stream", "retention", "cors", "sagaEncryption", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -233,10 +258,51 @@ static mv_code load_server(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* The identity-provider half of "auth" (DESIGN "Identity (JWT, JWKS)"). */
+static mv_code load_identity(loader *l, json_t *a) {
+    mv_config *c = l->cfg;
+    char **algs = NULL;
+    size_t n = 0;
+    mv_code rc = get_str_array(l, a, "auth", "algorithms", &algs, &n);
+    static const char *const NAMES[] = {"RS256", "ES256", "EdDSA", "HS256"}; /* mv_jwt_alg order */
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < 4 && strcmp(algs[i], NAMES[k]) != 0) k++;
+        if (k == 4 && rc == MV_OK)
+            rc = fail(l, "\"auth.algorithms[%zu]\" must be one of RS256, ES256, EdDSA, HS256", i);
+        if (k < 4) c->auth.algorithms |= 1u << k;
+        free(algs[i]);
+    }
+    free(algs);
+    TRY(rc);
+    if (json_is_array(json_object_get(a, "algorithms")) && n == 0)
+        return fail(l, "\"auth.algorithms\" must not be empty");
+    TRY(get_str(l, a, "auth", "jwksFile", &c->auth.jwks_file));
+    TRY(get_str(l, a, "auth", "jwksUrl", &c->auth.jwks_url));
+    TRY(get_int32(l, a, "auth", "jwksRefreshS", 1, 86400, &c->auth.jwks_refresh_s));
+    TRY(get_str(l, a, "auth", "issuer", &c->auth.issuer));
+    TRY(get_str(l, a, "auth", "audience", &c->auth.audience));
+    TRY(get_int32(l, a, "auth", "leewaySeconds", 0, 3600, &c->auth.leeway_s));
+    TRY(resolve(l, &c->auth.jwks_file));
+    json_t *cl;
+    static const char *const CLAIM_KEYS[] = {"user", "roles", "permissions", "tenant", NULL};
+    TRY(get_obj(l, a, "auth", "claims", CLAIM_KEYS, &cl));
+    if (cl) {
+        TRY(get_str(l, cl, "auth.claims", "user", &c->auth.claim_user));
+        TRY(get_str(l, cl, "auth.claims", "roles", &c->auth.claim_roles));
+        TRY(get_str(l, cl, "auth.claims", "permissions", &c->auth.claim_permissions));
+        TRY(get_str(l, cl, "auth.claims", "tenant", &c->auth.claim_tenant));
+    }
+    return MV_OK;
+}
+
 static mv_code load_auth(loader *l, json_t *root) {
     mv_config *c = l->cfg;
     json_t *a;
-    static const char *const KEYS[] = {"mode", "trustProxyHeaders", "secretEnv", NULL};
+    static const char *const KEYS[] = {"mode",     "trustProxyHeaders", "secretEnv",
+                                       "algorithms", "jwksFile",         "jwksUrl",
+                                       "jwksRefreshS", "issuer",         "audience",
+                                       "leewaySeconds", "claims",        NULL};
     TRY(get_obj(l, root, "", "auth", KEYS, &a));
     if (!a) return MV_OK;
     char *mode = NULL;
@@ -249,7 +315,7 @@ static mv_code load_auth(loader *l, json_t *root) {
     TRY(rc);
     TRY(get_bool(l, a, "auth", "trustProxyHeaders", &c->auth.trust_proxy_headers));
     TRY(get_str(l, a, "auth", "secretEnv", &c->auth.secret.env));
-    return MV_OK;
+    return load_identity(l, a);
 }
 
 static mv_code load_messages(loader *l, json_t *root) {
@@ -257,12 +323,17 @@ static mv_code load_messages(loader *l, json_t *root) {
     TRY(get_str_array(l, root, "", "adminRoles", &c->admin_roles, &c->n_admin_roles));
     TRY(get_str(l, root, "", "adminPermissionKey", &c->admin_permission_key));
     json_t *o;
-    static const char *const LIST_KEYS[] = {"defaultLimit", "maxLimit", NULL};
+    static const char *const LIST_KEYS[] = {"defaultLimit", "maxLimit", "maxPageBytes", NULL};
     TRY(get_obj(l, root, "", "list", LIST_KEYS, &o));
     if (o) {
         TRY(get_int32(l, o, "list", "defaultLimit", 1, 100000, &c->list.default_limit));
         TRY(get_int32(l, o, "list", "maxLimit", 1, 100000, &c->list.max_limit));
+        TRY(get_int(l, o, "list", "maxPageBytes", 1024, 1LL << 30, &c->list.max_page_bytes));
     }
+    json_t *lim;
+    static const char *const LIMIT_KEYS[] = {"messageBytes", NULL};
+    TRY(get_obj(l, root, "", "limits", LIMIT_KEYS, &lim));
+    if (lim) TRY(get_int(l, lim, "limits", "messageBytes", 1024, 1LL << 30, &c->limits.message_bytes));
     if (c->list.default_limit > c->list.max_limit && !json_object_get(o, "defaultLimit"))
         c->list.default_limit = c->list.max_limit;
     if (c->list.default_limit > c->list.max_limit)
@@ -283,7 +354,25 @@ static mv_code load_messages(loader *l, json_t *root) {
 
 static mv_code load_delivery(loader *l, json_t *root) {
     mv_config *c = l->cfg;
-    TRY(get_str(l, root, "", "webhookSecretEnv", &c->webhook_secret.env));
+    json_t *wse = json_object_get(root, "webhookSecretEnv");
+    if (json_is_array(wse)) {
+        char **names = NULL;
+        size_t n = 0;
+        mv_code rc = get_str_array(l, root, "", "webhookSecretEnv", &names, &n);
+        if (rc == MV_OK && (n == 0 || n > 16))
+            rc = fail(l, "\"webhookSecretEnv\" must name 1 to 16 variables");
+        if (rc == MV_OK && n > 1 && !(c->webhook_more = calloc(n - 1, sizeof *c->webhook_more)))
+            rc = mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            if (rc == MV_OK && i == 0) c->webhook_secret.env = names[i];
+            else if (rc == MV_OK) c->webhook_more[c->n_webhook_more++].env = names[i];
+            else free(names[i]);
+        }
+        free(names);
+        TRY(rc);
+    } else {
+        TRY(get_str(l, root, "", "webhookSecretEnv", &c->webhook_secret.env));
+    }
     json_t *o;
     static const char *const WH_KEYS[] = {"connectTimeoutMs", "timeoutMs", "maxResponseBytes", NULL};
     TRY(get_obj(l, root, "", "webhooks", WH_KEYS, &o));
@@ -336,12 +425,13 @@ static mv_code load_delivery(loader *l, json_t *root) {
         if (!c->saga_encryption.key.env) return fail(l, "\"sagaEncryption.keyEnv\" is required");
     }
 
-    static const char *const APPROVAL_KEYS[] = {"secretEnv", "ttlMs", NULL};
+    static const char *const APPROVAL_KEYS[] = {"secretEnv", "ttlMs", "allowSelfApproval", NULL};
     TRY(get_obj(l, root, "", "approvals", APPROVAL_KEYS, &o));
     if (o) {
         c->approvals.enabled = true;
         TRY(get_str(l, o, "approvals", "secretEnv", &c->approvals.secret.env));
         TRY(get_int(l, o, "approvals", "ttlMs", 1, 30LL * 86400000, &c->approvals.ttl_ms));
+        TRY(get_bool(l, o, "approvals", "allowSelfApproval", &c->approvals.allow_self_approval));
         if (!c->approvals.secret.env) return fail(l, "\"approvals.secretEnv\" is required");
     }
 
@@ -353,6 +443,54 @@ static mv_code load_delivery(loader *l, json_t *root) {
         TRY(get_int32(l, o, "outbox", "backoffMs", 1, 3600000, &c->outbox.backoff_ms));
     }
     return MV_OK;
+}
+
+/* Live updates: "stream", "retention" and "cors" (DESIGN part two). */
+static mv_code load_live(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *o;
+    static const char *const STREAM_KEYS[] = {"maxConnections", "heartbeatMs", "secretEnv", NULL};
+    TRY(get_obj(l, root, "", "stream", STREAM_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "stream", "maxConnections", 1, 1000000, &c->stream.max_connections));
+        TRY(get_int(l, o, "stream", "heartbeatMs", 100, 3600000, &c->stream.heartbeat_ms));
+        TRY(get_str(l, o, "stream", "secretEnv", &c->stream.secret.env));
+    }
+    static const char *const RETENTION_KEYS[] = {"streamEventsMs", NULL};
+    TRY(get_obj(l, root, "", "retention", RETENTION_KEYS, &o));
+    if (o)
+        TRY(get_int(l, o, "retention", "streamEventsMs", 1000, 365LL * 86400000,
+                    &c->retention.stream_events_ms));
+    static const char *const CORS_KEYS[] = {"allowedOrigins", "maxAgeS", NULL};
+    TRY(get_obj(l, root, "", "cors", CORS_KEYS, &o));
+    if (o) {
+        TRY(get_str_array(l, o, "cors", "allowedOrigins", &c->cors.origins, &c->cors.n_origins));
+        TRY(get_int32(l, o, "cors", "maxAgeS", 0, 86400, &c->cors.max_age_s));
+        for (size_t i = 0; i < c->cors.n_origins; i++)
+            if (strcmp(c->cors.origins[i], "*") == 0 ||
+                (strncmp(c->cors.origins[i], "https://", 8) != 0 &&
+                 strncmp(c->cors.origins[i], "http://", 7) != 0))
+                return fail(l, "\"cors.allowedOrigins\" entries must be origins such as "
+                            "https://app.example.com (no wildcard)");
+    }
+    return MV_OK;
+}
+
+static mv_code check_identity(loader *l) {
+    mv_config *c = l->cfg;
+    const unsigned hs = 1u << 3, asym = 7u; /* HS256; RS256 | ES256 | EdDSA */
+    bool jwks = c->auth.jwks_file || c->auth.jwks_url;
+    if (c->auth.jwks_file && c->auth.jwks_url)
+        return fail(l, "give \"auth.jwksFile\" or \"auth.jwksUrl\", not both");
+    if (c->auth.jwt && !c->auth.secret.env && !jwks)
+        return fail(l, "auth mode \"jwt\" needs \"auth.secretEnv\", \"auth.jwksFile\" or \"auth.jwksUrl\"");
+    if ((c->auth.algorithms & hs) && !c->auth.secret.env)
+        return fail(l, "\"auth.algorithms\" lists HS256, which needs \"auth.secretEnv\"");
+    if ((c->auth.algorithms & asym) && !jwks)
+        return fail(l, "\"auth.algorithms\" lists RS256, ES256 or EdDSA, which need \"auth.jwksFile\" "
+                    "or \"auth.jwksUrl\"");
+    static const char *const HTTP[] = {"http://", "https://", NULL};
+    return check_url(l, "auth.jwksUrl", c->auth.jwks_url, HTTP);
 }
 
 /* Rules across keys, on the final values (after overrides). */
@@ -367,8 +505,7 @@ static mv_code check_whole(loader *l) {
         return fail(l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
                     "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
                     "sets those headers");
-    if (c->auth.jwt && !c->auth.secret.env)
-        return fail(l, "auth mode \"jwt\" needs \"auth.secretEnv\"");
+    TRY(check_identity(l));
     if (strncmp(c->store, "sqlite:", 7) != 0 && strncmp(c->store, "postgres://", 11) != 0 &&
         strncmp(c->store, "postgresql://", 13) != 0)
         return fail(l, "\"store\" must be sqlite:PATH or postgres://…");
@@ -386,7 +523,18 @@ static mv_code check_whole(loader *l) {
     TRY(check_url(l, "email.webhook", c->email.webhook, HTTP));
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
+    TRY(read_secret(l, "stream.secretEnv", &c->stream.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
+    for (size_t i = 0; i < c->n_webhook_more; i++)
+        TRY(read_secret(l, "webhookSecretEnv", &c->webhook_more[i], 1));
+    if (c->webhook_secret.env) {
+        c->webhook_keys = calloc(c->n_webhook_more + 1, sizeof *c->webhook_keys);
+        if (!c->webhook_keys) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        c->webhook_keys[0] = (mv_webhook_secret){c->webhook_secret.bytes, c->webhook_secret.len};
+        for (size_t i = 0; i < c->n_webhook_more; i++)
+            c->webhook_keys[i + 1] = (mv_webhook_secret){c->webhook_more[i].bytes, c->webhook_more[i].len};
+        c->n_webhook_keys = c->n_webhook_more + 1;
+    }
     TRY(read_secret(l, "sagaEncryption.keyEnv", &c->saga_encryption.key, MV_SAGA_KEY_BYTES));
     if (c->saga_encryption.key.env && c->saga_encryption.key.len != MV_SAGA_KEY_BYTES)
         return fail(l, "environment variable %s (named by \"sagaEncryption.keyEnv\") must hold "
@@ -413,6 +561,14 @@ static void set_defaults(mv_config *c) {
     c->outbox.poll_ms = MV_DEFAULT_OUTBOX_POLL_MS;
     c->outbox.max_attempts = MV_DEFAULT_OUTBOX_MAX_ATTEMPTS;
     c->outbox.backoff_ms = MV_DEFAULT_OUTBOX_BACKOFF_MS;
+    c->list.max_page_bytes = 4194304;
+    c->limits.message_bytes = 1048576;
+    c->auth.jwks_refresh_s = 300;
+    c->auth.leeway_s = 30;
+    c->stream.max_connections = 1000;
+    c->stream.heartbeat_ms = 15000;
+    c->retention.stream_events_ms = 86400000;
+    c->cors.max_age_s = 600;
 }
 
 static char *dir_of(const char *path) {
@@ -437,6 +593,7 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     }
     rc = check_keys(l, root, "", TOP_KEYS);
     if (rc == MV_OK) rc = load_server(l, root);
+    if (rc == MV_OK) rc = load_live(l, root);
     if (rc == MV_OK) rc = load_auth(l, root);
     if (rc == MV_OK) rc = load_messages(l, root);
     if (rc == MV_OK) rc = load_delivery(l, root);
@@ -504,9 +661,20 @@ void mv_config_free(mv_config *c) {
     free(c->templates);
     free(c->sagas);
     free_secret(&c->auth.secret);
+    free(c->auth.jwks_file);
+    free(c->auth.jwks_url);
+    free(c->auth.issuer);
+    free(c->auth.audience);
+    free(c->auth.claim_user);
+    free(c->auth.claim_roles);
+    free(c->auth.claim_permissions);
+    free(c->auth.claim_tenant);
     free_strings(c->admin_roles, c->n_admin_roles);
     free(c->admin_permission_key);
     free_secret(&c->webhook_secret);
+    for (size_t i = 0; i < c->n_webhook_more; i++) free_secret(&c->webhook_more[i]);
+    free(c->webhook_more);
+    free(c->webhook_keys);
     free(c->payment.webhook);
     free(c->email.smtp);
     free(c->email.webhook);
@@ -516,5 +684,7 @@ void mv_config_free(mv_config *c) {
     free_strings(c->email.exclusions, c->email.n_exclusions);
     free_secret(&c->approvals.secret);
     free_secret(&c->saga_encryption.key);
+    free_secret(&c->stream.secret);
+    free_strings(c->cors.origins, c->cors.n_origins);
     free(c);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "missive/durable.h"
+#include "missive/deliver.h"
 #include "missive/error.h"
 
 typedef struct mv_config_secret {
@@ -43,6 +44,13 @@ typedef struct mv_config {
         bool jwt;                  /* mode "jwt"; false → "headers" */
         bool trust_proxy_headers;  /* headers mode on a non-loopback address */
         mv_config_secret secret;   /* jwt: from secretEnv (at least 32 bytes) */
+        unsigned algorithms;       /* bit (1u << mv_jwt_alg) each; 0 → by key material */
+        char *jwks_file;           /* resolved path, or NULL */
+        char *jwks_url;            /* http(s) URL, or NULL */
+        int jwks_refresh_s;        /* 300 */
+        char *issuer, *audience;   /* NULL → not checked */
+        int leeway_s;              /* 30 */
+        char *claim_user, *claim_roles, *claim_permissions, *claim_tenant; /* NULL → defaults */
     } auth;
 
     char **admin_roles;   /* default none */
@@ -52,7 +60,11 @@ typedef struct mv_config {
     struct {
         int default_limit; /* 50 */
         int max_limit;     /* 100 */
+        int64_t max_page_bytes; /* 4194304: a page ends early rather than exceed it */
     } list;
+    struct {
+        int64_t message_bytes; /* 1048576: payload plus rendered content of one message */
+    } limits;
     struct {
         int64_t client_request_ms;      /* 30000 */
         int64_t client_request_wait_ms; /* 5000 */
@@ -60,7 +72,11 @@ typedef struct mv_config {
         int64_t action_ms;              /* 30000 */
     } leases;
 
-    mv_config_secret webhook_secret; /* webhookSecretEnv; NULL env when absent */
+    mv_config_secret webhook_secret; /* webhookSecretEnv (its first name); NULL env when absent */
+    mv_config_secret *webhook_more;  /* the array's further names (rotation: older secrets) */
+    size_t n_webhook_more;
+    mv_webhook_secret *webhook_keys; /* every webhook secret in order, pointing into the above */
+    size_t n_webhook_keys;           /* 0 when webhookSecretEnv is absent */
     struct {
         int connect_timeout_ms;    /* 2000 */
         int timeout_ms;            /* 10000 */
@@ -86,6 +102,7 @@ typedef struct mv_config {
         bool enabled;
         mv_config_secret secret;   /* at least 32 bytes */
         int64_t ttl_ms;            /* 900000 */
+        bool allow_self_approval;  /* false: a principal cannot decide their own approval */
     } approvals;
     struct {
         mv_config_secret key; /* sagaEncryption.keyEnv: exactly MV_SAGA_KEY_BYTES; NULL env = off */
@@ -95,6 +112,19 @@ typedef struct mv_config {
         int max_attempts;  /* 10 */
         int backoff_ms;    /* 1000 (doubles per attempt) */
     } outbox;
+    struct {
+        int max_connections;       /* 1000: beyond → 503 stream_capacity */
+        int64_t heartbeat_ms;      /* 15000 */
+        mv_config_secret secret;   /* stream tickets; else approvals.secretEnv's */
+    } stream;
+    struct {
+        int64_t stream_events_ms;  /* 86400000: how long the change log keeps an event */
+    } retention;
+    struct {
+        char **origins;            /* allowed origins, exact match; none by default */
+        size_t n_origins;
+        int max_age_s;             /* 600 */
+    } cors;
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative

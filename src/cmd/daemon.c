@@ -113,6 +113,9 @@ static void collect(mv_metrics *m, void *ctx) {
             mv_metrics_gauge_set(m, "missive_client_requests", l, (double)by_state[i]);
         }
     }
+    if (d->streams)
+        mv_metrics_gauge_set(m, "missive_stream_connections", NULL,
+                             (double)mv_stream_hub_connections(d->streams));
 }
 
 static void log_outbox_event(void *ctx, const mv_outbox_event *ev) {
@@ -138,6 +141,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if ((rc = check_approvals(cfg, d->registry, err)) != MV_OK) return rc;
     d->webhook = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
                                      .secret_len = cfg->webhook_secret.len,
+                                     .secrets = cfg->webhook_keys,
+                                     .nsecrets = cfg->n_webhook_keys,
                                      .connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
                                      .timeout_ms = cfg->webhooks.timeout_ms,
                                      .max_response_bytes = cfg->webhooks.max_response_bytes};
@@ -146,7 +151,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if (cfg->approvals.enabled) {
         mv_approvals_options ao = {.secret = cfg->approvals.secret.bytes,
                                    .secret_len = cfg->approvals.secret.len,
-                                   .ttl_ms = cfg->approvals.ttl_ms};
+                                   .ttl_ms = cfg->approvals.ttl_ms,
+                                   .allow_self_approval = cfg->approvals.allow_self_approval};
         if ((rc = mv_approvals_new(d->store, &ao, &d->approvals, err)) != MV_OK) return rc;
     }
     if (cfg->sagas) {
@@ -225,20 +231,51 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                      : mv_store_check_schema(d->store, err);
     }
     if (rc == MV_OK) {
+        /* the JWKS fetch uses the limits of every outgoing call */
+        d->jwks_http = (mv_webhook_config){.connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
+                                           .timeout_ms = cfg->webhooks.timeout_ms,
+                                           .max_response_bytes = cfg->webhooks.max_response_bytes};
+        mv_jwt_options jo = {.algorithms = cfg->auth.algorithms,
+                             .secret = cfg->auth.secret.bytes,
+                             .secret_len = cfg->auth.secret.len,
+                             .jwks_file = cfg->auth.jwks_file,
+                             .jwks_url = cfg->auth.jwks_url,
+                             .jwks_refresh_s = cfg->auth.jwks_refresh_s,
+                             .http = &d->jwks_http,
+                             .issuer = cfg->auth.issuer,
+                             .audience = cfg->auth.audience,
+                             .leeway_s = cfg->auth.leeway_s};
         mv_auth_options ao = {.mode = cfg->auth.jwt ? MV_AUTH_JWT : MV_AUTH_HEADERS,
                               .secret = cfg->auth.secret.bytes,
-                              .secret_len = cfg->auth.secret.len};
+                              .secret_len = cfg->auth.secret.len,
+                              .jwt = &jo,
+                              .claims = {cfg->auth.claim_user, cfg->auth.claim_roles,
+                                         cfg->auth.claim_permissions, cfg->auth.claim_tenant}};
         rc = mv_auth_new(&ao, &d->auth, err);
     }
     if (rc == MV_OK && !(d->metrics = mv_metrics_new()))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK) rc = open_service(d, cfg, err);
     if (rc == MV_OK) rc = start_outbox(d, cfg, err);
+    if (rc == MV_OK) {
+        const mv_config_secret *ts = cfg->stream.secret.env ? &cfg->stream.secret
+                                                            : &cfg->approvals.secret;
+        mv_stream_hub_options ho = {.service = d->service,
+                                    .store = d->store,
+                                    .max_connections = cfg->stream.max_connections,
+                                    .heartbeat_ms = cfg->stream.heartbeat_ms,
+                                    .retention_ms = cfg->retention.stream_events_ms,
+                                    .secret = ts->bytes,
+                                    .secret_len = ts->len};
+        rc = mv_stream_hub_new(&ho, &d->streams, err);
+    }
     if (rc != MV_OK) {
         mv_daemon_close(d);
         return rc;
     }
     mv_metrics_set_collector(d->metrics, collect, d);
+    mv_metrics_describe(d->metrics, "missive_stream_connections", "gauge",
+                        "Open GET /messages/stream connections on this daemon.");
     d->ops = (mv_http_ops){.health = daemon_health, .health_ctx = d, .metrics = d->metrics};
     d->message_routes = (mv_message_routes){.service = d->service,
                                             .admin_permission = cfg->admin_permission_key,
@@ -253,6 +290,7 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
 void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
     mv_outbox_worker_stop(d->outbox);
+    mv_stream_hub_free(d->streams);
     mv_service_free(d->service);
     mv_saga_engine_free(d->saga_engine);
     mv_saga_book_free(d->sagas);

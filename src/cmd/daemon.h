@@ -14,6 +14,7 @@
 #include "http/router.h"
 #include "http/routes_durable.h"
 #include "http/routes_messages.h"
+#include "http/stream_hub.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
 #include "missive/message.h"
@@ -24,6 +25,7 @@ typedef struct mv_daemon {
     const mv_config *cfg; /* borrowed */
     mv_store *store;
     mv_auth *auth;
+    mv_webhook_config jwks_http;      /* limits of the JWKS fetch (auth keeps a copy) */
     mv_metrics *metrics;
     mv_http_ops ops;      /* /healthz and /metrics */
     mv_registry *registry;
@@ -37,6 +39,7 @@ typedef struct mv_daemon {
     mv_service *service;
     mv_message_routes message_routes;
     mv_durable_routes durable_routes;
+    mv_stream_hub *streams;           /* GET /messages/stream: the change log fanned out */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

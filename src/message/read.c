@@ -11,47 +11,63 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "message/service.h"
+#include "message/inbox_internal.h"
 
 /* ---- SQL built once: one branch per role slot --------------------------------------------- */
 
 /* A row-value comparison, so both SQLite and PostgreSQL seek the index to the cursor instead of
  * walking it from the top (an OR of two comparisons would cost the depth of the page). */
-#define KEYSET "(created_at, %s) < (?, ?)"
-#define LIST_HEAD                                                                                  \
-    "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id IN ("                                       \
-    "SELECT id FROM (SELECT id FROM messages WHERE from_user = ? AND archived = ? "                \
-    "AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS s "                              \
-    "UNION ALL SELECT id FROM (SELECT id FROM messages WHERE to_user = ? AND "                     \
-    "archived = ? AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS r"
-#define LIST_ROLE_BRANCH                                                                           \
-    " UNION ALL SELECT message_id FROM (SELECT message_id FROM message_roles "                     \
-    "WHERE role = ? AND archived = ? AND " KEYSET                                                  \
-    " ORDER BY created_at DESC, message_id DESC LIMIT ?) AS g%d"
-#define LIST_TAIL ") ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-#define LIST_BRANCH_PARAMS 5 /* key, archived, keyset (2), limit */
-#define LIST_PARAMS(slots) ((2 + (slots)) * LIST_BRANCH_PARAMS + 2)
-#define COUNT_HEAD                                                                                 \
-    "SELECT COUNT(*) FROM messages WHERE archived = 0 AND (from_user = ? OR to_user = ? "          \
-    "OR id IN (SELECT message_id FROM message_roles WHERE archived = 0 AND role IN ("
-#define COUNT_TAIL ")))"
-#define COUNT_PARAMS(slots) (2 + (slots))
+#define KEYSET "(%s, %s) < (?, ?)"
 
-/* Every statement binds at most MV_STMT_MAX_PARAMS values, and every buffer holds its text:
- * the format strings' sizes bound each appended piece (%d adds at most 11 characters). */
-_Static_assert(LIST_PARAMS(MV_LIST_ROLE_SLOTS) <= MV_STMT_MAX_PARAMS,
-               "a list statement binds more values than a statement can hold");
-_Static_assert(COUNT_PARAMS(MV_MAX_ROLES) <= MV_STMT_MAX_PARAMS,
-               "the count statement for a user with MV_MAX_ROLES roles binds too many values");
+/* Parameters of one list branch: the viewer join, tenant, key, archived, the keyset (2), the
+ * filters, the branch's limit. A statement binds the page's viewer, its branches and LIMIT/OFFSET. */
+#define LIST_BRANCH_PARAMS (6 + INBOX_FILTER_PARAMS + 1)
+#define LIST_PARAMS (1 + (2 + MV_LIST_ROLE_SLOTS) * LIST_BRANCH_PARAMS + 2)
+/* visible_sql: tenant and user twice, tenant and archived of the role rows, every role slot. */
+#define VISIBLE_PARAMS (6 + MV_MAX_ROLES)
+#define COUNT_PARAMS (2 + VISIBLE_PARAMS + INBOX_FILTER_PARAMS)
+#define MARK_PARAMS (1 + VISIBLE_PARAMS + INBOX_FILTER_PARAMS + 3)
+_Static_assert(LIST_PARAMS <= MV_STMT_MAX_PARAMS, "a list statement binds too many values");
+_Static_assert(COUNT_PARAMS <= MV_STMT_MAX_PARAMS, "the count statement binds too many values");
+_Static_assert(MARK_PARAMS <= MV_STMT_MAX_PARAMS, "the mark-all statement binds too many values");
 _Static_assert(MV_LIST_ROLE_SLOTS <= MV_MAX_ROLES, "more role slots than roles");
-#define LIST_SQL_BYTES                                                                             \
-    (sizeof LIST_HEAD + sizeof "id" * 2 + MV_LIST_ROLE_SLOTS * (sizeof LIST_ROLE_BRANCH + 32) +     \
-     sizeof LIST_TAIL)
-#define COUNT_SQL_BYTES(slots) (sizeof COUNT_HEAD + (slots) * sizeof ", ?" + sizeof COUNT_TAIL)
 
-static char sql_list[LIST_SQL_BYTES];
-static char sql_count[COUNT_SQL_BYTES(MV_LIST_ROLE_SLOTS)];     /* users with few roles */
-static char sql_count_all[COUNT_SQL_BYTES(MV_MAX_ROLES)];       /* up to MV_MAX_ROLES roles */
+#define LIST_HEAD                                                                                  \
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "                          \
+    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "                    \
+    "AND vv.viewer_id = ? WHERE id IN ("                                                           \
+    "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")                        \
+    " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET                    \
+    INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "                       \
+    "UNION ALL SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")              \
+    " WHERE m.tenant_id = ? AND m.to_user = ? AND m.archived = ? AND " KEYSET                      \
+    INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS r"
+#define LIST_ROLE_BRANCH                                                                           \
+    " UNION ALL SELECT message_id FROM (SELECT g.message_id FROM message_roles g "                 \
+    "JOIN messages m ON m.id = g.message_id" INBOX_VIEWER_JOIN("g.message_id")                     \
+    " WHERE g.tenant_id = ? AND g.role = ? AND g.archived = ? AND " KEYSET                         \
+    INBOX_FILTER_SQL " ORDER BY g.created_at DESC, g.message_id DESC LIMIT ?) AS g%d"
+#define LIST_TAIL ") ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+#define VISIBLE_HEAD                                                                               \
+    "((m.tenant_id = ? AND m.from_user = ?) OR (m.tenant_id = ? AND m.to_user = ?) "               \
+    "OR m.id IN (SELECT message_id FROM message_roles WHERE tenant_id = ? AND "                    \
+    "archived = ? AND role IN ("
+#define COUNT_HEAD                                                                                 \
+    "SELECT COUNT(*), COALESCE(SUM(CASE WHEN v.seen_at IS NULL THEN 1 ELSE 0 END), 0), "           \
+    "COALESCE(SUM(CASE WHEN v.read_at IS NULL THEN 1 ELSE 0 END), 0) "                             \
+    "FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = ? AND "
+#define MARK_HEAD "SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = 0 AND "
+#define MARK_TAIL                                                                                  \
+    INBOX_FILTER_SQL " AND (CAST(? AS BIGINT) < 0 OR m.created_at < ?) ORDER BY m.id LIMIT ?"
+/* Each %s / %d of the formats above adds at most 16 characters. */
+#define VISIBLE_BYTES (sizeof VISIBLE_HEAD + MV_MAX_ROLES * sizeof ", ?" + sizeof ")))")
+
+/* Each buffer holds its statement, by the sizes of the pieces it is built from (sql_add stops
+ * rather than run a cut query if that were ever wrong). */
+static char sql_list[sizeof LIST_HEAD + 4 * 16 + MV_LIST_ROLE_SLOTS * (sizeof LIST_ROLE_BRANCH + 3 * 16) +
+                     sizeof LIST_TAIL];
+static char sql_count[sizeof COUNT_HEAD + VISIBLE_BYTES + sizeof INBOX_FILTER_SQL];
+static char sql_mark_candidates[sizeof MARK_HEAD + VISIBLE_BYTES + sizeof MARK_TAIL];
 static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
 
 typedef struct {
@@ -59,8 +75,8 @@ typedef struct {
     size_t size, used;
 } sql_text;
 
-/* Appends, never past the end: a text that does not fit is a build error the asserts above
- * rule out, so reaching it means they are wrong — stop rather than run a truncated query. */
+/* Appends, never past the end: text that does not fit means the sizes above are wrong — stop
+ * rather than run a truncated query (`left -= n` cannot wrap here). */
 static void sql_add(sql_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sql_add(sql_text *t, const char *fmt, ...) {
     va_list ap;
@@ -71,22 +87,32 @@ static void sql_add(sql_text *t, const char *fmt, ...) {
     t->used += (size_t)n;
 }
 
-static void build_count(char *buf, size_t size, int slots) {
-    sql_text t = {buf, size, 0};
-    sql_add(&t, "%s", COUNT_HEAD);
-    for (int i = 0; i < slots; i++)
-        sql_add(&t, "%s", i ? ", ?" : "?");
-    sql_add(&t, "%s", COUNT_TAIL);
+/* The three branches of visibility as one predicate over messages `m` (counts and mark-all; the
+ * list uses one index range per branch instead). */
+static void visible_sql(sql_text *t) {
+    /* the tenant inside each branch (role rows carry their message's tenant): SQLite then seeks
+     * each index; an outer tenant_id = ? made it scan the whole tenant instead */
+    sql_add(t, "%s", VISIBLE_HEAD);
+    for (int i = 0; i < MV_MAX_ROLES; i++) sql_add(t, "%s", i ? ", ?" : "?");
+    sql_add(t, "%s", ")))");
 }
 
 static void build_sql(void) {
     sql_text t = {sql_list, sizeof sql_list, 0};
-    sql_add(&t, LIST_HEAD, "id", "id");
+    sql_add(&t, LIST_HEAD, "m.created_at", "m.id", "m.created_at", "m.id");
     for (int i = 0; i < MV_LIST_ROLE_SLOTS; i++)
-        sql_add(&t, LIST_ROLE_BRANCH, "message_id", i);
+        sql_add(&t, LIST_ROLE_BRANCH, "g.created_at", "g.message_id", i);
     sql_add(&t, "%s", LIST_TAIL);
-    build_count(sql_count, sizeof sql_count, MV_LIST_ROLE_SLOTS);
-    build_count(sql_count_all, sizeof sql_count_all, MV_MAX_ROLES);
+
+    t = (sql_text){sql_count, sizeof sql_count, 0};
+    sql_add(&t, "%s", COUNT_HEAD);
+    visible_sql(&t);
+    sql_add(&t, "%s", INBOX_FILTER_SQL);
+
+    t = (sql_text){sql_mark_candidates, sizeof sql_mark_candidates, 0};
+    sql_add(&t, "%s", MARK_HEAD);
+    visible_sql(&t);
+    sql_add(&t, "%s", MARK_TAIL);
 }
 
 const char *message_list_sql(void) {
@@ -97,6 +123,27 @@ const char *message_list_sql(void) {
 const char *message_count_sql(void) {
     pthread_once(&sql_once, build_sql);
     return sql_count;
+}
+
+const char *message_counts_sql(void) {
+    return message_count_sql();
+}
+
+const char *message_mark_candidates_sql(void) {
+    pthread_once(&sql_once, build_sql);
+    return sql_mark_candidates;
+}
+
+void visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived) {
+    const char *tenant = svc_tenant(user);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_text(st, (*idx)++, uid);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_text(st, (*idx)++, uid);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_int64(st, (*idx)++, archived ? 1 : 0);
+    for (size_t i = 0; i < MV_MAX_ROLES; i++)
+        mv_stmt_bind_text(st, (*idx)++, i < user->nroles ? user->roles[i] : NULL);
 }
 
 /* ---- cursors: opaque base64url of "<createdAt>:<id>" -------------------------------------- */
@@ -151,15 +198,16 @@ static mv_code int_param(const json_t *v, const char *name, bool *given, int64_t
 typedef struct {
     mv_service *svc;
     const mv_list_request *req;
-    const char *user_id;
+    const char *user_id, *tenant;
     int64_t limit, skip;
     int64_t after_created;
     char after_id[25];
     json_t *messages;
 } list_arg;
 
-/* Runs the list statement for one slice of the user's roles: the newest `inner` visible
- * messages after the keyset position, then `limit` of them from `offset` on. */
+/* Runs the list statement for one slice of the user's roles (slice 0 also holds the user's own
+ * sent and received messages): the newest `inner` visible messages after the keyset position per
+ * branch, then `limit` of them from `offset` on. */
 static mv_code list_slice(mv_db *db, const list_arg *a, size_t slice, int64_t after_created,
                           const char *after_id, int64_t inner, int64_t limit, int64_t offset,
                           json_t *out, mv_err *err) {
@@ -169,22 +217,30 @@ static mv_code list_slice(mv_db *db, const list_arg *a, size_t slice, int64_t af
     const mv_user *u = a->req->user;
     int archived = a->req->archived ? 1 : 0;
     int idx = 1;
+    mv_stmt_bind_text(st, idx++, a->user_id); /* the viewer state of the page */
     for (int branch = 0; branch < 2 + MV_LIST_ROLE_SLOTS; branch++) {
         size_t role = slice * MV_LIST_ROLE_SLOTS + (size_t)(branch - 2);
-        /* the user's own branches run in the first slice only; a NULL key matches nothing */
+        /* a NULL key matches nothing */
         const char *key = branch < 2 ? (slice == 0 ? a->user_id : NULL)
                           : role < u->nroles ? u->roles[role]
                                              : NULL;
+        mv_stmt_bind_text(st, idx++, a->user_id);
+        mv_stmt_bind_text(st, idx++, a->tenant);
         mv_stmt_bind_text(st, idx++, key);
         mv_stmt_bind_int64(st, idx++, archived);
         mv_stmt_bind_int64(st, idx++, after_created);
         mv_stmt_bind_text(st, idx++, after_id);
+        inbox_filter_bind(st, &idx, a->req->filter);
         mv_stmt_bind_int64(st, idx++, inner);
     }
     mv_stmt_bind_int64(st, idx++, limit);
     mv_stmt_bind_int64(st, idx++, offset);
     int r;
-    while ((r = mv_stmt_step(st, err)) == 1) json_array_append_new(out, doc_from_row(st));
+    while ((r = mv_stmt_step(st, err)) == 1) {
+        json_t *doc = doc_from_row(st);
+        json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 28));
+        json_array_append_new(out, doc);
+    }
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
@@ -207,6 +263,7 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     if (slices == 1)
         return list_slice(db, a, 0, a->after_created, a->after_id, a->skip + a->limit + 1,
                           a->limit + 1, a->skip, a->messages, err);
+    /* more roles than one statement has slots: one statement per slice, merged (visibility.c) */
     slice_ctx c = {db, a};
     return mv__visible_page(slices, fetch_slice, &c, a->after_created, a->after_id, a->skip,
                             a->limit + 1, a->messages, err);
@@ -222,7 +279,11 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
     if (rc != MV_OK) return rc;
     if (req->user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
-    list_arg a = {.svc = svc, .req = req, .user_id = uid, .after_created = INT64_MAX};
+    list_arg a = {.svc = svc,
+                  .req = req,
+                  .user_id = uid,
+                  .tenant = svc_tenant(req->user),
+                  .after_created = INT64_MAX};
     bool given;
     int64_t v = 0;
     if ((rc = int_param(req->limit, "limit", &given, &v, err))) return rc;
@@ -260,54 +321,78 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
 typedef struct {
     const mv_user *user;
     const char *uid;
-    int64_t count;
+    const mv_inbox_filter *filter;
+    bool archived;
+    mv_inbox_counts counts;
 } count_arg;
+
+/* The unfiltered inbox count (the badge) comes from the maintained tallies (tally.c); any filter
+ * or the archive is counted from the messages themselves. */
+static bool tallied(const count_arg *a) {
+    static const mv_inbox_filter none = {0};
+    return !a->archived && (!a->filter || memcmp(a->filter, &none, sizeof none) == 0);
+}
 
 static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     count_arg *a = ctx;
-    bool few = a->user->nroles <= MV_LIST_ROLE_SLOTS;
-    int slots = few ? MV_LIST_ROLE_SLOTS : MV_MAX_ROLES;
+    if (tallied(a)) return tally_counts_tx(db, a->user, a->uid, &a->counts, err);
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, few ? sql_count : sql_count_all, &st, err);
+    mv_code rc = mv_db_prepare(db, sql_count, &st, err);
     if (rc != MV_OK) return rc;
-    mv_stmt_bind_text(st, 1, a->uid);
-    mv_stmt_bind_text(st, 2, a->uid);
-    for (int i = 0; i < slots; i++)
-        mv_stmt_bind_text(st, 3 + i, (size_t)i < a->user->nroles ? a->user->roles[i] : NULL);
+    int idx = 1;
+    mv_stmt_bind_text(st, idx++, a->uid); /* the viewer join */
+    mv_stmt_bind_int64(st, idx++, a->archived ? 1 : 0);
+    visibility_bind(st, &idx, a->uid, a->user, a->archived);
+    inbox_filter_bind(st, &idx, a->filter);
     int r = mv_stmt_step(st, err);
-    if (r == 1) a->count = mv_stmt_int64(st, 0);
+    if (r == 1)
+        a->counts = (mv_inbox_counts){mv_stmt_int64(st, 0), mv_stmt_int64(st, 1),
+                                      mv_stmt_int64(st, 2)};
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
-mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err) {
-    *count = 0;
+mv_code mv_message_counts(mv_service *svc, const mv_user *user, const mv_inbox_filter *filter,
+                          bool archived, mv_inbox_counts *out, mv_err *err) {
+    *out = (mv_inbox_counts){0};
     pthread_once(&sql_once, build_sql);
     char uid[256];
     mv_code rc = svc_require_user(user, uid, err);
     if (rc != MV_OK) return rc;
     if (user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
-    count_arg a = {user, uid, 0};
+    count_arg a = {user, uid, filter, archived, {0}};
     rc = mv_store_read(svc->o.store, count_tx, &a, err);
-    *count = a.count;
+    if (rc == MV_OK) *out = a.counts;
+    return rc;
+}
+
+mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err) {
+    mv_inbox_counts c;
+    mv_code rc = mv_message_counts(svc, user, NULL, false, &c, err);
+    *count = c.count;
     return rc;
 }
 
 /* ---- get -------------------------------------------------------------------------------- */
 
 typedef struct {
-    const char *id;
+    const char *id, *tenant;
+    const char *viewer_id; /* whose "viewer" state to attach; NULL = all null */
     json_t *doc;
 } get_arg;
 
 static mv_code get_tx(mv_db *db, void *ctx, mv_err *err) {
     get_arg *a = ctx;
-    return doc_load(db, a->id, &a->doc, err);
+    mv_code rc = doc_load(db, a->id, a->tenant, &a->doc, err);
+    return rc == MV_OK && a->doc ? inbox_viewer_attach(db, a->doc, a->viewer_id, err) : rc;
 }
 
-static mv_code load_message(mv_service *svc, const char *id, json_t **doc, mv_err *err) {
-    get_arg a = {id, NULL};
+/* A message of the user's tenant (user NULL: any tenant); another tenant's is not found.
+ * viewer_id: whose "viewer" state to attach (NULL = all null). */
+static mv_code load_message(mv_service *svc, const char *id, const mv_user *user,
+                            const char *viewer_id, json_t **doc, mv_err *err) {
+    get_arg a = {id, user ? svc_tenant(user) : NULL, viewer_id, NULL};
     *doc = NULL;
     if (!mv_valid_message_id(id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
@@ -321,7 +406,9 @@ static mv_code load_message(mv_service *svc, const char *id, json_t **doc, mv_er
 mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, json_t **message,
                        mv_err *err) {
     json_t *doc;
-    mv_code rc = load_message(svc, id, &doc, err);
+    char uid[256];
+    bool has_user = user && svc_require_user(user, uid, NULL) == MV_OK;
+    mv_code rc = load_message(svc, id, user, has_user ? uid : NULL, &doc, err);
     if (rc != MV_OK) return rc;
     if (user && !mv_user_is_sender(user, doc) && !mv_user_is_receiver(user, doc)) {
         json_decref(doc);
@@ -337,7 +424,7 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
                            const mv_user *user, bool is_admin, json_t **out, mv_err *err) {
     *out = NULL;
     json_t *doc;
-    mv_code rc = load_message(svc, id, &doc, err);
+    mv_code rc = load_message(svc, id, user, NULL, &doc, err);
     if (rc != MV_OK) return rc;
     char uid[256];
     if ((rc = svc_require_user(user, uid, err)) != MV_OK) goto done;
