@@ -1,6 +1,6 @@
 /* seed.c — fills a store with visible messages for one user, fast, for the list-depth benchmark.
  *
- * Messages are built and inserted by the library's own document code (doc_new/doc_insert), so the
+ * Messages are built and inserted by the library's own document code (mv__doc_new/mv__doc_insert), so the
  * rows and index entries are exactly what POST /messages/new writes, but many per transaction
  * with synchronous=OFF. Message i (FROM ≤ i < TO) goes from "bench-seeder" to USER with
  * createdAt = 1700000000000 + i, so seeding in several calls with growing ranges appends newer
@@ -30,7 +30,7 @@ static double now_s(void) {
 static mv_code seed_tx(mv_db *db, void *ctx, mv_err *err) {
     seed_range *r = ctx;
     for (long i = r->from; i < r->to; i++) {
-        json_t *doc = doc_new("request", "bench-note", T0 + i);
+        json_t *doc = mv__doc_new("request", "bench-note", T0 + i);
         if (!doc) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
         json_object_set_new(doc, "fromUser", json_string("bench-seeder"));
         json_object_set_new(doc, "toUser", json_string(r->user));
@@ -43,7 +43,7 @@ static mv_code seed_tx(mv_db *db, void *ctx, mv_err *err) {
         json_object_set_new(doc, "payload",
                             json_pack("{s:s,s:s,s:I}", "to", r->user, "from", "bench-seeder", "n",
                                       (json_int_t)i));
-        mv_code rc = doc_insert(db, doc, NULL, NULL, -1, err);
+        mv_code rc = mv__doc_insert(db, doc, NULL, NULL, -1, err);
         json_decref(doc);
         if (rc != MV_OK) return rc;
     }

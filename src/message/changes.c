@@ -1,6 +1,6 @@
 /* changes.c — the durable change log (`stream_events`) behind live streams.
  *
- * Every transaction that changes a message calls change_add_tx() as its last statement, so the
+ * Every transaction that changes a message calls mv__change_add_tx() as its last statement, so the
  * row commits or rolls back with the change itself: a reader of the log never sees a change that
  * did not happen and never misses one that did. Readers resume by id, which is only safe if ids
  * become visible in id order. SQLite guarantees that (one writer at a time, across processes).
@@ -35,7 +35,7 @@ static const char SQL_GC_MARK[] =
 
 static const char *const KIND_NAMES[] = {"created", "updated", "viewer"};
 
-mv_code change_add_tx(mv_db *db, const char *tenant, const char *message_id, mv_change_kind kind,
+mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id, mv_change_kind kind,
                       const char *viewer_id, int64_t now, mv_err *err) {
     mv_code rc;
     if (mv_db_kind(db) == MV_STORE_POSTGRES) {

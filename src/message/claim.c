@@ -95,14 +95,14 @@ static mv_code read_attempt(mv_db *db, const char *id, attempt_info *a, mv_err *
 
 /* Every action-state change is a change-log row in its own transaction (streams). */
 static mv_code message_changed(mv_db *db, action_job *j, int64_t now, mv_err *err) {
-    return change_add_tx(db, svc_tenant(j->req->user), j->req->message_id, MV_CHANGE_UPDATED,
+    return mv__change_add_tx(db, mv__svc_tenant(j->req->user), j->req->message_id, MV_CHANGE_UPDATED,
                          NULL, now, err);
 }
 
 static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
-    int64_t now = svc_now(j->svc), lease = now + j->svc->o.action_lease_ms;
+    int64_t now = mv__svc_now(j->svc), lease = now + j->svc->o.action_lease_ms;
     char attempt[37];
     mv_code rc = mv_id_uuid(attempt, err);
     if (rc != MV_OK) return rc;
@@ -154,16 +154,16 @@ static mv_code run_handler(action_job *j, mv_err *err) {
     if (rc != MV_OK) goto done;
     mv_action_input in = {j->message, j->action, name, j->req->user, j->attempt_id,
                           j->req->input ? j->req->input : empty, &j->abort};
-    if (svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
+    if (mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
         rc = fn(ctx, &in, &j->result, err);
     } else if (j->action->handler == MV_HANDLER_NONE) {
         rc = MV_OK;
     } else if (j->action->handler == MV_HANDLER_PAYMENT) {
         rc = run_payment(j, err);
     } else if (j->action->handler == MV_HANDLER_WEBHOOK) {
-        rc = webhook_handler(j->svc, j->action->handler_target, &in, &j->result, err);
+        rc = mv__webhook_handler(j->svc, j->action->handler_target, &in, &j->result, err);
     } else if (j->action->handler == MV_HANDLER_SAGA) {
-        rc = saga_action_run(j->svc, j->action->handler_target, &in, &j->result, err);
+        rc = mv__saga_action_run(j->svc, j->action->handler_target, &in, &j->result, err);
     } else if (j->svc->o.handlers.run) {
         rc = j->svc->o.handlers.run(j->svc->o.handlers.ctx, &in, &j->result, err);
     } else {
@@ -238,7 +238,7 @@ typedef struct {
 
 static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
     retry_arg *a = ctx;
-    int64_t now = svc_now(a->j->svc), changes = 0;
+    int64_t now = mv__svc_now(a->j->svc), changes = 0;
     mv_code rc = mv_db_execf(db, SQL_MARK_RETRYABLE, &changes, err, "siss", a->failure, now,
                              a->j->req->message_id, a->j->attempt_id);
     return rc == MV_OK && changes == 1 ? message_changed(db, a->j, now, err) : rc;
@@ -246,7 +246,7 @@ static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
 
 static mv_code reset_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    int64_t now = svc_now(j->svc), changes = 0;
+    int64_t now = mv__svc_now(j->svc), changes = 0;
     mv_code rc = mv_db_execf(db, SQL_RESET_COMPENSATED, &changes, err, "iss", now,
                              j->req->message_id, j->attempt_id);
     return rc == MV_OK && changes == 1 ? message_changed(db, j, now, err) : rc;
@@ -278,7 +278,7 @@ static mv_code build_notification(action_job *j, mv_err *err) {
         const char *s = shrt && *shrt ? shrt : l;
         json_t *params = json_pack("{s:s,s:{s:s,s:s,s:s}}", "toUser", from, "receiverContent",
                                    "title", t, "long", l, "short", s);
-        j->notification = notification_doc(j->svc, params);
+        j->notification = mv__notification_doc(j->svc, params);
         json_decref(params);
     }
     free(title);
@@ -291,7 +291,7 @@ static mv_code build_notification(action_job *j, mv_err *err) {
 static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
-    int64_t now = svc_now(j->svc), changes = 0;
+    int64_t now = mv__svc_now(j->svc), changes = 0;
     mv_code rc = mv_db_execf(db, SQL_ARCHIVE, &changes, err, "siiss", j->user_id, now, now, id,
                              j->attempt_id);
     if (rc != MV_OK) return rc;
@@ -299,15 +299,15 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
         return mv_err_set(err, MV_ACTION_CONFLICT,
                           "message \"%s\" already has an action in progress", id);
     if ((rc = mv_db_execf(db, SQL_ARCHIVE_ROLES, NULL, err, "s", id)) != MV_OK) return rc;
-    if ((rc = tally_archived_tx(db, svc_tenant(j->req->user), id, err)) != MV_OK) return rc;
+    if ((rc = mv__tally_archived_tx(db, mv__svc_tenant(j->req->user), id, err)) != MV_OK) return rc;
     if (j->notification) {
-        if ((rc = doc_insert(db, j->notification, svc_tenant(j->req->user), NULL, -1, err)) !=
+        if ((rc = mv__doc_insert(db, j->notification, mv__svc_tenant(j->req->user), NULL, -1, err)) !=
             MV_OK)
             return rc;
-        if ((rc = doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
+        if ((rc = mv__doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
     }
     if ((rc = message_changed(db, j, now, err)) != MV_OK || !j->notification) return rc;
-    return change_add_tx(db, svc_tenant(j->req->user), mv_json_str(j->notification, "id"),
+    return mv__change_add_tx(db, mv__svc_tenant(j->req->user), mv_json_str(j->notification, "id"),
                          MV_CHANGE_CREATED, NULL, now, err);
 }
 
@@ -322,7 +322,7 @@ static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
 
 static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    mv_code rc = doc_load(db, j->req->message_id, svc_tenant(j->req->user), &j->message, err);
+    mv_code rc = mv__doc_load(db, j->req->message_id, mv__svc_tenant(j->req->user), &j->message, err);
     return rc == MV_OK && j->message ? read_attempt(db, j->req->message_id, &j->stored, err) : rc;
 }
 
@@ -346,7 +346,7 @@ static mv_code approved_retry(action_job *j, mv_err *err) {
     mv_approval_record rec;
     mv_err e = {0};
     mv_code rc = mv_approval_get(j->svc->o.approvals, j->stored.approval_id,
-                                 svc_tenant(j->req->user), &rec, &e);
+                                 mv__svc_tenant(j->req->user), &rec, &e);
     if (rc == MV_APPROVAL_NOT_FOUND ||
         (rc == MV_OK && (strcmp(rec.principal_id, j->user_id) != 0 ||
                          strcmp(rec.digest, j->digest) != 0)))
@@ -373,7 +373,7 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
     json_decref(bound);
     bool retry = strcmp(s->action_cd, a->action_cd) == 0 && s->approval_id[0] &&
                  (strcmp(s->state, "retryable") == 0 ||
-                  (strcmp(s->state, "processing") == 0 && s->lease_expires_at <= svc_now(svc)));
+                  (strcmp(s->state, "processing") == 0 && s->lease_expires_at <= mv__svc_now(svc)));
     if (retry) return approved_retry(j, err);
     mv_code rc = mv_id_uuid(j->effect_id, err);
     if (rc != MV_OK) return rc;
@@ -466,7 +466,7 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
     *result = NULL;
     char uid[256];
     action_job j = {.svc = svc, .req = req, .user_id = uid};
-    mv_code rc = svc_require_user(req->user, uid, err);
+    mv_code rc = mv__svc_require_user(req->user, uid, err);
     if (rc != MV_OK) return rc;
     if (!mv_valid_message_id(req->message_id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
@@ -479,7 +479,7 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
         mv_action_fn custom;
         void *custom_ctx;
         bool inline_only = j.action->handler == MV_HANDLER_NONE &&
-                           !svc_find_handler(svc, j.tpl->template_cd, j.action->action_cd,
+                           !mv__svc_find_handler(svc, j.tpl->template_cd, j.action->action_cd,
                                              &custom, &custom_ctx);
         /* nothing runs outside: claim, notify and archive in one transaction */
         rc = inline_only ? mv_store_write(svc->o.store, claim_and_archive_tx, &j, err)
@@ -503,7 +503,7 @@ typedef struct {
 static mv_code extend_tx(mv_db *db, void *ctx, mv_err *err) {
     extend_arg *a = ctx;
     return mv_db_execf(db, SQL_EXTEND_LEASE, &a->changes, err, "iss",
-                       svc_now(a->svc) + a->svc->o.action_lease_ms, a->id, a->attempt);
+                       mv__svc_now(a->svc) + a->svc->o.action_lease_ms, a->id, a->attempt);
 }
 
 bool mv_action_extend_lease(mv_service *svc, const char *message_id, const char *attempt_id) {

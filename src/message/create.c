@@ -91,10 +91,10 @@ static mv_code run_prepare(create_job *job, json_t **items, mv_err *err) {
         mv_strlcpy(key, uuid, sizeof key);
     }
     mv_prepare_input in = {t->template_cd, job->req->user, job->payload, key};
-    bool custom = svc_find_prepare(svc, t->template_cd, &fn, &ctx);
+    bool custom = mv__svc_find_prepare(svc, t->template_cd, &fn, &ctx);
     if (custom || t->prepare == MV_PREPARE_WEBHOOK) {
         mv_code rc = custom ? fn(ctx, &in, items, err)
-                            : webhook_prepare(svc, t->prepare_webhook, &in, items, err);
+                            : mv__webhook_prepare(svc, t->prepare_webhook, &in, items, err);
         if (rc != MV_OK) return rc;
         if (*items && !json_is_null(*items) && !json_is_object(*items) && !json_is_array(*items)) {
             json_decref(*items);
@@ -169,10 +169,10 @@ static mv_code build_doc(create_job *job, const json_t *item, size_t index, json
                          mv_err *err) {
     mv_service *svc = job->svc;
     const mv_template *t = job->tpl;
-    int64_t now = svc_now(svc);
+    int64_t now = mv__svc_now(svc);
     const char *type = nonempty_str(item, "type");
     if (!type) type = *t->type ? t->type : "notification";
-    json_t *doc = doc_new(type, t->template_cd, now);
+    json_t *doc = mv__doc_new(type, t->template_cd, now);
     mv_code rc = MV_OK;
 
     const char *to_user = nonempty_str(item, "toUser");
@@ -303,9 +303,9 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     size_t i;
     json_t *doc;
     json_array_foreach(job->docs, i, doc) {
-        mv_code rc = doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
+        mv_code rc = mv__doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
                                 job->crid[0] ? (int64_t)i : -1, err);
-        if (rc == MV_OK) rc = doc_enqueue_email(job->svc, db, doc, err);
+        if (rc == MV_OK) rc = mv__doc_enqueue_email(job->svc, db, doc, err);
         if (rc != MV_OK) return rc;
     }
     return MV_OK;
@@ -315,14 +315,14 @@ static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
     create_job *job = ctx;
     mv_code rc = insert_docs_tx(db, job, err);
     if (rc == MV_OK && job->crid[0])
-        rc = request_complete_tx(db, &job->scope, job->lease_owner,
-                                 (int64_t)json_array_size(job->docs), svc_now(job->svc), err);
+        rc = mv__request_complete_tx(db, &job->scope, job->lease_owner,
+                                 (int64_t)json_array_size(job->docs), mv__svc_now(job->svc), err);
     size_t i;
     json_t *doc;
     json_array_foreach(job->docs, i, doc) {
         if (rc != MV_OK) break;
-        rc = change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED, NULL,
-                           svc_now(job->svc), err);
+        rc = mv__change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED, NULL,
+                           mv__svc_now(job->svc), err);
     }
     return rc;
 }
@@ -334,8 +334,8 @@ typedef struct {
 
 static mv_code fail_tx(mv_db *db, void *ctx, mv_err *err) {
     fail_arg *a = ctx;
-    return request_fail_tx(db, &a->job->scope, a->job->lease_owner, a->failure,
-                           svc_now(a->job->svc), err);
+    return mv__request_fail_tx(db, &a->job->scope, a->job->lease_owner, a->failure,
+                           mv__svc_now(a->job->svc), err);
 }
 
 /* Builds and persists; on failure compensates payments and (with a reservation) records it. */
@@ -365,16 +365,16 @@ typedef struct {
 
 static mv_code acquire_tx(mv_db *db, void *ctx, mv_err *err) {
     acquire_arg *a = ctx;
-    int64_t now = svc_now(a->job->svc);
-    mv_code rc = request_acquire_tx(db, &a->job->scope, a->job->lease_owner,
+    int64_t now = mv__svc_now(a->job->svc);
+    mv_code rc = mv__request_acquire_tx(db, &a->job->scope, a->job->lease_owner,
                                     a->job->svc->o.client_request_lease_ms, now, &a->acquired, err);
     if (rc != MV_OK || a->acquired) return rc;
-    return request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left, now, err);
+    return mv__request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left, now, err);
 }
 
 static mv_code replay_tx(mv_db *db, void *ctx, mv_err *err) {
     acquire_arg *a = ctx;
-    return request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left, svc_now(a->job->svc),
+    return mv__request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left, mv__svc_now(a->job->svc),
                              err);
 }
 
@@ -385,7 +385,7 @@ static bool builds_without_io(create_job *job) {
     mv_prepare_fn fn;
     void *ctx;
     return job->tpl->prepare == MV_PREPARE_DECLARATIVE &&
-           !svc_find_prepare(job->svc, job->tpl->template_cd, &fn, &ctx) &&
+           !mv__svc_find_prepare(job->svc, job->tpl->template_cd, &fn, &ctx) &&
            !(job->svc->o.payment && *job->tpl->payment_cd);
 }
 
@@ -462,7 +462,7 @@ mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t 
     create_job job = {.svc = svc, .req = req};
     mv_code rc = mv_client_request_id_normalize(req->client_request_id, job.crid, err);
     if (rc != MV_OK) return rc;
-    if ((rc = svc_require_user(req->user, job.user_id, err)) != MV_OK) return rc;
+    if ((rc = mv__svc_require_user(req->user, job.user_id, err)) != MV_OK) return rc;
     if (req->payer ? !mv_user_id(req->payer, job.payer_id, sizeof job.payer_id)
                    : !mv_user_id(req->user, job.payer_id, sizeof job.payer_id))
         mv_strlcpy(job.payer_id, job.user_id, sizeof job.payer_id);
@@ -480,7 +480,7 @@ mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t 
     }
     job.docs = json_array();
     job.sessions = json_array();
-    job.scope.tenant = svc_tenant(req->user);
+    job.scope.tenant = mv__svc_tenant(req->user);
     if (job.crid[0]) {
         job.scope.owner = job.user_id;
         job.scope.template_cd = job.tpl->template_cd;
@@ -509,11 +509,11 @@ typedef struct {
 
 static mv_code notify_tx(mv_db *db, void *ctx, mv_err *err) {
     notify_arg *a = ctx;
-    mv_code rc = doc_insert(db, a->doc, a->tenant, NULL, -1, err);
-    if (rc == MV_OK) rc = doc_enqueue_email(a->svc, db, a->doc, err);
+    mv_code rc = mv__doc_insert(db, a->doc, a->tenant, NULL, -1, err);
+    if (rc == MV_OK) rc = mv__doc_enqueue_email(a->svc, db, a->doc, err);
     if (rc != MV_OK) return rc;
-    return change_add_tx(db, a->tenant, mv_json_str(a->doc, "id"), MV_CHANGE_CREATED, NULL,
-                         svc_now(a->svc), err);
+    return mv__change_add_tx(db, a->tenant, mv_json_str(a->doc, "id"), MV_CHANGE_CREATED, NULL,
+                         mv__svc_now(a->svc), err);
 }
 
 static json_t *content_from(const json_t *c) {
@@ -526,8 +526,8 @@ static json_t *content_from(const json_t *c) {
     return out;
 }
 
-json_t *notification_doc(mv_service *svc, const json_t *params) {
-    json_t *doc = doc_new("notification", MV_GENERIC_NOTIFICATION_TEMPLATE_CD, svc_now(svc));
+json_t *mv__notification_doc(mv_service *svc, const json_t *params) {
+    json_t *doc = mv__doc_new("notification", MV_GENERIC_NOTIFICATION_TEMPLATE_CD, mv__svc_now(svc));
     const char *from = mv_json_str(params, "fromUser"), *to = mv_json_str(params, "toUser");
     if (from) json_object_set_new(doc, "fromUser", json_string(from));
     if (to) json_object_set_new(doc, "toUser", json_string(to));
@@ -549,7 +549,7 @@ mv_code mv_notification_create(mv_service *svc, const json_t *params, json_t **m
     if (tenant && !mv_valid_token(tenant, 128))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "tenantId must be 1 to 128 printable characters without spaces");
-    notify_arg a = {svc, notification_doc(svc, params), tenant};
+    notify_arg a = {svc, mv__notification_doc(svc, params), tenant};
     mv_code rc = mv_store_write(svc->o.store, notify_tx, &a, err);
     if (rc == MV_OK) *message = a.doc;
     else json_decref(a.doc);

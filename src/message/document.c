@@ -23,7 +23,7 @@ static json_t *int_or_null(mv_stmt *st, int col) {
     return mv_stmt_is_null(st, col) ? json_null() : json_integer(mv_stmt_int64(st, col));
 }
 
-json_t *doc_from_row(mv_stmt *st) {
+json_t *mv__doc_from_row(mv_stmt *st) {
     json_t *d = json_object();
     json_object_set_new(d, "id", text_or_null(st, 0));
     json_object_set_new(d, "type", text_or_null(st, 1));
@@ -52,7 +52,7 @@ json_t *doc_from_row(mv_stmt *st) {
     return d;
 }
 
-json_t *doc_new(const char *type, const char *template_cd, int64_t now) {
+json_t *mv__doc_new(const char *type, const char *template_cd, int64_t now) {
     char id[25];
     mv_id_message(id);
     json_t *empty_content = json_pack("{s:s,s:s,s:s}", "title", "", "short", "", "long", "");
@@ -76,7 +76,7 @@ static const char SQL_INSERT_ROLE[] =
     "INSERT INTO message_roles (message_id, role, archived, created_at, tenant_id) "
     "VALUES (?, ?, 0, ?, ?) ON CONFLICT DO NOTHING";
 
-mv_code doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
+mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
                    int64_t item_index, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_INSERT_MESSAGE, &st, err);
@@ -115,23 +115,23 @@ mv_code doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char 
                          json_string_value(role), created, tenant ? tenant : MV_DEFAULT_TENANT);
         if (rc != MV_OK) return rc;
     }
-    return tally_created_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, doc, err);
+    return mv__tally_created_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, doc, err);
 }
 
 static const char SQL_LOAD_MESSAGE[] = "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ?";
 static const char SQL_LOAD_TENANT_MESSAGE[] =
     "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ? AND tenant_id = ?";
 
-mv_code doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err) {
+mv_code mv__doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err) {
     mv_stmt *st;
     mv_code rc = tenant ? mv_db_row(db, SQL_LOAD_TENANT_MESSAGE, &st, err, "ss", id, tenant)
                         : mv_db_row(db, SQL_LOAD_MESSAGE, &st, err, "s", id);
-    *doc = st ? doc_from_row(st) : NULL;
+    *doc = st ? mv__doc_from_row(st) : NULL;
     mv_stmt_done(st);
     return rc;
 }
 
-mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err) {
+mv_code mv__doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err) {
     if (!svc->o.email) return MV_OK;
     const json_t *content = json_object_get(doc, "receiverContent");
     const char *to = mv_json_str(doc, "toUser"), *title = mv_json_str(content, "title");
@@ -142,7 +142,7 @@ mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err 
     json_t *row = json_pack("{s:s,s:s,s:s%,s:s}", "messageId", mv_json_str(doc, "id"), "toUser", to,
                             "title", title, n, "body",
                             mv_email_body(mv_json_str(content, "long"), mv_json_str(content, "short")));
-    mv_code rc = mv_outbox_add_tx(db, MV_OUTBOX_EMAIL, row, svc_now(svc), err);
+    mv_code rc = mv_outbox_add_tx(db, MV_OUTBOX_EMAIL, row, mv__svc_now(svc), err);
     json_decref(row);
     return rc;
 }

@@ -39,7 +39,7 @@ static int64_t flag_value(mv_flag f, mv_flag unset_means) {
     return f == MV_FLAG_TRUE ? 1 : f == MV_FLAG_FALSE ? 0 : -1;
 }
 
-void inbox_filter_bind(mv_stmt *st, int *idx, const mv_inbox_filter *f) {
+void mv__inbox_filter_bind(mv_stmt *st, int *idx, const mv_inbox_filter *f) {
     static const mv_inbox_filter defaults = {0};
     if (!f) f = &defaults;
     int64_t flags[3] = {flag_value(f->read, MV_FLAG_ANY), flag_value(f->seen, MV_FLAG_ANY),
@@ -58,16 +58,16 @@ static json_t *int_or_null(mv_stmt *st, int col) {
     return !st || mv_stmt_is_null(st, col) ? json_null() : json_integer(mv_stmt_int64(st, col));
 }
 
-json_t *inbox_viewer_from_row(mv_stmt *st, int col) {
+json_t *mv__inbox_viewer_from_row(mv_stmt *st, int col) {
     return json_pack("{s:o,s:o,s:o}", "seenAt", int_or_null(st, col), "readAt",
                      int_or_null(st, col + 1), "dismissedAt", int_or_null(st, col + 2));
 }
 
-mv_code inbox_viewer_attach(mv_db *db, json_t *doc, const char *user_id, mv_err *err) {
+mv_code mv__inbox_viewer_attach(mv_db *db, json_t *doc, const char *user_id, mv_err *err) {
     mv_stmt *st = NULL;
     mv_code rc = MV_OK;
     if (user_id) rc = mv_db_row(db, SQL_VIEWER_OF, &st, err, "ss", mv_json_str(doc, "id"), user_id);
-    if (rc == MV_OK) json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 0));
+    if (rc == MV_OK) json_object_set_new(doc, "viewer", mv__inbox_viewer_from_row(st, 0));
     mv_stmt_done(st);
     return rc;
 }
@@ -102,7 +102,7 @@ static mv_code viewer_flags(mv_db *db, const char *id, const char *uid, tally_fl
                             mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_row(db, SQL_VIEWER_OF, &st, err, "ss", id, uid);
-    *f = st ? tally_flags_from_row(st, 0) : (tally_flags){0};
+    *f = st ? mv__tally_flags_from_row(st, 0) : (tally_flags){0};
     mv_stmt_done(st);
     return rc;
 }
@@ -120,34 +120,34 @@ static mv_code mark_one(mv_db *db, const char *tenant, const tally_message *m, c
     *changed = rc == MV_OK && changes > 0;
     if (!*changed) return rc;
     if ((rc = viewer_flags(db, id, uid, &after, err)) != MV_OK) return rc;
-    return tally_viewer_tx(db, tenant, m, uid, before, after, err);
+    return mv__tally_viewer_tx(db, tenant, m, uid, before, after, err);
 }
 
 static mv_code mark_tx(mv_db *db, void *ctx, mv_err *err) {
     mark_arg *a = ctx;
-    int64_t now = svc_now(a->svc);
-    const char *tenant = svc_tenant(a->user);
+    int64_t now = mv__svc_now(a->svc);
+    const char *tenant = mv__svc_tenant(a->user);
     json_decref(a->doc); /* a group-commit retry runs the callback again */
     a->doc = NULL;
     tally_message m;
-    mv_code rc = tally_message_load(db, tenant, a->id, true, &m, err);
-    if (rc == MV_OK) rc = doc_load(db, a->id, tenant, &a->doc, err);
+    mv_code rc = mv__tally_message_load(db, tenant, a->id, true, &m, err);
+    if (rc == MV_OK) rc = mv__doc_load(db, a->id, tenant, &a->doc, err);
     if (rc == MV_OK &&
         (!a->doc || (!mv_user_is_sender(a->user, a->doc) && !mv_user_is_receiver(a->user, a->doc))))
         rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", a->id);
     bool changed = false;
     if (rc == MV_OK) rc = mark_one(db, tenant, &m, a->id, a->uid, a->mark, now, &changed, err);
-    tally_message_clear(&m);
-    if (rc == MV_OK) rc = inbox_viewer_attach(db, a->doc, a->uid, err);
+    mv__tally_message_clear(&m);
+    if (rc == MV_OK) rc = mv__inbox_viewer_attach(db, a->doc, a->uid, err);
     if (rc != MV_OK || !changed) return rc;
-    return change_add_tx(db, tenant, a->id, MV_CHANGE_VIEWER, a->uid, now, err);
+    return mv__change_add_tx(db, tenant, a->id, MV_CHANGE_VIEWER, a->uid, now, err);
 }
 
 mv_code mv_message_mark(mv_service *svc, const char *id, const mv_user *user, mv_mark mark,
                         json_t **message, mv_err *err) {
     if (message) *message = NULL;
     char uid[256];
-    mv_code rc = svc_require_user(user, uid, err);
+    mv_code rc = mv__svc_require_user(user, uid, err);
     if (rc != MV_OK) return rc;
     if ((unsigned)mark > MV_MARK_UNDISMISS)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown mark");
@@ -179,8 +179,8 @@ typedef struct {
 
 static mv_code mark_batch_tx(mv_db *db, void *ctx, mv_err *err) {
     mark_all_arg *a = ctx;
-    int64_t now = svc_now(a->svc);
-    const char *tenant = svc_tenant(a->user);
+    int64_t now = mv__svc_now(a->svc);
+    const char *tenant = mv__svc_tenant(a->user);
     bool read = a->mark == MV_MARK_READ;
     mv_inbox_filter f = {.template_cd = a->filter ? a->filter->template_cd : NULL,
                          .type = a->filter ? a->filter->type : NULL,
@@ -188,12 +188,12 @@ static mv_code mark_batch_tx(mv_db *db, void *ctx, mv_err *err) {
                          .seen = read ? MV_FLAG_ANY : MV_FLAG_FALSE,
                          .dismissed = MV_FLAG_FALSE};
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, message_mark_candidates_sql(), &st, err);
+    mv_code rc = mv_db_prepare(db, mv__message_mark_candidates_sql(), &st, err);
     if (rc != MV_OK) return rc;
     int idx = 1;
     mv_stmt_bind_text(st, idx++, a->uid); /* the viewer join */
-    visibility_bind(st, &idx, a->uid, a->user, false);
-    inbox_filter_bind(st, &idx, &f);
+    mv__visibility_bind(st, &idx, a->uid, a->user, false);
+    mv__inbox_filter_bind(st, &idx, &f);
     mv_stmt_bind_int64(st, idx++, a->before);
     mv_stmt_bind_int64(st, idx++, a->before);
     mv_stmt_bind_int64(st, idx++, MARK_BATCH);
@@ -207,14 +207,14 @@ static mv_code mark_batch_tx(mv_db *db, void *ctx, mv_err *err) {
     for (int i = 0; i < n && rc == MV_OK; i++) {
         tally_message m;
         bool changed = false;
-        rc = tally_message_load(db, tenant, ids[i], true, &m, err);
+        rc = mv__tally_message_load(db, tenant, ids[i], true, &m, err);
         if (rc == MV_OK && m.found && !m.archived)
             rc = mark_one(db, tenant, &m, ids[i], a->uid, a->mark, now, &changed, err);
-        tally_message_clear(&m);
+        mv__tally_message_clear(&m);
         a->batch_changed += changed;
     }
     if (rc != MV_OK || a->batch_changed == 0) return rc;
-    return change_add_tx(db, tenant, "", MV_CHANGE_VIEWER, a->uid, now, err);
+    return mv__change_add_tx(db, tenant, "", MV_CHANGE_VIEWER, a->uid, now, err);
 }
 
 mv_code mv_message_mark_all(mv_service *svc, const mv_user *user, mv_mark mark,
@@ -222,7 +222,7 @@ mv_code mv_message_mark_all(mv_service *svc, const mv_user *user, mv_mark mark,
                             mv_err *err) {
     if (updated) *updated = 0;
     char uid[256];
-    mv_code rc = svc_require_user(user, uid, err);
+    mv_code rc = mv__svc_require_user(user, uid, err);
     if (rc != MV_OK) return rc;
     if (mark != MV_MARK_SEEN && mark != MV_MARK_READ)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "only seen and read apply to every message");

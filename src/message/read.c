@@ -115,27 +115,27 @@ static void build_sql(void) {
     sql_add(&t, "%s", MARK_TAIL);
 }
 
-const char *message_list_sql(void) {
+const char *mv__message_list_sql(void) {
     pthread_once(&sql_once, build_sql);
     return sql_list;
 }
 
-const char *message_count_sql(void) {
+const char *mv__message_count_sql(void) {
     pthread_once(&sql_once, build_sql);
     return sql_count;
 }
 
-const char *message_counts_sql(void) {
-    return message_count_sql();
+const char *mv__message_counts_sql(void) {
+    return mv__message_count_sql();
 }
 
-const char *message_mark_candidates_sql(void) {
+const char *mv__message_mark_candidates_sql(void) {
     pthread_once(&sql_once, build_sql);
     return sql_mark_candidates;
 }
 
-void visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived) {
-    const char *tenant = svc_tenant(user);
+void mv__visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived) {
+    const char *tenant = mv__svc_tenant(user);
     mv_stmt_bind_text(st, (*idx)++, tenant);
     mv_stmt_bind_text(st, (*idx)++, uid);
     mv_stmt_bind_text(st, (*idx)++, tenant);
@@ -230,15 +230,15 @@ static mv_code list_slice(mv_db *db, const list_arg *a, size_t slice, int64_t af
         mv_stmt_bind_int64(st, idx++, archived);
         mv_stmt_bind_int64(st, idx++, after_created);
         mv_stmt_bind_text(st, idx++, after_id);
-        inbox_filter_bind(st, &idx, a->req->filter);
+        mv__inbox_filter_bind(st, &idx, a->req->filter);
         mv_stmt_bind_int64(st, idx++, inner);
     }
     mv_stmt_bind_int64(st, idx++, limit);
     mv_stmt_bind_int64(st, idx++, offset);
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
-        json_t *doc = doc_from_row(st);
-        json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 28));
+        json_t *doc = mv__doc_from_row(st);
+        json_object_set_new(doc, "viewer", mv__inbox_viewer_from_row(st, 28));
         json_array_append_new(out, doc);
     }
     mv_stmt_done(st);
@@ -275,14 +275,14 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
     if (next_cursor) *next_cursor = NULL;
     pthread_once(&sql_once, build_sql);
     char uid[256];
-    mv_code rc = svc_require_user(req->user, uid, err);
+    mv_code rc = mv__svc_require_user(req->user, uid, err);
     if (rc != MV_OK) return rc;
     if (req->user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
     list_arg a = {.svc = svc,
                   .req = req,
                   .user_id = uid,
-                  .tenant = svc_tenant(req->user),
+                  .tenant = mv__svc_tenant(req->user),
                   .after_created = INT64_MAX};
     bool given;
     int64_t v = 0;
@@ -335,15 +335,15 @@ static bool tallied(const count_arg *a) {
 
 static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     count_arg *a = ctx;
-    if (tallied(a)) return tally_counts_tx(db, a->user, a->uid, &a->counts, err);
+    if (tallied(a)) return mv__tally_counts_tx(db, a->user, a->uid, &a->counts, err);
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql_count, &st, err);
     if (rc != MV_OK) return rc;
     int idx = 1;
     mv_stmt_bind_text(st, idx++, a->uid); /* the viewer join */
     mv_stmt_bind_int64(st, idx++, a->archived ? 1 : 0);
-    visibility_bind(st, &idx, a->uid, a->user, a->archived);
-    inbox_filter_bind(st, &idx, a->filter);
+    mv__visibility_bind(st, &idx, a->uid, a->user, a->archived);
+    mv__inbox_filter_bind(st, &idx, a->filter);
     int r = mv_stmt_step(st, err);
     if (r == 1)
         a->counts = (mv_inbox_counts){mv_stmt_int64(st, 0), mv_stmt_int64(st, 1),
@@ -357,7 +357,7 @@ mv_code mv_message_counts(mv_service *svc, const mv_user *user, const mv_inbox_f
     *out = (mv_inbox_counts){0};
     pthread_once(&sql_once, build_sql);
     char uid[256];
-    mv_code rc = svc_require_user(user, uid, err);
+    mv_code rc = mv__svc_require_user(user, uid, err);
     if (rc != MV_OK) return rc;
     if (user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
@@ -384,15 +384,15 @@ typedef struct {
 
 static mv_code get_tx(mv_db *db, void *ctx, mv_err *err) {
     get_arg *a = ctx;
-    mv_code rc = doc_load(db, a->id, a->tenant, &a->doc, err);
-    return rc == MV_OK && a->doc ? inbox_viewer_attach(db, a->doc, a->viewer_id, err) : rc;
+    mv_code rc = mv__doc_load(db, a->id, a->tenant, &a->doc, err);
+    return rc == MV_OK && a->doc ? mv__inbox_viewer_attach(db, a->doc, a->viewer_id, err) : rc;
 }
 
 /* A message of the user's tenant (user NULL: any tenant); another tenant's is not found.
  * viewer_id: whose "viewer" state to attach (NULL = all null). */
 static mv_code load_message(mv_service *svc, const char *id, const mv_user *user,
                             const char *viewer_id, json_t **doc, mv_err *err) {
-    get_arg a = {id, user ? svc_tenant(user) : NULL, viewer_id, NULL};
+    get_arg a = {id, user ? mv__svc_tenant(user) : NULL, viewer_id, NULL};
     *doc = NULL;
     if (!mv_valid_message_id(id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
@@ -407,7 +407,7 @@ mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, jso
                        mv_err *err) {
     json_t *doc;
     char uid[256];
-    bool has_user = user && svc_require_user(user, uid, NULL) == MV_OK;
+    bool has_user = user && mv__svc_require_user(user, uid, NULL) == MV_OK;
     mv_code rc = load_message(svc, id, user, has_user ? uid : NULL, &doc, err);
     if (rc != MV_OK) return rc;
     if (user && !mv_user_is_sender(user, doc) && !mv_user_is_receiver(user, doc)) {
@@ -427,7 +427,7 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
     mv_code rc = load_message(svc, id, user, NULL, &doc, err);
     if (rc != MV_OK) return rc;
     char uid[256];
-    if ((rc = svc_require_user(user, uid, err)) != MV_OK) goto done;
+    if ((rc = mv__svc_require_user(user, uid, err)) != MV_OK) goto done;
     if (!is_admin && !(usertype == MV_SENDER ? mv_user_is_sender(user, doc)
                                              : mv_user_is_receiver(user, doc))) {
         rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id);

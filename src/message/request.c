@@ -63,7 +63,7 @@ static mv_code inconsistent(const request_scope *s, mv_err *err, const char *det
 }
 
 /* findCompletedClientRequestReplay, plus the fingerprint check. */
-mv_code request_replay_tx(mv_db *db, const request_scope *s, json_t **replay, int64_t *lease_left,
+mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay, int64_t *lease_left,
                           int64_t now, mv_err *err) {
     *replay = NULL;
     mv_stmt *st;
@@ -91,7 +91,7 @@ mv_code request_replay_tx(mv_db *db, const request_scope *s, json_t **replay, in
     if ((rc = mv_db_prepare(db, SQL_FIND_MESSAGES, &st, err)) != MV_OK) goto fail;
     mv_stmt_bindf(st, "ssss", s->tenant, s->owner, s->template_cd, s->id);
     while ((r = mv_stmt_step(st, err)) == 1) {
-        json_array_append_new(docs, doc_from_row(st));
+        json_array_append_new(docs, mv__doc_from_row(st));
         json_array_append_new(indexes, mv_stmt_is_null(st, 15) ? json_null()
                                                                : json_integer(mv_stmt_int64(st, 15)));
     }
@@ -150,7 +150,7 @@ fail:
     return rc;
 }
 
-mv_code request_acquire_tx(mv_db *db, const request_scope *s, const char *lease_owner,
+mv_code mv__request_acquire_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                            int64_t lease_ms, int64_t now, bool *acquired, mv_err *err) {
     int64_t changes = 0;
     *acquired = false;
@@ -165,7 +165,7 @@ mv_code request_acquire_tx(mv_db *db, const request_scope *s, const char *lease_
     return rc;
 }
 
-mv_code request_complete_tx(mv_db *db, const request_scope *s, const char *lease_owner,
+mv_code mv__request_complete_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                             int64_t item_count, int64_t now, mv_err *err) {
     int64_t changes = 0;
     mv_code rc = mv_db_execf(db, SQL_COMPLETE, &changes, err, "iiisssss", item_count, now, now,
@@ -178,14 +178,14 @@ mv_code request_complete_tx(mv_db *db, const request_scope *s, const char *lease
     return rc;
 }
 
-mv_code request_fail_tx(mv_db *db, const request_scope *s, const char *lease_owner,
+mv_code mv__request_fail_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                         const char *failure, int64_t now, mv_err *err) {
     return mv_db_execf(db, SQL_FAIL, NULL, err, "isisssss", now, failure, now, s->tenant,
                        s->owner,
                        s->template_cd, s->id, lease_owner);
 }
 
-mv_code request_gc_tx(mv_db *db, int64_t completed_before, int64_t *removed, mv_err *err) {
+mv_code mv__request_gc_tx(mv_db *db, int64_t completed_before, int64_t *removed, mv_err *err) {
     mv_code rc = mv_db_execf(db, SQL_GC_DETACH, NULL, err, "i", completed_before);
     if (rc != MV_OK) return rc;
     return mv_db_execf(db, SQL_GC, removed, err, "i", completed_before);
@@ -197,7 +197,7 @@ typedef struct {
 
 static mv_code gc_tx(mv_db *db, void *ctx, mv_err *err) {
     gc_arg *a = ctx;
-    return request_gc_tx(db, a->before, &a->removed, err);
+    return mv__request_gc_tx(db, a->before, &a->removed, err);
 }
 
 mv_code mv_requests_gc(mv_store *store, int64_t completed_before, int64_t *removed, mv_err *err) {

@@ -18,7 +18,7 @@ static json_t *step_results(const json_t *record) {
     return out;
 }
 
-mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
+mv_code mv__saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
                         json_t **result, mv_err *err) {
     const mv_saga_definition *def =
         svc->o.find_saga && svc->o.sagas ? svc->o.find_saga(svc->o.find_saga_ctx, name) : NULL;
@@ -29,9 +29,9 @@ mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input
     mv_code rc = mv_saga_get(engine, in->attempt_id, &record, &e);
     if (rc == MV_SAGA_NOT_FOUND) {
         mv_err_clear(&e);
-        json_t *input = handler_request(in);
+        json_t *input = mv__handler_request(in);
         /* the outcome is read from the record below; e keeps the step's error for the message */
-        mv_saga_execute_in(engine, svc_tenant(in->user), def, in->attempt_id, input, in->abort,
+        mv_saga_execute_in(engine, mv__svc_tenant(in->user), def, in->attempt_id, input, in->abort,
                            &record, &e);
         json_decref(input);
     } else if (rc == MV_OK) {

@@ -5,13 +5,13 @@
 
 #include "message/service.h"
 
-int64_t svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); }
+int64_t mv__svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); }
 
-const char *svc_tenant(const mv_user *user) {
+const char *mv__svc_tenant(const mv_user *user) {
     return user && user->tenant && *user->tenant ? user->tenant : MV_DEFAULT_TENANT;
 }
 
-mv_code svc_require_user(const mv_user *user, char buf[256], mv_err *err) {
+mv_code mv__svc_require_user(const mv_user *user, char buf[256], mv_err *err) {
     if (!mv_user_id(user, buf, 256))
         return mv_err_set(err, MV_INVALID_USER, "user._id must be a non-empty string or ObjectId");
     return MV_OK;
@@ -108,7 +108,7 @@ static override_entry *find_override(mv_service *svc, const char *t, const char 
     return found;
 }
 
-bool svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *fn, void **ctx) {
+bool mv__svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *fn, void **ctx) {
     override_entry *e = find_override(svc, template_cd, NULL);
     if (!e) return false;
     *fn = e->prepare;
@@ -116,7 +116,7 @@ bool svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *f
     return true;
 }
 
-bool svc_find_handler(mv_service *svc, const char *template_cd, const char *action_cd,
+bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *action_cd,
                       mv_action_fn *fn, void **ctx) {
     override_entry *e = find_override(svc, template_cd, action_cd);
     if (!e) return false;

@@ -41,23 +41,23 @@ struct mv_service {
     override_entry *overrides;
 };
 
-int64_t svc_now(const mv_service *svc);
+int64_t mv__svc_now(const mv_service *svc);
 
 /* The tenant a user acts in: user->tenant, "default" when NULL or empty. Every message read,
  * list, count, action and create is scoped to it (DESIGN "Security rules"). */
-const char *svc_tenant(const mv_user *user);
+const char *mv__svc_tenant(const mv_user *user);
 
 /* The trimmed user id into buf, or MV_INVALID_USER. */
-mv_code svc_require_user(const mv_user *user, char buf[256], mv_err *err);
+mv_code mv__svc_require_user(const mv_user *user, char buf[256], mv_err *err);
 
 /* C overrides registered with mv_service_set_prepare / _set_handler (NULL when none). */
-bool svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *fn, void **ctx);
-bool svc_find_handler(mv_service *svc, const char *template_cd, const char *action_cd,
+bool mv__svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *fn, void **ctx);
+bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *action_cd,
                       mv_action_fn *fn, void **ctx);
 
 /* ---- document.c: the messages table <-> message JSON ---- */
 
-/* The column list every message SELECT uses, in the order doc_from_row reads. */
+/* The column list every message SELECT uses, in the order mv__doc_from_row reads. */
 #define MESSAGE_COLUMNS                                                                            \
     "id, type, template_cd, from_user, to_user, to_roles, sender_content, receiver_content, "      \
     "documents, payment_session, payment_cd, payload, display, client_request_id, "                \
@@ -66,38 +66,38 @@ bool svc_find_handler(mv_service *svc, const char *template_cd, const char *acti
     "action_failure_message, action_approval_id, archived_by, archived_at, created_at, updated_at"
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
-json_t *doc_from_row(mv_stmt *st);
+json_t *mv__doc_from_row(mv_stmt *st);
 /* Inserts a message document (as built by create/notification) and its role rows in tenant
  * (NULL = "default"). owner_id and item_index (< 0 = none) are the client request's, stored but
  * not part of the JSON shape. */
-mv_code doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
+mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
                    int64_t item_index, mv_err *err);
 /* Loads one message by id inside a transaction; *doc NULL when absent or (tenant non-NULL) when
  * it belongs to another tenant. tenant NULL: any tenant (operators, internal). */
-mv_code doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err);
+mv_code mv__doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err);
 /* A fresh message document with every field at its default. */
-json_t *doc_new(const char *type, const char *template_cd, int64_t now);
+json_t *mv__doc_new(const char *type, const char *template_cd, int64_t now);
 /* Queues an email for doc when it qualifies (SEMANTICS §1.10), inside the transaction. */
-mv_code doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err);
+mv_code mv__doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err);
 
 /* read.c: the visibility queries (exposed for the query-plan test). */
-const char *message_list_sql(void);
-const char *message_count_sql(void);
+const char *mv__message_list_sql(void);
+const char *mv__message_count_sql(void);
 
 /* webhooks.c: prepare hooks and action handlers over HTTP. */
-mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
+mv_code mv__webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
                         json_t **items, mv_err *err);
-mv_code webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
+mv_code mv__webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
                         json_t **result, mv_err *err);
 
 /* The body every handler gets: {message, action: {actionCd, name}, user, input, attemptId}. */
-json_t *handler_request(const mv_action_input *in);
+json_t *mv__handler_request(const mv_action_input *in);
 
 /* saga_action.c: runs a {"saga": NAME} handler (saga id = attempt id). */
-mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
+mv_code mv__saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
                         json_t **result, mv_err *err);
 
 /* A generic-notification document from createNotification params (not stored). */
-json_t *notification_doc(mv_service *svc, const json_t *params);
+json_t *mv__notification_doc(mv_service *svc, const json_t *params);
 
 #endif

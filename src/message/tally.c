@@ -42,7 +42,7 @@ static tally_flags flags_of(bool seen, bool read, bool dismissed) {
         .dismissed = dismissed, .seen = seen && !dismissed, .read = read && !dismissed};
 }
 
-tally_flags tally_flags_from_row(mv_stmt *st, int col) {
+tally_flags mv__tally_flags_from_row(mv_stmt *st, int col) {
     return flags_of(!mv_stmt_is_null(st, col), !mv_stmt_is_null(st, col + 1),
                     !mv_stmt_is_null(st, col + 2));
 }
@@ -77,7 +77,7 @@ static mv_code count_message(mv_db *db, const char *tenant, const tally_message 
     return rc;
 }
 
-mv_code tally_message_load(mv_db *db, const char *tenant, const char *id, bool lock,
+mv_code mv__tally_message_load(mv_db *db, const char *tenant, const char *id, bool lock,
                            tally_message *m, mv_err *err) {
     memset(m, 0, sizeof *m);
     mv_code rc;
@@ -98,12 +98,12 @@ mv_code tally_message_load(mv_db *db, const char *tenant, const char *id, bool l
     return MV_OK;
 }
 
-void tally_message_clear(tally_message *m) {
+void mv__tally_message_clear(tally_message *m) {
     free(m->role_set);
     m->role_set = NULL;
 }
 
-mv_code tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
+mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
     tally_message m = {.found = true};
     mv_strlcpy(m.from, mv_json_str(doc, "fromUser"), sizeof m.from);
     mv_strlcpy(m.to, mv_json_str(doc, "toUser"), sizeof m.to);
@@ -111,13 +111,13 @@ mv_code tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_er
     m.role_set = roles && json_is_array(roles) ? mv_json_compact(roles) : strdup("[]");
     if (!m.role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     mv_code rc = count_message(db, tenant, &m, 1, err);
-    tally_message_clear(&m);
+    mv__tally_message_clear(&m);
     return rc;
 }
 
-mv_code tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err) {
+mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err) {
     tally_message m;
-    mv_code rc = tally_message_load(db, tenant, id, false, &m, err);
+    mv_code rc = mv__tally_message_load(db, tenant, id, false, &m, err);
     m.archived = false; /* take out what it counted while active */
     if (rc == MV_OK && m.found) rc = count_message(db, tenant, &m, -1, err);
     mv_stmt *st = NULL;
@@ -141,23 +141,23 @@ mv_code tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err 
                 marks = nm;
             }
             marks[n].user = strdup(mv_stmt_text(st, 0) ? mv_stmt_text(st, 0) : "");
-            marks[n++].f = tally_flags_from_row(st, 1);
+            marks[n++].f = mv__tally_flags_from_row(st, 1);
         }
         mv_stmt_done(st);
         if (r < 0) rc = err ? err->code : MV_INTERNAL;
         for (size_t i = 0; i < n; i++) {
             if (rc == MV_OK && marks[i].user)
-                rc = tally_viewer_tx(db, tenant, &m, marks[i].user, marks[i].f, (tally_flags){0},
+                rc = mv__tally_viewer_tx(db, tenant, &m, marks[i].user, marks[i].f, (tally_flags){0},
                                      err);
             free(marks[i].user);
         }
         free(marks);
     }
-    tally_message_clear(&m);
+    mv__tally_message_clear(&m);
     return rc;
 }
 
-mv_code tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *m, const char *user,
+mv_code mv__tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *m, const char *user,
                         tally_flags before, tally_flags after, mv_err *err) {
     if (!m->found || m->archived) return MV_OK; /* archived messages are not counted */
     bool direct = is_direct(m, user);
@@ -183,12 +183,12 @@ static bool meets(const char *role_set, const mv_user *user) {
     return hit;
 }
 
-mv_code tally_counts_tx(mv_db *db, const mv_user *user, const char *uid, mv_inbox_counts *out,
+mv_code mv__tally_counts_tx(mv_db *db, const mv_user *user, const char *uid, mv_inbox_counts *out,
                         mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_TALLY_ROWS, &st, err);
     if (rc != MV_OK) return rc;
-    mv_stmt_bindf(st, "ss", svc_tenant(user), uid);
+    mv_stmt_bindf(st, "ss", mv__svc_tenant(user), uid);
     int64_t active = 0, dismissed = 0, seen = 0, read = 0;
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {

@@ -12,7 +12,7 @@ static json_t *user_json(const mv_user *u) {
     return json_pack("{s:s,s:o}", "id", u->id ? u->id : "", "roles", roles);
 }
 
-mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
+mv_code mv__webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
                         json_t **items, mv_err *err) {
     const mv_user *u = in->user;
     json_t *body = json_pack("{s:s,s:o,s:o,s:o,s:O}", "templateCd", in->template_cd, "user",
@@ -35,15 +35,15 @@ mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input
     return MV_OK;
 }
 
-json_t *handler_request(const mv_action_input *in) {
+json_t *mv__handler_request(const mv_action_input *in) {
     return json_pack("{s:O,s:{s:s,s:s},s:o,s:O,s:s}", "message", in->message, "action", "actionCd",
                      in->action->action_cd, "name", in->action_name, "user", user_json(in->user),
                      "input", in->input, "attemptId", in->attempt_id);
 }
 
-mv_code webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
+mv_code mv__webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
                         json_t **result, mv_err *err) {
-    json_t *body = handler_request(in);
+    json_t *body = mv__handler_request(in);
     mv_webhook_response res = {0};
     mv_code rc = mv_webhook_post(svc->o.webhook, url, body, in->attempt_id, &res, err);
     json_decref(body);

@@ -374,7 +374,7 @@ typedef struct {
 
 static mv_code log_tx(mv_db *db, void *ctx, mv_err *err) {
     log_arg *a = ctx;
-    mv_code rc = change_add_tx(db, "default", a->id, MV_CHANGE_UPDATED, NULL, 1, err);
+    mv_code rc = mv__change_add_tx(db, "default", a->id, MV_CHANGE_UPDATED, NULL, 1, err);
     if (rc == MV_OK && a->fail) return mv_err_set(err, MV_ACTION_CONFLICT, "rolled back");
     return rc;
 }
@@ -457,7 +457,7 @@ static mv_code slow_log_tx(mv_db *db, void *ctx, mv_err *err) {
     slow_writer *w = ctx;
     char id[25];
     snprintf(id, sizeof id, "%024d", w->index);
-    mv_code rc = change_add_tx(db, "default", id, MV_CHANGE_UPDATED, NULL, 1, err);
+    mv_code rc = mv__change_add_tx(db, "default", id, MV_CHANGE_UPDATED, NULL, 1, err);
     mv_sleep_ms(w->index % 3); /* commit a little later than the id was drawn */
     return rc;
 }

@@ -48,7 +48,7 @@ static int has_full_scan(const char *plan) {
 TEST(list_and_count_queries_use_indexes_only) {
     fixture f;
     REQUIRE(fixture_open(&f, "sqlite", "plan.db"));
-    const char *queries[] = {message_list_sql(), message_count_sql()};
+    const char *queries[] = {mv__message_list_sql(), mv__message_count_sql()};
     for (int i = 0; i < 2; i++) {
         plan_arg a = {queries[i], ""};
         mv_err err = {0};
@@ -60,7 +60,7 @@ TEST(list_and_count_queries_use_indexes_only) {
         CHECK(strstr(a.plan, "messages_by_recipient") != NULL);
     }
     /* the cursor is a seek into the index, not a filter over everything newer */
-    plan_arg a = {message_list_sql(), ""};
+    plan_arg a = {mv__message_list_sql(), ""};
     mv_err err = {0};
     CHECK_CODE(mv_store_read(f.store, explain_tx, &a, &err), MV_OK, &err);
     CHECK(strstr(a.plan, "messages_by_sender (tenant_id=? AND from_user=? AND archived=? AND (created_at,id)<(?,?))"));
