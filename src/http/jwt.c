@@ -80,7 +80,10 @@ mv_code mv_jwt_verifier_new(const mv_jwt_options *o, mv_jwt_verifier **out, mv_e
 
 static mv_code reject(mv_err *err, const char *fmt, const char *arg) {
     char why[200];
-    snprintf(why, sizeof why, fmt, arg ? arg : "");
+    if (arg)
+        snprintf(why, sizeof why, fmt, arg);
+    else
+        mv_strlcpy(why, fmt, sizeof why); /* a reason without an argument is plain text */
     return mv_err_set(err, MV_UNAUTHENTICATED, "invalid bearer token: %s", why);
 }
 
