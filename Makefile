@@ -25,7 +25,10 @@ TEST_SRC := $(shell find tests -name '*_test.c' | sort)
 SUP_SRC  := $(wildcard tests/support/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
+# The web inbox and console (ui/) are compiled into the programs as a generated table.
+UI_FILES := $(sort $(wildcard ui/*.js ui/*.html ui/*.css ui/*.svg))
+UI_OBJ   := $(BUILD)/obj/gen/ui_assets.o
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o) $(UI_OBJ)
 SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB      := $(BUILD)/libmissive.a
@@ -33,6 +36,14 @@ LIB      := $(BUILD)/libmissive.a
 all: $(LIB) $(BUILD)/missive $(BUILD)/missived
 
 $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/gen/ui_assets.c: $(UI_FILES) scripts/embed-ui
+	@mkdir -p $(dir $@)
+	@scripts/embed-ui $(UI_FILES) > $@.tmp && mv $@.tmp $@
+
+$(UI_OBJ): $(BUILD)/gen/ui_assets.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) -c $< -o $@
 

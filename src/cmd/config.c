@@ -200,7 +200,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    NULL};
+    "ui", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -345,6 +345,18 @@ static mv_code load_delivery(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* "ui": {"enabled": bool}; the default needs the final listen address (check_whole). */
+static mv_code load_ui(loader *l, json_t *root) {
+    json_t *o;
+    static const char *const UI_KEYS[] = {"enabled", NULL};
+    TRY(get_obj(l, root, "", "ui", UI_KEYS, &o));
+    if (o && json_object_get(o, "enabled") && !json_is_null(json_object_get(o, "enabled"))) {
+        TRY(get_bool(l, o, "ui", "enabled", &l->cfg->ui.enabled));
+        l->cfg->ui.set = true;
+    }
+    return MV_OK;
+}
+
 /* Rules across keys, on the final values (after overrides). */
 static mv_code check_whole(loader *l) {
     mv_config *c = l->cfg;
@@ -353,6 +365,7 @@ static mv_code check_whole(loader *l) {
     mv_err perr = {0};
     if (mv_http_parse_listen(c->listen, host, sizeof host, &port, &perr) != MV_OK)
         return fail(l, "\"listen\": %s", perr.message);
+    if (!c->ui.set) c->ui.enabled = mv_http_host_is_loopback(host);
     if (!c->auth.jwt && !c->auth.trust_proxy_headers && !mv_http_host_is_loopback(host))
         return fail(l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
                     "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
@@ -424,6 +437,7 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     if (rc == MV_OK) rc = load_auth(l, root);
     if (rc == MV_OK) rc = load_messages(l, root);
     if (rc == MV_OK) rc = load_delivery(l, root);
+    if (rc == MV_OK) rc = load_ui(l, root);
     json_decref(root);
     TRY(rc);
 

@@ -90,6 +90,10 @@ typedef struct mv_config {
         int max_attempts;  /* 10 */
         int backoff_ms;    /* 1000 (doubles per attempt) */
     } outbox;
+    struct {
+        bool enabled; /* /ui/ served; default: true on a loopback listen address */
+        bool set;     /* "ui.enabled" given in the file */
+    } ui;
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative

@@ -101,7 +101,7 @@ mv_code mv_router_add(mv_router *router, const mv_route *route, mv_err *err) {
         }
         bool param = n >= 2 && s[0] == '{' && s[n - 1] == '}';
         if ((!param && (memchr(s, '{', n) || memchr(s, '}', n))) || (param && n == 2) ||
-            (n == 0 && (slash || e.nseg > 0))) {
+            (n == 0 && slash)) { /* a trailing '/' ("/ui/") is a last, empty literal */
             entry_free(&e);
             return mv_err_set(err, MV_INVALID_ARGUMENT,
                               "route pattern \"%s\": a parameter must be a whole segment {name} "
