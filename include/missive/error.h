@@ -89,6 +89,7 @@ typedef struct mv_err {
     char operation[16];    /* payment_compensation_failed: "expire" */
     char cause[512];       /* the original error, when one error wraps another */
     int retry_after_s;     /* client_request_pending */
+    char failure_code[65]; /* a failed handler's own error code (lastFailure), "" when none */
 } mv_err;
 
 /* Resets every field of err (NULL-safe). */
