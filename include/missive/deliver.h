@@ -101,6 +101,9 @@ mv_code mv_webhook_get(const mv_webhook_config *cfg, const char *url, mv_webhook
  * refused" or "no answer". *code gets the body's error.code when it is snake_case (≤ 64), else
  * "upstream_status", "upstream_timeout", "upstream_unreachable" or "upstream_no_answer". */
 void mv_webhook_failure_words(const mv_webhook_response *res, char code[65], char message[256]);
+/* text fit for a client: at most 200 bytes (whole UTF-8 sequences), control characters as spaces,
+ * every "scheme://…" word replaced by "[url]". out must hold at least 1 byte. */
+void mv_webhook_public_text(const char *text, char *out, size_t size);
 
 /* The header value for body bytes: "sha256=<64 hex>". out must hold 72 bytes. Exposed so that
  * receivers (and tests) verify signatures with the same code. */

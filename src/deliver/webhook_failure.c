@@ -60,6 +60,11 @@ static void clean_words(const char *text, char *out, size_t size) {
     out[o] = '\0';
 }
 
+void mv_webhook_public_text(const char *text, char *out, size_t size) {
+    if (size == 0) return;
+    clean_words(text ? text : "", out, size);
+}
+
 void mv_webhook_failure_words(const mv_webhook_response *res, char code[65], char message[256]) {
     const json_t *error = json_object_get(res ? res->json : NULL, "error");
     const char *their_code = json_string_value(json_object_get(error, "code"));
