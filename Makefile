@@ -23,6 +23,8 @@ CMD_MAIN := src/cmd/missive.c src/cmd/missived.c
 CMD_SRC  := $(filter-out $(CMD_MAIN),$(wildcard src/cmd/*.c))
 TEST_SRC := $(shell find tests -name '*_test.c' | sort)
 SUP_SRC  := $(wildcard tests/support/*.c)
+# Tests written as scripts (documentation, packaging, manual pages): run as they are.
+TEST_SCRIPTS := $(shell find tests -name '*_test.py' -o -name '*_test.sh' | sort)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
@@ -51,7 +53,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 test: all $(TEST_BIN)
-	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
+	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN) $(TEST_SCRIPTS)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \

@@ -18,6 +18,10 @@
 #include "missive/error.h"
 #include "missive/store.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- webhooks ---------------------------------------------------------------------------- */
 
 /* One finished outgoing call, as the optional mv_webhook_config.on_call observer sees it (for
@@ -275,5 +279,9 @@ typedef struct mv_email_settings {
 mv_code mv_email_settings_load(const json_t *section, const char *base_dir,
                                const mv_webhook_config *wh, mv_email_settings **out, mv_err *err);
 void mv_email_settings_free(mv_email_settings *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
