@@ -18,5 +18,6 @@
 #include "missive/reconcile.h"
 #include "missive/saga_webhook.h"
 #include "missive/message.h"
+#include "missive/operations.h"
 
 #endif
