@@ -23,6 +23,8 @@ CMD_MAIN := src/cmd/missive.c src/cmd/missived.c
 CMD_SRC  := $(filter-out $(CMD_MAIN),$(wildcard src/cmd/*.c))
 TEST_SRC := $(shell find tests -name '*_test.c' | sort)
 SUP_SRC  := $(wildcard tests/support/*.c)
+# Tests written as scripts (documentation, packaging, manual pages): run as they are.
+TEST_SCRIPTS := $(shell find tests -name '*_test.py' -o -name '*_test.sh' | sort)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The web inbox and console (ui/) are compiled into the programs as a generated table.

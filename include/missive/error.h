@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* X(ENUM, "snake_name", http_status) — the order is the numbering; never reorder. */
 #define MV_CODE_TABLE(X)                                                                           \
     X(MV_OK, "ok", 200)                                                                            \
@@ -66,7 +70,8 @@
     X(MV_STORE_UNAVAILABLE, "store_unavailable", 503)                                              \
     X(MV_APPROVAL_REQUIRED, "approval_required", 202)                                              \
     X(MV_INVALID_TEMPLATE, "invalid_template", 400)                                                \
-    X(MV_INVALID_CONFIG, "invalid_config", 400)
+    X(MV_INVALID_CONFIG, "invalid_config", 400)                                                    \
+    X(MV_DRAINING, "draining", 503)
 
 typedef enum mv_code {
 #define MV_X_ENUM(e, name, status) e,
@@ -89,6 +94,7 @@ typedef struct mv_err {
     char operation[16];    /* payment_compensation_failed: "expire" */
     char cause[512];       /* the original error, when one error wraps another */
     int retry_after_s;     /* client_request_pending */
+    char failure_code[65]; /* a failed handler's own error code (lastFailure), "" when none */
 } mv_err;
 
 /* Resets every field of err (NULL-safe). */
@@ -124,5 +130,9 @@ int mv_code_http_status(mv_code code);
 
 /* Copies a string into a fixed buffer, always NUL-terminating (truncates). */
 void mv_strlcpy(char *dst, const char *src, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

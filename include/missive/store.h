@@ -14,6 +14,10 @@
 
 #include "missive/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct mv_store mv_store;
 typedef struct mv_db mv_db; /* one connection, valid only inside a transaction callback */
 
@@ -63,7 +67,14 @@ typedef mv_code (*mv_tx_fn)(mv_db *db, void *ctx, mv_err *err);
 mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
 /* Runs fn inside a read transaction (a consistent snapshot). */
 mv_code mv_store_read(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
+/* Readiness (/readyz): the schema is current and a write commits (a full disk or a read-only
+ * server fails it). MV_STORE_UNAVAILABLE (or MV_SCHEMA_TOO_NEW) with the reason in err. */
+mv_code mv_store_ready(mv_store *store, mv_err *err);
 /* A trivial round trip (SELECT 1) — store reachability for health checks. */
 mv_code mv_store_ping(mv_store *store, mv_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

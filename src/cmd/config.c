@@ -200,7 +200,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "ui", NULL};
+    "log", "recovery", "retention", "ui", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -357,6 +357,36 @@ static mv_code load_ui(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* "log", "recovery" and "retention" (docs/operations.md). */
+static mv_code load_operations(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *o;
+    static const char *const LOG_KEYS[] = {"level", NULL};
+    TRY(get_obj(l, root, "", "log", LOG_KEYS, &o));
+    json_t *level = o ? json_object_get(o, "level") : NULL;
+    if (level && !json_is_null(level)) {
+        static const char *const LEVELS[] = {"debug", "info", "warn", "error"};
+        c->log_level = -1;
+        for (int i = 0; i < 4; i++)
+            if (json_is_string(level) && strcmp(json_string_value(level), LEVELS[i]) == 0)
+                c->log_level = i;
+        if (c->log_level < 0)
+            return fail(l, "\"log.level\" must be \"debug\", \"info\", \"warn\" or \"error\"");
+    }
+    static const char *const RECOVERY_KEYS[] = {"intervalMs", NULL};
+    TRY(get_obj(l, root, "", "recovery", RECOVERY_KEYS, &o));
+    if (o) TRY(get_int(l, o, "recovery", "intervalMs", 10, 86400000, &c->recovery_interval_ms));
+    static const char *const RETENTION_KEYS[] = {"clientRequestsMs", "streamEventsMs", NULL};
+    TRY(get_obj(l, root, "", "retention", RETENTION_KEYS, &o));
+    if (o) {
+        TRY(get_int(l, o, "retention", "clientRequestsMs", 0, INT64_C(9007199254740991),
+                    &c->retention.client_requests_ms));
+        TRY(get_int(l, o, "retention", "streamEventsMs", 0, INT64_C(9007199254740991),
+                    &c->retention.stream_events_ms));
+    }
+    return MV_OK;
+}
+
 /* Rules across keys, on the final values (after overrides). */
 static mv_code check_whole(loader *l) {
     mv_config *c = l->cfg;
@@ -410,6 +440,10 @@ static void set_defaults(mv_config *c) {
     c->outbox.poll_ms = 1000;
     c->outbox.max_attempts = 10;
     c->outbox.backoff_ms = 1000;
+    c->log_level = 1;
+    c->recovery_interval_ms = 5000;
+    c->retention.client_requests_ms = 86400000;
+    c->retention.stream_events_ms = 86400000;
 }
 
 static char *dir_of(const char *path) {
@@ -438,6 +472,7 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     if (rc == MV_OK) rc = load_messages(l, root);
     if (rc == MV_OK) rc = load_delivery(l, root);
     if (rc == MV_OK) rc = load_ui(l, root);
+    if (rc == MV_OK) rc = load_operations(l, root);
     json_decref(root);
     TRY(rc);
 

@@ -94,6 +94,13 @@ typedef struct mv_config {
         bool enabled; /* /ui/ served; default: true on a loopback listen address */
         bool set;     /* "ui.enabled" given in the file */
     } ui;
+    /* Operations (docs/operations.md) */
+    int log_level;                /* "log.level": 0 debug, 1 info (default), 2 warn, 3 error */
+    int64_t recovery_interval_ms; /* "recovery.intervalMs": 5000 */
+    struct {
+        int64_t client_requests_ms; /* 86400000 */
+        int64_t stream_events_ms;   /* 86400000 */
+    } retention;
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative

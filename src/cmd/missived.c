@@ -18,10 +18,12 @@
 #include "http/http_server.h"
 #include "http/request.h"
 #include "http/router.h"
+#include "missive/version.h"
 
 static const char USAGE[] =
     "usage: missived --config FILE [--listen HOST:PORT] [--store URL] [--no-migrate]\n"
-    "       missived --check-config FILE\n";
+    "       missived --check-config FILE\n"
+    "       missived --version\n";
 
 /* NULL when every argument is a known flag (with its value where it takes one), else the first
  * one that is not: a mistyped flag must not be silently ignored (a daemon on the wrong store). */
@@ -122,6 +124,10 @@ int main(int argc, char **argv) {
     if (argc < 2 || cli_has(argc, argv, "--help") || cli_has(argc, argv, "-h")) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
+    }
+    if (cli_has(argc, argv, "--version")) {
+        printf("missive %s\n", mv_version());
+        return 0;
     }
     const char *bad = unknown_arg(argc, argv);
     if (bad) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/callctx.h"
 #include "http/auth.h"
 #include "http/metrics.h"
 #include "http/request.h"
@@ -266,6 +267,11 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
 void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response *res) {
     double start = mono_seconds();
     set_request_id(req);
+    /* W3C trace context: kept for this request's log line and the webhooks it causes */
+    mv__callctx_reset();
+    const char *traceparent = mv_http_header_get(req, "traceparent");
+    if (mv__traceparent_valid(traceparent))
+        mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
     const route_entry *e = match(router, req);
     if (e) {
         req->route = e->pattern;
@@ -294,6 +300,9 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
         if (f && res->error_code && res->status >= 400)
             json_object_set_new(f, "error", json_string(res->error_code));
         if (f && res->detail) json_object_set_new(f, "detail", json_string(res->detail));
+        if (f && mv__callctx()->traceparent[0])
+            json_object_set_new(f, "traceparent", json_string(mv__callctx()->traceparent));
         mv_log(res->status >= 500 ? "error" : "info", "request", f);
     }
+    mv__callctx_reset();
 }

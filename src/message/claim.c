@@ -20,12 +20,13 @@
 static const char SQL_CLAIM_ACTIVE[] =
     "UPDATE messages SET action_state = 'processing', action_cd = ?, action_attempt_id = ?, "
     "action_claimed_by = ?, action_claimed_at = ?, action_lease_expires_at = ?, "
-    "action_failure_message = NULL, action_approval_id = ?, updated_at = ? "
+    "action_failure_message = NULL, action_failure_code = NULL, action_failed_at = NULL, "
+    "action_approval_id = ?, updated_at = ? "
     "WHERE id = ? AND action_state = 'active'";
 static const char SQL_CLAIM_RETRY[] =
     "UPDATE messages SET action_state = 'processing', action_claimed_by = ?, "
     "action_claimed_at = ?, action_lease_expires_at = ?, action_failure_message = NULL, "
-    "updated_at = ? "
+    "action_failure_code = NULL, action_failed_at = NULL, updated_at = ? "
     "WHERE id = ? AND action_cd = ? AND action_attempt_id IS NOT NULL "
     "AND (action_state = 'retryable' OR (action_state = 'processing' AND "
     "action_lease_expires_at <= ?))";
@@ -35,11 +36,12 @@ static const char SQL_ATTEMPT_OF[] =
 static const char SQL_RESET_COMPENSATED[] =
     "UPDATE messages SET action_state = 'active', action_cd = NULL, action_attempt_id = NULL, "
     "action_claimed_by = NULL, action_claimed_at = NULL, action_lease_expires_at = NULL, "
-    "action_failure_message = NULL, action_approval_id = NULL, updated_at = ? "
+    "action_failure_message = NULL, action_failure_code = NULL, action_failed_at = NULL, "
+    "action_approval_id = NULL, updated_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
 static const char SQL_MARK_RETRYABLE[] =
     "UPDATE messages SET action_state = 'retryable', action_failure_message = ?, "
-    "action_lease_expires_at = NULL, updated_at = ? "
+    "action_failure_code = ?, action_failed_at = ?, action_lease_expires_at = NULL, updated_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
 static const char SQL_ARCHIVE[] =
     "UPDATE messages SET action_state = 'archived', archived = 1, archived_by = ?, "
@@ -228,12 +230,18 @@ static void keeper_stop(lease_keeper *k) {
 typedef struct {
     action_job *j;
     const char *failure;
+    const char *code;
 } retry_arg;
 
+/* The handler's words as lastFailure shows them: never a URL or control characters. */
 static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
     retry_arg *a = ctx;
-    return mv_db_execf(db, SQL_MARK_RETRYABLE, NULL, err, "siss", a->failure, svc_now(a->j->svc),
-                       a->j->req->message_id, a->j->attempt_id);
+    char words[256];
+    mv_webhook_public_text(a->failure, words, sizeof words);
+    int64_t now = svc_now(a->j->svc);
+    return mv_db_execf(db, SQL_MARK_RETRYABLE, NULL, err, "ssiiss", words,
+                       a->code ? a->code : "handler_failed", now, now, a->j->req->message_id,
+                       a->j->attempt_id);
 }
 
 static mv_code reset_tx(mv_db *db, void *ctx, mv_err *err) {
@@ -402,7 +410,7 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
     if (rc == MV_OK) {
         rc = mv_store_write(svc->o.store, archive_tx, j, err);
         if (rc != MV_OK && rc != MV_ACTION_CONFLICT) {
-            retry_arg a = {j, err ? err->message : "archive failed"};
+            retry_arg a = {j, "the result could not be recorded", "store_failed"};
             mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL);
         }
         return rc;
@@ -411,7 +419,8 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
         mv_store_write(svc->o.store, reset_tx, j, NULL);
         return mv_err_copy(err, &herr);
     }
-    retry_arg a = {j, herr.message};
+    retry_arg a = {j, herr.message,
+                   herr.failure_code[0] ? herr.failure_code : mv_code_name(herr.code)};
     mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
     if (rc == MV_ACTION_NEEDS_REVIEW) {
         mv_err_copy(err, &herr);
