@@ -535,7 +535,18 @@ test('screenshots_of_the_inbox_light_dark_narrow_wide_and_the_console_are_writte
     shots.push(file);
     await page.context().close();
   }
+  if (has.ops) {
+    // something for the operator to do: a pending approval and a saga in manual review
+    const r = curlCreate('refund', { host: 'vera', guest: 'Leo', listing: 'Room 5', note: 'Refund the cleaning fee', long: '' });
+    eq((await api('POST', `/messages/${r.id}/action/refund`, { user: 'vera' })).status, 202, 'an approval is asked');
+    const o = curlCreate('order', { host: 'vera', guest: 'Mia', listing: 'Order 31', note: '', long: '' });
+    eq((await api('POST', `/messages/${o.id}/action/charge`, { user: 'vera' })).body.error.code, 'action_needs_review', 'a saga waits for review');
+  }
   const ops = await openConsole({ user: 'demo', permissions: 'is.admin,approvals.decide' }, { width: 1280, height: 900 });
+  if (has.ops) {
+    await ops.locator('#approvals li.approval').first().waitFor();
+    await ops.locator('#sagas li.saga').first().waitFor();
+  }
   await sleep(600);
   const file = path.join(imgDir, 'console.png');
   await ops.screenshot({ path: file, fullPage: true });
