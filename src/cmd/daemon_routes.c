@@ -2,6 +2,7 @@
  * answers here. */
 #include "cmd/daemon.h"
 #include "cmd/ui_assets.h"
+#include "http/routes_inbox.h"
 
 static const mv_ui_routes ui_routes = {.assets = mv_ui_assets, .index = "index.html"};
 
@@ -10,6 +11,7 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_metrics(router, d->metrics);
     mv_code rc = mv_http_ops_routes(router, &d->ops, err);
     if (rc == MV_OK) rc = mv_message_routes_add(router, &d->message_routes, err);
+    if (rc == MV_OK) rc = mv_inbox_routes_add(router, &d->message_routes, err);
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
     if (rc == MV_OK) rc = mv_list_routes_add(router, &d->list_routes, err);
     if (rc == MV_OK && d->cfg->ui.enabled) rc = mv_ui_routes_add(router, &ui_routes, err);

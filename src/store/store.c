@@ -12,6 +12,7 @@
 
 #include "missive/base.h"
 #include "store/driver.h"
+#include "store/listen.h"
 
 struct mv_store {
     const mv_driver *drv;
@@ -37,6 +38,7 @@ static void store_release(mv_store *s, mv_db *db);
 mv_store_kind mv_store_kind_of(const mv_store *store) { return store->kind; }
 bool mv_store_is_memory(const mv_store *store) { return store->memory; }
 mv_store_kind mv_db_kind(const mv_db *db) { return db->store->kind; }
+const char *mv__store_url(const mv_store *store) { return store->url; }
 
 mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **out, mv_err *err) {
     *out = NULL;
