@@ -246,12 +246,14 @@ const has = {};
 async function probe() {
   const c = await api('GET', '/messages/count', { user: 'probe' });
   const t = await api('POST', '/stream-tickets', { user: 'probe' });
-  has.inbox = c.status === 200 && typeof c.body.unread === 'number' && t.status === 201;
+  has.state = c.status === 200 && typeof c.body.unread === 'number';
+  has.stream = t.status === 201;
   const a = await api('GET', '/approvals?state=pending', { user: 'probe', permissions: 'is.admin' });
   const s = await api('GET', '/sagas?state=manual-review', { user: 'probe', permissions: 'is.admin' });
   has.ops = a.status === 200 && s.status === 200;
 }
-const NEEDS = { inbox: 'the inbox state and stream routes (issue 15)', ops: 'GET /approvals and GET /sagas lists' };
+const NEEDS = { state: 'the viewer state routes and counts (issue 15)', stream: 'POST /stream-tickets and GET /messages/stream (issue 15)',
+  ops: 'GET /approvals and GET /sagas lists (issue 18)' };
 
 // ---- tests ----------------------------------------------------------------------------------------
 
@@ -396,7 +398,7 @@ test('two_contexts_pressing_at_once_exactly_one_wins_and_the_other_sees_the_409_
   await second.kill();
 });
 
-test('a_message_created_by_curl_appears_without_reload', ['inbox'], async () => {
+test('a_message_created_by_curl_appears_without_reload', ['state', 'stream'], async () => {
   const page = await openInbox('liv');
   await page.waitForSelector('missive-inbox[data-live="stream"]');
   const before = Number(await badge(page).getAttribute('data-count'));
@@ -407,7 +409,7 @@ test('a_message_created_by_curl_appears_without_reload', ['inbox'], async () => 
   await page.context().close();
 });
 
-test('accept_archives_the_message_and_the_sender_notification_arrives_in_a_second_context', ['inbox'], async () => {
+test('accept_archives_the_message_and_the_sender_notification_arrives_in_a_second_context', ['stream'], async () => {
   const m = booking('hugo', { guest: 'Ana', listing: 'Loft 9' }, 'ana');
   const host = await openInbox('hugo');
   const guest = await openInbox('ana');
@@ -427,7 +429,7 @@ test('accept_archives_the_message_and_the_sender_notification_arrives_in_a_secon
   await guest.context().close();
 });
 
-test('dismiss_and_mark_all_read_move_the_badge', ['inbox'], async () => {
+test('dismiss_and_mark_all_read_move_the_badge', ['state'], async () => {
   const ms = [booking('dora'), booking('dora'), booking('dora')];
   const page = await openInbox('dora');
   await waitFor('badge 3', async () => (await badge(page).getAttribute('data-count')) === '3');
@@ -450,7 +452,7 @@ test('dismiss_and_mark_all_read_move_the_badge', ['inbox'], async () => {
   await page.context().close();
 });
 
-test('filters_show_unread_only_and_one_template', ['inbox'], async () => {
+test('filters_show_unread_only_and_one_template', ['state'], async () => {
   const a = booking('fay');
   const b = booking('fay');
   const c = curlCreate('refund', { host: 'fay', guest: 'G', listing: 'L', note: '', long: '' });
@@ -555,7 +557,7 @@ test('screenshots_of_the_inbox_light_dark_narrow_wide_and_the_console_are_writte
   for (const f of shots) assert(fs.statSync(f).size > 5000, `${f} is a picture`);
 });
 
-test('the_inbox_reconnects_after_the_daemon_drops_and_misses_nothing', ['inbox'], async () => {
+test('the_inbox_reconnects_after_the_daemon_drops_and_misses_nothing', ['stream'], async () => {
   const page = await openInbox('nina');
   await page.waitForSelector('missive-inbox[data-live="stream"]');
   await daemon.kill('SIGKILL');
