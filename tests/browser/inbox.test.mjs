@@ -614,12 +614,12 @@ async function main() {
   hookServer.close();
   if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
   else console.log(`logs kept in ${tmp}`);
-  console.log(`${passed} passed, ${failed} failed`);
+  console.log(`tests/browser: ${passed} passed, ${failed} failed`);
   process.exit(failed ? 1 : 0);
 }
 
 main().catch((e) => {
   console.log(`FAIL browser harness: ${e.stack || e.message}`);
-  console.log('0 passed, 1 failed');
+  console.log('tests/browser: 0 passed, 1 failed');
   process.exit(1);
 });
