@@ -485,8 +485,42 @@ test('an_approval_decided_in_the_console_lets_the_action_proceed', ['ops'], asyn
   await li.locator('button.continue').click({ timeout: 15000 });
   await waitFor('the result', async () => /Done/.test(await li.locator('.outcome.ok').textContent()));
   eq((await api('GET', `/messages/${m.id}`, { user: 'rita' })).body.actionState, 'archived', 'the action ran after approval');
+  // Deny: the requester is told, and nothing runs
+  const d = curlCreate('refund', { host: 'rita', guest: 'G', listing: 'Room 6', note: '', long: '' });
+  await inbox.reload();
+  await inbox.waitForSelector('missive-inbox[data-ready]');
+  const dli = item(inbox, d.id);
+  await dli.locator('.summary').click();
+  await dli.locator('button[data-action="refund"]').click();
+  await waitFor('approval asked', async () => /needs an approval/.test(await dli.locator('.outcome').textContent()));
+  const dcard = ops.locator('#approvals li.approval', { hasText: d.id });
+  await dcard.waitFor({ timeout: 8000 });
+  await dcard.locator('button.deny').click();
+  await waitFor('denied in the console', async () => /Denied/.test(await dcard.locator('.status').textContent()));
+  await waitFor('denied in the inbox', async () => /approval was denied/.test(await dli.locator('.outcome.error').textContent()), 15000);
+  eq((await api('GET', `/messages/${d.id}`, { user: 'rita' })).body.actionState, 'active', 'a denied action does not run');
   await inbox.context().close();
   await ops.context().close();
+});
+
+test('the_console_finds_a_message_by_id_and_hides_what_the_caller_cannot_see', [], async () => {
+  const m = booking('quinn', { guest: 'Searcher', listing: 'Cabin 2' });
+  const page = await openConsole({ user: 'quinn' });
+  await page.fill('#search-id', m.id);
+  await page.click('#search button[type=submit]');
+  await page.locator('#search-result .card').waitFor();
+  eq(await page.locator('#search-result h3').textContent(), 'Searcher wants Cabin 2', 'the title');
+  assert((await page.locator('#search-result pre').textContent()).includes(`"id": "${m.id}"`), 'the JSON');
+  await page.fill('#search-id', 'not-an-id');
+  await page.click('#search button[type=submit]');
+  assert(/24 hexadecimal/.test(await page.locator('#search-status').textContent()), 'a malformed id is explained');
+  const other = await openConsole({ user: 'mallory' });
+  await other.fill('#search-id', m.id);
+  await other.click('#search button[type=submit]');
+  await waitFor('not visible', async () => /not visible to you|No message/.test(await other.locator('#search-status').textContent()));
+  eq(await other.locator('#search-result .card').count(), 0, 'nothing of it is shown');
+  await page.context().close();
+  await other.context().close();
 });
 
 test('a_saga_in_manual_review_is_resolved_from_the_console', ['ops'], async () => {
@@ -530,6 +564,8 @@ test('screenshots_of_the_inbox_light_dark_narrow_wide_and_the_console_are_writte
     await item(page, ms[0].id).locator('.summary').click();
     await item(page, ms[0].id).locator('button[data-action="accept"]').waitFor();
     await sleep(200);
+    const bg = await page.locator('missive-inbox').evaluate((el) => getComputedStyle(el).backgroundColor);
+    eq(bg, scheme === 'dark' ? 'rgb(23, 25, 30)' : 'rgb(255, 255, 255)', `${scheme} scheme background`);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert(overflow <= 0, `no horizontal scrolling at ${width}px (${overflow}px over)`);
     const file = path.join(imgDir, `inbox-${scheme}-${width < 500 ? 'narrow' : 'wide'}.png`);
