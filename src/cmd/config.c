@@ -200,7 +200,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "log", "recovery", "retention", NULL};
+    "limits", "log", "recovery", "retention", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -257,12 +257,17 @@ static mv_code load_messages(loader *l, json_t *root) {
     TRY(get_str_array(l, root, "", "adminRoles", &c->admin_roles, &c->n_admin_roles));
     TRY(get_str(l, root, "", "adminPermissionKey", &c->admin_permission_key));
     json_t *o;
-    static const char *const LIST_KEYS[] = {"defaultLimit", "maxLimit", NULL};
+    static const char *const LIST_KEYS[] = {"defaultLimit", "maxLimit", "maxPageBytes", NULL};
     TRY(get_obj(l, root, "", "list", LIST_KEYS, &o));
     if (o) {
         TRY(get_int32(l, o, "list", "defaultLimit", 1, 100000, &c->list.default_limit));
         TRY(get_int32(l, o, "list", "maxLimit", 1, 100000, &c->list.max_limit));
+        TRY(get_int(l, o, "list", "maxPageBytes", 1024, 1LL << 30, &c->list.max_page_bytes));
     }
+    json_t *lim;
+    static const char *const LIMIT_KEYS[] = {"messageBytes", NULL};
+    TRY(get_obj(l, root, "", "limits", LIMIT_KEYS, &lim));
+    if (lim) TRY(get_int(l, lim, "limits", "messageBytes", 1024, 1LL << 30, &c->limits.message_bytes));
     if (c->list.default_limit > c->list.max_limit && !json_object_get(o, "defaultLimit"))
         c->list.default_limit = c->list.max_limit;
     if (c->list.default_limit > c->list.max_limit)
@@ -326,12 +331,13 @@ static mv_code load_delivery(loader *l, json_t *root) {
         TRY(resolve(l, &c->email.directory_file));
     }
 
-    static const char *const APPROVAL_KEYS[] = {"secretEnv", "ttlMs", NULL};
+    static const char *const APPROVAL_KEYS[] = {"secretEnv", "ttlMs", "allowSelfApproval", NULL};
     TRY(get_obj(l, root, "", "approvals", APPROVAL_KEYS, &o));
     if (o) {
         c->approvals.enabled = true;
         TRY(get_str(l, o, "approvals", "secretEnv", &c->approvals.secret.env));
         TRY(get_int(l, o, "approvals", "ttlMs", 1, 30LL * 86400000, &c->approvals.ttl_ms));
+        TRY(get_bool(l, o, "approvals", "allowSelfApproval", &c->approvals.allow_self_approval));
         if (!c->approvals.secret.env) return fail(l, "\"approvals.secretEnv\" is required");
     }
 
@@ -415,6 +421,8 @@ static void set_defaults(mv_config *c) {
     c->connection_timeout_ms = 30000;
     c->list.default_limit = 50;
     c->list.max_limit = 100;
+    c->list.max_page_bytes = 4194304;
+    c->limits.message_bytes = 1048576;
     c->leases.client_request_ms = 30000;
     c->leases.client_request_wait_ms = 5000;
     c->leases.client_request_poll_ms = 200;

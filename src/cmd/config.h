@@ -51,7 +51,11 @@ typedef struct mv_config {
     struct {
         int default_limit; /* 50 */
         int max_limit;     /* 100 */
+        int64_t max_page_bytes; /* 4194304: a page ends early rather than exceed it */
     } list;
+    struct {
+        int64_t message_bytes; /* 1048576: payload plus rendered content of one message */
+    } limits;
     struct {
         int64_t client_request_ms;      /* 30000 */
         int64_t client_request_wait_ms; /* 5000 */
@@ -84,6 +88,7 @@ typedef struct mv_config {
         bool enabled;
         mv_config_secret secret;   /* at least 32 bytes */
         int64_t ttl_ms;            /* 900000 */
+        bool allow_self_approval;  /* false: a principal cannot decide their own approval */
     } approvals;
     struct {
         int poll_ms;       /* 1000 */

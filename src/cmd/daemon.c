@@ -90,7 +90,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if (cfg->approvals.enabled) {
         mv_approvals_options ao = {.secret = cfg->approvals.secret.bytes,
                                    .secret_len = cfg->approvals.secret.len,
-                                   .ttl_ms = cfg->approvals.ttl_ms};
+                                   .ttl_ms = cfg->approvals.ttl_ms,
+                                   .allow_self_approval = cfg->approvals.allow_self_approval};
         if ((rc = mv_approvals_new(d->store, &ao, &d->approvals, err)) != MV_OK) return rc;
     }
     if (cfg->sagas) {

@@ -205,7 +205,9 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
                             .action_cd = mv_http_param(req, "actionCd"),
                             .user = &user,
                             .input = req->json,
-                            .resume_token = mv_http_header_get(req, "X-Resume-Token")};
+                            .resume_token = mv_http_header_get(req, "X-Resume-Token"),
+                            .is_admin = mv_principal_has_permission(req->principal,
+                                                                    r->admin_permission)};
     json_t *result = NULL;
     mv_err err = {0};
     mv_code rc = mv_action_handle(r->service, &ar, &result, &err);

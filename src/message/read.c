@@ -27,16 +27,17 @@ static void build_sql(void) {
     size_t left = sizeof sql_list;
     int n = snprintf(p, left,
                      "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id IN ("
-                     "SELECT id FROM (SELECT id FROM messages WHERE from_user = ? AND archived = ? "
-                     "AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS s "
-                     "UNION ALL SELECT id FROM (SELECT id FROM messages WHERE to_user = ? AND "
-                     "archived = ? AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS r",
+                     "SELECT id FROM (SELECT id FROM messages WHERE tenant_id = ? AND from_user = ? "
+                     "AND archived = ? AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS s "
+                     "UNION ALL SELECT id FROM (SELECT id FROM messages WHERE tenant_id = ? AND "
+                     "to_user = ? AND archived = ? AND " KEYSET
+                     " ORDER BY created_at DESC, id DESC LIMIT ?) AS r",
                      "id", "id");
     p += n, left -= (size_t)n;
     for (int i = 0; i < MV_MAX_ROLES; i++) {
         n = snprintf(p, left,
                      " UNION ALL SELECT message_id FROM (SELECT message_id FROM message_roles "
-                     "WHERE role = ? AND archived = ? AND " KEYSET
+                     "WHERE tenant_id = ? AND role = ? AND archived = ? AND " KEYSET
                      " ORDER BY created_at DESC, message_id DESC LIMIT ?) AS g%d",
                      "message_id", i);
         p += n, left -= (size_t)n;
@@ -46,8 +47,13 @@ static void build_sql(void) {
     p = sql_count;
     left = sizeof sql_count;
     n = snprintf(p, left,
-                 "SELECT COUNT(*) FROM messages WHERE archived = 0 AND (from_user = ? OR to_user = ? "
-                 "OR id IN (SELECT message_id FROM message_roles WHERE archived = 0 AND role IN (");
+                 /* the tenant inside each branch (role rows carry their message's tenant):
+                  * SQLite then seeks each index; an outer tenant_id = ? made it scan the
+                  * whole tenant instead */
+                 "SELECT COUNT(*) FROM messages WHERE archived = 0 AND ((tenant_id = ? AND "
+                 "from_user = ?) OR (tenant_id = ? AND to_user = ?) OR id IN "
+                 "(SELECT message_id FROM message_roles WHERE tenant_id = ? AND archived = 0 AND "
+                 "role IN (");
     p += n, left -= (size_t)n;
     for (int i = 0; i < MV_MAX_ROLES; i++) {
         n = snprintf(p, left, i ? ", ?" : "?");
@@ -118,7 +124,7 @@ static mv_code int_param(const json_t *v, const char *name, bool *given, int64_t
 typedef struct {
     mv_service *svc;
     const mv_list_request *req;
-    const char *user_id;
+    const char *user_id, *tenant;
     int64_t limit, skip;
     int64_t after_created;
     char after_id[25];
@@ -138,6 +144,7 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
         const char *key = branch < 2 ? a->user_id
                           : (size_t)(branch - 2) < u->nroles ? u->roles[branch - 2]
                                                              : NULL;
+        mv_stmt_bind_text(st, idx++, a->tenant);
         mv_stmt_bind_text(st, idx++, key);
         mv_stmt_bind_int64(st, idx++, archived);
         mv_stmt_bind_int64(st, idx++, a->after_created);
@@ -162,7 +169,11 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
     if (rc != MV_OK) return rc;
     if (req->user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
-    list_arg a = {.svc = svc, .req = req, .user_id = uid, .after_created = INT64_MAX};
+    list_arg a = {.svc = svc,
+                  .req = req,
+                  .user_id = uid,
+                  .tenant = svc_tenant(req->user),
+                  .after_created = INT64_MAX};
     bool given;
     int64_t v = 0;
     if ((rc = int_param(req->limit, "limit", &given, &v, err))) return rc;
@@ -207,10 +218,11 @@ static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     count_arg *a = ctx;
     const char *r[MV_MAX_ROLES] = {0};
     for (size_t i = 0; i < a->user->nroles; i++) r[i] = a->user->roles[i];
+    const char *tenant = svc_tenant(a->user);
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, sql_count, &st, err, "ssssssssssssssssss", a->uid, a->uid, r[0],
-                           r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
-                           r[12], r[13], r[14], r[15]);
+    mv_code rc = mv_db_row(db, sql_count, &st, err, "sssssssssssssssssssss", tenant, a->uid,
+                           tenant, a->uid, tenant, r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+                           r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
     if (st) a->count = mv_stmt_int64(st, 0);
     mv_stmt_done(st);
     return rc;
@@ -233,17 +245,19 @@ mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, m
 /* ---- get -------------------------------------------------------------------------------- */
 
 typedef struct {
-    const char *id;
+    const char *id, *tenant;
     json_t *doc;
 } get_arg;
 
 static mv_code get_tx(mv_db *db, void *ctx, mv_err *err) {
     get_arg *a = ctx;
-    return doc_load(db, a->id, &a->doc, err);
+    return doc_load(db, a->id, a->tenant, &a->doc, err);
 }
 
-static mv_code load_message(mv_service *svc, const char *id, json_t **doc, mv_err *err) {
-    get_arg a = {id, NULL};
+/* A message of the user's tenant (user NULL: any tenant); another tenant's is not found. */
+static mv_code load_message(mv_service *svc, const char *id, const mv_user *user, json_t **doc,
+                            mv_err *err) {
+    get_arg a = {id, user ? svc_tenant(user) : NULL, NULL};
     *doc = NULL;
     if (!mv_valid_message_id(id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
@@ -257,7 +271,7 @@ static mv_code load_message(mv_service *svc, const char *id, json_t **doc, mv_er
 mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, json_t **message,
                        mv_err *err) {
     json_t *doc;
-    mv_code rc = load_message(svc, id, &doc, err);
+    mv_code rc = load_message(svc, id, user, &doc, err);
     if (rc != MV_OK) return rc;
     if (user && !mv_user_is_sender(user, doc) && !mv_user_is_receiver(user, doc)) {
         json_decref(doc);
@@ -273,7 +287,7 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
                            const mv_user *user, bool is_admin, json_t **out, mv_err *err) {
     *out = NULL;
     json_t *doc;
-    mv_code rc = load_message(svc, id, &doc, err);
+    mv_code rc = load_message(svc, id, user, &doc, err);
     if (rc != MV_OK) return rc;
     char uid[256];
     if ((rc = svc_require_user(user, uid, err)) != MV_OK) goto done;

@@ -14,7 +14,7 @@
 
 static const char SQL_ADD_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
-    "created_at, updated_at, version) VALUES (?, ?, ?, 'null', 'fp', '[]', 3, ?, ?, 1)";
+    "created_at, updated_at, version, tenant_id) VALUES (?, ?, ?, 'null', 'fp', '[]', 3, ?, ?, 1, ?)";
 static const char SQL_ADD_APPROVAL[] =
     "INSERT INTO approvals (approval_id, effect_id, capability, target, digest, tenant_id, "
     "principal_id, token_hash, state, decided_by, created_at, updated_at, expires_at, version) "
@@ -34,8 +34,13 @@ static mv_code seed_tx(mv_db *db, void *ctx, mv_err *err) {
     for (int i = 0; i < a->n; i++) {
         char id[32];
         snprintf(id, sizeof id, "saga-%04d", i);
-        mv_code rc = mv_db_execf(db, SQL_ADD_SAGA, NULL, err, "sssii", id, definition_of(i),
-                                 STATES[i % 3], (int64_t)(1000 + i / 2), (int64_t)(5000 + i));
+        mv_code rc = mv_db_execf(db, SQL_ADD_SAGA, NULL, err, "sssiis", id, definition_of(i),
+                                 STATES[i % 3], (int64_t)(1000 + i / 2), (int64_t)(5000 + i), "t1");
+        if (rc) return rc;
+        /* another tenant's sagas interleave with t1's: no t1 list may show them */
+        snprintf(id, sizeof id, "other-%04d", i);
+        rc = mv_db_execf(db, SQL_ADD_SAGA, NULL, err, "sssiis", id, definition_of(i),
+                         STATES[i % 3], (int64_t)(1000 + i / 2), (int64_t)(5000 + i), "t2");
         if (rc) return rc;
     }
     for (int i = 0; i < a->approvals; i++) {
@@ -95,7 +100,7 @@ STORE_TEST(saga_pages_are_newest_first_and_end_with_a_null_cursor) {
     mv_store *s = seeded(kind, "sagalist", 30, 0);
     REQUIRE(s);
     int pages = 0;
-    json_t *ids = walk_sagas(s, (mv_saga_list_query){.limit = 7}, &pages);
+    json_t *ids = walk_sagas(s, (mv_saga_list_query){.tenant_id = "t1", .limit = 7}, &pages);
     CHECK_INT(json_array_size(ids), 30);
     CHECK_INT(pages, 5);
     /* created_at = 1000 + i/2: pairs share a time and are ordered by id, descending */
@@ -104,16 +109,16 @@ STORE_TEST(saga_pages_are_newest_first_and_end_with_a_null_cursor) {
     CHECK_STR(json_string_value(json_array_get(ids, 29)), "saga-0000");
     json_decref(ids);
 
-    ids = walk_sagas(s, (mv_saga_list_query){.state = "manual-review", .limit = 3}, &pages);
+    ids = walk_sagas(s, (mv_saga_list_query){.tenant_id = "t1", .state = "manual-review", .limit = 3}, &pages);
     CHECK_INT(json_array_size(ids), 10); /* i % 3 == 2 */
     CHECK_STR(json_string_value(json_array_get(ids, 0)), "saga-0029");
     json_decref(ids);
-    ids = walk_sagas(s, (mv_saga_list_query){.definition = "refund", .limit = 2}, &pages);
+    ids = walk_sagas(s, (mv_saga_list_query){.tenant_id = "t1", .definition = "refund", .limit = 2}, &pages);
     CHECK_INT(json_array_size(ids), 3); /* 9, 19, 29 */
     CHECK_INT(pages, 2);
     CHECK_STR(json_string_value(json_array_get(ids, 2)), "saga-0009");
     json_decref(ids);
-    ids = walk_sagas(s, (mv_saga_list_query){.definition = "checkout", .state = "running", .limit = 2},
+    ids = walk_sagas(s, (mv_saga_list_query){.tenant_id = "t1", .definition = "checkout", .state = "running", .limit = 2},
                      &pages);
     CHECK_INT(json_array_size(ids), 9); /* i % 3 == 0 and not 9: 0 3 6 12 15 18 21 24 27 */
     CHECK_STR(json_string_value(json_array_get(ids, 0)), "saga-0027");
@@ -123,7 +128,7 @@ STORE_TEST(saga_pages_are_newest_first_and_end_with_a_null_cursor) {
     json_t *page = NULL;
     char *next = NULL;
     mv_err err = {0};
-    mv_saga_list_query q = {.state = "completed", .definition = "checkout", .limit = 9};
+    mv_saga_list_query q = {.tenant_id = "t1", .state = "completed", .definition = "checkout", .limit = 9};
     CHECK_CODE(mv_saga_list(s, &q, &page, &next, &err), MV_OK, &err);
     CHECK_INT(json_array_size(page), 9); /* i % 3 == 1 but 19: 1 4 7 10 13 16 22 25 28 */
     CHECK(next == NULL);
@@ -143,16 +148,18 @@ STORE_TEST(bad_saga_list_input_is_refused_and_changes_nothing) {
     json_t *page = NULL;
     char *next = NULL;
     mv_err err = {0};
-    mv_saga_list_query q = {.state = "paused", .limit = 5};
+    mv_saga_list_query q = {.tenant_id = "t1", .state = "paused", .limit = 5};
     CHECK_CODE(mv_saga_list(s, &q, &page, &next, &err), MV_INVALID_ARGUMENT, &err);
     CHECK(strstr(err.message, "state must be"));
-    q = (mv_saga_list_query){.definition = "has space", .limit = 5};
+    q = (mv_saga_list_query){.tenant_id = "t1", .definition = "has space", .limit = 5};
     CHECK_CODE(mv_saga_list(s, &q, &page, &next, &err), MV_INVALID_ARGUMENT, &err);
-    q = (mv_saga_list_query){.limit = 0};
+    q = (mv_saga_list_query){.tenant_id = "t1", .limit = 0};
+    CHECK_CODE(mv_saga_list(s, &q, &page, &next, &err), MV_INVALID_ARGUMENT, &err);
+    q = (mv_saga_list_query){.limit = 5};
     CHECK_CODE(mv_saga_list(s, &q, &page, &next, &err), MV_INVALID_ARGUMENT, &err);
     const char *bad[] = {"", "!!!", "MTIz", "LTE6eA", "MTIzOiBh"}; /* "123", "-1:x", "123: a" */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        q = (mv_saga_list_query){.limit = 5, .cursor = bad[i]};
+        q = (mv_saga_list_query){.tenant_id = "t1", .limit = 5, .cursor = bad[i]};
         CHECK_CODE(mv_saga_list(s, &q, &page, &next, &err), MV_INVALID_PAGINATION, &err);
         CHECK(page == NULL && next == NULL);
     }
@@ -165,11 +172,12 @@ STORE_TEST(saga_counts_follow_the_states) {
     int64_t counts[MV_SAGA_STATE_COUNT];
     mv_err err = {0};
     CHECK_CODE(mv_saga_counts(s, counts, &err), MV_OK, &err);
-    CHECK_INT(counts[0], 4); /* running: 0 3 6 9 */
+    /* all tenants (an operator's figure): twice each */
+    CHECK_INT(counts[0], 8); /* running: 0 3 6 9 */
     CHECK_INT(counts[1], 0);
-    CHECK_INT(counts[2], 3); /* completed: 1 4 7 */
+    CHECK_INT(counts[2], 6); /* completed: 1 4 7 */
     CHECK_INT(counts[3], 0);
-    CHECK_INT(counts[4], 3); /* manual-review: 2 5 8 */
+    CHECK_INT(counts[4], 6); /* manual-review: 2 5 8 */
     CHECK_STR(mv_saga_state_names[4], "manual-review");
     mv_store_close(s);
 }
@@ -245,7 +253,7 @@ typedef struct {
     const char *sql;   /* a list statement */
     bool analyze;      /* PostgreSQL: EXPLAIN ANALYZE (the rows actually read) */
     const char *bind;  /* "s"/"i" per parameter, values below */
-    const char *texts[4];
+    const char *texts[5];
     int64_t ints[4];
     char plan[8192];
 } plan_arg;
@@ -311,15 +319,15 @@ STORE_TEST(every_list_statement_seeks_its_index_and_reads_one_page) {
     if (strcmp(kind, "postgres") == 0) REQUIRE(mv_store_write(s, analyze_tx, NULL, &err) == MV_OK);
     const struct {
         const char *sql, *index, *key, *bind;
-        const char *texts[4];
+        const char *texts[5];
     } cases[] = {
-        {mv__saga_list_sql(false, false), "sagas_list_all", "saga_id", "isi", {"saga-2000"}},
-        {mv__saga_list_sql(true, false), "sagas_list_by_state", "saga_id", "sisi",
-         {"running", "saga-2000"}},
-        {mv__saga_list_sql(false, true), "sagas_list_by_definition", "saga_id", "sisi",
-         {"refund", "saga-2000"}},
-        {mv__saga_list_sql(true, true), "sagas_list_by_definition_state", "saga_id", "ssisi",
-         {"checkout", "running", "saga-2000"}},
+        {mv__saga_list_sql(false, false), "sagas_list_all", "saga_id", "sisi", {"t1", "saga-2000"}},
+        {mv__saga_list_sql(true, false), "sagas_list_by_state", "saga_id", "ssisi",
+         {"t1", "running", "saga-2000"}},
+        {mv__saga_list_sql(false, true), "sagas_list_by_definition", "saga_id", "ssisi",
+         {"t1", "refund", "saga-2000"}},
+        {mv__saga_list_sql(true, true), "sagas_list_by_definition_state", "saga_id", "sssisi",
+         {"t1", "checkout", "running", "saga-2000"}},
         {mv__approval_list_sql(false), "approvals_list_by_tenant", "approval_id", "ssiisi",
          {"t1", "pending", "00000000-0000-4000-8000-000000002000"}},
         {mv__approval_list_sql(true), "approvals_list_by_principal", "approval_id", "sssiisi",

@@ -24,16 +24,18 @@ typedef struct env {
 
 static const char SQL_ADD_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
-    "created_at, updated_at, version) VALUES (?, 'checkout', ?, 'null', 'fp', '[]', 3, ?, ?, 1)";
+    "created_at, updated_at, version, tenant_id) "
+    "VALUES (?, 'checkout', ?, 'null', 'fp', '[]', 3, ?, ?, 1, ?)";
 
 static mv_code sagas_tx(mv_db *db, void *ctx, mv_err *err) {
     (void)ctx;
-    const char *states[] = {"running", "manual-review", "completed", "manual-review"};
-    for (int i = 0; i < 4; i++) {
+    const char *states[] = {"running", "manual-review", "completed", "manual-review",
+                            "manual-review"};
+    for (int i = 0; i < 5; i++) { /* s0..s3 in t1; s4, the newest, in t2 */
         char id[16];
         snprintf(id, sizeof id, "s%d", i);
-        mv_code rc = mv_db_execf(db, SQL_ADD_SAGA, NULL, err, "ssii", id, states[i],
-                                 (int64_t)(100 + i), (int64_t)(100 + i));
+        mv_code rc = mv_db_execf(db, SQL_ADD_SAGA, NULL, err, "ssiis", id, states[i],
+                                 (int64_t)(100 + i), (int64_t)(100 + i), i < 4 ? "t1" : "t2");
         if (rc) return rc;
     }
     return MV_OK;
@@ -166,6 +168,14 @@ STORE_TEST(only_admins_list_sagas_filtered_by_state_and_definition) {
     CHECK(json_is_string(json_object_get(c.body, "nextCursor")));
     call_free(&c);
     run(&e, &c, "/sagas?definition=other", "root@t1:is.admin");
+    CHECK_STR(ids_of(&c, "sagas", "sagaId"), "");
+    call_free(&c);
+    /* each tenant's admin sees its own sagas only */
+    run(&e, &c, "/sagas?state=manual-review", "root@t2:is.admin");
+    CHECK_STR(ids_of(&c, "sagas", "sagaId"), "s4");
+    call_free(&c);
+    run(&e, &c, "/sagas", "root@t3:is.admin");
+    CHECK_INT(c.res.status, 200);
     CHECK_STR(ids_of(&c, "sagas", "sagaId"), "");
     call_free(&c);
     run(&e, &c, "/sagas", "ana@t1:approvals.decide");
