@@ -23,6 +23,7 @@ extern "C" {
 /* ---- listing ----------------------------------------------------------------------------- */
 
 typedef struct mv_saga_list_query {
+    const char *tenant_id;  /* required: lists never cross tenants */
     const char *state;      /* NULL = any; else running, compensating, completed, compensated,
                                manual-review */
     const char *definition; /* NULL = any; a printable token of at most 128 characters */

@@ -4,8 +4,7 @@
  * Each filter combination (none, state, definition, both) has its own statement and its own
  * index, ordered as the page (created_at DESC, saga_id DESC), and the cursor is a row-value seek
  * into it: a page reads limit + 1 index entries whatever the depth. SAGA_PAGE is the one place
- * that scopes every list: when sagas carry a tenant, its condition goes there (and in front of
- * the indexes of migration_operations.c). */
+ * that scopes every list to a tenant (the first column of every list index). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +14,8 @@
 #include "store/db.h"
 
 #define SAGA_PAGE(filter)                                                                          \
-    "SELECT saga_id, definition, state, created_at, updated_at FROM sagas WHERE " filter           \
+    "SELECT saga_id, definition, state, created_at, updated_at FROM sagas WHERE tenant_id = ? AND " \
+    filter                                                                                         \
     "(created_at, saga_id) < (?, ?) ORDER BY created_at DESC, saga_id DESC LIMIT ?"
 
 static const char SQL_LIST_SAGAS[] = SAGA_PAGE("");
@@ -56,6 +56,7 @@ static mv_code list_fn(mv_db *db, void *ctx, mv_err *err) {
                                &st, err);
     if (rc) return rc;
     int i = 1;
+    mv_stmt_bind_text(st, i++, q->tenant_id);
     if (q->definition) mv_stmt_bind_text(st, i++, q->definition);
     if (q->state) mv_stmt_bind_text(st, i++, q->state);
     mv_stmt_bind_int64(st, i++, t->after_created);
@@ -88,6 +89,8 @@ mv_code mv_saga_list(mv_store *store, const mv_saga_list_query *q, json_t **saga
                      char **next_cursor, mv_err *err) {
     *sagas = NULL;
     *next_cursor = NULL;
+    if (!q->tenant_id || !*q->tenant_id)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "a saga list needs a tenant");
     if (q->state && !known_state(q->state))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "state must be running, compensating, completed, compensated or "

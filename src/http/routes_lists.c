@@ -85,7 +85,8 @@ static void answer_page(mv_http_response *res, mv_code rc, const char *key, json
 static void list_sagas(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     mv_list_routes *r = req->route_ctx;
-    mv_saga_list_query q = {.state = mv_http_query_get(req, "state"),
+    mv_saga_list_query q = {.tenant_id = req->principal->tenant ? req->principal->tenant : "default",
+                            .state = mv_http_query_get(req, "state"),
                             .definition = mv_http_query_get(req, "definition"),
                             .cursor = mv_http_query_get(req, "cursor")};
     mv_err err = {0};

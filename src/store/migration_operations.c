@@ -5,20 +5,22 @@
  * - a one-row table the readiness probe writes, so /readyz fails when the store cannot write
  *   (a full disk, a read-only replica), not only when it cannot answer;
  * - the indexes of the list routes, each ordered as its page (newest first, id as tie-break), so
- *   a page is a bounded index range scan whatever the table size or page depth. Approvals are
- *   listed per tenant (approvers) and per tenant and principal (their own). Both dialects accept
- *   the same DDL. */
+ *   a page is a bounded index range scan whatever the table size or page depth. Every list is
+ *   within one tenant (migration 4), so the tenant leads every index; approvals are listed per
+ *   tenant (approvers) and per tenant and principal (their own). Both dialects accept the same
+ *   DDL. */
 #include "store/driver.h"
 
 #define OPERATIONS_SQL                                                                             \
     "ALTER TABLE messages ADD COLUMN action_failure_code TEXT;"                                    \
     "ALTER TABLE messages ADD COLUMN action_failed_at BIGINT;"                                     \
     "CREATE TABLE readiness_probe (id INTEGER PRIMARY KEY, checked_at BIGINT NOT NULL);"           \
-    "CREATE INDEX sagas_list_all ON sagas (created_at DESC, saga_id DESC);"                        \
-    "CREATE INDEX sagas_list_by_state ON sagas (state, created_at DESC, saga_id DESC);"            \
-    "CREATE INDEX sagas_list_by_definition ON sagas (definition, created_at DESC, saga_id DESC);"  \
+    "CREATE INDEX sagas_list_all ON sagas (tenant_id, created_at DESC, saga_id DESC);"             \
+    "CREATE INDEX sagas_list_by_state ON sagas (tenant_id, state, created_at DESC, saga_id DESC);" \
+    "CREATE INDEX sagas_list_by_definition ON sagas"                                               \
+    " (tenant_id, definition, created_at DESC, saga_id DESC);"                                     \
     "CREATE INDEX sagas_list_by_definition_state ON sagas"                                         \
-    " (definition, state, created_at DESC, saga_id DESC);"                                         \
+    " (tenant_id, definition, state, created_at DESC, saga_id DESC);"                              \
     "CREATE INDEX approvals_list_by_tenant ON approvals"                                           \
     " (tenant_id, state, created_at DESC, approval_id DESC);"                                      \
     "CREATE INDEX approvals_list_by_principal ON approvals"                                        \
