@@ -133,11 +133,13 @@ class Daemon {
     throw new Error(`${this.name} did not start: ${fs.readFileSync(path.join(tmp, `${this.name}.log`), 'utf8').slice(-2000)}`);
   }
 
+  /** Stops the daemon; resolves to its exit code (null when killed by a signal). */
   async kill(signal = 'SIGTERM') {
-    if (!this.proc || this.proc.exitCode !== null) return;
-    this.proc.kill(signal);
-    await this.exited;
+    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill(signal);
+    return this.exited;
   }
+
+  logText() { return fs.readFileSync(path.join(tmp, `${this.name}.log`), 'utf8'); }
 }
 
 function daemonConfig(extra = {}) {
@@ -646,7 +648,16 @@ async function main() {
     }
   }
   await browser.close();
-  await daemon.kill();
+  // the daemon that served every test stops cleanly on SIGTERM, and no sanitizer spoke
+  const code = await daemon.kill();
+  const bad = daemon.logText().split('\n').filter((l) => /Sanitizer|runtime error/.test(l));
+  if (code === 0 && bad.length === 0) {
+    passed++;
+    console.log('ok the_daemon_exits_0_on_sigterm_after_the_run_and_no_sanitizer_reported');
+  } else {
+    failed++;
+    console.log(`FAIL the_daemon_exits_0_on_sigterm_after_the_run_and_no_sanitizer_reported: exit ${code}; ${bad.slice(0, 5).join(' | ')}`);
+  }
   hookServer.close();
   if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
   else console.log(`logs kept in ${tmp}`);
