@@ -200,7 +200,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "log", "recovery", "retention", "limits", "ui", NULL};
+    "log", "recovery", "retention", "limits", "stream", "cors", "ui", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -387,8 +387,35 @@ static mv_code load_operations(loader *l, json_t *root) {
     if (o) {
         TRY(get_int(l, o, "retention", "clientRequestsMs", 0, INT64_C(9007199254740991),
                     &c->retention.client_requests_ms));
-        TRY(get_int(l, o, "retention", "streamEventsMs", 0, INT64_C(9007199254740991),
+        TRY(get_int(l, o, "retention", "streamEventsMs", 1000, 365LL * 86400000,
                     &c->retention.stream_events_ms));
+    }
+    return MV_OK;
+}
+
+/* Live updates: "stream", "retention" and "cors" (DESIGN part two). */
+static mv_code load_live(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *o;
+    static const char *const STREAM_KEYS[] = {"maxConnections", "heartbeatMs", "secretEnv", NULL};
+    TRY(get_obj(l, root, "", "stream", STREAM_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "stream", "maxConnections", 1, 1000000, &c->stream.max_connections));
+        TRY(get_int(l, o, "stream", "heartbeatMs", 100, 3600000, &c->stream.heartbeat_ms));
+        TRY(get_str(l, o, "stream", "secretEnv", &c->stream.secret.env));
+    }
+    /* "retention.streamEventsMs" is read with the other retention key (load_operations) */
+    static const char *const CORS_KEYS[] = {"allowedOrigins", "maxAgeS", NULL};
+    TRY(get_obj(l, root, "", "cors", CORS_KEYS, &o));
+    if (o) {
+        TRY(get_str_array(l, o, "cors", "allowedOrigins", &c->cors.origins, &c->cors.n_origins));
+        TRY(get_int32(l, o, "cors", "maxAgeS", 0, 86400, &c->cors.max_age_s));
+        for (size_t i = 0; i < c->cors.n_origins; i++)
+            if (strcmp(c->cors.origins[i], "*") == 0 ||
+                (strncmp(c->cors.origins[i], "https://", 8) != 0 &&
+                 strncmp(c->cors.origins[i], "http://", 7) != 0))
+                return fail(l, "\"cors.allowedOrigins\" entries must be origins such as "
+                            "https://app.example.com (no wildcard)");
     }
     return MV_OK;
 }
@@ -424,6 +451,7 @@ static mv_code check_whole(loader *l) {
     TRY(check_url(l, "email.smtp", c->email.smtp, SMTP));
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
+    TRY(read_secret(l, "stream.secretEnv", &c->stream.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
     return MV_OK;
 }
@@ -452,6 +480,9 @@ static void set_defaults(mv_config *c) {
     c->recovery_interval_ms = 5000;
     c->retention.client_requests_ms = 86400000;
     c->retention.stream_events_ms = 86400000;
+    c->stream.max_connections = 1000;
+    c->stream.heartbeat_ms = 15000;
+    c->cors.max_age_s = 600;
 }
 
 static char *dir_of(const char *path) {
@@ -476,6 +507,7 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     }
     rc = check_keys(l, root, "", TOP_KEYS);
     if (rc == MV_OK) rc = load_server(l, root);
+    if (rc == MV_OK) rc = load_live(l, root);
     if (rc == MV_OK) rc = load_auth(l, root);
     if (rc == MV_OK) rc = load_messages(l, root);
     if (rc == MV_OK) rc = load_delivery(l, root);
@@ -555,5 +587,7 @@ void mv_config_free(mv_config *c) {
     free(c->email.directory_file);
     free_strings(c->email.exclusions, c->email.n_exclusions);
     free_secret(&c->approvals.secret);
+    free_secret(&c->stream.secret);
+    free_strings(c->cors.origins, c->cors.n_origins);
     free(c);
 }

@@ -306,6 +306,7 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
         return mv_err_set(err, MV_ACTION_CONFLICT,
                           "message \"%s\" already has an action in progress", id);
     if ((rc = mv_db_execf(db, SQL_ARCHIVE_ROLES, NULL, err, "s", id)) != MV_OK) return rc;
+    if ((rc = tally_archived_tx(db, svc_tenant(j->req->user), id, err)) != MV_OK) return rc;
     if (j->notification) {
         if ((rc = doc_insert(db, j->notification, svc_tenant(j->req->user), NULL, -1, err)) !=
             MV_OK)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "message/service.h"
+#include "message/inbox_internal.h"
 
 static json_t *json_or(const char *text, json_t *fallback) {
     if (!text) return fallback;
@@ -126,7 +126,7 @@ mv_code doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char 
                          json_string_value(role), created, tenant ? tenant : MV_DEFAULT_TENANT);
         if (rc != MV_OK) return rc;
     }
-    return MV_OK;
+    return tally_created_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, doc, err);
 }
 
 static const char SQL_LOAD_MESSAGE[] = "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ?";

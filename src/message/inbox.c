@@ -82,37 +82,64 @@ typedef struct {
     json_t *doc;
 } mark_arg;
 
-static mv_code apply_mark(mv_db *db, mark_arg *a, int64_t now, int64_t *changes, mv_err *err) {
-    switch (a->mark) {
+static mv_code apply_mark(mv_db *db, const char *id, const char *uid, mv_mark mark, int64_t now,
+                          int64_t *changes, mv_err *err) {
+    switch (mark) {
     case MV_MARK_SEEN:
-        return mv_db_execf(db, SQL_MARK_SEEN, changes, err, "iiss", now, now, a->id, a->uid);
+        return mv_db_execf(db, SQL_MARK_SEEN, changes, err, "iiss", now, now, id, uid);
     case MV_MARK_READ:
-        return mv_db_execf(db, SQL_MARK_READ, changes, err, "iiiss", now, now, now, a->id, a->uid);
-    case MV_MARK_UNREAD:
-        return mv_db_execf(db, SQL_MARK_UNREAD, changes, err, "iss", now, a->id, a->uid);
+        return mv_db_execf(db, SQL_MARK_READ, changes, err, "iiiss", now, now, now, id, uid);
+    case MV_MARK_UNREAD: return mv_db_execf(db, SQL_MARK_UNREAD, changes, err, "iss", now, id, uid);
     case MV_MARK_DISMISS:
-        return mv_db_execf(db, SQL_MARK_DISMISS, changes, err, "iiss", now, now, a->id, a->uid);
+        return mv_db_execf(db, SQL_MARK_DISMISS, changes, err, "iiss", now, now, id, uid);
     case MV_MARK_UNDISMISS:
-        return mv_db_execf(db, SQL_MARK_UNDISMISS, changes, err, "iss", now, a->id, a->uid);
+        return mv_db_execf(db, SQL_MARK_UNDISMISS, changes, err, "iss", now, id, uid);
     }
     return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown mark");
 }
 
+static mv_code viewer_flags(mv_db *db, const char *id, const char *uid, tally_flags *f,
+                            mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_VIEWER_OF, &st, err, "ss", id, uid);
+    *f = st ? tally_flags_from_row(st, 0) : (tally_flags){0};
+    mv_stmt_done(st);
+    return rc;
+}
+
+/* Marks one message the caller already knows is visible to uid, after its row lock (m loaded
+ * with lock = true): the viewer row, the conditional update, the tallies. *changed: whether the
+ * state moved. */
+static mv_code mark_one(mv_db *db, const char *tenant, const tally_message *m, const char *id,
+                        const char *uid, mv_mark mark, int64_t now, bool *changed, mv_err *err) {
+    tally_flags before, after;
+    int64_t changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_VIEWER_ENSURE, NULL, err, "sssi", id, uid, tenant, now);
+    if (rc == MV_OK) rc = viewer_flags(db, id, uid, &before, err);
+    if (rc == MV_OK) rc = apply_mark(db, id, uid, mark, now, &changes, err);
+    *changed = rc == MV_OK && changes > 0;
+    if (!*changed) return rc;
+    if ((rc = viewer_flags(db, id, uid, &after, err)) != MV_OK) return rc;
+    return tally_viewer_tx(db, tenant, m, uid, before, after, err);
+}
+
 static mv_code mark_tx(mv_db *db, void *ctx, mv_err *err) {
     mark_arg *a = ctx;
-    int64_t now = svc_now(a->svc), changes = 0;
+    int64_t now = svc_now(a->svc);
+    const char *tenant = svc_tenant(a->user);
     json_decref(a->doc); /* a group-commit retry runs the callback again */
     a->doc = NULL;
-    mv_code rc = doc_load(db, a->id, svc_tenant(a->user), &a->doc, err);
-    if (rc != MV_OK) return rc;
-    if (!a->doc || (!mv_user_is_sender(a->user, a->doc) && !mv_user_is_receiver(a->user, a->doc)))
-        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", a->id);
-    const char *tenant = svc_tenant(a->user);
-    if ((rc = mv_db_execf(db, SQL_VIEWER_ENSURE, NULL, err, "sssi", a->id, a->uid, tenant, now)))
-        return rc;
-    if ((rc = apply_mark(db, a, now, &changes, err)) != MV_OK) return rc;
-    if ((rc = inbox_viewer_attach(db, a->doc, a->uid, err)) != MV_OK) return rc;
-    if (changes == 0) return MV_OK;
+    tally_message m;
+    mv_code rc = tally_message_load(db, tenant, a->id, true, &m, err);
+    if (rc == MV_OK) rc = doc_load(db, a->id, tenant, &a->doc, err);
+    if (rc == MV_OK &&
+        (!a->doc || (!mv_user_is_sender(a->user, a->doc) && !mv_user_is_receiver(a->user, a->doc))))
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", a->id);
+    bool changed = false;
+    if (rc == MV_OK) rc = mark_one(db, tenant, &m, a->id, a->uid, a->mark, now, &changed, err);
+    tally_message_clear(&m);
+    if (rc == MV_OK) rc = inbox_viewer_attach(db, a->doc, a->uid, err);
+    if (rc != MV_OK || !changed) return rc;
     return change_add_tx(db, tenant, a->id, MV_CHANGE_VIEWER, a->uid, now, err);
 }
 
@@ -137,42 +164,56 @@ mv_code mv_message_mark(mv_service *svc, const char *id, const mv_user *user, mv
 
 /* ---- every message ---------------------------------------------------------------------- */
 
+/* seen-all / read-all run in batches of MARK_BATCH messages, one transaction each, so the work
+ * and the locks of one transaction stay bounded however many messages are unread. */
+#define MARK_BATCH 200
+
 typedef struct {
     mv_service *svc;
     const char *uid;
     const mv_user *user;
-    bool read;
+    mv_mark mark;
     const mv_inbox_filter *filter;
-    int64_t before, updated;
+    int64_t before, updated, batch_changed;
 } mark_all_arg;
 
-static mv_code mark_all_tx(mv_db *db, void *ctx, mv_err *err) {
+static mv_code mark_batch_tx(mv_db *db, void *ctx, mv_err *err) {
     mark_all_arg *a = ctx;
     int64_t now = svc_now(a->svc);
-    mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, message_mark_all_sql(a->read), &st, err);
-    if (rc != MV_OK) return rc;
     const char *tenant = svc_tenant(a->user);
+    bool read = a->mark == MV_MARK_READ;
     mv_inbox_filter f = {.template_cd = a->filter ? a->filter->template_cd : NULL,
                          .type = a->filter ? a->filter->type : NULL,
-                         .read = a->read ? MV_FLAG_FALSE : MV_FLAG_ANY,
-                         .seen = a->read ? MV_FLAG_ANY : MV_FLAG_FALSE,
+                         .read = read ? MV_FLAG_FALSE : MV_FLAG_ANY,
+                         .seen = read ? MV_FLAG_ANY : MV_FLAG_FALSE,
                          .dismissed = MV_FLAG_FALSE};
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, message_mark_candidates_sql(), &st, err);
+    if (rc != MV_OK) return rc;
     int idx = 1;
-    mv_stmt_bind_text(st, idx++, a->uid);
-    mv_stmt_bind_text(st, idx++, tenant);
-    for (int i = a->read ? 3 : 2; i > 0; i--)
-        mv_stmt_bind_int64(st, idx++, now);
     mv_stmt_bind_text(st, idx++, a->uid); /* the viewer join */
     visibility_bind(st, &idx, a->uid, a->user, false);
     inbox_filter_bind(st, &idx, &f);
     mv_stmt_bind_int64(st, idx++, a->before);
     mv_stmt_bind_int64(st, idx++, a->before);
-    int r = mv_stmt_step(st, err);
-    a->updated = mv_stmt_changes(st);
+    mv_stmt_bind_int64(st, idx++, MARK_BATCH);
+    char ids[MARK_BATCH][25];
+    int n = 0, r;
+    while (n < MARK_BATCH && (r = mv_stmt_step(st, err)) == 1)
+        mv_strlcpy(ids[n++], mv_stmt_text(st, 0), 25);
     mv_stmt_done(st);
     if (r < 0) return err ? err->code : MV_INTERNAL;
-    if (a->updated == 0) return MV_OK;
+    a->batch_changed = 0;
+    for (int i = 0; i < n && rc == MV_OK; i++) {
+        tally_message m;
+        bool changed = false;
+        rc = tally_message_load(db, tenant, ids[i], true, &m, err);
+        if (rc == MV_OK && m.found && !m.archived)
+            rc = mark_one(db, tenant, &m, ids[i], a->uid, a->mark, now, &changed, err);
+        tally_message_clear(&m);
+        a->batch_changed += changed;
+    }
+    if (rc != MV_OK || a->batch_changed == 0) return rc;
     return change_add_tx(db, tenant, "", MV_CHANGE_VIEWER, a->uid, now, err);
 }
 
@@ -187,8 +228,11 @@ mv_code mv_message_mark_all(mv_service *svc, const mv_user *user, mv_mark mark,
         return mv_err_set(err, MV_INVALID_ARGUMENT, "only seen and read apply to every message");
     if (user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
-    mark_all_arg a = {svc, uid, user, mark == MV_MARK_READ, filter, before < 0 ? -1 : before, 0};
-    rc = mv_store_write(svc->o.store, mark_all_tx, &a, err);
-    if (rc == MV_OK && updated) *updated = a.updated;
+    mark_all_arg a = {svc, uid, user, mark, filter, before < 0 ? -1 : before, 0, 0};
+    do {
+        rc = mv_store_write(svc->o.store, mark_batch_tx, &a, err);
+        if (rc == MV_OK) a.updated += a.batch_changed;
+    } while (rc == MV_OK && a.batch_changed > 0);
+    if (updated) *updated = a.updated;
     return rc;
 }

@@ -20,7 +20,7 @@
 
 static char sql_list[16384];
 static char sql_count[4096];
-static char sql_mark_all[2][4096];
+static char sql_mark_candidates[4096];
 static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
 
 /* The three branches of visibility as one predicate over messages `m` (counts and mark-all; the
@@ -71,22 +71,13 @@ static void build_sql(void) {
     n += visible_sql(p + n, left - (size_t)n);
     snprintf(p + n, left - (size_t)n, INBOX_FILTER_SQL);
 
-    for (int read = 0; read < 2; read++) {
-        p = sql_mark_all[read];
-        left = sizeof sql_mark_all[read];
-        n = snprintf(p, left,
-                     "INSERT INTO message_viewers (message_id, viewer_id, viewer_tenant, seen_at, "
-                     "read_at, dismissed_at, viewer_changed_at) SELECT m.id, ?, ?, ?, %s, NULL, ? "
-                     "FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = 0 AND ",
-                     read ? "?" : "v.read_at");
-        n += visible_sql(p + n, left - (size_t)n);
-        snprintf(p + n, left - (size_t)n,
-                 INBOX_FILTER_SQL " AND (CAST(? AS BIGINT) < 0 OR m.created_at < ?) "
-                 "ON CONFLICT (message_id, viewer_id) DO UPDATE SET "
-                 "seen_at = COALESCE(message_viewers.seen_at, excluded.seen_at), "
-                 "read_at = COALESCE(message_viewers.read_at, excluded.read_at), "
-                 "viewer_changed_at = excluded.viewer_changed_at");
-    }
+    p = sql_mark_candidates;
+    left = sizeof sql_mark_candidates;
+    n = snprintf(p, left,
+                 "SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = 0 AND ");
+    n += visible_sql(p + n, left - (size_t)n);
+    snprintf(p + n, left - (size_t)n,
+             INBOX_FILTER_SQL " AND (CAST(? AS BIGINT) < 0 OR m.created_at < ?) ORDER BY m.id LIMIT ?");
 }
 
 const char *message_list_sql(void) {
@@ -103,9 +94,9 @@ const char *message_counts_sql(void) {
     return message_count_sql();
 }
 
-const char *message_mark_all_sql(bool read) {
+const char *message_mark_candidates_sql(void) {
     pthread_once(&sql_once, build_sql);
-    return sql_mark_all[read ? 1 : 0];
+    return sql_mark_candidates;
 }
 
 void visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived) {
@@ -271,8 +262,16 @@ typedef struct {
     mv_inbox_counts counts;
 } count_arg;
 
+/* The unfiltered inbox count (the badge) comes from the maintained tallies (tally.c); any filter
+ * or the archive is counted from the messages themselves. */
+static bool tallied(const count_arg *a) {
+    static const mv_inbox_filter none = {0};
+    return !a->archived && (!a->filter || memcmp(a->filter, &none, sizeof none) == 0);
+}
+
 static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     count_arg *a = ctx;
+    if (tallied(a)) return tally_counts_tx(db, a->user, a->uid, &a->counts, err);
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql_count, &st, err);
     if (rc != MV_OK) return rc;

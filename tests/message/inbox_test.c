@@ -30,10 +30,19 @@ static int64_t viewer_at(const json_t *msg, const char *key) {
     return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
+/* Counts under flt; without a filter the maintained tallies answer, and they must agree with
+ * counting the messages themselves (an explicit dismissed=false takes that path). */
 static mv_inbox_counts counts(fixture *f, const mv_user *u, const mv_inbox_filter *flt) {
-    mv_inbox_counts c = {-1, -1, -1};
+    mv_inbox_counts c = {-1, -1, -1}, q = {-2, -2, -2};
     mv_err err = {0};
     CHECK_CODE(mv_message_counts(f->svc, u, flt, false, &c, &err), MV_OK, &err);
+    if (!flt) {
+        mv_inbox_filter explicit_default = {.dismissed = MV_FLAG_FALSE};
+        CHECK_CODE(mv_message_counts(f->svc, u, &explicit_default, false, &q, &err), MV_OK, &err);
+        CHECK_INT(c.count, q.count);
+        CHECK_INT(c.unseen, q.unseen);
+        CHECK_INT(c.unread, q.unread);
+    }
     return c;
 }
 
@@ -277,6 +286,33 @@ STORE_TEST(counts_follow_every_kind_of_change) {
     fixture_close(&f);
 }
 
+STORE_TEST(another_tenants_user_cannot_mark_or_count_and_gets_no_change_of_it) {
+    fixture f;
+    REQUIRE(fixture_open(&f, kind, "inbox-tenant.db"));
+    json_t *m = send_to(&f, "ana", "bob", "ops");
+    const char *id = mv_json_str(m, "id");
+    mv_user bob2 = {.id = "bob", .roles = OPS, .nroles = 1, .tenant = "t2"};
+    int64_t before = latest_change(&f);
+    CHECK_INT(mark(&f, id, &bob2, MV_MARK_READ, NULL), MV_MESSAGE_NOT_FOUND);
+    CHECK_INT(latest_change(&f), before);
+    CHECK_COUNTS(counts(&f, &bob2, NULL), 0, 0, 0);
+    CHECK_INT(list_size(&f, &bob2, NULL), 0);
+    int64_t updated = -1;
+    mv_err err = {0};
+    CHECK_CODE(mv_message_mark_all(f.svc, &bob2, MV_MARK_READ, NULL, -1, &updated, &err), MV_OK,
+               &err);
+    CHECK_INT(updated, 0);
+    mv_change ch[4];
+    int n = 0;
+    CHECK_CODE(mv_changes_read(f.store, 0, ch, 4, &n, &err), MV_OK, &err);
+    CHECK_INT(n, 1);
+    CHECK_STR(ch[0].tenant, "default"); /* the hub matches this against each stream's tenant */
+    mv_user bob = {.id = "bob", .roles = OPS, .nroles = 1};
+    CHECK_COUNTS(counts(&f, &bob, NULL), 1, 1, 1);
+    json_decref(m);
+    fixture_close(&f);
+}
+
 /* ---- 16 threads ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -416,7 +452,9 @@ int main(void) {
         marking_again_keeps_the_first_timestamp_and_logs_only_real_changes,
         only_a_user_who_sees_the_message_can_mark_it_archived_and_notifications_included,
         filters_combine_with_the_cursor_without_duplicates_or_gaps_while_messages_arrive,
-        counts_follow_every_kind_of_change, sixteen_threads_marking_and_creating_leave_exact_counts,
+        counts_follow_every_kind_of_change,
+        another_tenants_user_cannot_mark_or_count_and_gets_no_change_of_it,
+        sixteen_threads_marking_and_creating_leave_exact_counts,
         the_change_log_holds_every_committed_change_and_no_rolled_back_one,
         retention_removes_old_changes_and_records_how_far);
 }
