@@ -240,6 +240,7 @@ button:focus-visible, select:focus-visible, input:focus-visible, textarea:focus-
 .status.error { color: var(--_danger); }
 ul.list { list-style: none; margin: 0; padding: 0; max-height: var(--missive-max-height, none); overflow: auto; }
 li.item { border-bottom: 1px solid var(--_border); }
+li.item.open { background: var(--_surface); }
 li.item:last-child { border-bottom: 0; }
 .head { display: flex; align-items: flex-start; }
 .head:hover { background: var(--_surface); }

@@ -596,13 +596,25 @@ test('screenshots_of_the_inbox_light_dark_narrow_wide_and_the_console_are_writte
 });
 
 test('the_inbox_reconnects_after_the_daemon_drops_and_misses_nothing', ['stream'], async () => {
+  // a second daemon on the same store takes writes while the page's daemon is down
+  const other = new Daemon('other', daemonConfig());
+  await other.start();
   const page = await openInbox('nina');
   await page.waitForSelector('missive-inbox[data-live="stream"]');
+  const before = booking('nina', { guest: 'Before the drop' });
+  await item(page, before.id).waitFor({ timeout: 5000 });
   await daemon.kill('SIGKILL');
   await page.waitForSelector('missive-inbox:not([data-live="stream"])', { timeout: 10000 });
+  const saved = daemon.base;
+  daemon.base = other.base; // curl goes to the daemon that is up
+  const during = booking('nina', { guest: 'During the drop' });
+  daemon.base = saved;
+  await other.kill();
   await daemon.start(daemon.port);
+  await item(page, during.id).waitFor({ timeout: 20000 });
   const m = booking('nina', { guest: 'After the drop' });
   await item(page, m.id).waitFor({ timeout: 20000 });
+  eq(await page.locator('missive-inbox li.item').count(), 3, 'each message once');
   await page.waitForSelector('missive-inbox[data-live="stream"]', { timeout: 20000 });
   const again = booking('nina', { guest: 'Live again' });
   await item(page, again.id).waitFor({ timeout: 5000 });
