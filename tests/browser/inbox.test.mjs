@@ -30,6 +30,15 @@ function startHooks() {
     let body = '';
     req.on('data', (c) => { body += c; });
     req.on('end', () => {
+      if (req.method === 'GET' && req.url.startsWith('/host.html')) {
+        // an application page on another origin that embeds the inbox from the daemon
+        const d = daemon.base;
+        res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+        res.end(`<!doctype html><html lang="en"><meta charset="utf-8"><title>host</title>
+<script type="module" src="${d}/ui/missive-inbox.js"></script>
+<h1>Another origin</h1><missive-inbox base-url="${d}" user="otto"></missive-inbox></html>`);
+        return;
+      }
       hooks.calls.push({ path: req.url, body });
       const reply = (status, obj, delay = 0) => setTimeout(() => {
         res.writeHead(status, { 'Content-Type': 'application/json' });
@@ -142,8 +151,11 @@ class Daemon {
   logText() { return fs.readFileSync(path.join(tmp, `${this.name}.log`), 'utf8'); }
 }
 
+let hookOrigin = null;
+
 function daemonConfig(extra = {}) {
   return {
+    cors: { allowedOrigins: [hookOrigin] },
     store: `sqlite:${path.join(tmp, 'missive.db')}`,
     templates: path.join(tmp, 'templates'),
     sagas: path.join(tmp, 'sagas'),
@@ -431,6 +443,25 @@ test('accept_archives_the_message_and_the_sender_notification_arrives_in_a_secon
   await guest.context().close();
 });
 
+test('an_application_on_another_allowed_origin_embeds_the_inbox_over_cors', ['stream'], async () => {
+  const page = await newPage();
+  const failedRequests = [];
+  page.on('requestfailed', (r) => failedRequests.push(`${r.method()} ${r.url()}`));
+  await page.goto(`${hookOrigin}/host.html`);
+  await page.waitForSelector('missive-inbox[data-ready]');
+  await page.waitForSelector('missive-inbox[data-live="stream"]');
+  const m = booking('otto', { guest: 'Cross Origin' });
+  const li = item(page, m.id);
+  await li.waitFor({ timeout: 5000 });
+  await li.locator('.summary').click();
+  await li.locator('button[data-action="accept"]').click();
+  await page.locator('missive-inbox dialog[open] .confirm-ok').click();
+  await waitFor('the result', async () => /Done/.test(await li.locator('.outcome.ok').textContent()));
+  eq((await api('GET', `/messages/${m.id}`, { user: 'otto' })).body.actionState, 'archived', 'the action ran');
+  eq(failedRequests.length, 0, `no request failed: ${failedRequests.join(', ')}`);
+  await page.context().close();
+});
+
 test('dismiss_and_mark_all_read_move_the_badge', ['state'], async () => {
   const ms = [booking('dora'), booking('dora'), booking('dora')];
   const page = await openInbox('dora');
@@ -631,6 +662,7 @@ test('no_page_violated_its_content_security_policy_or_threw', [], async () => {
 async function main() {
   const hookServer = await startHooks();
   writeFixtures(hookServer.address().port);
+  hookOrigin = `http://127.0.0.1:${hookServer.address().port}`;
   daemon = new Daemon('main', daemonConfig());
   await daemon.start();
   await probe();
