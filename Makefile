@@ -89,9 +89,6 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Test programs that are scripts rather than C binaries (they print the same "N passed, M failed").
-TEST_SCRIPTS := tests/browser/run
-
 test: all $(TEST_BIN)
 	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
 

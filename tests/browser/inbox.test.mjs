@@ -1,6 +1,6 @@
 // inbox.test.mjs — the web inbox and the console in a real browser (Debian's Chromium, driven by
 // playwright-core) against a live missived on a free port, with a small webhook server for action
-// handlers and saga steps. Run by tests/browser/run from `make test`; prints one line per test and
+// handlers and saga steps. Run by tests/browser/browser_test.sh from `make test`; prints one line per test and
 // ends with "N passed, M failed". A test that needs routes this daemon does not have (the inbox
 // state and stream of issue 15, the approval and saga lists of the operations work) prints
 // "SKIP browser: …" and counts neither way.

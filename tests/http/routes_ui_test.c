@@ -1,6 +1,6 @@
 /* routes_ui_test.c — the /ui/ routes over a table of assets made here: content types, the security
  * headers, revalidation with ETag, unknown names, and that no credentials are asked for. The real
- * files are exercised in a browser by tests/browser/run. */
+ * files are exercised in a browser by tests/browser/browser_test.sh. */
 #include "http/request.h"
 #include "http/router.h"
 #include "http/routes_ui.h"

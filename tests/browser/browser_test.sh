@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/browser/run — the browser tests as one entry of `make test`: Debian's Chromium driven by
+# browser_test.sh — the browser tests as one entry of `make test`: Debian's Chromium driven by
 # playwright-core (an npm dev dependency, installed here with `npm ci` from package-lock.json; never a
 # downloaded browser) against a live build/missived. Prints the test lines and "N passed, M failed".
 # Only where no Chromium can be installed does it print "SKIP browser: …" (and 0 passed, 0 failed).
