@@ -19,7 +19,8 @@
 
 static const char SQL_RECOVERABLE_SAGAS[] =
     "SELECT saga_id, definition FROM sagas WHERE state = ? AND "
-    "((runner_id IS NOT NULL AND runner_expires_at <= ?) OR (runner_id IS NULL AND updated_at <= ?)) "
+    "((runner_id IS NOT NULL AND runner_expires_at <= ?) OR (runner_id IS NULL AND updated_at <= "
+    "?)) "
     "ORDER BY updated_at, saga_id LIMIT ?";
 
 typedef struct {
@@ -75,11 +76,14 @@ static void drive(mv_saga_engine *engine, const candidate *c, bool running, mv_s
         report->busy++;
         return; /* another runner holds it: not ours to log */
     }
-    if (running) report->resumed++;
-    else report->compensated++;
+    if (running)
+        report->resumed++;
+    else
+        report->compensated++;
     if (rc != MV_OK) report->failed++;
-    if (on_event) on_event(event_ctx, c->id, state, running ? "resume" : "compensate",
-                           rc != MV_OK ? &e : NULL);
+    if (on_event)
+        on_event(event_ctx, c->id, state, running ? "resume" : "compensate",
+                 rc != MV_OK ? &e : NULL);
 }
 
 mv_code mv_saga_recover(mv_saga_engine *engine, mv_store *store, int64_t now, int64_t stale_ms,
