@@ -40,20 +40,17 @@ static mv_code find_fn(mv_db *db, void *ctx, mv_err *err) {
     mv_code rc = mv_db_prepare(db, SQL_RECOVERABLE_SAGAS, &st, err);
     if (rc) return rc;
     mv_stmt_bindf(st, "siii", t->state, t->now, t->quiet_before, (int64_t)t->limit);
-    int r;
+    int r = 0;
     t->n = 0;
-    while (t->n < t->limit && (r = mv_stmt_step(st, err)) == 1) {
+    /* the statement's LIMIT stops it at t->limit rows */
+    while ((r = mv_stmt_step(st, err)) == 1 && t->n < t->limit) {
         const char *id = mv_stmt_text(st, 0), *def = mv_stmt_text(st, 1);
         mv_strlcpy(t->out[t->n].id, id ? id : "", sizeof t->out[t->n].id);
         mv_strlcpy(t->out[t->n].definition, def ? def : "", sizeof t->out[t->n].definition);
         t->n++;
     }
-    if (t->n < t->limit && r < 0) {
-        mv_stmt_done(st);
-        return err ? err->code : MV_INTERNAL;
-    }
     mv_stmt_done(st);
-    return MV_OK;
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
 /* Drives one saga; counts the outcome. */
