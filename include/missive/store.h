@@ -66,4 +66,11 @@ mv_code mv_store_read(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
 /* A trivial round trip (SELECT 1) — store reachability for health checks. */
 mv_code mv_store_ping(mv_store *store, mv_err *err);
 
+/* True while the last write transaction failed with MV_STORE_UNAVAILABLE (a full disk, an I/O
+ * error, a lost server) and none has committed since. */
+bool mv_store_write_failing(const mv_store *store);
+/* Commits a small write that needs fresh space (and removes it again): MV_OK when the store can
+ * take writes now, else MV_STORE_UNAVAILABLE. Health checks run it while writes are failing. */
+mv_code mv_store_probe_write(mv_store *store, mv_err *err);
+
 #endif
