@@ -447,6 +447,18 @@ void mv_log(const char *level, const char *msg, json_t *fields) {
     }
     if (fields) json_object_update(line, fields);
     json_decref(fields);
+    /* URLs in any field lose their credentials and query string (DESIGN "Security rules") */
+    const char *key;
+    json_t *v;
+    json_object_foreach(line, key, v) {
+        if (!json_is_string(v) || !strstr(json_string_value(v), "://")) continue;
+        size_t n = json_string_length(v) + 1;
+        char *clean = malloc(n);
+        if (!clean) continue;
+        mv_redact_urls(json_string_value(v), clean, n);
+        json_string_set(v, clean);
+        free(clean);
+    }
     char *s = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(line);
     if (!s) return;
