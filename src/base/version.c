@@ -5,6 +5,4 @@
 _Static_assert(MV_VERSION_MAJOR >= 0 && MV_VERSION_MINOR >= 0 && MV_VERSION_PATCH >= 0,
                "version components are non-negative");
 
-const char *mv_version(void) {
-    return MV_VERSION_STRING;
-}
+const char *mv_version(void) { return MV_VERSION_STRING; }

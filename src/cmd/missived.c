@@ -4,8 +4,11 @@
  * the main thread alone receives them through sigwait(): no async-signal-safety puzzles. On a
  * signal the server stops accepting, in-flight requests get up to shutdownTimeoutMs, and the
  * process exits 0 — even when it had to abandon a request (its action lease expires and the
- * action can be retried). Every line on stderr is one JSON object. */
+ * action can be retried). Every line on stderr is one JSON object. Under systemd (Type=notify,
+ * NOTIFY_SOCKET set) it reports READY=1 once it listens and STOPPING=1 when the drain starts;
+ * without NOTIFY_SOCKET sd_notify does nothing. */
 #include <pthread.h>
+#include <systemd/sd-daemon.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +96,7 @@ static int serve(const mv_config *cfg, bool migrate) {
            json_pack("{s:s,s:i,s:s,s:s}", "listen", cfg->listen, "port",
                      mv_http_server_port(server), "auth", cfg->auth.jwt ? "jwt" : "headers",
                      "config", cfg->path));
+    sd_notifyf(0, "READY=1\nSTATUS=listening on port %d", mv_http_server_port(server));
 
     sigset_t set;
     sigemptyset(&set);
@@ -101,6 +105,7 @@ static int serve(const mv_config *cfg, bool migrate) {
     int sig = 0;
     while (sigwait(&set, &sig) != 0) {
     }
+    sd_notify(0, "STOPPING=1\nSTATUS=draining in-flight requests");
     mv_log("info", "stopping",
            json_pack("{s:s,s:i,s:I}", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", "inFlight",
                      mv_http_server_in_flight(server), "timeoutMs",

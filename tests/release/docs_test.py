@@ -242,7 +242,7 @@ def main():
     result("http api error table is the one generated from MV_CODE_TABLE",
            [] if p.returncode == 0 else [(p.stdout + p.stderr).strip()])
 
-    print("%d passed, %d failed" % (passed, failed))
+    print("docs_test: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
 
