@@ -67,11 +67,15 @@ typedef mv_code (*mv_tx_fn)(mv_db *db, void *ctx, mv_err *err);
 mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
 /* Runs fn inside a read transaction (a consistent snapshot). */
 mv_code mv_store_read(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
-/* Readiness (/readyz): the schema is current and a write commits (a full disk or a read-only
- * server fails it). MV_STORE_UNAVAILABLE (or MV_SCHEMA_TOO_NEW) with the reason in err. */
-mv_code mv_store_ready(mv_store *store, mv_err *err);
 /* A trivial round trip (SELECT 1) — store reachability for health checks. */
 mv_code mv_store_ping(mv_store *store, mv_err *err);
+
+/* True while the last write transaction failed with MV_STORE_UNAVAILABLE (a full disk, an I/O
+ * error, a lost server) and none has committed since. */
+bool mv_store_write_failing(const mv_store *store);
+/* Commits a small write that needs fresh space (and removes it again): MV_OK when the store can
+ * take writes now, else MV_STORE_UNAVAILABLE. The readiness check runs it. */
+mv_code mv_store_probe_write(mv_store *store, mv_err *err);
 
 #ifdef __cplusplus
 }

@@ -25,9 +25,9 @@
 #define MV_VERSION_STRING "0.0.0"
 #endif
 
-static const char *const WEBHOOK_KINDS[] = {"handler", "prepare",           "payment", "saga_step",
-                                            "saga_compensation", "outbox", "email",   "directory",
-                                            "webhook"};
+static const char *const WEBHOOK_KINDS[] = {"handler",   "prepare",           "payment",
+                                            "saga_step", "saga_compensation", "outbox",
+                                            "email",     "directory",         "webhook"};
 #define NKINDS (sizeof WEBHOOK_KINDS / sizeof WEBHOOK_KINDS[0])
 
 static const struct {
@@ -37,15 +37,17 @@ static const struct {
     {"process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds."},
     {"process_resident_memory_bytes", "gauge", "Resident memory size, in bytes."},
     {"process_open_fds", "gauge", "Open file descriptors."},
-    {"process_start_time_seconds", "gauge", "Start time of the process since the epoch, in seconds."},
+    {"process_start_time_seconds", "gauge",
+     "Start time of the process since the epoch, in seconds."},
     {"missive_webhook_requests_total", "counter",
      "Outgoing webhook calls by kind and outcome (ok, rejected, ambiguous, not_sent)."},
     {"missive_webhook_duration_seconds", "histogram", "Duration of outgoing webhook calls."},
     {"missive_sagas", "gauge", "Sagas in the store by state."},
     {"missive_approvals_total", "counter", "Approval decisions made through this daemon."},
     {"missive_stream_connections", "gauge", "Open live-update streams."},
-    {"missive_actions_total", "counter", "Action requests by template, action and outcome."},
-    {"missive_outbox_rows", "gauge", "Outbox rows not yet delivered (pending) or given up (failed)."},
+    {"missive_actions_total", "counter", "Action requests by outcome (ok or the error code)."},
+    {"missive_outbox_rows", "gauge",
+     "Outbox rows not yet delivered (pending) or given up (failed)."},
     {"missive_client_requests", "gauge", "Idempotent-create reservations by state."},
     {"missive_recovered_sagas_total", "counter",
      "Sagas this daemon's recovery loop drove on after their runner died, by action."},
@@ -69,8 +71,9 @@ static void collect_process(mv_metrics *m) {
         /* fields 3.. after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt
          * cmajflt utime(14) stime(15) cutime cstime priority nice threads itrealvalue
          * starttime(22) vsize rss(24) */
-        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
-                          "%*d %*d %llu %*u %lld",
+        if (sscanf(p + 2,
+                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+                   "%*d %*d %llu %*u %lld",
                    &utime, &stime, &start, &rss) == 4) {
             mv_metrics_counter_add(m, "process_cpu_seconds_total", NULL, 0);
             mv_metrics_gauge_set(m, "process_resident_memory_bytes", NULL,
@@ -78,7 +81,8 @@ static void collect_process(mv_metrics *m) {
             double cpu = (double)(utime + stime) / ticks;
             pthread_mutex_lock(&cpu_mu);
             double have = mv_metrics_value(m, "process_cpu_seconds_total", NULL);
-            if (cpu > have) mv_metrics_counter_add(m, "process_cpu_seconds_total", NULL, cpu - have);
+            if (cpu > have)
+                mv_metrics_counter_add(m, "process_cpu_seconds_total", NULL, cpu - have);
             pthread_mutex_unlock(&cpu_mu);
             FILE *s = fopen("/proc/stat", "r");
             char line[256];
@@ -229,7 +233,8 @@ static void recovery_pass(mv_daemon *d) {
         mv_requests_gc(d->store, now - cfg->retention.client_requests_ms, &removed, &err) != MV_OK)
         mv_log("warn", "client request retention failed", json_pack("{s:s}", "error", err.message));
     else if (removed > 0)
-        mv_log("debug", "client requests removed", json_pack("{s:I}", "removed", (json_int_t)removed));
+        mv_log("debug", "client requests removed",
+               json_pack("{s:I}", "removed", (json_int_t)removed));
     /* Stream events (retention.streamEventsMs) are trimmed here too once the change log exists. */
 }
 

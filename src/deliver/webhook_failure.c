@@ -26,7 +26,8 @@ static bool snake_case(const char *s) {
 static size_t url_scheme_len(const char *s) {
     size_t i = 0;
     if (!isalpha((unsigned char)s[0])) return 0;
-    while (isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.') i++;
+    while (isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.')
+        i++;
     return strncmp(s + i, "://", 3) == 0 ? i + 3 : 0;
 }
 
@@ -44,7 +45,8 @@ static void clean_words(const char *text, char *out, size_t size) {
             memcpy(out + o, tag, strlen(tag));
             o += strlen(tag);
             p += scheme;
-            while (*p && !isspace((unsigned char)*p) && !strchr(")>\"']", *p)) p++;
+            while (*p && !isspace((unsigned char)*p) && !strchr(")>\"']", *p))
+                p++;
             continue;
         }
         unsigned char c = (unsigned char)*p;
@@ -79,10 +81,14 @@ void mv_webhook_failure_words(const mv_webhook_response *res, char code[65], cha
     } else {
         snprintf(message, 256, "HTTP %ld", status);
     }
-    if (snake_case(their_code) && status > 0) snprintf(code, 65, "%s", their_code);
-    else if (!failure) snprintf(code, 65, "upstream_status");
-    else if (strcmp(failure, "timed out") == 0) snprintf(code, 65, "upstream_timeout");
+    if (snake_case(their_code) && status > 0)
+        snprintf(code, 65, "%s", their_code);
+    else if (!failure)
+        snprintf(code, 65, "upstream_status");
+    else if (strcmp(failure, "timed out") == 0)
+        snprintf(code, 65, "upstream_timeout");
     else if (strcmp(failure, "connection refused") == 0 || strcmp(failure, "not sent") == 0)
         snprintf(code, 65, "upstream_unreachable");
-    else snprintf(code, 65, "upstream_no_answer");
+    else
+        snprintf(code, 65, "upstream_no_answer");
 }

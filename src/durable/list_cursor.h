@@ -3,8 +3,8 @@
 #ifndef MISSIVE_DURABLE_LIST_CURSOR_H
 #define MISSIVE_DURABLE_LIST_CURSOR_H
 
-#include <stdbool.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "missive/error.h"

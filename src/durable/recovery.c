@@ -19,7 +19,8 @@
 
 static const char SQL_RECOVERABLE_SAGAS[] =
     "SELECT saga_id, definition FROM sagas WHERE state = ? AND "
-    "((runner_id IS NOT NULL AND runner_expires_at <= ?) OR (runner_id IS NULL AND updated_at <= ?)) "
+    "((runner_id IS NOT NULL AND runner_expires_at <= ?) OR (runner_id IS NULL AND updated_at <= "
+    "?)) "
     "ORDER BY updated_at, saga_id LIMIT ?";
 
 typedef struct {
@@ -39,20 +40,17 @@ static mv_code find_fn(mv_db *db, void *ctx, mv_err *err) {
     mv_code rc = mv_db_prepare(db, SQL_RECOVERABLE_SAGAS, &st, err);
     if (rc) return rc;
     mv_stmt_bindf(st, "siii", t->state, t->now, t->quiet_before, (int64_t)t->limit);
-    int r;
+    int r = 0;
     t->n = 0;
-    while (t->n < t->limit && (r = mv_stmt_step(st, err)) == 1) {
+    /* the statement's LIMIT stops it at t->limit rows */
+    while ((r = mv_stmt_step(st, err)) == 1 && t->n < t->limit) {
         const char *id = mv_stmt_text(st, 0), *def = mv_stmt_text(st, 1);
         mv_strlcpy(t->out[t->n].id, id ? id : "", sizeof t->out[t->n].id);
         mv_strlcpy(t->out[t->n].definition, def ? def : "", sizeof t->out[t->n].definition);
         t->n++;
     }
-    if (t->n < t->limit && r < 0) {
-        mv_stmt_done(st);
-        return err ? err->code : MV_INTERNAL;
-    }
     mv_stmt_done(st);
-    return MV_OK;
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
 /* Drives one saga; counts the outcome. */
@@ -75,11 +73,14 @@ static void drive(mv_saga_engine *engine, const candidate *c, bool running, mv_s
         report->busy++;
         return; /* another runner holds it: not ours to log */
     }
-    if (running) report->resumed++;
-    else report->compensated++;
+    if (running)
+        report->resumed++;
+    else
+        report->compensated++;
     if (rc != MV_OK) report->failed++;
-    if (on_event) on_event(event_ctx, c->id, state, running ? "resume" : "compensate",
-                           rc != MV_OK ? &e : NULL);
+    if (on_event)
+        on_event(event_ctx, c->id, state, running ? "resume" : "compensate",
+                 rc != MV_OK ? &e : NULL);
 }
 
 mv_code mv_saga_recover(mv_saga_engine *engine, mv_store *store, int64_t now, int64_t stale_ms,

@@ -14,9 +14,8 @@
 #include "store/db.h"
 
 #define SAGA_PAGE(filter)                                                                          \
-    "SELECT saga_id, definition, state, created_at, updated_at FROM sagas WHERE tenant_id = ? AND " \
-    filter                                                                                         \
-    "(created_at, saga_id) < (?, ?) ORDER BY created_at DESC, saga_id DESC LIMIT ?"
+    "SELECT saga_id, definition, state, created_at, updated_at FROM sagas WHERE tenant_id = ? "    \
+    "AND " filter "(created_at, saga_id) < (?, ?) ORDER BY created_at DESC, saga_id DESC LIMIT ?"
 
 static const char SQL_LIST_SAGAS[] = SAGA_PAGE("");
 static const char SQL_LIST_SAGAS_BY_STATE[] = SAGA_PAGE("state = ? AND ");
@@ -52,8 +51,8 @@ static mv_code list_fn(mv_db *db, void *ctx, mv_err *err) {
     list_tx *t = ctx;
     const mv_saga_list_query *q = t->q;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, mv__saga_list_sql(q->state != NULL, q->definition != NULL),
-                               &st, err);
+    mv_code rc =
+        mv_db_prepare(db, mv__saga_list_sql(q->state != NULL, q->definition != NULL), &st, err);
     if (rc) return rc;
     int i = 1;
     mv_stmt_bind_text(st, i++, q->tenant_id);
@@ -64,11 +63,11 @@ static mv_code list_fn(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt_bind_int64(st, i, q->limit + 1); /* one more tells whether a next page exists */
     int r;
     while ((r = mv_stmt_step(st, err)) == 1)
-        json_array_append_new(
-            t->rows, json_pack("{s:s,s:s,s:s,s:I,s:I}", "sagaId", mv_stmt_text(st, 0),
-                               "definition", mv_stmt_text(st, 1), "state", mv_stmt_text(st, 2),
-                               "createdAt", (json_int_t)mv_stmt_int64(st, 3), "updatedAt",
-                               (json_int_t)mv_stmt_int64(st, 4)));
+        json_array_append_new(t->rows, json_pack("{s:s,s:s,s:s,s:I,s:I}", "sagaId",
+                                                 mv_stmt_text(st, 0), "definition",
+                                                 mv_stmt_text(st, 1), "state", mv_stmt_text(st, 2),
+                                                 "createdAt", (json_int_t)mv_stmt_int64(st, 3),
+                                                 "updatedAt", (json_int_t)mv_stmt_int64(st, 4)));
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
@@ -78,7 +77,8 @@ mv_code mv__list_finish(json_t *rows, int limit, const char *id_key, char **next
                         mv_err *err) {
     *next_cursor = NULL;
     if (json_array_size(rows) <= (size_t)limit) return MV_OK;
-    while (json_array_size(rows) > (size_t)limit) json_array_remove(rows, json_array_size(rows) - 1);
+    while (json_array_size(rows) > (size_t)limit)
+        json_array_remove(rows, json_array_size(rows) - 1);
     json_t *last = json_array_get(rows, json_array_size(rows) - 1);
     *next_cursor = mv__list_cursor_encode(json_integer_value(json_object_get(last, "createdAt")),
                                           json_string_value(json_object_get(last, id_key)));

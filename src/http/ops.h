@@ -18,8 +18,8 @@ typedef mv_code (*mv_health_fn)(void *ctx, mv_err *err);
 typedef struct mv_http_ops {
     mv_health_fn health; /* NULL → always ready */
     void *health_ctx;
-    mv_metrics *metrics;          /* NULL → /metrics answers an empty exposition */
-    const atomic_bool *draining;  /* NULL → never; true → /readyz answers 503 draining */
+    mv_metrics *metrics;         /* NULL → /metrics answers an empty exposition */
+    const atomic_bool *draining; /* NULL → never; true → /readyz answers 503 draining */
 } mv_http_ops;
 
 /* Registers GET /livez (200 {"status":"ok"}, no store access), GET /readyz and GET /healthz

@@ -182,8 +182,8 @@ static void answer_saga(mv_http_response *res, mv_code rc, json_t *record, const
         return;
     }
     json_decref(record);
-    if (rc == MV_OK) {
-        mv_http_errorf(res, MV_INTERNAL, "saga call returned no record");
+    if (rc == MV_OK) { /* it ran, but reading its record back failed: the store went away */
+        mv_http_errorf(res, MV_STORE_UNAVAILABLE, "the saga's record could not be read back");
         return;
     }
     mv_http_error(res, err);

@@ -24,7 +24,8 @@ static const char *admin_permission(const mv_list_routes *r) {
 static mv_code known_params(const mv_http_request *req, const char *const *allowed, mv_err *err) {
     for (size_t i = 0; i < req->nquery; i++) {
         const char *const *a = allowed;
-        while (*a && strcmp(*a, req->query[i].name) != 0) a++;
+        while (*a && strcmp(*a, req->query[i].name) != 0)
+            a++;
         if (!*a)
             return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown query parameter \"%.100s\"",
                               req->query[i].name);
@@ -77,15 +78,17 @@ static void answer_page(mv_http_response *res, mv_code rc, const char *key, json
         mv_http_error(res, err);
         return;
     }
-    mv_http_json(res, 200,
-                 json_pack("{s:o,s:o}", key, items, "nextCursor", next ? json_string(next) : json_null()));
+    mv_http_json(
+        res, 200,
+        json_pack("{s:o,s:o}", key, items, "nextCursor", next ? json_string(next) : json_null()));
     free(next);
 }
 
 static void list_sagas(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     mv_list_routes *r = req->route_ctx;
-    mv_saga_list_query q = {.tenant_id = req->principal->tenant ? req->principal->tenant : "default",
+    mv_saga_list_query q = {.tenant_id =
+                                req->principal->tenant ? req->principal->tenant : "default",
                             .state = mv_http_query_get(req, "state"),
                             .definition = mv_http_query_get(req, "definition"),
                             .cursor = mv_http_query_get(req, "cursor")};

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/callctx.h"
 #include "message/inbox_internal.h"
+#include "message/service.h"
 
 static const char SQL_CLAIM_ACTIVE[] =
     "UPDATE messages SET action_state = 'processing', action_cd = ?, action_attempt_id = ?, "
@@ -156,6 +158,8 @@ static mv_code run_handler(action_job *j, mv_err *err) {
     if (rc != MV_OK) goto done;
     mv_action_input in = {j->message, j->action, name, j->req->user, j->attempt_id,
                           j->req->input ? j->req->input : empty, &j->abort};
+    /* the calls the handler makes (a webhook, a saga's steps) are logged with these ids */
+    mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
     if (svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
         rc = fn(ctx, &in, &j->result, err);
     } else if (j->action->handler == MV_HANDLER_NONE) {

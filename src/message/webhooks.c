@@ -32,8 +32,13 @@ mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input
     } else if (rc == MV_OK) {
         *items = res.json ? json_incref(res.json) : NULL;
     }
+    /* Only an answer is a refusal (4xx, or 2xx with something that is not JSON): a timeout, a
+     * dropped connection, no connection or a 5xx says nothing definitive about the request. */
+    mv_code code = rc == MV_PREPARE_FAILED || res.outcome == MV_WEBHOOK_REJECTED
+                       ? MV_PREPARE_FAILED
+                       : MV_PREPARE_UNAVAILABLE;
     mv_webhook_response_free(&res);
-    if (rc != MV_OK) return mv_err_set(err, MV_PREPARE_FAILED, "prepare failed: %s", e.message);
+    if (rc != MV_OK) return mv_err_set(err, code, "prepare failed: %s", e.message);
     return MV_OK;
 }
 
@@ -88,6 +93,10 @@ static mv_code pay_call(payment_webhook *pw, json_t *body, const char *key, json
     mv__callctx_call("payment", NULL, NULL, NULL);
     mv_code rc = mv_webhook_post(pw->wh, pw->url, body, key, &res, err);
     json_decref(body);
+    if (rc != MV_OK) { /* refused (4xx) is definitive; no answer, a timeout or a 5xx is not */
+        rc = res.outcome == MV_WEBHOOK_REJECTED ? MV_PAYMENT_FAILED : MV_PAYMENT_UNAVAILABLE;
+        if (err) err->code = rc;
+    }
     if (rc == MV_OK && answer) *answer = res.json ? json_incref(res.json) : NULL;
     mv_webhook_response_free(&res);
     return rc;

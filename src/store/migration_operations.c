@@ -2,8 +2,6 @@
  *
  * - a message's last handler failure in words a client may read (code, time), beside the
  *   existing action_failure_message, so `lastFailure` is one row read;
- * - a one-row table the readiness probe writes, so /readyz fails when the store cannot write
- *   (a full disk, a read-only replica), not only when it cannot answer;
  * - the indexes of the list routes, each ordered as its page (newest first, id as tie-break), so
  *   a page is a bounded index range scan whatever the table size or page depth. Every list is
  *   within one tenant (migration 4), so the tenant leads every index; approvals are listed per
@@ -14,7 +12,6 @@
 #define OPERATIONS_SQL                                                                             \
     "ALTER TABLE messages ADD COLUMN action_failure_code TEXT;"                                    \
     "ALTER TABLE messages ADD COLUMN action_failed_at BIGINT;"                                     \
-    "CREATE TABLE readiness_probe (id INTEGER PRIMARY KEY, checked_at BIGINT NOT NULL);"           \
     "CREATE INDEX sagas_list_all ON sagas (tenant_id, created_at DESC, saga_id DESC);"             \
     "CREATE INDEX sagas_list_by_state ON sagas (tenant_id, state, created_at DESC, saga_id DESC);" \
     "CREATE INDEX sagas_list_by_definition ON sagas"                                               \

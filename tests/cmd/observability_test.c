@@ -34,24 +34,26 @@ static int rig_start(rig *r, const char *name, const char *level) {
     if (mkdir(r->dir, 0700) || mkdir(path, 0700)) return 0;
     /* the handler URL carries credentials and a query string: neither may reach the log */
     snprintf(path, sizeof path, "%s/templates/booking.json", r->dir);
-    if (!test_write_file(path,
-                         "{\"templateCd\": \"booking\", \"receiverContent\": {\"title\": \"Book\"},"
-                         " \"prepare\": {\"toUser\": \"{{hostId}}\"},"
-                         " \"actions\": [{\"actionCd\": \"accept\", \"name\": \"Accept\","
-                         "   \"variant\": \"primary\", \"receiver\": true,"
-                         "   \"handler\": {\"webhook\": \"http://hook:pw@%s/hooks/accept?sig=abc\"}},"
-                         "  {\"actionCd\": \"refund\", \"name\": \"Refund\", \"variant\": \"primary\","
-                         "   \"receiver\": true, \"approval\": {\"capability\": \"refunds.large\"},"
-                         "   \"handler\": {\"webhook\": \"%s/refund\"}}]}",
-                         sink + 7, sink))
+    if (!test_write_file(
+            path,
+            "{\"templateCd\": \"booking\", \"receiverContent\": {\"title\": \"Book\"},"
+            " \"prepare\": {\"toUser\": \"{{hostId}}\"},"
+            " \"actions\": [{\"actionCd\": \"accept\", \"name\": \"Accept\","
+            "   \"variant\": \"primary\", \"receiver\": true,"
+            "   \"handler\": {\"webhook\": \"http://hook:pw@%s/hooks/accept?sig=abc\"}},"
+            "  {\"actionCd\": \"refund\", \"name\": \"Refund\", \"variant\": \"primary\","
+            "   \"receiver\": true, \"approval\": {\"capability\": \"refunds.large\"},"
+            "   \"handler\": {\"webhook\": \"%s/refund\"}}]}",
+            sink + 7, sink))
         return 0;
     snprintf(path, sizeof path, "%s/sagas", r->dir);
     if (mkdir(path, 0700)) return 0;
     snprintf(path, sizeof path, "%s/sagas/ship.json", r->dir);
-    if (!test_write_file(path,
-                         "{\"name\": \"ship\", \"steps\": [{\"name\": \"pack\", \"run\":"
-                         " {\"webhook\": \"%s/pack\"}, \"compensate\": {\"webhook\": \"%s/unpack\"}}]}",
-                         sink, sink))
+    if (!test_write_file(
+            path,
+            "{\"name\": \"ship\", \"steps\": [{\"name\": \"pack\", \"run\":"
+            " {\"webhook\": \"%s/pack\"}, \"compensate\": {\"webhook\": \"%s/unpack\"}}]}",
+            sink, sink))
         return 0;
     snprintf(config, sizeof config, "%s/missived.json", r->dir);
     if (!test_write_file(config,
@@ -108,9 +110,10 @@ TEST(a_failing_handler_logs_one_warn_line_with_ids_redacted_url_status_and_trace
     REQUIRE(rig_start(&r, "obs-log", "info"));
     char *id = create_booking(&r);
     REQUIRE(id);
-    http_sink_push(r.sink, &(http_sink_response){
-                               .status = 500,
-                               .body = "{\"error\": {\"code\": \"host_busy\", \"message\": \"try later\"}}"});
+    http_sink_push(
+        r.sink, &(http_sink_response){
+                    .status = 500,
+                    .body = "{\"error\": {\"code\": \"host_busy\", \"message\": \"try later\"}}"});
     char path[256], headers[256];
     snprintf(path, sizeof path, "/messages/%s/action/accept", id);
     snprintf(headers, sizeof headers, "X-User-Id: host\ntraceparent: %s", TRACEPARENT);
@@ -291,12 +294,15 @@ TEST(promtool_finds_the_metrics_clean_after_a_mixed_workload) {
     fclose(m);
     text[n] = '\0';
     CHECK(sample(text, "missive_build_info{version=\"" MV_VERSION_STRING "\"}") == 1);
-    CHECK(sample(text, "missive_webhook_requests_total{kind=\"handler\",outcome=\"ambiguous\"}") == 1);
+    CHECK(sample(text, "missive_webhook_requests_total{kind=\"handler\",outcome=\"ambiguous\"}") ==
+          1);
     CHECK(sample(text, "missive_webhook_requests_total{kind=\"handler\",outcome=\"ok\"}") == 1);
     CHECK(sample(text, "missive_webhook_requests_total{kind=\"saga_step\",outcome=\"ok\"}") == 1);
-    CHECK(sample(text, "missive_webhook_requests_total{kind=\"payment\",outcome=\"not_sent\"}") == 0);
+    CHECK(sample(text, "missive_webhook_requests_total{kind=\"payment\",outcome=\"not_sent\"}") ==
+          0);
     CHECK(sample(text, "missive_webhook_duration_seconds_count{kind=\"handler\"}") == 2);
-    CHECK(sample(text, "missive_webhook_duration_seconds_bucket{kind=\"handler\",le=\"+Inf\"}") == 2);
+    CHECK(sample(text, "missive_webhook_duration_seconds_bucket{kind=\"handler\",le=\"+Inf\"}") ==
+          2);
     CHECK(sample(text, "missive_sagas{state=\"completed\"}") == 1);
     CHECK(sample(text, "missive_sagas{state=\"manual-review\"}") == 0);
     CHECK(sample(text, "missive_approvals_total{decision=\"denied\"}") == 1);
@@ -308,8 +314,10 @@ TEST(promtool_finds_the_metrics_clean_after_a_mixed_workload) {
     CHECK(sample(text, "process_cpu_seconds_total") >= 0);
     /* every family has HELP and TYPE */
     int helps = 0, types = 0;
-    for (const char *p = text; (p = strstr(p, "# HELP ")); p++) helps++;
-    for (const char *p = text; (p = strstr(p, "# TYPE ")); p++) types++;
+    for (const char *p = text; (p = strstr(p, "# HELP ")); p++)
+        helps++;
+    for (const char *p = text; (p = strstr(p, "# TYPE ")); p++)
+        types++;
     CHECK(types >= 14);
     CHECK_INT(helps, types);
     rig_stop(&r);

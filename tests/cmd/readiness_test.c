@@ -85,7 +85,8 @@ static bool pg_create(pg_server *pg) {
     }
     fclose(f);
     pg->bindir[strcspn(pg->bindir, "\n")] = '\0';
-    if (getuid() == 0) snprintf(pg->as_owner, sizeof pg->as_owner, "cd / && runuser -u postgres -- ");
+    if (getuid() == 0)
+        snprintf(pg->as_owner, sizeof pg->as_owner, "cd / && runuser -u postgres -- ");
     return true;
 }
 
@@ -113,8 +114,9 @@ TEST(readyz_is_503_while_postgresql_is_stopped_and_200_when_it_returns) {
     mv_strlcpy(dir, test_tmp_path("ready-pg"), sizeof dir);
     REQUIRE(mkdir(dir, 0700) == 0);
     REQUIRE(write_config(dir, config, sizeof config));
-    snprintf(store, sizeof store, "postgresql:///postgres?host=%s&port=%d&user=postgres&connect_timeout=2",
-             pg.dir, pg.port);
+    snprintf(store, sizeof store,
+             "postgresql:///postgres?host=%s&port=%d&user=postgres&connect_timeout=2", pg.dir,
+             pg.port);
     snprintf(log, sizeof log, "%s/daemon.log", dir);
     int port = test_free_port();
     pid_t pid = test_daemon_start(config, port, store, log);

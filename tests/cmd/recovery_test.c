@@ -164,7 +164,8 @@ STORE_TEST(a_saga_whose_daemon_was_killed_inside_a_step_goes_to_review_after_a_r
     CHECK_INT(load(&w.far.undo1), 0);
     /* the operator's list shows it */
     test_reply r = test_http(port, "GET", "/sagas?state=manual-review", ADMIN, NULL);
-    CHECK_STR(mv_json_str(json_array_get(json_object_get(r.json, "sagas"), 0), "sagaId"), "order-7");
+    CHECK_STR(mv_json_str(json_array_get(json_object_get(r.json, "sagas"), 0), "sagaId"),
+              "order-7");
     test_reply_free(&r);
     CHECK_INT(test_daemon_stop(pid), 0);
     world_close(&w);
@@ -231,7 +232,8 @@ POSTGRES_TEST(three_daemons_one_killed_inside_a_step_another_takes_the_saga_once
     CHECK_INT(load(&w.far.step2), 0);
     char state[32];
     CHECK_STR(saga_state(ports[2], "order-9", state), "manual-review");
-    for (int i = 1; i < DAEMONS; i++) CHECK_INT(test_daemon_stop(pids[i]), 0);
+    for (int i = 1; i < DAEMONS; i++)
+        CHECK_INT(test_daemon_stop(pids[i]), 0);
     world_close(&w);
 }
 
@@ -255,14 +257,16 @@ POSTGRES_TEST(three_daemons_finish_a_killed_daemons_compensation_each_attempt_on
     int undo_before = load(&w.far.undo1); /* each saga's failed first attempt */
     CHECK_INT(undo_before, 4);
     for (int i = 0; i < 4; i++)
-        CHECK(wait_state(ports[1 + i % 2], ids[i], "compensated", LEASE_MS + INTERVAL_MS + 3000) >= 0);
+        CHECK(wait_state(ports[1 + i % 2], ids[i], "compensated", LEASE_MS + INTERVAL_MS + 3000) >=
+              0);
     CHECK(mv_now_ms() - killed_at <= LEASE_MS + INTERVAL_MS + 3000);
     mv_sleep_ms(3 * INTERVAL_MS);
     CHECK_INT(load(&w.far.undo1), undo_before + 4); /* one successful attempt per saga */
     CHECK_INT(load(&w.far.step1), 4);
     CHECK_INT(load(&w.far.step2), 4);
     CHECK_INT(load(&w.far.undo2), 0);
-    for (int i = 1; i < DAEMONS; i++) CHECK_INT(test_daemon_stop(pids[i]), 0);
+    for (int i = 1; i < DAEMONS; i++)
+        CHECK_INT(test_daemon_stop(pids[i]), 0);
     world_close(&w);
 }
 

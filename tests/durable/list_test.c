@@ -14,15 +14,16 @@
 
 static const char SQL_ADD_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
-    "created_at, updated_at, version, tenant_id) VALUES (?, ?, ?, 'null', 'fp', '[]', 3, ?, ?, 1, ?)";
+    "created_at, updated_at, version, tenant_id) VALUES (?, ?, ?, 'null', 'fp', '[]', 3, ?, ?, 1, "
+    "?)";
 static const char SQL_ADD_APPROVAL[] =
     "INSERT INTO approvals (approval_id, effect_id, capability, target, digest, tenant_id, "
     "principal_id, token_hash, state, decided_by, created_at, updated_at, expires_at, version) "
     "VALUES (?, 'e', 'refunds.large', 'm1', NULL, ?, ?, 'h', ?, NULL, ?, ?, ?, 1)";
 
 typedef struct {
-    int n;          /* sagas to add: saga-0000 …, created_at = 1000 + i */
-    int approvals;  /* approvals to add */
+    int n;         /* sagas to add: saga-0000 …, created_at = 1000 + i */
+    int approvals; /* approvals to add */
 } seed_arg;
 
 /* "refund" is the rare definition (i % 10 == 9), as a real mix would have one */
@@ -39,8 +40,8 @@ static mv_code seed_tx(mv_db *db, void *ctx, mv_err *err) {
         if (rc) return rc;
         /* another tenant's sagas interleave with t1's: no t1 list may show them */
         snprintf(id, sizeof id, "other-%04d", i);
-        rc = mv_db_execf(db, SQL_ADD_SAGA, NULL, err, "sssiis", id, definition_of(i),
-                         STATES[i % 3], (int64_t)(1000 + i / 2), (int64_t)(5000 + i), "t2");
+        rc = mv_db_execf(db, SQL_ADD_SAGA, NULL, err, "sssiis", id, definition_of(i), STATES[i % 3],
+                         (int64_t)(1000 + i / 2), (int64_t)(5000 + i), "t2");
         if (rc) return rc;
     }
     for (int i = 0; i < a->approvals; i++) {
@@ -50,8 +51,11 @@ static mv_code seed_tx(mv_db *db, void *ctx, mv_err *err) {
          * t1 is pending but already expired */
         bool t2 = i == a->approvals - 1, expired = i == a->approvals - 2;
         mv_code rc = mv_db_execf(db, SQL_ADD_APPROVAL, NULL, err, "ssssiii", id, t2 ? "t2" : "t1",
-                                 t2 ? "eve" : i % 2 ? "bob" : "ana", "pending", (int64_t)(100 + i),
-                                 (int64_t)(100 + i), (int64_t)(expired ? 50 : 1000000));
+                                 t2      ? "eve"
+                                 : i % 2 ? "bob"
+                                         : "ana",
+                                 "pending", (int64_t)(100 + i), (int64_t)(100 + i),
+                                 (int64_t)(expired ? 50 : 1000000));
         if (rc) return rc;
     }
     return MV_OK;
@@ -109,17 +113,22 @@ STORE_TEST(saga_pages_are_newest_first_and_end_with_a_null_cursor) {
     CHECK_STR(json_string_value(json_array_get(ids, 29)), "saga-0000");
     json_decref(ids);
 
-    ids = walk_sagas(s, (mv_saga_list_query){.tenant_id = "t1", .state = "manual-review", .limit = 3}, &pages);
+    ids = walk_sagas(
+        s, (mv_saga_list_query){.tenant_id = "t1", .state = "manual-review", .limit = 3}, &pages);
     CHECK_INT(json_array_size(ids), 10); /* i % 3 == 2 */
     CHECK_STR(json_string_value(json_array_get(ids, 0)), "saga-0029");
     json_decref(ids);
-    ids = walk_sagas(s, (mv_saga_list_query){.tenant_id = "t1", .definition = "refund", .limit = 2}, &pages);
+    ids = walk_sagas(s, (mv_saga_list_query){.tenant_id = "t1", .definition = "refund", .limit = 2},
+                     &pages);
     CHECK_INT(json_array_size(ids), 3); /* 9, 19, 29 */
     CHECK_INT(pages, 2);
     CHECK_STR(json_string_value(json_array_get(ids, 2)), "saga-0009");
     json_decref(ids);
-    ids = walk_sagas(s, (mv_saga_list_query){.tenant_id = "t1", .definition = "checkout", .state = "running", .limit = 2},
-                     &pages);
+    ids =
+        walk_sagas(s,
+                   (mv_saga_list_query){
+                       .tenant_id = "t1", .definition = "checkout", .state = "running", .limit = 2},
+                   &pages);
     CHECK_INT(json_array_size(ids), 9); /* i % 3 == 0 and not 9: 0 3 6 12 15 18 21 24 27 */
     CHECK_STR(json_string_value(json_array_get(ids, 0)), "saga-0027");
     json_decref(ids);
@@ -128,7 +137,8 @@ STORE_TEST(saga_pages_are_newest_first_and_end_with_a_null_cursor) {
     json_t *page = NULL;
     char *next = NULL;
     mv_err err = {0};
-    mv_saga_list_query q = {.tenant_id = "t1", .state = "completed", .definition = "checkout", .limit = 9};
+    mv_saga_list_query q = {
+        .tenant_id = "t1", .state = "completed", .definition = "checkout", .limit = 9};
     CHECK_CODE(mv_saga_list(s, &q, &page, &next, &err), MV_OK, &err);
     CHECK_INT(json_array_size(page), 9); /* i % 3 == 1 but 19: 1 4 7 10 13 16 22 25 28 */
     CHECK(next == NULL);
@@ -184,8 +194,8 @@ STORE_TEST(saga_counts_follow_the_states) {
 
 static json_t *approvals_of(mv_store *s, const char *tenant, const char *principal,
                             const char *state, int64_t now, int limit, char **next) {
-    mv_approval_list_query q = {.tenant_id = tenant, .principal_id = principal, .state = state,
-                                .now = now, .limit = limit};
+    mv_approval_list_query q = {
+        .tenant_id = tenant, .principal_id = principal, .state = state, .now = now, .limit = limit};
     json_t *page = NULL;
     mv_err err = {0};
     if (mv_approval_list(s, &q, &page, next, &err) != MV_OK)
@@ -216,8 +226,8 @@ STORE_TEST(approval_pages_stay_in_the_tenant_and_a_principal_sees_only_theirs) {
     CHECK_INT(json_array_size(page), 2);
     CHECK(next != NULL);
     json_decref(page);
-    mv_approval_list_query q = {.tenant_id = "t1", .principal_id = "bob", .now = 500, .limit = 2,
-                                .cursor = next};
+    mv_approval_list_query q = {
+        .tenant_id = "t1", .principal_id = "bob", .now = 500, .limit = 2, .cursor = next};
     mv_err err = {0};
     char *next2 = NULL;
     CHECK_CODE(mv_approval_list(s, &q, &page, &next2, &err), MV_OK, &err);
@@ -250,9 +260,9 @@ STORE_TEST(approval_pages_stay_in_the_tenant_and_a_principal_sees_only_theirs) {
 /* ---- query plans -------------------------------------------------------------------------- */
 
 typedef struct {
-    const char *sql;   /* a list statement */
-    bool analyze;      /* PostgreSQL: EXPLAIN ANALYZE (the rows actually read) */
-    const char *bind;  /* "s"/"i" per parameter, values below */
+    const char *sql;  /* a list statement */
+    bool analyze;     /* PostgreSQL: EXPLAIN ANALYZE (the rows actually read) */
+    const char *bind; /* "s"/"i" per parameter, values below */
     const char *texts[5];
     int64_t ints[4];
     char plan[8192];
@@ -266,16 +276,18 @@ static mv_code plan_fn(mv_db *db, void *ctx, mv_err *err) {
     static int used_bufs;
     char *sql = bufs[used_bufs++ % 16];
     snprintf(sql, sizeof bufs[0], "%s %s",
-            pg ? (a->analyze ? "EXPLAIN (ANALYZE, COSTS OFF)" : "EXPLAIN (COSTS OFF)")
-               : "EXPLAIN QUERY PLAN",
-            a->sql);
+             pg ? (a->analyze ? "EXPLAIN (ANALYZE, COSTS OFF)" : "EXPLAIN (COSTS OFF)")
+                : "EXPLAIN QUERY PLAN",
+             a->sql);
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql, &st, err);
     if (rc) return rc;
     int ti = 0, ii = 0;
     for (int p = 0; a->bind[p]; p++) {
-        if (a->bind[p] == 's') mv_stmt_bind_text(st, p + 1, a->texts[ti++]);
-        else mv_stmt_bind_int64(st, p + 1, a->ints[ii++]);
+        if (a->bind[p] == 's')
+            mv_stmt_bind_text(st, p + 1, a->texts[ti++]);
+        else
+            mv_stmt_bind_int64(st, p + 1, a->ints[ii++]);
     }
     size_t used = 0;
     int r;
@@ -322,15 +334,30 @@ STORE_TEST(every_list_statement_seeks_its_index_and_reads_one_page) {
         const char *texts[5];
     } cases[] = {
         {mv__saga_list_sql(false, false), "sagas_list_all", "saga_id", "sisi", {"t1", "saga-2000"}},
-        {mv__saga_list_sql(true, false), "sagas_list_by_state", "saga_id", "ssisi",
+        {mv__saga_list_sql(true, false),
+         "sagas_list_by_state",
+         "saga_id",
+         "ssisi",
          {"t1", "running", "saga-2000"}},
-        {mv__saga_list_sql(false, true), "sagas_list_by_definition", "saga_id", "ssisi",
+        {mv__saga_list_sql(false, true),
+         "sagas_list_by_definition",
+         "saga_id",
+         "ssisi",
          {"t1", "refund", "saga-2000"}},
-        {mv__saga_list_sql(true, true), "sagas_list_by_definition_state", "saga_id", "sssisi",
+        {mv__saga_list_sql(true, true),
+         "sagas_list_by_definition_state",
+         "saga_id",
+         "sssisi",
          {"t1", "checkout", "running", "saga-2000"}},
-        {mv__approval_list_sql(false), "approvals_list_by_tenant", "approval_id", "ssiisi",
+        {mv__approval_list_sql(false),
+         "approvals_list_by_tenant",
+         "approval_id",
+         "ssiisi",
          {"t1", "pending", "00000000-0000-4000-8000-000000002000"}},
-        {mv__approval_list_sql(true), "approvals_list_by_principal", "approval_id", "sssiisi",
+        {mv__approval_list_sql(true),
+         "approvals_list_by_principal",
+         "approval_id",
+         "sssiisi",
          {"t1", "ana", "pending", "00000000-0000-4000-8000-000000002000"}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -359,7 +386,8 @@ STORE_TEST(every_list_statement_seeks_its_index_and_reads_one_page) {
             const char *removed = scan ? strstr(scan, "Rows Removed by Filter: ") : NULL;
             CHECK(rows != NULL);
             if (rows) {
-                long n = strtol(rows + 5, NULL, 10) + (removed ? strtol(removed + 24, NULL, 10) : 0);
+                long n =
+                    strtol(rows + 5, NULL, 10) + (removed ? strtol(removed + 24, NULL, 10) : 0);
                 if (n > 2 * 51) fprintf(stderr, "plan:\n%s", a.plan);
                 CHECK(n <= 2 * 51 && n >= 1);
             }

@@ -46,8 +46,11 @@ static int pending(env *e, const char *tenant, const char *principal, char out[6
     char effect[37];
     mv_id_uuid(effect, NULL);
     e->now++;
-    mv_approval_request r = {.effect_id = effect, .capability = "refunds.large", .target = "m1",
-                             .tenant_id = tenant, .principal_id = principal};
+    mv_approval_request r = {.effect_id = effect,
+                             .capability = "refunds.large",
+                             .target = "m1",
+                             .tenant_id = tenant,
+                             .principal_id = principal};
     mv_err err = {0};
     if (mv_approval_authorize(e->approvals, &r, &err) != MV_APPROVAL_REQUIRED) return 0;
     snprintf(out, 64, "%s", err.approval_id);
@@ -71,8 +74,8 @@ static int env_open(env *e, const char *kind, const char *name) {
     if (mv_auth_new(&auth, &e->auth, NULL) != MV_OK) return 0;
     e->router = mv_router_new(e);
     mv_router_set_auth(e->router, e->auth);
-    e->routes = (mv_list_routes){.store = e->store, .sagas = true, .approvals = true,
-                                 .default_limit = 50, .max_limit = 100};
+    e->routes = (mv_list_routes){
+        .store = e->store, .sagas = true, .approvals = true, .default_limit = 50, .max_limit = 100};
     return mv_list_routes_add(e->router, &e->routes, NULL) == MV_OK;
 }
 

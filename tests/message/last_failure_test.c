@@ -1,8 +1,8 @@
 /* last_failure_test.c — a retryable message says why: lastFailure carries the handler's own words
  * (its {"error": {"code", "message"}}, or what happened on the wire) and never a URL, on both
  * stores; the next attempt that succeeds clears it. Handlers are webhooks on a loopback sink. */
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fixture.h"
