@@ -88,14 +88,18 @@ mv_code mv_changes_latest(mv_store *store, int64_t *latest, int64_t *pruned, mv_
 /* Removes changes created at or before older_than (ms); *removed (may be NULL) gets the count. */
 mv_code mv_changes_gc(mv_store *store, int64_t older_than, int64_t *removed, mv_err *err);
 
-/* Waits for new changes: on PostgreSQL a LISTEN connection wakes the waiter as soon as another
- * transaction commits one (from any process); on SQLite the waiter simply sleeps (callers poll
- * mv_changes_latest, which is one index lookup). Free with mv_change_waiter_free (NULL-safe). */
+/* Waits for new changes: a write committed through this store (in this process) wakes the waiter
+ * at once; on PostgreSQL a LISTEN connection also wakes it when another process commits one; on
+ * SQLite other processes' changes are found by polling mv_changes_latest (one index lookup) after
+ * each timeout. One waiter per store receives the in-process wake-ups (the newest one created).
+ * Free with mv_change_waiter_free (NULL-safe). */
 typedef struct mv_change_waiter mv_change_waiter;
 mv_code mv_change_waiter_new(mv_store *store, mv_change_waiter **out, mv_err *err);
 /* Returns after a notification or timeout_ms, whichever comes first; true when notified. A
  * broken LISTEN connection is reopened on the next call (until then it behaves as a timeout). */
 bool mv_change_waiter_wait(mv_change_waiter *w, int timeout_ms);
+/* Makes a wait in progress (or the next one) return at once. Thread-safe. */
+void mv_change_waiter_wake(mv_change_waiter *w);
 void mv_change_waiter_free(mv_change_waiter *w);
 
 #endif

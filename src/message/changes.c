@@ -68,7 +68,7 @@ static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
     mv_code rc = mv_db_prepare(db, SQL_READ_CHANGES, &st, err);
     if (rc != MV_OK) return rc;
     mv_stmt_bindf(st, "ii", a->after, (int64_t)a->max);
-    int r;
+    int r = 0;
     while (a->n < a->max && (r = mv_stmt_step(st, err)) == 1) {
         mv_change *c = &a->out[a->n++];
         memset(c, 0, sizeof *c);
@@ -140,8 +140,13 @@ mv_code mv_changes_gc(mv_store *store, int64_t older_than, int64_t *removed, mv_
 /* ---- waiting ----------------------------------------------------------------------------- */
 
 struct mv_change_waiter {
+    mv_store *store;
     mv__listener *l;
 };
+
+static void wake_on_commit(void *ctx) {
+    mv__listener_wake(ctx);
+}
 
 mv_code mv_change_waiter_new(mv_store *store, mv_change_waiter **out, mv_err *err) {
     *out = calloc(1, sizeof **out);
@@ -150,8 +155,15 @@ mv_code mv_change_waiter_new(mv_store *store, mv_change_waiter **out, mv_err *er
     if (rc != MV_OK) {
         free(*out);
         *out = NULL;
+        return rc;
     }
-    return rc;
+    (*out)->store = store;
+    mv__store_on_commit(store, wake_on_commit, (*out)->l); /* this process's writes: at once */
+    return MV_OK;
+}
+
+void mv_change_waiter_wake(mv_change_waiter *w) {
+    mv__listener_wake(w->l);
 }
 
 bool mv_change_waiter_wait(mv_change_waiter *w, int timeout_ms) {
@@ -160,6 +172,7 @@ bool mv_change_waiter_wait(mv_change_waiter *w, int timeout_ms) {
 
 void mv_change_waiter_free(mv_change_waiter *w) {
     if (!w) return;
+    mv__store_on_commit(w->store, NULL, NULL);
     mv__listener_free(w->l);
     free(w);
 }

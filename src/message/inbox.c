@@ -198,7 +198,7 @@ static mv_code mark_batch_tx(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt_bind_int64(st, idx++, a->before);
     mv_stmt_bind_int64(st, idx++, MARK_BATCH);
     char ids[MARK_BATCH][25];
-    int n = 0, r;
+    int n = 0, r = 0;
     while (n < MARK_BATCH && (r = mv_stmt_step(st, err)) == 1)
         mv_strlcpy(ids[n++], mv_stmt_text(st, 0), 25);
     mv_stmt_done(st);

@@ -5,11 +5,13 @@
  * announces uncommitted rows. It is only a wake-up — a missed one (a connection lost between
  * commit and delivery) costs at most the caller's timeout, because the caller re-reads the log
  * after every wait anyway. */
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "missive/base.h"
 #include "store/listen.h"
@@ -19,6 +21,7 @@ struct mv__listener {
     char *url;
     char channel[64];
     PGconn *pg;
+    int wake[2]; /* self-pipe: a commit in this process wakes the waiter at once */
 };
 
 static bool valid_channel(const char *s) {
@@ -59,12 +62,16 @@ mv_code mv__listener_new(mv_store *store, const char *channel, mv__listener **ou
                           "listen channel must be a lowercase identifier");
     mv__listener *l = calloc(1, sizeof *l);
     if (!l) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (pipe2(l->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+        free(l);
+        return mv_err_set(err, MV_IO, "cannot create the wake-up pipe");
+    }
     l->kind = mv_store_kind_of(store);
     mv_strlcpy(l->channel, channel, sizeof l->channel);
     if (l->kind == MV_STORE_POSTGRES) {
         l->url = strdup(mv__store_url(store));
         if (!l->url) {
-            free(l);
+            mv__listener_free(l);
             return mv_err_set(err, MV_NO_MEMORY, "out of memory");
         }
         if (!connect_listen(l)) {
@@ -88,29 +95,44 @@ static bool drain_notifies(mv__listener *l) {
     return any;
 }
 
+void mv__listener_wake(mv__listener *l) {
+    char b = 1;
+    ssize_t r = write(l->wake[1], &b, 1); /* a full pipe already means "wake up" */
+    (void)r;
+}
+
+/* Waits for the wake-up pipe (and fd, when >= 0); true when the pipe fired. */
+static bool wait_fds(mv__listener *l, int fd, int timeout_ms, int *fd_ready) {
+    struct pollfd p[2] = {{.fd = l->wake[0], .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+    int r = poll(p, fd >= 0 ? 2 : 1, timeout_ms);
+    *fd_ready = r < 0 ? -1 : fd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)) ? 1 : 0;
+    if (r > 0 && (p[0].revents & POLLIN)) {
+        char buf[64];
+        while (read(l->wake[0], buf, sizeof buf) > 0) {
+        }
+        return true;
+    }
+    return false;
+}
+
 bool mv__listener_wait(mv__listener *l, int timeout_ms) {
-    if (l->kind != MV_STORE_POSTGRES) {
-        mv_sleep_ms(timeout_ms);
-        return false;
-    }
-    if (!l->pg && !connect_listen(l)) {
-        mv_sleep_ms(timeout_ms);
-        return false;
-    }
+    int ready;
+    if (l->kind != MV_STORE_POSTGRES || (!l->pg && !connect_listen(l)))
+        return wait_fds(l, -1, timeout_ms, &ready);
     if (PQconsumeInput(l->pg) && drain_notifies(l)) return true;
-    struct pollfd p = {.fd = PQsocket(l->pg), .events = POLLIN};
-    int r = p.fd >= 0 ? poll(&p, 1, timeout_ms) : -1;
-    if (r < 0 || !PQconsumeInput(l->pg) || PQstatus(l->pg) != CONNECTION_OK) {
+    bool woken = wait_fds(l, PQsocket(l->pg), timeout_ms, &ready);
+    if (ready < 0 || !PQconsumeInput(l->pg) || PQstatus(l->pg) != CONNECTION_OK) {
         disconnect(l); /* reconnect next time; the caller re-reads the log anyway */
-        if (r < 0) mv_sleep_ms(timeout_ms);
-        return false;
+        return woken;
     }
-    return drain_notifies(l);
+    return drain_notifies(l) || woken;
 }
 
 void mv__listener_free(mv__listener *l) {
     if (!l) return;
     disconnect(l);
+    close(l->wake[0]);
+    close(l->wake[1]);
     free(l->url);
     free(l);
 }
