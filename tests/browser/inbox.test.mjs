@@ -155,7 +155,7 @@ let hookOrigin = null;
 
 function daemonConfig(extra = {}) {
   return {
-    cors: { allowedOrigins: [hookOrigin] },
+    ...(has.cors ? { cors: { allowedOrigins: [hookOrigin] } } : {}),
     store: `sqlite:${path.join(tmp, 'missive.db')}`,
     templates: path.join(tmp, 'templates'),
     sagas: path.join(tmp, 'sagas'),
@@ -267,7 +267,7 @@ async function probe() {
   has.ops = a.status === 200 && s.status === 200;
 }
 const NEEDS = { state: 'the viewer state routes and counts (issue 15)', stream: 'POST /stream-tickets and GET /messages/stream (issue 15)',
-  ops: 'GET /approvals and GET /sagas lists (issue 18)' };
+  ops: 'GET /approvals and GET /sagas lists (issue 18)', cors: 'the "cors" config key (issue 15)' };
 
 // ---- tests ----------------------------------------------------------------------------------------
 
@@ -443,7 +443,7 @@ test('accept_archives_the_message_and_the_sender_notification_arrives_in_a_secon
   await guest.context().close();
 });
 
-test('an_application_on_another_allowed_origin_embeds_the_inbox_over_cors', ['stream'], async () => {
+test('an_application_on_another_allowed_origin_embeds_the_inbox_over_cors', ['stream', 'cors'], async () => {
   const page = await newPage();
   const failedRequests = [];
   page.on('requestfailed', (r) => failedRequests.push(`${r.method()} ${r.url()}`));
@@ -663,6 +663,15 @@ async function main() {
   const hookServer = await startHooks();
   writeFixtures(hookServer.address().port);
   hookOrigin = `http://127.0.0.1:${hookServer.address().port}`;
+  has.cors = true; // a daemon without the "cors" key (issue 15) refuses it: check before starting
+  const probePath = path.join(tmp, 'probe.json');
+  fs.writeFileSync(probePath, JSON.stringify({ ...daemonConfig(), listen: '127.0.0.1:0' }));
+  try {
+    execFileSync(daemonBin, ['--check-config', probePath], { stdio: 'pipe', env: { ...process.env, MISSIVE_TEST_APPROVAL_SECRET: 'x'.repeat(48) } });
+  } catch (e) {
+    if (!/cors/.test(String(e.stderr) + String(e.stdout))) throw e;
+    has.cors = false;
+  }
   daemon = new Daemon('main', daemonConfig());
   await daemon.start();
   await probe();
