@@ -126,8 +126,7 @@ bool svc_find_handler(mv_service *svc, const char *template_cd, const char *acti
 }
 
 mv_code mv_service_health(mv_service *svc, mv_err *err) {
-    /* readiness (/readyz): the schema is current and a write that needs fresh space commits, so
-     * a full disk or a read-only server is not ready even while reads still work */
-    mv_code rc = mv_store_check_schema(svc->o.store, err);
-    return rc == MV_OK ? mv_store_probe_write(svc->o.store, err) : rc;
+    /* reading works; a store that cannot take a write (a full disk, a read-only or lost server)
+     * is not ready either */
+    return mv_store_ready(svc->o.store, err);
 }
