@@ -15,6 +15,10 @@
 
 #include "missive/message.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- viewer state -------------------------------------------------------------------------- */
 
 typedef enum mv_mark {
@@ -101,5 +105,9 @@ bool mv_change_waiter_wait(mv_change_waiter *w, int timeout_ms);
 /* Makes a wait in progress (or the next one) return at once. Thread-safe. */
 void mv_change_waiter_wake(mv_change_waiter *w);
 void mv_change_waiter_free(mv_change_waiter *w);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -209,8 +209,11 @@ STORE_TEST(a_stream_gets_every_change_its_user_may_see_once_and_in_order) {
     REQUIRE(pid > 0);
     sse *bob = sse_open(port, "/messages/stream", "X-User-Id: bob\r\n");
     CHECK_INT(bob->status, 200);
+    sse *bob_t2 = sse_open(port, "/messages/stream", "X-User-Id: bob\r\nX-Tenant-Id: t2\r\n");
+    CHECK_INT(bob_t2->status, 200);
     sse_event ev;
     CHECK(sse_wait(bob, "counts", 2000, &ev)); /* the initial counts */
+    CHECK(sse_wait(bob_t2, "counts", 2000, &ev));
     char ids[3][25];
     for (int i = 0; i < 3; i++) {
         snprintf(ids[i], sizeof ids[i], "%s", send_note(port, "bob", i));
@@ -239,6 +242,9 @@ STORE_TEST(a_stream_gets_every_change_its_user_may_see_once_and_in_order) {
     sse_event extra;
     bool more = sse_next(bob, 400, &extra);
     CHECK(!more);
+    /* the other tenant's Bob saw none of it */
+    CHECK(!sse_next(bob_t2, 100, &extra));
+    sse_close(bob_t2);
     /* 16 streams per user, then 503 stream_capacity; /metrics still answers with them open */
     sse *dave[17];
     for (int i = 0; i < 17; i++)
