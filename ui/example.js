@@ -3,7 +3,7 @@
 // set the element's token or getToken from its own session instead.
 const q = new URLSearchParams(location.search);
 const inbox = document.querySelector('missive-inbox');
-for (const name of ['user', 'roles', 'permissions', 'tenant', 'base-url']) {
+for (const name of ['user', 'roles', 'permissions', 'tenant', 'base-url', 'page-size', 'poll-ms']) {
   if (q.has(name)) inbox.setAttribute(name, q.get(name));
 }
 if (q.has('token')) {

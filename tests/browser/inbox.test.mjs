@@ -462,6 +462,42 @@ test('an_application_on_another_allowed_origin_embeds_the_inbox_over_cors', ['st
   await page.context().close();
 });
 
+test('a_press_on_a_message_archived_meanwhile_is_explained_as_410', [], async () => {
+  const m = booking('walt', { guest: 'Late' });
+  // no live updates for this page, so it still shows the message as active when it is pressed
+  const page = await newPage();
+  await page.route('**/stream-tickets', (route) => route.abort());
+  await page.goto(`${daemon.base}/ui/example.html?user=walt&poll-ms=600000`);
+  await page.waitForSelector('missive-inbox[data-ready]');
+  const li = item(page, m.id);
+  await li.locator('.summary').click();
+  await li.locator('button[data-action="decline"]').waitFor();
+  eq((await api('POST', `/messages/${m.id}/action/accept`, { user: 'walt' })).status, 200, 'accepted elsewhere');
+  await li.locator('button[data-action="decline"]').click();
+  await page.locator('missive-inbox dialog[open] textarea.notes').fill('too late');
+  await page.locator('missive-inbox dialog[open] .confirm-ok').click();
+  const text = await waitFor('the 410', async () => {
+    const o = li.locator('.outcome.error');
+    return (await o.count()) ? o.textContent() : null;
+  });
+  assert(/already handled and archived, so nothing was done/.test(text), `410 explained: ${text}`);
+  await waitFor('shown archived', async () => (await li.getAttribute('data-state')) === 'archived');
+  await page.context().close();
+});
+
+test('the_host_page_themes_the_inbox_with_css_custom_properties', [], async () => {
+  const m = booking('tess');
+  const page = await openInbox('tess');
+  await item(page, m.id).locator('.summary').click();
+  const accept = item(page, m.id).locator('button[data-action="accept"]');
+  await accept.waitFor();
+  // as a host page's stylesheet would (this page's CSP allows no inline <style>, so set them from script)
+  await page.locator('missive-inbox').evaluate((el) => { el.style.setProperty('--missive-accent', 'rgb(200, 30, 120)'); el.style.setProperty('--missive-radius', '0px'); });
+  eq(await accept.evaluate((b) => getComputedStyle(b).backgroundColor), 'rgb(200, 30, 120)', 'the accent colours the primary action');
+  eq(await page.locator('missive-inbox').evaluate((el) => getComputedStyle(el).borderTopLeftRadius), '0px', 'the radius shapes the box');
+  await page.context().close();
+});
+
 test('dismiss_and_mark_all_read_move_the_badge', ['state'], async () => {
   const ms = [booking('dora'), booking('dora'), booking('dora')];
   const page = await openInbox('dora');
