@@ -207,7 +207,7 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                            .metrics = d->metrics,
                            .draining = &d->draining};
     d->list_routes = (mv_list_routes){.store = d->store,
-                                      .sagas = d->saga_engine != NULL,
+                                      .engine = d->saga_engine,
                                       .approvals = d->approvals != NULL,
                                       .admin_permission = cfg->admin_permission_key,
                                       .default_limit = cfg->list.default_limit,
