@@ -54,7 +54,7 @@ static mv_code check_sagas(const mv_http_request *req, mv_err *err) {
     static const char *const allowed[] = {"state", "definition", "limit", "cursor", NULL};
     int limit;
     mv_code rc;
-    if (!r->sagas) return mv_err_set(err, MV_NOT_FOUND, "sagas are not configured");
+    if (!r->engine) return mv_err_set(err, MV_NOT_FOUND, "sagas are not configured");
     if ((rc = known_params(req, allowed, err)) || (rc = page_limit(req, &limit, err))) return rc;
     if (!mv_principal_has_permission(req->principal, admin_permission(r)))
         return mv_err_set(err, MV_FORBIDDEN, "saga routes need the admin permission \"%s\"",
@@ -75,6 +75,7 @@ static mv_code check_approvals(const mv_http_request *req, mv_err *err) {
 static void answer_page(mv_http_response *res, mv_code rc, const char *key, json_t *items,
                         char *next, const mv_err *err) {
     if (rc != MV_OK) {
+        free(next);
         mv_http_error(res, err);
         return;
     }
@@ -94,9 +95,28 @@ static void list_sagas(mv_http_request *req, mv_http_response *res, void *app) {
                             .cursor = mv_http_query_get(req, "cursor")};
     mv_err err = {0};
     page_limit(req, &q.limit, &err); /* checked before */
-    json_t *sagas = NULL;
+    json_t *page = NULL, *sagas = json_array();
     char *next = NULL;
-    mv_code rc = mv_saga_list(r->store, &q, &sagas, &next, &err);
+    mv_code rc = sagas ? mv_saga_list(r->store, &q, &page, &next, &err)
+                       : mv_err_set(&err, MV_NO_MEMORY, "out of memory");
+    /* the page found the ids by index; each item is the saga's full record (decrypted input,
+     * steps), read by id: limit reads at most, whatever the depth */
+    size_t i;
+    json_t *row;
+    json_array_foreach(page, i, row) {
+        json_t *record = NULL;
+        mv_err gerr = {0};
+        mv_code grc = mv_saga_get(r->engine, mv_json_str(row, "sagaId"), &record, &gerr);
+        if (grc == MV_OK)
+            json_array_append_new(sagas, record);
+        else if (grc != MV_SAGA_NOT_FOUND && rc == MV_OK)
+            rc = mv_err_copy(&err, &gerr);
+    }
+    json_decref(page);
+    if (rc != MV_OK) {
+        json_decref(sagas);
+        sagas = NULL;
+    }
     answer_page(res, rc, "sagas", sagas, next, &err);
 }
 

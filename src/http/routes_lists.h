@@ -6,11 +6,13 @@
 #include <stdbool.h>
 
 #include "http/router.h"
+#include "missive/durable.h"
 #include "missive/store.h"
 
 typedef struct mv_list_routes {
     mv_store *store;              /* borrowed */
-    bool sagas;                   /* false → GET /sagas answers 404 not_found */
+    mv_saga_engine *engine;       /* borrowed; reads each listed saga's record. NULL → GET /sagas
+                                     answers 404 not_found */
     bool approvals;               /* false → GET /approvals answers 404 not_found */
     const char *admin_permission; /* NULL → "is.admin" */
     int default_limit;            /* 0 → 50 */
@@ -19,7 +21,8 @@ typedef struct mv_list_routes {
 
 /* Registers GET /sagas?state=&definition=&limit=&cursor= and
  * GET /approvals?state=&limit=&cursor= (state defaults to pending), each answering
- * {"sagas"|"approvals": [...], "nextCursor": "…"|null}. routes must outlive the router. */
+ * {"sagas"|"approvals": [...], "nextCursor": "…"|null} — every saga as GET /sagas/{id} shows it,
+ * every approval as GET /approvals/{id}. routes must outlive the router. */
 mv_code mv_list_routes_add(mv_router *router, mv_list_routes *routes, mv_err *err);
 
 #endif

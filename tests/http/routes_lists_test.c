@@ -14,6 +14,7 @@
 typedef struct env {
     mv_store *store;
     mv_approvals *approvals;
+    mv_saga_engine *engine;
     mv_auth *auth;
     mv_router *router;
     mv_list_routes routes;
@@ -65,7 +66,9 @@ static int env_open(env *e, const char *kind, const char *name) {
     mv_approvals_options ao = {.secret = (const unsigned char *)"0123456789abcdef0123456789abcdef",
                                .secret_len = 32,
                                .clock = &e->clock};
-    if (mv_approvals_new(e->store, &ao, &e->approvals, NULL) != MV_OK) return 0;
+    if (mv_approvals_new(e->store, &ao, &e->approvals, NULL) != MV_OK ||
+        mv_saga_engine_new(e->store, NULL, &e->engine, NULL) != MV_OK)
+        return 0;
     if (!pending(e, "t1", "ana", e->ids[0]) || !pending(e, "t1", "ana", e->ids[1]) ||
         !pending(e, "t1", "bob", e->ids[2]) || !pending(e, "t2", "eve", e->ids[3]))
         return 0;
@@ -74,14 +77,18 @@ static int env_open(env *e, const char *kind, const char *name) {
     if (mv_auth_new(&auth, &e->auth, NULL) != MV_OK) return 0;
     e->router = mv_router_new(e);
     mv_router_set_auth(e->router, e->auth);
-    e->routes = (mv_list_routes){
-        .store = e->store, .sagas = true, .approvals = true, .default_limit = 50, .max_limit = 100};
+    e->routes = (mv_list_routes){.store = e->store,
+                                 .engine = e->engine,
+                                 .approvals = true,
+                                 .default_limit = 50,
+                                 .max_limit = 100};
     return mv_list_routes_add(e->router, &e->routes, NULL) == MV_OK;
 }
 
 static void env_close(env *e) {
     mv_router_free(e->router);
     mv_auth_free(e->auth);
+    mv_saga_engine_free(e->engine);
     mv_approvals_free(e->approvals);
     mv_store_close(e->store);
 }
@@ -165,6 +172,13 @@ STORE_TEST(only_admins_list_sagas_filtered_by_state_and_definition) {
     run(&e, &c, "/sagas?state=manual-review", "root@t1:is.admin");
     CHECK_INT(c.res.status, 200);
     CHECK_STR(ids_of(&c, "sagas", "sagaId"), "s3,s1");
+    /* each item is the saga's record, as GET /sagas/{id} shows it */
+    json_t *first = json_array_get(json_object_get(c.body, "sagas"), 0);
+    CHECK(json_is_array(json_object_get(first, "steps")));
+    CHECK(json_object_get(first, "input") != NULL);
+    CHECK_STR(mv_json_str(first, "definition"), "checkout");
+    CHECK_INT(json_integer_value(json_object_get(first, "createdAt")), 103);
+    CHECK(json_object_get(first, "version") == NULL); /* the public shape only */
     call_free(&c);
     run(&e, &c, "/sagas?definition=checkout&limit=3", "root@t1:is.admin");
     CHECK_STR(ids_of(&c, "sagas", "sagaId"), "s3,s2,s1");
