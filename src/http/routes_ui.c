@@ -62,6 +62,13 @@ static void handle_file(mv_http_request *req, mv_http_response *res, void *app) 
     serve(req, res, find_asset(req->route_ctx, mv_http_param(req, "file")));
 }
 
+/* The element has a route of its own: it is the address applications embed (and the one the API
+ * description names). */
+static void handle_element(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    serve(req, res, find_asset(req->route_ctx, "missive-inbox.js"));
+}
+
 static void handle_bare(mv_http_request *req, mv_http_response *res, void *app) {
     (void)req;
     (void)app;
@@ -76,6 +83,7 @@ mv_code mv_ui_routes_add(mv_router *router, const mv_ui_routes *ui, mv_err *err)
         {"GET", "/ui", handle_bare, true, false, NULL, ctx},
         {"GET", "/ui/", handle_index, true, false, NULL, ctx},
         {"GET", "/ui/{file}", handle_file, true, false, NULL, ctx},
+        {"GET", "/ui/missive-inbox.js", handle_element, true, false, NULL, ctx},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         mv_code rc = mv_router_add(router, &table[i], err);

@@ -33,8 +33,9 @@ typedef struct mv_ui_routes {
     const char *index;         /* the asset answered at /ui/ ("index.html") */
 } mv_ui_routes;
 
-/* Registers GET /ui (308 to /ui/), GET /ui/ (the index asset) and GET /ui/{file} (an asset by
- * name; an unknown name is 404 not_found, as an unknown route). All are public: the pages hold
+/* Registers GET /ui (308 to /ui/), GET /ui/ (the index asset), GET /ui/{file} (an asset by
+ * name; an unknown name is 404 not_found, as an unknown route) and GET /ui/missive-inbox.js (the
+ * element, when the table has it). All are public: the pages hold
  * no data, every API call they make authenticates on its own. ui must outlive router. */
 mv_code mv_ui_routes_add(mv_router *router, const mv_ui_routes *ui, mv_err *err);
 

@@ -64,6 +64,29 @@ TEST(an_asset_is_served_with_its_type_etag_cache_control_and_csp_without_credent
     mv_arena_free(c.arena);
 }
 
+TEST(the_element_has_its_own_route_and_is_404_when_the_table_lacks_it) {
+    static const mv_ui_asset with[] = {
+        {"missive-inbox.js", "text/javascript; charset=utf-8", "\"cccc\"", SCRIPT,
+         sizeof SCRIPT - 1},
+        {0},
+    };
+    const mv_ui_routes tables[] = {{.assets = with, .index = "index.html"}, UI};
+    for (int i = 0; i < 2; i++) {
+        mv_arena *a = mv_arena_new();
+        mv_router *r = mv_router_new(NULL);
+        CHECK_CODE(mv_ui_routes_add(r, &tables[i], NULL), MV_OK, (mv_err *)NULL);
+        mv_http_request req;
+        mv_http_response res;
+        mv_http_request_init(&req, a, "GET", "/ui/missive-inbox.js", NULL);
+        mv_http_response_init(&res, a);
+        mv_http_dispatch(r, &req, &res);
+        CHECK_INT(res.status, i == 0 ? 200 : 404);
+        if (i == 0) CHECK_STR(mv_http_response_header(&res, "ETag"), "\"cccc\"");
+        mv_router_free(r);
+        mv_arena_free(a);
+    }
+}
+
 TEST(the_index_is_answered_at_the_trailing_slash_and_the_bare_path_redirects_to_it) {
     call c;
     get(&c, "/ui/", NULL);
@@ -124,6 +147,7 @@ int main(void) {
     return RUN_TESTS(
         an_asset_is_served_with_its_type_etag_cache_control_and_csp_without_credentials,
         the_index_is_answered_at_the_trailing_slash_and_the_bare_path_redirects_to_it,
+        the_element_has_its_own_route_and_is_404_when_the_table_lacks_it,
         a_matching_if_none_match_is_304_without_a_body_and_a_stale_one_is_200,
         an_unknown_file_or_a_deeper_path_is_404_not_found_naming_nothing_internal,
         a_post_to_a_ui_path_is_404_not_found);
