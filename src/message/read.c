@@ -238,7 +238,7 @@ static mv_code list_slice(mv_db *db, const list_arg *a, size_t slice, int64_t af
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
         json_t *doc = mv__doc_from_row(st);
-        json_object_set_new(doc, "viewer", mv__inbox_viewer_from_row(st, 28));
+        json_object_set_new(doc, "viewer", mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
         json_array_append_new(out, doc);
     }
     mv_stmt_done(st);
