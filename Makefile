@@ -137,7 +137,7 @@ FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build-fuzz/obj/%.o) $(GEN_SRC:%.c=build-fuzz/obj/%
 
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer-no-link -c $< -o $@
 
 build-fuzz/%_fuzz: build-fuzz/obj/fuzz/%_fuzz.o $(FUZZ_LIB_OBJ)
 	@echo "fuzz: linking $@"
@@ -220,3 +220,4 @@ clean:
 .PHONY: all test asan run lint format-check clean fuzz fuzz-deps bench bench-bin install uninstall deb
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find build-fuzz/obj -name '*.d' 2>/dev/null)
