@@ -66,7 +66,8 @@
     X(MV_STORE_UNAVAILABLE, "store_unavailable", 503)                                              \
     X(MV_APPROVAL_REQUIRED, "approval_required", 202)                                              \
     X(MV_INVALID_TEMPLATE, "invalid_template", 400)                                                \
-    X(MV_INVALID_CONFIG, "invalid_config", 400)
+    X(MV_INVALID_CONFIG, "invalid_config", 400)                                                    \
+    X(MV_DRAINING, "draining", 503)
 
 typedef enum mv_code {
 #define MV_X_ENUM(e, name, status) e,

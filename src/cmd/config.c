@@ -200,7 +200,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    NULL};
+    "maxConnectionsPerIp", "headerTimeoutMs", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -211,6 +211,8 @@ static mv_code load_server(loader *l, json_t *root) {
     TRY(get_int32(l, root, "", "threads", 1, 1024, &c->threads));
     TRY(get_int32(l, root, "", "maxConnections", 1, 1000000, &c->max_connections));
     TRY(get_int32(l, root, "", "connectionTimeoutMs", 1, 3600000, &c->connection_timeout_ms));
+    TRY(get_int32(l, root, "", "maxConnectionsPerIp", 0, 1000000, &c->max_connections_per_ip));
+    TRY(get_int32(l, root, "", "headerTimeoutMs", 1, 3600000, &c->header_timeout_ms));
     TRY(get_int(l, root, "", "shutdownTimeoutMs", 0, 3600000, &c->shutdown_timeout_ms));
     json_t *so;
     static const char *const SO_KEYS[] = {"poolSize", "synchronous", "busyTimeoutMs",
@@ -380,9 +382,11 @@ static mv_code check_whole(loader *l) {
 }
 
 static void set_defaults(mv_config *c) {
-    c->threads = 8;
-    c->max_connections = 1024;
+    c->threads = 64;
+    c->max_connections = 10000;
     c->connection_timeout_ms = 30000;
+    c->max_connections_per_ip = 512;
+    c->header_timeout_ms = 10000;
     c->list.default_limit = 50;
     c->list.max_limit = 100;
     c->leases.client_request_ms = 30000;

@@ -7,6 +7,7 @@
  * action can be retried). Every line on stderr is one JSON object. */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,11 @@ static int serve(const mv_config *cfg, bool migrate) {
     mv_http_server_options so = {.listen = cfg->listen,
                                  .threads = cfg->threads,
                                  .max_connections = cfg->max_connections,
-                                 .connection_timeout_ms = cfg->connection_timeout_ms};
+                                 .connection_timeout_ms = cfg->connection_timeout_ms,
+                                 .max_connections_per_ip = cfg->max_connections_per_ip
+                                                               ? cfg->max_connections_per_ip
+                                                               : -1,
+                                 .header_timeout_ms = cfg->header_timeout_ms};
     if (mv_http_server_start(&so, router, &server, &err) != MV_OK) {
         log_error("cannot start", &err);
         goto done;
@@ -143,6 +148,13 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* Every connection is a descriptor: take all the kernel allows (maxConnections is capped
+     * to fit what is left after the store and outgoing calls). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 
     mv_config_overrides ov = {.listen = cli_flag(argc, argv, "--listen"),
                               .store = cli_flag(argc, argv, "--store")};
