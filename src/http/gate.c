@@ -8,6 +8,8 @@
  * server's threads report closes. Edge-triggered epoll, because a peeked head stays readable:
  * level-triggered would spin until the head completes. */
 #include <errno.h>
+#include <linux/filter.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -17,7 +19,6 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include "http/http_server.h"
 
 #define CLOSE_LINGER_MS 1000 /* after an error answer: wait this long for the client's FIN */
+#define STOP_HEAD_MS 1000    /* once no longer accepting: time left for heads still arriving */
 #define IP_BUCKETS 4096
 
 typedef enum { CONN_HEAD, CONN_CLOSING } conn_state;
@@ -57,11 +59,11 @@ struct mv__gate {
     atomic_bool quit, stop_accepting;
     bool accepting_stopped; /* guarded by mu */
     pthread_cond_t stopped;
-    pthread_mutex_t mu;     /* guards ips, open */
+    pthread_mutex_t mu; /* guards ips, open */
     ip_count *ips[IP_BUCKETS];
-    int open;               /* in the gate + handed off */
+    int open; /* in the gate + handed off */
     pending_list heads, closing;
-    char *peek;             /* max_head + 1 bytes, gate thread only */
+    char *peek; /* max_head + 1 bytes, gate thread only */
 };
 
 static int64_t now_ms(void) {
@@ -89,9 +91,11 @@ static size_t addr_key(const struct sockaddr *sa, unsigned char key[17]) {
 
 static ip_count **ip_slot(mv__gate *g, const unsigned char key[17]) {
     uint32_t h = 2166136261u;
-    for (int i = 0; i < 17; i++) h = (h ^ key[i]) * 16777619u;
+    for (int i = 0; i < 17; i++)
+        h = (h ^ key[i]) * 16777619u;
     ip_count **p = &g->ips[h % IP_BUCKETS];
-    while (*p && memcmp((*p)->key, key, 17) != 0) p = &(*p)->next;
+    while (*p && memcmp((*p)->key, key, 17) != 0)
+        p = &(*p)->next;
     return p;
 }
 
@@ -232,8 +236,10 @@ static bool is_tchar(unsigned char c) {
 }
 
 static const char *trim(const char *s, const char *e, size_t *len) {
-    while (s < e && (*s == ' ' || *s == '\t')) s++;
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) e--;
+    while (s < e && (*s == ' ' || *s == '\t'))
+        s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        e--;
     *len = (size_t)(e - s);
     return s;
 }
@@ -262,8 +268,10 @@ int mv__gate_check_head(const char *head, size_t len, size_t max_target, char *m
     bool in_query = false;
     for (const char *c = tgt; c < sp2; c++) {
         if ((unsigned char)*c <= ' ' || *c == 0x7f) FAIL(400, "malformed request target");
-        if (*c == '?' && !in_query) in_query = true, nparams = 1;
-        else if (*c == '&' && in_query) nparams++;
+        if (*c == '?' && !in_query)
+            in_query = true, nparams = 1;
+        else if (*c == '&' && in_query)
+            nparams++;
     }
     if (nparams > MV_HTTP_MAX_QUERY_PARAMS) FAIL(400, "too many query parameters");
     size_t vlen;
@@ -352,7 +360,8 @@ static void on_readable(mv__gate *g, pending *p) {
     size_t len = (size_t)n;
     /* Leading empty lines before a request line are allowed (RFC 9112 2.2). */
     size_t skip = 0;
-    while (skip < len && (g->peek[skip] == '\r' || g->peek[skip] == '\n')) skip++;
+    while (skip < len && (g->peek[skip] == '\r' || g->peek[skip] == '\n'))
+        skip++;
     const char *start = g->peek + skip;
     size_t avail = len - skip;
     const char *end = find_head_end(start, avail);
@@ -365,7 +374,8 @@ static void on_readable(mv__gate *g, pending *p) {
             answer_and_close(g, p, 431, "request header fields are too large");
         return; /* more to come */
     }
-    int status = mv__gate_check_head(start, (size_t)(end - start), g->o.max_target, msg, sizeof msg);
+    int status =
+        mv__gate_check_head(start, (size_t)(end - start), g->o.max_target, msg, sizeof msg);
     if (status) {
         answer_and_close(g, p, status, msg);
         return;
@@ -417,15 +427,27 @@ static void expire(mv__gate *g) {
     int64_t now = now_ms();
     while (g->heads.head && g->heads.head->deadline_ms <= now)
         answer_and_close(g, g->heads.head, 408, "the request head did not arrive in time");
-    while (g->closing.head && g->closing.head->deadline_ms <= now) conn_drop(g, g->closing.head);
+    while (g->closing.head && g->closing.head->deadline_ms <= now)
+        conn_drop(g, g->closing.head);
 }
 
+/* Stops accepting without resetting anyone who is already connected: a filter that drops every
+ * packet is attached to the listening socket first, so new handshakes stall (the client sees
+ * "refused" once the socket is closed, before it sent anything), then the connections the kernel
+ * has already completed are accepted like any other, and only then is the socket closed. Heads
+ * still arriving get a short deadline. */
 static void do_stop_accepting(mv__gate *g) {
     if (g->o.listen_fd >= 0) {
+        struct sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
+        struct sock_fprog prog = {.len = 1, .filter = &drop_all};
+        setsockopt(g->o.listen_fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
+        accept_all(g);
         close(g->o.listen_fd);
         g->o.listen_fd = -1;
+        int64_t last = now_ms() + STOP_HEAD_MS;
+        for (pending *p = g->heads.head; p; p = p->next)
+            if (p->deadline_ms > last) p->deadline_ms = last;
     }
-    while (g->heads.head) conn_drop(g, g->heads.head);
     pthread_mutex_lock(&g->mu);
     g->accepting_stopped = true;
     pthread_cond_broadcast(&g->stopped);
@@ -453,7 +475,10 @@ static void *gate_main(void *arg) {
         expire(g);
     }
     if (g->o.listen_fd >= 0 || !g->accepting_stopped) do_stop_accepting(g);
-    while (g->closing.head) conn_drop(g, g->closing.head);
+    while (g->heads.head)
+        conn_drop(g, g->heads.head);
+    while (g->closing.head)
+        conn_drop(g, g->closing.head);
     return NULL;
 }
 
@@ -494,7 +519,8 @@ void mv__gate_stop_accepting(mv__gate *gate) {
     atomic_store(&gate->stop_accepting, true);
     wake(gate);
     pthread_mutex_lock(&gate->mu);
-    while (!gate->accepting_stopped) pthread_cond_wait(&gate->stopped, &gate->mu);
+    while (!gate->accepting_stopped)
+        pthread_cond_wait(&gate->stopped, &gate->mu);
     pthread_mutex_unlock(&gate->mu);
 }
 

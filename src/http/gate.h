@@ -21,12 +21,12 @@
 typedef struct mv__gate mv__gate;
 
 typedef struct mv__gate_options {
-    int listen_fd;          /* bound, listening, non-blocking; owned by the gate from start */
-    int max_connections;    /* open connections at most, in the gate and handed off */
-    int max_per_ip;         /* 0 = no limit */
-    int header_timeout_ms;  /* time for the whole first head */
-    size_t max_head;        /* request line + headers, bytes */
-    size_t max_target;      /* request target, bytes */
+    int listen_fd;         /* bound, listening, non-blocking; owned by the gate from start */
+    int max_connections;   /* open connections at most, in the gate and handed off */
+    int max_per_ip;        /* 0 = no limit */
+    int header_timeout_ms; /* time for the whole first head */
+    size_t max_head;       /* request line + headers, bytes */
+    size_t max_target;     /* request target, bytes */
     /* Hands a connection whose first head is complete and well-formed to the server. The callee
      * owns fd from then on (and closes it on failure). */
     void (*hand_off)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen);
@@ -39,8 +39,10 @@ mv__gate *mv__gate_start(const mv__gate_options *opts);
  * counts (the address is the client's). */
 void mv__gate_conn_opened(mv__gate *gate, const struct sockaddr *addr);
 void mv__gate_conn_closed(mv__gate *gate, const struct sockaddr *addr);
-/* Stops accepting: closes the listening socket and every connection still in the gate (none of
- * them has sent a whole request). Returns when done; later connects are refused. */
+/* Stops accepting: connections the kernel has already completed are still taken in (their
+ * requests are answered; a server that is draining answers 503), then the listening socket is
+ * closed. Returns when done; later connects are refused, and nobody who managed to connect is
+ * reset. Heads still arriving have one more second. */
 void mv__gate_stop_accepting(mv__gate *gate);
 /* Connections open now (in the gate and handed off). */
 int mv__gate_open_connections(mv__gate *gate);

@@ -46,6 +46,7 @@
 
 #define DISCARD_LIMIT (16 * MV_HTTP_MAX_BODY)
 #define CONNECTION_MEMORY (64 * 1024) /* request line + headers must fit, with read buffer */
+#define DRAIN_GRACE_MS 200            /* after the last answer: time for clients to hang up */
 
 _Static_assert(MV_HTTP_MAX_HEAD + 1024 < CONNECTION_MEMORY / 2,
                "a head the gate accepts must fit libmicrohttpd's read buffer");
@@ -571,6 +572,17 @@ static struct timespec deadline_after(int64_t ms) {
     return d;
 }
 
+static bool before_ts(const struct timespec *a, const struct timespec *b) {
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* True while now is before t. */
+static bool before(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return before_ts(&now, t);
+}
+
 bool mv_http_server_drain(mv_http_server *server, int64_t timeout_ms) {
     atomic_store(&server->stopping, true);
     struct timespec deadline = deadline_after(timeout_ms);
@@ -579,11 +591,25 @@ bool mv_http_server_drain(mv_http_server *server, int64_t timeout_ms) {
     while (server->admitted > 0)
         if (pthread_cond_timedwait(&server->idle, &server->mu, &deadline) == ETIMEDOUT) break;
     pthread_mutex_unlock(&server->mu);
-    /* 2: no more connections; 3: every request received is answered */
+    /* 2: no more connections; 3: every request received is answered, and the clients have had
+     * a moment to close (every answer now says "Connection: close"): a request already on its
+     * way on a kept-alive connection is answered 503 rather than reset when the server stops */
     mv__gate_stop_accepting(server->gate);
+    struct timespec grace = deadline_after(timeout_ms < DRAIN_GRACE_MS ? timeout_ms : DRAIN_GRACE_MS);
     pthread_mutex_lock(&server->mu);
-    while (server->in_flight > 0)
-        if (pthread_cond_timedwait(&server->idle, &server->mu, &deadline) == ETIMEDOUT) break;
+    for (;;) {
+        bool idle = server->in_flight == 0;
+        if (idle) {
+            pthread_mutex_unlock(&server->mu);
+            bool open = mv__gate_open_connections(server->gate) > 0;
+            pthread_mutex_lock(&server->mu);
+            if (!open || before(&grace) == false) break;
+        }
+        struct timespec tick = deadline_after(10);
+        if (!before(&deadline)) break;
+        if (before_ts(&deadline, &tick)) tick = deadline;
+        pthread_cond_timedwait(&server->idle, &server->mu, &tick);
+    }
     bool drained = server->in_flight == 0;
     pthread_mutex_unlock(&server->mu);
     return drained;

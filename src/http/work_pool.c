@@ -23,7 +23,8 @@ static void *worker(void *p) {
     mv__work_pool *pool = p;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
-        while (!pool->head && !pool->stopping) pthread_cond_wait(&pool->ready, &pool->mu);
+        while (!pool->head && !pool->stopping)
+            pthread_cond_wait(&pool->ready, &pool->mu);
         mv__job *job = pool->head;
         if (!job) break; /* stopping and nothing left */
         pool->head = job->next;
@@ -85,7 +86,8 @@ void mv__work_pool_free(mv__work_pool *pool) {
     pool->stopping = true;
     pthread_cond_broadcast(&pool->ready);
     pthread_mutex_unlock(&pool->mu);
-    for (int i = 0; i < pool->nthreads; i++) pthread_join(pool->threads[i], NULL);
+    for (int i = 0; i < pool->nthreads; i++)
+        pthread_join(pool->threads[i], NULL);
     pthread_cond_destroy(&pool->ready);
     pthread_mutex_destroy(&pool->mu);
     free(pool);
