@@ -107,6 +107,8 @@ static int conn_open(conn *c) {
     if (c->fd < 0) return -1;
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {.tv_sec = 15}; /* a server that never answers is an error, not a hang */
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port)};
     inet_pton(AF_INET, opt.host, &sa.sin_addr);
     if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
