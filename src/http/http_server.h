@@ -23,6 +23,9 @@ typedef struct mv_arena mv_arena;
  * also runs every registered cleanup, newest first. */
 mv_arena *mv_arena_new(void);
 void mv_arena_free(mv_arena *arena);
+/* Runs the cleanups and frees everything allocated, keeping one block for reuse: the arena is as
+ * new, without the malloc of its first block. */
+void mv_arena_reset(mv_arena *arena);
 /* n bytes aligned for any type, zeroed; NULL when out of memory. Valid until mv_arena_free. */
 void *mv_arena_alloc(mv_arena *arena, size_t n);
 /* Copies n bytes and adds a NUL. s may be NULL only when n == 0. */

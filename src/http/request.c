@@ -55,6 +55,30 @@ void mv_arena_free(mv_arena *arena) {
     free(arena);
 }
 
+void mv_arena_reset(mv_arena *arena) {
+    for (arena_cleanup *c = arena->cleanups; c;) {
+        arena_cleanup *next = c->next;
+        c->fn(c->ptr);
+        c = next;
+    }
+    arena->cleanups = NULL;
+    arena_block *keep = NULL;
+    for (arena_block *b = arena->blocks; b;) {
+        arena_block *next = b->next;
+        if (!keep && b->size == ARENA_BLOCK) {
+            keep = b;
+        } else {
+            free(b);
+        }
+        b = next;
+    }
+    if (keep) {
+        keep->used = 0;
+        keep->next = NULL;
+    }
+    arena->blocks = keep;
+}
+
 void *mv_arena_alloc(mv_arena *arena, size_t n) {
     const size_t align = sizeof(max_align_t);
     if (n > SIZE_MAX - align) return NULL;

@@ -62,10 +62,15 @@ struct mv_http_server {
     pthread_cond_t idle;
     int in_flight; /* guarded by mu: requests received and not yet answered */
     int admitted;  /* guarded by mu: requests handed to a pool and not yet answered */
+    struct conn_request *spare; /* guarded by mu: finished requests kept for reuse */
+    int nspare;
 };
+
+#define MAX_SPARE 256 /* finished requests (with their arena's first block) kept for reuse */
 
 typedef struct conn_request {
     mv__job job; /* first: the pool hands back this pointer */
+    struct conn_request *next_spare;
     mv_http_server *srv;
     struct MHD_Connection *conn;
     mv_arena *arena;
@@ -190,9 +195,18 @@ static void reject(conn_request *cr, int status, const char *message) {
     mv_err_set(&cr->init_err, MV_INVALID_ARGUMENT, "%s", message);
 }
 
+static enum MHD_Result measure_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+    (void)kind;
+    *(size_t *)cls += (key ? strlen(key) : 0) + (value ? strlen(value) : 0) + 2;
+    return MHD_YES;
+}
+
 static void build_request(conn_request *cr, struct MHD_Connection *c, const char *url,
                           const char *method) {
-    target_buf t = {.cap = MV_HTTP_MAX_TARGET + 2};
+    size_t need = strlen(url) + 2; /* the target is rebuilt in a buffer of just its size */
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, measure_arg, &need);
+    target_buf t = {.cap = need < MV_HTTP_MAX_TARGET + 2 ? need : MV_HTTP_MAX_TARGET + 2};
     t.p = mv_arena_alloc(cr->arena, t.cap);
     if (!t.p) {
         cr->init_failed = true;
@@ -292,18 +306,32 @@ static enum MHD_Result admit(mv_http_server *srv, struct MHD_Connection *c, conn
     return MHD_YES;
 }
 
+/* A request record: a spare one (its arena keeps a block) when there is one, else a new one. */
 static conn_request *conn_request_new(mv_http_server *srv) {
-    conn_request *cr = calloc(1, sizeof *cr);
-    if (!cr) return NULL;
-    cr->arena = mv_arena_new();
-    if (!cr->arena) {
-        free(cr);
-        return NULL;
-    }
-    cr->srv = srv;
     pthread_mutex_lock(&srv->mu);
+    conn_request *cr = srv->spare;
+    if (cr) {
+        srv->spare = cr->next_spare;
+        srv->nspare--;
+    }
     srv->in_flight++;
     pthread_mutex_unlock(&srv->mu);
+    if (cr) {
+        mv_arena *arena = cr->arena;
+        memset(cr, 0, sizeof *cr);
+        cr->arena = arena;
+    } else {
+        cr = calloc(1, sizeof *cr);
+        if (cr) cr->arena = mv_arena_new();
+        if (!cr || !cr->arena) {
+            free(cr);
+            pthread_mutex_lock(&srv->mu);
+            srv->in_flight--;
+            pthread_mutex_unlock(&srv->mu);
+            return NULL;
+        }
+    }
+    cr->srv = srv;
     return cr;
 }
 
@@ -398,14 +426,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!cr) return;
     *con_cls = NULL;
     bool admitted = cr->admitted;
-    mv_arena_free(cr->arena);
+    mv_arena_reset(cr->arena);
     free(cr->body);
-    free(cr);
+    cr->body = NULL;
     pthread_mutex_lock(&srv->mu);
+    if (srv->nspare < MAX_SPARE) {
+        cr->next_spare = srv->spare;
+        srv->spare = cr;
+        srv->nspare++;
+        cr = NULL;
+    }
     srv->in_flight--;
     if (admitted) srv->admitted--;
     if (srv->in_flight == 0 || srv->admitted == 0) pthread_cond_broadcast(&srv->idle);
     pthread_mutex_unlock(&srv->mu);
+    if (cr) {
+        mv_arena_free(cr->arena);
+        free(cr);
+    }
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -623,6 +661,11 @@ void mv_http_server_free(mv_http_server *server) {
     mv__work_pool_free(server->writes);
     if (server->daemon) MHD_stop_daemon(server->daemon);
     mv__gate_free(server->gate);
+    for (conn_request *cr = server->spare, *next; cr; cr = next) {
+        next = cr->next_spare;
+        mv_arena_free(cr->arena);
+        free(cr);
+    }
     pthread_cond_destroy(&server->idle);
     pthread_mutex_destroy(&server->mu);
     free(server);
