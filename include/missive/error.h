@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* X(ENUM, "snake_name", http_status) — the order is the numbering; never reorder. */
 #define MV_CODE_TABLE(X)                                                                           \
     X(MV_OK, "ok", 200)                                                                            \
@@ -125,5 +129,9 @@ int mv_code_http_status(mv_code code);
 
 /* Copies a string into a fixed buffer, always NUL-terminating (truncates). */
 void mv_strlcpy(char *dst, const char *src, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

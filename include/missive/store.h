@@ -14,6 +14,10 @@
 
 #include "missive/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct mv_store mv_store;
 typedef struct mv_db mv_db; /* one connection, valid only inside a transaction callback */
 
@@ -65,5 +69,9 @@ mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
 mv_code mv_store_read(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
 /* A trivial round trip (SELECT 1) — store reachability for health checks. */
 mv_code mv_store_ping(mv_store *store, mv_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
