@@ -40,16 +40,19 @@
 #include <unistd.h>
 
 #include "http/gate.h"
+#include "http/jwt.h"
 #include "http/request.h"
 #include "http/router.h"
 #include "http/work_pool.h"
 
 #define DISCARD_LIMIT (16 * MV_HTTP_MAX_BODY)
-#define CONNECTION_MEMORY (64 * 1024) /* request line + headers must fit, with read buffer */
+#define CONNECTION_MEMORY (128 * 1024) /* request line + headers must fit, with read buffer */
 #define DRAIN_GRACE_MS 200            /* after the last answer: time for clients to hang up */
 
 _Static_assert(MV_HTTP_MAX_HEAD + 1024 < CONNECTION_MEMORY / 2,
                "a head the gate accepts must fit libmicrohttpd's read buffer");
+_Static_assert(MV_JWT_MAX_TOKEN + 4096 < MV_HTTP_MAX_HEAD,
+               "a bearer token just over the JWT limit must reach the JWT check (401), not 431");
 
 struct mv_http_server {
     struct MHD_Daemon *daemon;
