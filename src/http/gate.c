@@ -274,8 +274,9 @@ int mv__gate_check_head(const char *head, size_t len, size_t max_target, char *m
             nparams++;
     }
     if (nparams > MV_HTTP_MAX_QUERY_PARAMS) FAIL(400, "too many query parameters");
-    size_t vlen;
-    const char *ver = trim(sp2 + 1, eol, &vlen);
+    const char *ver = sp2 + 1; /* exactly "HTTP/d.d", then CRLF or LF */
+    size_t vlen = (size_t)(eol - ver);
+    if (vlen && ver[vlen - 1] == '\r') vlen--;
     if (vlen != 8 || strncmp(ver, "HTTP/", 5) != 0 || ver[6] != '.' || ver[5] < '0' ||
         ver[5] > '9' || ver[7] < '0' || ver[7] > '9')
         FAIL(400, "malformed HTTP version");
