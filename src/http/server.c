@@ -86,6 +86,7 @@ typedef struct conn_request {
     char *body;
     size_t len, cap;
     size_t received;
+    size_t expected; /* Content-Length, 0 when absent */
     bool too_large;
     bool started;  /* the access handler has seen the request */
     const char *content_length; /* while collecting headers: the first Content-Length */
@@ -389,6 +390,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 cr->too_large = true;
                 return respond_now(srv, c, cr);
             }
+            cr->expected = (size_t)n;
         }
         return MHD_YES;
     }
@@ -404,7 +406,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES; /* keep reading (and dropping) so the client gets its 413 */
         }
         if (cr->len + n + 1 > cr->cap) {
-            size_t ncap = cr->cap ? cr->cap : 4096;
+            /* first allocation: the announced size exactly (a small body stays a small
+             * allocation), else 4 KiB; then doubling */
+            size_t ncap = cr->cap ? cr->cap : cr->expected ? cr->expected + 1 : 4096;
             while (ncap < cr->len + n + 1) ncap *= 2;
             char *nb = realloc(cr->body, ncap);
             if (!nb) return MHD_NO;
