@@ -47,6 +47,7 @@ typedef struct fixture {
     mv_auth *auth;
     mv_http_ops ops;
     mv_http_server *server;
+    int port;
     char base[64];
 } fixture;
 
@@ -70,7 +71,8 @@ static bool fixture_start_with(fixture *f, mv_http_server_options so) {
         fprintf(stderr, "server start: %s\n", err.message);
         return false;
     }
-    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%d", mv_http_server_port(f->server));
+    f->port = mv_http_server_port(f->server);
+    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%d", f->port);
     return true;
 }
 
@@ -340,7 +342,7 @@ static int raw_connect(fixture *f, const char *src) {
             return -1;
         }
     }
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(mv_http_server_port(f->server))};
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)f->port)};
     inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
     if (connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
         close(fd);
@@ -636,6 +638,74 @@ TEST(a_request_arriving_during_the_drain_is_answered_503_draining) {
     fixture_stop(&f);
 }
 
+typedef struct hammer {
+    fixture *f;
+    atomic_bool *go;
+    int answered, draining, resets;
+} hammer;
+
+/* A client that sends requests back to back — over one connection while the server keeps it,
+ * over a new one when told "Connection: close" — until connecting is refused. */
+static void *hammer_thread(void *p) {
+    hammer *h = p;
+    const char *req = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    char out[2048];
+    int fd = -1;
+    while (atomic_load(h->go)) {
+        if (fd < 0 && (fd = raw_connect(h->f, NULL)) < 0) break; /* refused: the server is gone */
+        int st = send_all(fd, req, strlen(req)) ? read_response(fd, out, sizeof out, 3000) : 0;
+        if (st == 200) h->answered++;
+        else if (st == 503 && strstr(out, "\"draining\"")) h->draining++;
+        else h->resets++;
+        if (st == 0 || strcasestr(out, "Connection: close")) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+
+TEST(a_drain_under_load_answers_every_request_it_received) {
+    fixture f;
+    REQUIRE(fixture_start(&f));
+    atomic_bool go = true;
+    hammer h[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        h[i] = (hammer){.f = &f, .go = &go};
+        pthread_create(&th[i], NULL, hammer_thread, &h[i]);
+    }
+    /* a slow request keeps the drain going while the others are answered 503 and reconnect,
+     * so connections are arriving at the moment the server stops accepting */
+    atomic_store(&slow_started, 0);
+    atomic_store(&slow_ms, 400);
+    char url[128];
+    snprintf(url, sizeof url, "%s/slow", f.base);
+    client_arg a = {.url = url};
+    pthread_t slow_th;
+    pthread_create(&slow_th, NULL, client_thread, &a);
+    while (!atomic_load(&slow_started)) mv_sleep_ms(2);
+    CHECK(mv_http_server_drain(f.server, 5000));
+    mv_http_server_free(f.server); /* at once, as missived does, while the clients still run */
+    f.server = NULL;
+    pthread_join(slow_th, NULL);
+    CHECK_INT(a.r.status, 200);
+    atomic_store(&slow_ms, 300);
+    int answered = 0, draining = 0, resets = 0;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL); /* each ends when its connect is refused */
+        answered += h[i].answered;
+        draining += h[i].draining;
+        resets += h[i].resets;
+    }
+    atomic_store(&go, false);
+    CHECK(answered > 0);
+    CHECK(draining > 0);
+    CHECK_INT(resets, 0);
+    fixture_stop(&f);
+}
+
 TEST(graceful_stop_waits_for_an_in_flight_request_and_accepts_no_more) {
     fixture f;
     REQUIRE(fixture_start(&f));
@@ -739,6 +809,7 @@ int main(void) {
                        connections_beyond_the_per_address_limit_are_closed_at_once,
                        twelve_slow_handlers_run_at_once_and_never_delay_a_health_check,
                        a_request_arriving_during_the_drain_is_answered_503_draining,
+                       a_drain_under_load_answers_every_request_it_received,
                        a_port_in_use_fails_with_an_io_error);
     curl_global_cleanup();
     return rc;
