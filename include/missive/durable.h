@@ -256,6 +256,8 @@ typedef struct mv_approvals_options {
     int64_t ttl_ms; /* 0 → 900000 */
     const mv_clock *clock;
     bool allow_memory;
+    /* false (the default): the approval's principal cannot decide it (MV_APPROVAL_BINDING). */
+    bool allow_self_approval;
 } mv_approvals_options;
 
 /* MV_INVALID_ARGUMENT "approval secret must contain at least 32 random bytes" for a short secret,
@@ -290,7 +292,8 @@ mv_code mv_approval_consume_tx(mv_approvals *approvals, mv_db *db, const mv_appr
                                mv_err *err);
 
 /* decision "approved" or "denied", by the same tenant, while pending and unexpired; else
- * MV_APPROVAL_DECISION_REJECTED "approval decision rejected". */
+ * MV_APPROVAL_DECISION_REJECTED "approval decision rejected". decided_by equal to the approval's
+ * principal → MV_APPROVAL_BINDING unless allow_self_approval. */
 mv_code mv_approval_decide(mv_approvals *approvals, const char *approval_id, const char *tenant_id,
                            const char *decision, const char *decided_by, mv_err *err);
 
@@ -458,6 +461,19 @@ mv_code mv_saga_resolve(mv_saga_engine *engine, const mv_saga_definition *def, c
                         const mv_saga_resolution *resolution, json_t **record, mv_err *err);
 /* MV_SAGA_NOT_FOUND when absent. */
 mv_code mv_saga_get(mv_saga_engine *engine, const char *saga_id, json_t **record, mv_err *err);
+
+/* Tenants (DESIGN "Security rules"): a saga belongs to the tenant it was created in ("default"
+ * for mv_saga_execute / mv_saga_start). The _in variants create it in tenant (NULL = "default");
+ * mv_saga_start_in answers MV_SAGA_NOT_FOUND for an id another tenant holds. Callers that act for
+ * a tenant check mv_saga_tenant() before get, resume, compensate or resolve. */
+mv_code mv_saga_execute_in(mv_saga_engine *engine, const char *tenant,
+                           const mv_saga_definition *def, const char *saga_id, const json_t *input,
+                           mv_abort *abort, json_t **record, mv_err *err);
+mv_code mv_saga_start_in(mv_saga_engine *engine, const char *tenant, const mv_saga_definition *def,
+                         const char *saga_id, const json_t *input, mv_abort *abort,
+                         json_t **record, bool *replayed, mv_err *err);
+/* The saga's tenant into out (256 bytes); MV_SAGA_NOT_FOUND when absent. */
+mv_code mv_saga_tenant(mv_saga_engine *engine, const char *saga_id, char out[256], mv_err *err);
 
 /* ---- reconciliation ----------------------------------------------------------------------- */
 

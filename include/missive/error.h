@@ -71,6 +71,7 @@ extern "C" {
     X(MV_APPROVAL_REQUIRED, "approval_required", 202)                                              \
     X(MV_INVALID_TEMPLATE, "invalid_template", 400)                                                \
     X(MV_INVALID_CONFIG, "invalid_config", 400)                                                    \
+    X(MV_STREAM_CAPACITY, "stream_capacity", 503)                                                  \
     X(MV_DRAINING, "draining", 503)
 
 typedef enum mv_code {

@@ -149,7 +149,8 @@ mv_code mv_client_request_id_normalize(const json_t *value, char out[129], mv_er
 
 /* createNotification: a generic notification (templateCd "__generic-notification__").
  * params: {fromUser?, toUser?, toRoles?, receiverContent: {title, long, short?},
- * senderContent?, documents?}. *message: the stored message. */
+ * senderContent?, documents?, tenantId?}: tenantId (default "default") is the tenant the
+ * notification belongs to. *message: the stored message. */
 mv_code mv_notification_create(mv_service *svc, const json_t *params, json_t **message,
                                mv_err *err);
 
@@ -171,6 +172,7 @@ typedef struct mv_list_request {
     const json_t *skip;   /* NULL = 0; must be a finite integer; negative → 0 */
     const char *cursor;   /* opaque keyset cursor from a previous page, NULL = first page */
     bool archived;        /* false: the inbox (active); true: archived messages */
+    const struct mv_inbox_filter *filter; /* NULL = defaults (missive/inbox.h) */
 } mv_list_request;
 
 /* *messages: new array; *next_cursor: malloc'd cursor or NULL on the last page. */
@@ -198,9 +200,12 @@ typedef struct mv_action_request {
     const mv_user *user;
     const json_t *input;         /* request body; NULL = {} */
     const char *resume_token;    /* X-Resume-Token, for actions that need approval */
+    bool is_admin;               /* the caller is an admin: sees every message of its tenant */
 } mv_action_request;
 
 /* handleAction. *result: new reference (the handler's result, json null when none).
+ * A message of another tenant, or one the user is neither sender nor receiver of (unless
+ * is_admin), is MV_MESSAGE_NOT_FOUND whatever its state: no existence oracle.
  * Actions with "approval": without resume_token the call creates a pending approval and fails
  * with MV_APPROVAL_REQUIRED (err carries approval_id, resume_token, expires_at), claiming
  * nothing; with the token, consuming the approval and claiming happen in one transaction. A retry

@@ -26,7 +26,12 @@ extern "C" {
 
 typedef enum mv_usertype { MV_SENDER, MV_RECEIVER } mv_usertype;
 
-/* The acting user. roles and permissions are borrowed for the duration of a call. */
+/* The tenant of a user without one (DESIGN "Security rules"). */
+#define MV_DEFAULT_TENANT "default"
+
+/* The acting user. roles and permissions are borrowed for the duration of a call. tenant scopes
+ * everything the call reads or writes: messages, their reservations, sagas and approvals of
+ * another tenant do not exist for this user. */
 typedef struct mv_user {
     const char *id;               /* compared trimmed; empty or NULL is "no user" */
     const char *const *roles;     /* nroles entries */

@@ -225,7 +225,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "maxConnectionsPerIp", "headerTimeoutMs", NULL};
+    "limits", "stream", "retention", "cors", "maxConnectionsPerIp", "headerTimeoutMs", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -325,12 +325,17 @@ static mv_code load_messages(loader *l, json_t *root) {
     TRY(get_str_array(l, root, "", "adminRoles", &c->admin_roles, &c->n_admin_roles));
     TRY(get_str(l, root, "", "adminPermissionKey", &c->admin_permission_key));
     json_t *o;
-    static const char *const LIST_KEYS[] = {"defaultLimit", "maxLimit", NULL};
+    static const char *const LIST_KEYS[] = {"defaultLimit", "maxLimit", "maxPageBytes", NULL};
     TRY(get_obj(l, root, "", "list", LIST_KEYS, &o));
     if (o) {
         TRY(get_int32(l, o, "list", "defaultLimit", 1, 100000, &c->list.default_limit));
         TRY(get_int32(l, o, "list", "maxLimit", 1, 100000, &c->list.max_limit));
+        TRY(get_int(l, o, "list", "maxPageBytes", 1024, 1LL << 30, &c->list.max_page_bytes));
     }
+    json_t *lim;
+    static const char *const LIMIT_KEYS[] = {"messageBytes", NULL};
+    TRY(get_obj(l, root, "", "limits", LIMIT_KEYS, &lim));
+    if (lim) TRY(get_int(l, lim, "limits", "messageBytes", 1024, 1LL << 30, &c->limits.message_bytes));
     if (c->list.default_limit > c->list.max_limit && !json_object_get(o, "defaultLimit"))
         c->list.default_limit = c->list.max_limit;
     if (c->list.default_limit > c->list.max_limit)
@@ -412,12 +417,13 @@ static mv_code load_delivery(loader *l, json_t *root) {
         TRY(resolve(l, &c->email.directory_file));
     }
 
-    static const char *const APPROVAL_KEYS[] = {"secretEnv", "ttlMs", NULL};
+    static const char *const APPROVAL_KEYS[] = {"secretEnv", "ttlMs", "allowSelfApproval", NULL};
     TRY(get_obj(l, root, "", "approvals", APPROVAL_KEYS, &o));
     if (o) {
         c->approvals.enabled = true;
         TRY(get_str(l, o, "approvals", "secretEnv", &c->approvals.secret.env));
         TRY(get_int(l, o, "approvals", "ttlMs", 1, 30LL * 86400000, &c->approvals.ttl_ms));
+        TRY(get_bool(l, o, "approvals", "allowSelfApproval", &c->approvals.allow_self_approval));
         if (!c->approvals.secret.env) return fail(l, "\"approvals.secretEnv\" is required");
     }
 
@@ -427,6 +433,37 @@ static mv_code load_delivery(loader *l, json_t *root) {
         TRY(get_int32(l, o, "outbox", "pollMs", 1, 3600000, &c->outbox.poll_ms));
         TRY(get_int32(l, o, "outbox", "maxAttempts", 1, 1000, &c->outbox.max_attempts));
         TRY(get_int32(l, o, "outbox", "backoffMs", 1, 3600000, &c->outbox.backoff_ms));
+    }
+    return MV_OK;
+}
+
+/* Live updates: "stream", "retention" and "cors" (DESIGN part two). */
+static mv_code load_live(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *o;
+    static const char *const STREAM_KEYS[] = {"maxConnections", "heartbeatMs", "secretEnv", NULL};
+    TRY(get_obj(l, root, "", "stream", STREAM_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "stream", "maxConnections", 1, 1000000, &c->stream.max_connections));
+        TRY(get_int(l, o, "stream", "heartbeatMs", 100, 3600000, &c->stream.heartbeat_ms));
+        TRY(get_str(l, o, "stream", "secretEnv", &c->stream.secret.env));
+    }
+    static const char *const RETENTION_KEYS[] = {"streamEventsMs", NULL};
+    TRY(get_obj(l, root, "", "retention", RETENTION_KEYS, &o));
+    if (o)
+        TRY(get_int(l, o, "retention", "streamEventsMs", 1000, 365LL * 86400000,
+                    &c->retention.stream_events_ms));
+    static const char *const CORS_KEYS[] = {"allowedOrigins", "maxAgeS", NULL};
+    TRY(get_obj(l, root, "", "cors", CORS_KEYS, &o));
+    if (o) {
+        TRY(get_str_array(l, o, "cors", "allowedOrigins", &c->cors.origins, &c->cors.n_origins));
+        TRY(get_int32(l, o, "cors", "maxAgeS", 0, 86400, &c->cors.max_age_s));
+        for (size_t i = 0; i < c->cors.n_origins; i++)
+            if (strcmp(c->cors.origins[i], "*") == 0 ||
+                (strncmp(c->cors.origins[i], "https://", 8) != 0 &&
+                 strncmp(c->cors.origins[i], "http://", 7) != 0))
+                return fail(l, "\"cors.allowedOrigins\" entries must be origins such as "
+                            "https://app.example.com (no wildcard)");
     }
     return MV_OK;
 }
@@ -477,6 +514,7 @@ static mv_code check_whole(loader *l) {
     TRY(check_url(l, "email.smtp", c->email.smtp, SMTP));
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
+    TRY(read_secret(l, "stream.secretEnv", &c->stream.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
     for (size_t i = 0; i < c->n_webhook_more; i++)
         TRY(read_secret(l, "webhookSecretEnv", &c->webhook_more[i], 1));
@@ -499,6 +537,8 @@ static void set_defaults(mv_config *c) {
     c->header_timeout_ms = 10000;
     c->list.default_limit = 50;
     c->list.max_limit = 100;
+    c->list.max_page_bytes = 4194304;
+    c->limits.message_bytes = 1048576;
     c->leases.client_request_ms = 30000;
     c->leases.client_request_wait_ms = 5000;
     c->leases.client_request_poll_ms = 200;
@@ -513,6 +553,10 @@ static void set_defaults(mv_config *c) {
     c->outbox.poll_ms = 1000;
     c->outbox.max_attempts = 10;
     c->outbox.backoff_ms = 1000;
+    c->stream.max_connections = 1000;
+    c->stream.heartbeat_ms = 15000;
+    c->retention.stream_events_ms = 86400000;
+    c->cors.max_age_s = 600;
 }
 
 static char *dir_of(const char *path) {
@@ -537,6 +581,7 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     }
     rc = check_keys(l, root, "", TOP_KEYS);
     if (rc == MV_OK) rc = load_server(l, root);
+    if (rc == MV_OK) rc = load_live(l, root);
     if (rc == MV_OK) rc = load_auth(l, root);
     if (rc == MV_OK) rc = load_messages(l, root);
     if (rc == MV_OK) rc = load_delivery(l, root);
@@ -625,5 +670,7 @@ void mv_config_free(mv_config *c) {
     free(c->email.directory_file);
     free_strings(c->email.exclusions, c->email.n_exclusions);
     free_secret(&c->approvals.secret);
+    free_secret(&c->stream.secret);
+    free_strings(c->cors.origins, c->cors.n_origins);
     free(c);
 }

@@ -61,7 +61,11 @@ typedef struct mv_config {
     struct {
         int default_limit; /* 50 */
         int max_limit;     /* 100 */
+        int64_t max_page_bytes; /* 4194304: a page ends early rather than exceed it */
     } list;
+    struct {
+        int64_t message_bytes; /* 1048576: payload plus rendered content of one message */
+    } limits;
     struct {
         int64_t client_request_ms;      /* 30000 */
         int64_t client_request_wait_ms; /* 5000 */
@@ -98,12 +102,26 @@ typedef struct mv_config {
         bool enabled;
         mv_config_secret secret;   /* at least 32 bytes */
         int64_t ttl_ms;            /* 900000 */
+        bool allow_self_approval;  /* false: a principal cannot decide their own approval */
     } approvals;
     struct {
         int poll_ms;       /* 1000 */
         int max_attempts;  /* 10 */
         int backoff_ms;    /* 1000 (doubles per attempt) */
     } outbox;
+    struct {
+        int max_connections;       /* 1000: beyond → 503 stream_capacity */
+        int64_t heartbeat_ms;      /* 15000 */
+        mv_config_secret secret;   /* stream tickets; else approvals.secretEnv's */
+    } stream;
+    struct {
+        int64_t stream_events_ms;  /* 86400000: how long the change log keeps an event */
+    } retention;
+    struct {
+        char **origins;            /* allowed origins, exact match; none by default */
+        size_t n_origins;
+        int max_age_s;             /* 600 */
+    } cors;
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative

@@ -21,6 +21,7 @@ struct mv_approvals {
     size_t secret_len;
     int64_t ttl_ms;
     const mv_clock *clock;
+    bool allow_self_approval;
 };
 
 static const char SQL_INSERT_APPROVAL[] =
@@ -40,6 +41,8 @@ static const char SQL_EXPIRE_APPROVAL[] =
 static const char SQL_DECIDE_APPROVAL[] =
     "UPDATE approvals SET state = ?, decided_by = ?, updated_at = ?, version = version + 1 "
     "WHERE approval_id = ? AND tenant_id = ? AND state = 'pending' AND expires_at > ?";
+static const char SQL_APPROVAL_PRINCIPAL[] =
+    "SELECT principal_id FROM approvals WHERE approval_id = ? AND tenant_id = ?";
 
 mv_code mv_approvals_new(mv_store *store, const mv_approvals_options *opts, mv_approvals **out,
                          mv_err *err) {
@@ -63,6 +66,7 @@ mv_code mv_approvals_new(mv_store *store, const mv_approvals_options *opts, mv_a
     a->secret_len = opts->secret_len;
     a->ttl_ms = opts->ttl_ms ? opts->ttl_ms : DEFAULT_TTL_MS;
     a->clock = opts->clock;
+    a->allow_self_approval = opts->allow_self_approval;
     *out = a;
     return MV_OK;
 }
@@ -390,12 +394,24 @@ mv_code mv_approval_gate_admit(const mv_effect_context *c, void *gate, mv_err *e
 typedef struct {
     const char *id, *tenant, *decision, *by;
     int64_t now;
+    bool allow_self;
 } decide_tx;
 
 static mv_code decide_fn(mv_db *db, void *ctx, mv_err *err) {
     decide_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_DECIDE_APPROVAL, &changes, err, "ssissi", t->decision, t->by,
+    mv_code rc;
+    if (!t->allow_self) { /* the principal never changes: reading it first cannot race */
+        mv_stmt *st;
+        if ((rc = mv_db_row(db, SQL_APPROVAL_PRINCIPAL, &st, err, "ss", t->id, t->tenant)))
+            return rc;
+        bool self = st && mv_stmt_text(st, 0) && strcmp(mv_stmt_text(st, 0), t->by) == 0;
+        mv_stmt_done(st);
+        if (self)
+            return mv_err_set(err, MV_APPROVAL_BINDING,
+                              "an approval cannot be decided by the principal who requested it");
+    }
+    rc = mv_db_execf(db, SQL_DECIDE_APPROVAL, &changes, err, "ssissi", t->decision, t->by,
                              t->now, t->id, t->tenant, t->now);
     if (rc) return rc;
     if (changes != 1)
@@ -423,7 +439,11 @@ mv_code mv_approval_decide(mv_approvals *a, const char *approval_id, const char 
     if (!decision || (strcmp(decision, "approved") != 0 && strcmp(decision, "denied") != 0))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "approval decision must be \"approved\" or \"denied\"");
-    decide_tx t = {.id = approval_id, .tenant = tenant_id, .decision = decision, .by = decided_by};
+    decide_tx t = {.id = approval_id,
+                   .tenant = tenant_id,
+                   .decision = decision,
+                   .by = decided_by,
+                   .allow_self = a->allow_self_approval};
     if ((rc = mv_durable_now(a->clock, "approval clock", &t.now, err))) return rc;
     return mv_store_write(a->store, decide_fn, &t, err);
 }

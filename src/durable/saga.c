@@ -39,8 +39,9 @@ struct mv_saga_ctx {
 
 static const char SQL_INSERT_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
-    "created_at, updated_at, version) VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1) "
-    "ON CONFLICT DO NOTHING";
+    "created_at, updated_at, version, tenant_id) "
+    "VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1, ?) ON CONFLICT DO NOTHING";
+static const char SQL_SAGA_TENANT[] = "SELECT tenant_id FROM sagas WHERE saga_id = ?";
 static const char SQL_GET_SAGA[] =
     "SELECT saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
     "created_at, updated_at, version FROM sagas WHERE saga_id = ?";
@@ -971,7 +972,7 @@ mv_code mv_saga_resume(mv_saga_engine *e, const mv_saga_definition *def, const c
 }
 
 typedef struct {
-    const char *id, *definition, *input, *fingerprint;
+    const char *id, *definition, *input, *fingerprint, *tenant;
     int max_attempts;
     int64_t now;
     bool created;
@@ -980,17 +981,21 @@ typedef struct {
 static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiii", t->id, t->definition,
-                             t->input, t->fingerprint, (int64_t)t->max_attempts, t->now, t->now);
+    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiis", t->id, t->definition,
+                             t->input, t->fingerprint, (int64_t)t->max_attempts, t->now, t->now,
+                             t->tenant);
     t->created = changes == 1;
     return rc;
 }
 
 /* Creates the row; *created = false when the id is taken. */
-static mv_code create(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
-                      const json_t *input, bool *created, mv_err *err) {
+static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
+                      const char *saga_id, const json_t *input, bool *created, mv_err *err) {
     mv_code rc;
-    create_tx t = {.id = saga_id, .definition = def->name, .max_attempts = max_attempts(def)};
+    create_tx t = {.id = saga_id,
+                   .definition = def->name,
+                   .tenant = tenant ? tenant : "default",
+                   .max_attempts = max_attempts(def)};
     if ((rc = now_ms(e, &t.now, err))) return rc;
     char fp[65];
     json_t *null_input = input ? NULL : json_null();
@@ -1007,11 +1012,19 @@ static mv_code create(mv_saga_engine *e, const mv_saga_definition *def, const ch
 
 mv_code mv_saga_execute(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
                         const json_t *input, mv_abort *abort, json_t **record, mv_err *err) {
+    return mv_saga_execute_in(e, NULL, def, saga_id, input, abort, record, err);
+}
+
+mv_code mv_saga_execute_in(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
+                           const char *saga_id, const json_t *input, mv_abort *abort,
+                           json_t **record, mv_err *err) {
     mv_code rc;
     bool created = false;
     if (record) *record = NULL;
+    if (tenant && !mv_valid_token(tenant, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga tenant must be a bounded printable token");
     if ((rc = check_call(def, saga_id, abort, err))) return rc; /* nothing persisted */
-    if ((rc = create(e, def, saga_id, input, &created, err))) return rc;
+    if ((rc = create(e, tenant, def, saga_id, input, &created, err))) return rc;
     if (!created) {
         mv_err_set(err, MV_SAGA_EXISTS, "saga %s: already exists", saga_id);
         if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
@@ -1023,13 +1036,25 @@ mv_code mv_saga_execute(mv_saga_engine *e, const mv_saga_definition *def, const 
 mv_code mv_saga_start(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
                       const json_t *input, mv_abort *abort, json_t **record, bool *replayed,
                       mv_err *err) {
+    return mv_saga_start_in(e, NULL, def, saga_id, input, abort, record, replayed, err);
+}
+
+mv_code mv_saga_start_in(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
+                         const char *saga_id, const json_t *input, mv_abort *abort,
+                         json_t **record, bool *replayed, mv_err *err) {
     mv_code rc;
     bool created = false;
     if (record) *record = NULL;
     if (replayed) *replayed = false;
+    if (tenant && !mv_valid_token(tenant, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga tenant must be a bounded printable token");
     if ((rc = check_call(def, saga_id, abort, err))) return rc;
-    if ((rc = create(e, def, saga_id, input, &created, err))) return rc;
+    if ((rc = create(e, tenant, def, saga_id, input, &created, err))) return rc;
     if (created) return mv_saga_resume(e, def, saga_id, abort, record, err);
+    char owner[256];
+    if ((rc = mv_saga_tenant(e, saga_id, owner, err))) return rc;
+    if (strcmp(owner, tenant ? tenant : "default") != 0) /* another tenant's id does not exist */
+        return mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", saga_id);
     json_t *rec;
     if ((rc = load(e, saga_id, &rec, err))) return rc;
     char fp[65];
@@ -1143,6 +1168,34 @@ mv_code mv_saga_resolve(mv_saga_engine *e, const mv_saga_definition *def, const 
         rc = resolve_loaded(e, def, &rec, res, err);
     json_decref(rec);
     return finish(e, saga_id, record, rc);
+}
+
+typedef struct {
+    const char *id;
+    char *out;
+    bool found;
+} tenant_tx;
+
+static mv_code tenant_fn(mv_db *db, void *ctx, mv_err *err) {
+    tenant_tx *t = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_SAGA_TENANT, &st, err, "s", t->id);
+    if (st) {
+        t->found = true;
+        mv_strlcpy(t->out, mv_stmt_text(st, 0), 256);
+    }
+    mv_stmt_done(st);
+    return rc;
+}
+
+mv_code mv_saga_tenant(mv_saga_engine *e, const char *saga_id, char out[256], mv_err *err) {
+    out[0] = '\0';
+    if (!mv_valid_token(saga_id, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga id must be a bounded printable token");
+    tenant_tx t = {saga_id, out, false};
+    mv_code rc = mv_store_read(e->store, tenant_fn, &t, err);
+    if (rc == MV_OK && !t.found) rc = mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", saga_id);
+    return rc;
 }
 
 mv_code mv_saga_get(mv_saga_engine *e, const char *saga_id, json_t **record, mv_err *err) {

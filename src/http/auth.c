@@ -139,6 +139,13 @@ static mv_code finish_principal(mv_arena *arena, mv_principal *out, mv_err *err)
 
 static mv_code auth_headers(mv_http_request *req, mv_principal *out, mv_err *err) {
     mv_arena *a = req->arena;
+    /* A repeated identity header is ambiguous (which one did the proxy set?): refused whole. */
+    static const char *const identity[] = {"X-User-Id", "X-User-Roles", "X-User-Permissions",
+                                           "X-Tenant-Id"};
+    for (size_t i = 0; i < sizeof identity / sizeof identity[0]; i++)
+        if (mv_http_header_count(req, identity[i]) > 1)
+            return mv_err_set(err, MV_INVALID_ARGUMENT, "header %s must not be repeated",
+                              identity[i]);
     out->user_id = trimmed(a, mv_http_header_get(req, "X-User-Id"));
     if (!out->user_id)
         return mv_err_set(err, MV_UNAUTHENTICATED, "authentication required: X-User-Id is missing");

@@ -270,6 +270,12 @@ const char *mv_http_header_get(const mv_http_request *req, const char *name) {
     return NULL;
 }
 
+size_t mv_http_header_count(const mv_http_request *req, const char *name) {
+    size_t n = 0;
+    for (size_t i = 0; i < req->nheaders; i++) n += strcasecmp(req->headers[i].name, name) == 0;
+    return n;
+}
+
 const char *mv_http_query_get(const mv_http_request *req, const char *name) {
     for (size_t i = 0; i < req->nquery; i++)
         if (strcmp(req->query[i].name, name) == 0) return req->query[i].value;

@@ -16,6 +16,8 @@
 
 /* First header named name (case-insensitive), or NULL. */
 const char *mv_http_header_get(const mv_http_request *req, const char *name);
+/* How many headers named name (case-insensitive) the request carries. */
+size_t mv_http_header_count(const mv_http_request *req, const char *name);
 /* First query parameter named name (case-sensitive), or NULL. */
 const char *mv_http_query_get(const mv_http_request *req, const char *name);
 /* Path parameter from the matched pattern ("id" for "/messages/{id}"), or NULL. */

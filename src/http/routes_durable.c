@@ -150,6 +150,24 @@ static void decide_approval(mv_http_request *req, mv_http_response *res, void *a
 
 /* ---- sagas -------------------------------------------------------------------------------- */
 
+/* The saga {id} exists in the caller's tenant; otherwise answers 404 saga_not_found (another
+ * tenant's saga is not found, as a missing one) or the store error, and returns false. */
+static bool saga_in_tenant(mv_http_request *req, mv_http_response *res) {
+    mv_durable_routes *r = req->route_ctx;
+    const char *id = mv_http_param(req, "id");
+    char tenant[256];
+    mv_err err = {0};
+    if (mv_saga_tenant(r->engine, id, tenant, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return false;
+    }
+    if (strcmp(tenant, req->principal->tenant) != 0) {
+        mv_http_errorf(res, MV_SAGA_NOT_FOUND, "saga %s: not found", id);
+        return false;
+    }
+    return true;
+}
+
 /* Answers a saga call: 200 with the record when the call did its work — including when the saga
  * ended in a failed step, compensation or manual review (and, unless ambiguous_is_error, when it
  * stopped at an ambiguous step) — else the error. Steals record. */
@@ -191,8 +209,8 @@ static void start_saga(mv_http_request *req, mv_http_response *res, void *app) {
     json_t *record = NULL;
     bool replayed = false;
     mv_err err = {0};
-    mv_code rc = mv_saga_start(r->engine, def, saga_id, input ? input : json_null(), NULL, &record,
-                               &replayed, &err);
+    mv_code rc = mv_saga_start_in(r->engine, req->principal->tenant, def, saga_id,
+                                  input ? input : json_null(), NULL, &record, &replayed, &err);
     if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
     answer_saga(res, rc, record, &err, false);
 }
@@ -202,6 +220,7 @@ static void get_saga(mv_http_request *req, mv_http_response *res, void *app) {
     mv_durable_routes *r = req->route_ctx;
     json_t *record = NULL;
     mv_err err = {0};
+    if (!saga_in_tenant(req, res)) return;
     if (mv_saga_get(r->engine, mv_http_param(req, "id"), &record, &err) != MV_OK) {
         mv_http_error(res, &err);
         return;
@@ -214,6 +233,7 @@ static const mv_saga_definition *definition_of(mv_http_request *req, mv_http_res
     mv_durable_routes *r = req->route_ctx;
     json_t *record = NULL;
     mv_err err = {0};
+    if (!saga_in_tenant(req, res)) return NULL;
     if (mv_saga_get(r->engine, mv_http_param(req, "id"), &record, &err) != MV_OK) {
         mv_http_error(res, &err);
         return NULL;

@@ -44,6 +44,7 @@
 #include "http/request.h"
 #include "http/router.h"
 #include "http/work_pool.h"
+#include "http/sse.h"
 
 #define DISCARD_LIMIT (16 * MV_HTTP_MAX_BODY)
 #define CONNECTION_MEMORY (128 * 1024) /* request line + headers must fit, with read buffer */
@@ -252,8 +253,15 @@ static void build_request(conn_request *cr, struct MHD_Connection *c, const char
 /* ---- answering --------------------------------------------------------------------------- */
 
 static enum MHD_Result queue(mv_http_server *srv, struct MHD_Connection *c, mv_http_response *res) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(res->body_len, (void *)res->body,
-                                                             MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r;
+    if (res->stream) { /* an event stream: its body is written later, from the stream hub */
+        r = mv_sse_mhd_response(res->stream, c);
+        mv_sse_release(res->stream);
+        res->stream = NULL;
+    } else {
+        r = MHD_create_response_from_buffer(res->body_len, (void *)res->body,
+                                            MHD_RESPMEM_PERSISTENT);
+    }
     if (!r) return MHD_NO;
     for (size_t i = 0; i < res->nheaders; i++)
         MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "message/service.h"
+#include "message/inbox_internal.h"
 
 static const char SQL_CLAIM_ACTIVE[] =
     "UPDATE messages SET action_state = 'processing', action_cd = ?, action_attempt_id = ?, "
@@ -93,6 +93,12 @@ static mv_code read_attempt(mv_db *db, const char *id, attempt_info *a, mv_err *
     return rc;
 }
 
+/* Every action-state change is a change-log row in its own transaction (streams). */
+static mv_code message_changed(mv_db *db, action_job *j, int64_t now, mv_err *err) {
+    return change_add_tx(db, svc_tenant(j->req->user), j->req->message_id, MV_CHANGE_UPDATED,
+                         NULL, now, err);
+}
+
 static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
@@ -110,7 +116,7 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     if (changes == 1) {
         mv_strlcpy(j->attempt_id, attempt, sizeof j->attempt_id);
         j->new_attempt = true;
-        return MV_OK;
+        return message_changed(db, j, now, err);
     }
     rc = mv_db_execf(db, SQL_CLAIM_RETRY, &changes, err, "siiissi", j->user_id, now, lease, now, id,
                      j->action->action_cd, now);
@@ -118,7 +124,7 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     attempt_info a;
     if ((rc = read_attempt(db, id, &a, err)) != MV_OK) return rc;
     mv_strlcpy(j->attempt_id, a.attempt_id, sizeof j->attempt_id);
-    if (changes == 1) return MV_OK;
+    if (changes == 1) return message_changed(db, j, now, err);
     if (strcmp(a.state, "archived") == 0)
         return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
     return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress", id);
@@ -232,14 +238,18 @@ typedef struct {
 
 static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
     retry_arg *a = ctx;
-    return mv_db_execf(db, SQL_MARK_RETRYABLE, NULL, err, "siss", a->failure, svc_now(a->j->svc),
-                       a->j->req->message_id, a->j->attempt_id);
+    int64_t now = svc_now(a->j->svc), changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_MARK_RETRYABLE, &changes, err, "siss", a->failure, now,
+                             a->j->req->message_id, a->j->attempt_id);
+    return rc == MV_OK && changes == 1 ? message_changed(db, a->j, now, err) : rc;
 }
 
 static mv_code reset_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    return mv_db_execf(db, SQL_RESET_COMPENSATED, NULL, err, "iss", svc_now(j->svc),
-                       j->req->message_id, j->attempt_id);
+    int64_t now = svc_now(j->svc), changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_RESET_COMPENSATED, &changes, err, "iss", now,
+                             j->req->message_id, j->attempt_id);
+    return rc == MV_OK && changes == 1 ? message_changed(db, j, now, err) : rc;
 }
 
 /* ---- archive + notify --------------------------------------------------------------------- */
@@ -289,11 +299,16 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
         return mv_err_set(err, MV_ACTION_CONFLICT,
                           "message \"%s\" already has an action in progress", id);
     if ((rc = mv_db_execf(db, SQL_ARCHIVE_ROLES, NULL, err, "s", id)) != MV_OK) return rc;
+    if ((rc = tally_archived_tx(db, svc_tenant(j->req->user), id, err)) != MV_OK) return rc;
     if (j->notification) {
-        if ((rc = doc_insert(db, j->notification, NULL, -1, err)) != MV_OK) return rc;
+        if ((rc = doc_insert(db, j->notification, svc_tenant(j->req->user), NULL, -1, err)) !=
+            MV_OK)
+            return rc;
         if ((rc = doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
     }
-    return MV_OK;
+    if ((rc = message_changed(db, j, now, err)) != MV_OK || !j->notification) return rc;
+    return change_add_tx(db, svc_tenant(j->req->user), mv_json_str(j->notification, "id"),
+                         MV_CHANGE_CREATED, NULL, now, err);
 }
 
 static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
@@ -307,8 +322,8 @@ static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
 
 static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    mv_code rc = doc_load(db, j->req->message_id, &j->message, err);
-    return rc == MV_OK ? read_attempt(db, j->req->message_id, &j->stored, err) : rc;
+    mv_code rc = doc_load(db, j->req->message_id, svc_tenant(j->req->user), &j->message, err);
+    return rc == MV_OK && j->message ? read_attempt(db, j->req->message_id, &j->stored, err) : rc;
 }
 
 /* The approval id inside a resume token "v1.<claims>.<mac>" (unverified: consume verifies). */
@@ -324,6 +339,22 @@ static void token_approval_id(const char *token, char out[64]) {
     json_decref(claims);
 }
 
+/* A retry of an approved attempt needs no new approval, but it stays bound to what was approved
+ * (DESIGN "Approvals bind retries too"): only the approval's principal, with the approved input
+ * (same digest of {actionCd, input}), may run it; anyone or anything else is refused. */
+static mv_code approved_retry(action_job *j, mv_err *err) {
+    mv_approval_record rec;
+    mv_err e = {0};
+    mv_code rc = mv_approval_get(j->svc->o.approvals, j->stored.approval_id,
+                                 svc_tenant(j->req->user), &rec, &e);
+    if (rc == MV_APPROVAL_NOT_FOUND ||
+        (rc == MV_OK && (strcmp(rec.principal_id, j->user_id) != 0 ||
+                         strcmp(rec.digest, j->digest) != 0)))
+        return mv_err_set(err, MV_APPROVAL_BINDING,
+                          "this attempt was approved for another principal or another input");
+    return rc == MV_OK ? MV_OK : mv_err_copy(err, &e);
+}
+
 /* Approval gate before claiming: a fresh press of an action that needs approval creates the
  * pending approval (MV_APPROVAL_REQUIRED, nothing claimed); a press with a resume token binds
  * the consumption into the claim transaction; a retry of an approved attempt passes. */
@@ -335,15 +366,15 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
         return mv_err_set(err, MV_INTERNAL, "action \"%s\" needs approvals, which are not configured",
                           a->action_cd);
     const attempt_info *s = &j->stored;
-    bool retry = strcmp(s->action_cd, a->action_cd) == 0 && s->approval_id[0] &&
-                 (strcmp(s->state, "retryable") == 0 ||
-                  (strcmp(s->state, "processing") == 0 && s->lease_expires_at <= svc_now(svc)));
-    if (retry) return MV_OK;
     json_t *bound = j->req->input /* "O" takes its own reference: a fresh {} there would leak */
                         ? json_pack("{s:s,s:O}", "actionCd", a->action_cd, "input", j->req->input)
                         : json_pack("{s:s,s:{}}", "actionCd", a->action_cd, "input");
     mv_json_fingerprint(bound, j->digest);
     json_decref(bound);
+    bool retry = strcmp(s->action_cd, a->action_cd) == 0 && s->approval_id[0] &&
+                 (strcmp(s->state, "retryable") == 0 ||
+                  (strcmp(s->state, "processing") == 0 && s->lease_expires_at <= svc_now(svc)));
+    if (retry) return approved_retry(j, err);
     mv_code rc = mv_id_uuid(j->effect_id, err);
     if (rc != MV_OK) return rc;
     j->approval = (mv_approval_request){.effect_id = j->effect_id,
@@ -369,6 +400,10 @@ static mv_code check_action(action_job *j, mv_err *err) {
     const mv_action_request *req = j->req;
     const char *stored_cd = mv_json_str(j->message, "templateCd");
     const char *state = mv_json_str(j->message, "actionState");
+    /* Invisible is not found, before anything that depends on the message's state. */
+    if (!req->is_admin && !mv_user_is_sender(req->user, j->message) &&
+        !mv_user_is_receiver(req->user, j->message))
+        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
     if (state && strcmp(state, "archived") == 0)
         return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", req->message_id);
     if (req->template_cd && strcmp(req->template_cd, stored_cd) != 0)

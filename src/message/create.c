@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "message/inbox_internal.h"
 #include "message/request.h"
 
 typedef struct create_job {
@@ -302,7 +303,7 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     size_t i;
     json_t *doc;
     json_array_foreach(job->docs, i, doc) {
-        mv_code rc = doc_insert(db, doc, job->crid[0] ? job->user_id : NULL,
+        mv_code rc = doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
                                 job->crid[0] ? (int64_t)i : -1, err);
         if (rc == MV_OK) rc = doc_enqueue_email(job->svc, db, doc, err);
         if (rc != MV_OK) return rc;
@@ -316,6 +317,13 @@ static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
     if (rc == MV_OK && job->crid[0])
         rc = request_complete_tx(db, &job->scope, job->lease_owner,
                                  (int64_t)json_array_size(job->docs), svc_now(job->svc), err);
+    size_t i;
+    json_t *doc;
+    json_array_foreach(job->docs, i, doc) {
+        if (rc != MV_OK) break;
+        rc = change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED, NULL,
+                           svc_now(job->svc), err);
+    }
     return rc;
 }
 
@@ -472,6 +480,7 @@ mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t 
     }
     job.docs = json_array();
     job.sessions = json_array();
+    job.scope.tenant = svc_tenant(req->user);
     if (job.crid[0]) {
         job.scope.owner = job.user_id;
         job.scope.template_cd = job.tpl->template_cd;
@@ -495,12 +504,16 @@ mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t 
 typedef struct {
     mv_service *svc;
     json_t *doc;
+    const char *tenant;
 } notify_arg;
 
 static mv_code notify_tx(mv_db *db, void *ctx, mv_err *err) {
     notify_arg *a = ctx;
-    mv_code rc = doc_insert(db, a->doc, NULL, -1, err);
-    return rc == MV_OK ? doc_enqueue_email(a->svc, db, a->doc, err) : rc;
+    mv_code rc = doc_insert(db, a->doc, a->tenant, NULL, -1, err);
+    if (rc == MV_OK) rc = doc_enqueue_email(a->svc, db, a->doc, err);
+    if (rc != MV_OK) return rc;
+    return change_add_tx(db, a->tenant, mv_json_str(a->doc, "id"), MV_CHANGE_CREATED, NULL,
+                         svc_now(a->svc), err);
 }
 
 static json_t *content_from(const json_t *c) {
@@ -532,7 +545,11 @@ mv_code mv_notification_create(mv_service *svc, const json_t *params, json_t **m
     *message = NULL;
     if (!json_is_object(params) || !json_is_object(json_object_get(params, "receiverContent")))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "receiverContent must be an object");
-    notify_arg a = {svc, notification_doc(svc, params)};
+    const char *tenant = mv_json_str(params, "tenantId");
+    if (tenant && !mv_valid_token(tenant, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "tenantId must be 1 to 128 printable characters without spaces");
+    notify_arg a = {svc, notification_doc(svc, params), tenant};
     mv_code rc = mv_store_write(svc->o.store, notify_tx, &a, err);
     if (rc == MV_OK) *message = a.doc;
     else json_decref(a.doc);

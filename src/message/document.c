@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "message/service.h"
+#include "message/inbox_internal.h"
 
 static json_t *json_or(const char *text, json_t *fallback) {
     if (!text) return fallback;
@@ -48,6 +48,7 @@ json_t *doc_from_row(mv_stmt *st) {
     json_object_set_new(d, "archivedAt", int_or_null(st, 25));
     json_object_set_new(d, "createdAt", int_or_null(st, 26));
     json_object_set_new(d, "updatedAt", int_or_null(st, 27));
+    json_object_set_new(d, "viewer", json_pack("{s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt"));
     return d;
 }
 
@@ -56,27 +57,27 @@ json_t *doc_new(const char *type, const char *template_cd, int64_t now) {
     mv_id_message(id);
     json_t *empty_content = json_pack("{s:s,s:s,s:s}", "title", "", "short", "", "long", "");
     return json_pack("{s:s,s:s,s:s,s:n,s:n,s:[],s:O,s:o,s:[],s:n,s:s,s:{},s:{},s:n,s:s,s:n,s:n,"
-                     "s:n,s:n,s:I,s:I}",
+                     "s:n,s:n,s:I,s:I,s:{s:n,s:n,s:n}}",
                      "id", id, "type", type, "templateCd", template_cd, "fromUser", "toUser",
                      "toRoles", "senderContent", empty_content, "receiverContent", empty_content,
                      "documents", "paymentSession", "paymentCd", "", "payload", "display",
                      "clientRequestId", "actionState", "active", "actionCd", "actionAttemptId",
                      "archivedBy", "archivedAt", "createdAt", (json_int_t)now, "updatedAt",
-                     (json_int_t)now);
+                     (json_int_t)now, "viewer", "seenAt", "readAt", "dismissedAt");
 }
 
 static const char SQL_INSERT_MESSAGE[] =
     "INSERT INTO messages (id, type, template_cd, from_user, to_user, to_roles, sender_content, "
     "receiver_content, documents, payment_session, payment_cd, payload, display, "
     "client_request_id, client_request_owner_id, client_request_item_index, action_state, "
-    "archived, created_at, updated_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 0, ?, ?)";
+    "archived, created_at, updated_at, tenant_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 0, ?, ?, ?)";
 static const char SQL_INSERT_ROLE[] =
-    "INSERT INTO message_roles (message_id, role, archived, created_at) VALUES (?, ?, 0, ?) "
-    "ON CONFLICT DO NOTHING";
+    "INSERT INTO message_roles (message_id, role, archived, created_at, tenant_id) "
+    "VALUES (?, ?, 0, ?, ?) ON CONFLICT DO NOTHING";
 
-mv_code doc_insert(mv_db *db, const json_t *doc, const char *owner_id, int64_t item_index,
-                   mv_err *err) {
+mv_code doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
+                   int64_t item_index, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_INSERT_MESSAGE, &st, err);
     if (rc != MV_OK) return rc;
@@ -100,6 +101,7 @@ mv_code doc_insert(mv_db *db, const json_t *doc, const char *owner_id, int64_t i
     else mv_stmt_bind_null(st, 16);
     mv_stmt_bind_int64(st, 17, created);
     mv_stmt_bind_int64(st, 18, json_integer_value(json_object_get(doc, "updatedAt")));
+    mv_stmt_bind_text(st, 19, tenant ? tenant : MV_DEFAULT_TENANT);
     int r = mv_stmt_step(st, err);
     mv_stmt_done(st);
     for (int i = 0; i < 6; i++) free(texts[i]);
@@ -109,18 +111,21 @@ mv_code doc_insert(mv_db *db, const json_t *doc, const char *owner_id, int64_t i
     json_t *role;
     json_array_foreach(json_object_get(doc, "toRoles"), i, role) {
         if (!json_is_string(role)) continue;
-        rc = mv_db_execf(db, SQL_INSERT_ROLE, NULL, err, "ssi", mv_json_str(doc, "id"),
-                         json_string_value(role), created);
+        rc = mv_db_execf(db, SQL_INSERT_ROLE, NULL, err, "ssis", mv_json_str(doc, "id"),
+                         json_string_value(role), created, tenant ? tenant : MV_DEFAULT_TENANT);
         if (rc != MV_OK) return rc;
     }
-    return MV_OK;
+    return tally_created_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, doc, err);
 }
 
 static const char SQL_LOAD_MESSAGE[] = "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ?";
+static const char SQL_LOAD_TENANT_MESSAGE[] =
+    "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ? AND tenant_id = ?";
 
-mv_code doc_load(mv_db *db, const char *id, json_t **doc, mv_err *err) {
+mv_code doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_LOAD_MESSAGE, &st, err, "s", id);
+    mv_code rc = tenant ? mv_db_row(db, SQL_LOAD_TENANT_MESSAGE, &st, err, "ss", id, tenant)
+                        : mv_db_row(db, SQL_LOAD_MESSAGE, &st, err, "s", id);
     *doc = st ? doc_from_row(st) : NULL;
     mv_stmt_done(st);
     return rc;

@@ -10,35 +10,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "message/service.h"
+#include "message/inbox_internal.h"
 
 /* ---- SQL built once: one branch per role slot --------------------------------------------- */
 
 /* A row-value comparison, so both SQLite and PostgreSQL seek the index to the cursor instead of
  * walking it from the top (an OR of two comparisons would cost the depth of the page). */
-#define KEYSET "(created_at, %s) < (?, ?)"
+#define KEYSET "(%s, %s) < (?, ?)"
 
-static char sql_list[8192];
-static char sql_count[2048];
+static char sql_list[16384];
+static char sql_count[4096];
+static char sql_mark_candidates[4096];
 static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
+
+/* The three branches of visibility as one predicate over messages `m` (counts and mark-all; the
+ * list uses one index range per branch instead). */
+static int visible_sql(char *p, size_t left) {
+    /* the tenant inside each branch (role rows carry their message's tenant): SQLite then seeks
+     * each index; an outer tenant_id = ? made it scan the whole tenant instead */
+    int n = snprintf(p, left,
+                     "((m.tenant_id = ? AND m.from_user = ?) OR (m.tenant_id = ? AND m.to_user = ?) "
+                     "OR m.id IN (SELECT message_id FROM message_roles WHERE tenant_id = ? AND "
+                     "archived = ? AND role IN (");
+    for (int i = 0; i < MV_MAX_ROLES; i++) n += snprintf(p + n, left - (size_t)n, i ? ", ?" : "?");
+    return n + snprintf(p + n, left - (size_t)n, ")))");
+}
 
 static void build_sql(void) {
     char *p = sql_list;
     size_t left = sizeof sql_list;
     int n = snprintf(p, left,
-                     "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id IN ("
-                     "SELECT id FROM (SELECT id FROM messages WHERE from_user = ? AND archived = ? "
-                     "AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS s "
-                     "UNION ALL SELECT id FROM (SELECT id FROM messages WHERE to_user = ? AND "
-                     "archived = ? AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS r",
-                     "id", "id");
+                     "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+                     "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
+                     "AND vv.viewer_id = ? WHERE id IN ("
+                     "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")
+                     " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "
+                     "UNION ALL SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")
+                     " WHERE m.tenant_id = ? AND m.to_user = ? AND m.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS r",
+                     "m.created_at", "m.id", "m.created_at", "m.id");
     p += n, left -= (size_t)n;
     for (int i = 0; i < MV_MAX_ROLES; i++) {
         n = snprintf(p, left,
-                     " UNION ALL SELECT message_id FROM (SELECT message_id FROM message_roles "
-                     "WHERE role = ? AND archived = ? AND " KEYSET
-                     " ORDER BY created_at DESC, message_id DESC LIMIT ?) AS g%d",
-                     "message_id", i);
+                     " UNION ALL SELECT message_id FROM (SELECT g.message_id FROM message_roles g "
+                     "JOIN messages m ON m.id = g.message_id" INBOX_VIEWER_JOIN("g.message_id")
+                     " WHERE g.tenant_id = ? AND g.role = ? AND g.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY g.created_at DESC, g.message_id DESC LIMIT ?) AS g%d",
+                     "g.created_at", "g.message_id", i);
         p += n, left -= (size_t)n;
     }
     snprintf(p, left, ") ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?");
@@ -46,14 +65,19 @@ static void build_sql(void) {
     p = sql_count;
     left = sizeof sql_count;
     n = snprintf(p, left,
-                 "SELECT COUNT(*) FROM messages WHERE archived = 0 AND (from_user = ? OR to_user = ? "
-                 "OR id IN (SELECT message_id FROM message_roles WHERE archived = 0 AND role IN (");
-    p += n, left -= (size_t)n;
-    for (int i = 0; i < MV_MAX_ROLES; i++) {
-        n = snprintf(p, left, i ? ", ?" : "?");
-        p += n, left -= (size_t)n;
-    }
-    snprintf(p, left, ")))");
+                 "SELECT COUNT(*), COALESCE(SUM(CASE WHEN v.seen_at IS NULL THEN 1 ELSE 0 END), 0), "
+                 "COALESCE(SUM(CASE WHEN v.read_at IS NULL THEN 1 ELSE 0 END), 0) "
+                 "FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = ? AND ");
+    n += visible_sql(p + n, left - (size_t)n);
+    snprintf(p + n, left - (size_t)n, INBOX_FILTER_SQL);
+
+    p = sql_mark_candidates;
+    left = sizeof sql_mark_candidates;
+    n = snprintf(p, left,
+                 "SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = 0 AND ");
+    n += visible_sql(p + n, left - (size_t)n);
+    snprintf(p + n, left - (size_t)n,
+             INBOX_FILTER_SQL " AND (CAST(? AS BIGINT) < 0 OR m.created_at < ?) ORDER BY m.id LIMIT ?");
 }
 
 const char *message_list_sql(void) {
@@ -64,6 +88,27 @@ const char *message_list_sql(void) {
 const char *message_count_sql(void) {
     pthread_once(&sql_once, build_sql);
     return sql_count;
+}
+
+const char *message_counts_sql(void) {
+    return message_count_sql();
+}
+
+const char *message_mark_candidates_sql(void) {
+    pthread_once(&sql_once, build_sql);
+    return sql_mark_candidates;
+}
+
+void visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived) {
+    const char *tenant = svc_tenant(user);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_text(st, (*idx)++, uid);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_text(st, (*idx)++, uid);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_int64(st, (*idx)++, archived ? 1 : 0);
+    for (size_t i = 0; i < MV_MAX_ROLES; i++)
+        mv_stmt_bind_text(st, (*idx)++, i < user->nroles ? user->roles[i] : NULL);
 }
 
 /* ---- cursors: opaque base64url of "<createdAt>:<id>" -------------------------------------- */
@@ -118,7 +163,7 @@ static mv_code int_param(const json_t *v, const char *name, bool *given, int64_t
 typedef struct {
     mv_service *svc;
     const mv_list_request *req;
-    const char *user_id;
+    const char *user_id, *tenant;
     int64_t limit, skip;
     int64_t after_created;
     char after_id[25];
@@ -134,20 +179,28 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     int archived = a->req->archived ? 1 : 0;
     int64_t inner = a->skip + a->limit + 1; /* one extra row tells whether a next page exists */
     int idx = 1;
+    mv_stmt_bind_text(st, idx++, a->user_id); /* the viewer state of the page */
     for (int branch = 0; branch < 2 + MV_MAX_ROLES; branch++) {
         const char *key = branch < 2 ? a->user_id
                           : (size_t)(branch - 2) < u->nroles ? u->roles[branch - 2]
                                                              : NULL;
+        mv_stmt_bind_text(st, idx++, a->user_id);
+        mv_stmt_bind_text(st, idx++, a->tenant);
         mv_stmt_bind_text(st, idx++, key);
         mv_stmt_bind_int64(st, idx++, archived);
         mv_stmt_bind_int64(st, idx++, a->after_created);
         mv_stmt_bind_text(st, idx++, a->after_id);
+        inbox_filter_bind(st, &idx, a->req->filter);
         mv_stmt_bind_int64(st, idx++, inner);
     }
     mv_stmt_bind_int64(st, idx++, a->limit + 1);
     mv_stmt_bind_int64(st, idx++, a->skip);
     int r;
-    while ((r = mv_stmt_step(st, err)) == 1) json_array_append_new(a->messages, doc_from_row(st));
+    while ((r = mv_stmt_step(st, err)) == 1) {
+        json_t *doc = doc_from_row(st);
+        json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 28));
+        json_array_append_new(a->messages, doc);
+    }
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
@@ -162,7 +215,11 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
     if (rc != MV_OK) return rc;
     if (req->user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
-    list_arg a = {.svc = svc, .req = req, .user_id = uid, .after_created = INT64_MAX};
+    list_arg a = {.svc = svc,
+                  .req = req,
+                  .user_id = uid,
+                  .tenant = svc_tenant(req->user),
+                  .after_created = INT64_MAX};
     bool given;
     int64_t v = 0;
     if ((rc = int_param(req->limit, "limit", &given, &v, err))) return rc;
@@ -200,50 +257,78 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
 typedef struct {
     const mv_user *user;
     const char *uid;
-    int64_t count;
+    const mv_inbox_filter *filter;
+    bool archived;
+    mv_inbox_counts counts;
 } count_arg;
+
+/* The unfiltered inbox count (the badge) comes from the maintained tallies (tally.c); any filter
+ * or the archive is counted from the messages themselves. */
+static bool tallied(const count_arg *a) {
+    static const mv_inbox_filter none = {0};
+    return !a->archived && (!a->filter || memcmp(a->filter, &none, sizeof none) == 0);
+}
 
 static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     count_arg *a = ctx;
-    const char *r[MV_MAX_ROLES] = {0};
-    for (size_t i = 0; i < a->user->nroles; i++) r[i] = a->user->roles[i];
+    if (tallied(a)) return tally_counts_tx(db, a->user, a->uid, &a->counts, err);
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, sql_count, &st, err, "ssssssssssssssssss", a->uid, a->uid, r[0],
-                           r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
-                           r[12], r[13], r[14], r[15]);
-    if (st) a->count = mv_stmt_int64(st, 0);
+    mv_code rc = mv_db_prepare(db, sql_count, &st, err);
+    if (rc != MV_OK) return rc;
+    int idx = 1;
+    mv_stmt_bind_text(st, idx++, a->uid); /* the viewer join */
+    mv_stmt_bind_int64(st, idx++, a->archived ? 1 : 0);
+    visibility_bind(st, &idx, a->uid, a->user, a->archived);
+    inbox_filter_bind(st, &idx, a->filter);
+    int r = mv_stmt_step(st, err);
+    if (r == 1)
+        a->counts = (mv_inbox_counts){mv_stmt_int64(st, 0), mv_stmt_int64(st, 1),
+                                      mv_stmt_int64(st, 2)};
     mv_stmt_done(st);
-    return rc;
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
-mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err) {
-    *count = 0;
+mv_code mv_message_counts(mv_service *svc, const mv_user *user, const mv_inbox_filter *filter,
+                          bool archived, mv_inbox_counts *out, mv_err *err) {
+    *out = (mv_inbox_counts){0};
     pthread_once(&sql_once, build_sql);
     char uid[256];
     mv_code rc = svc_require_user(user, uid, err);
     if (rc != MV_OK) return rc;
     if (user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
-    count_arg a = {user, uid, 0};
+    count_arg a = {user, uid, filter, archived, {0}};
     rc = mv_store_read(svc->o.store, count_tx, &a, err);
-    *count = a.count;
+    if (rc == MV_OK) *out = a.counts;
+    return rc;
+}
+
+mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err) {
+    mv_inbox_counts c;
+    mv_code rc = mv_message_counts(svc, user, NULL, false, &c, err);
+    *count = c.count;
     return rc;
 }
 
 /* ---- get -------------------------------------------------------------------------------- */
 
 typedef struct {
-    const char *id;
+    const char *id, *tenant;
+    const char *viewer_id; /* whose "viewer" state to attach; NULL = all null */
     json_t *doc;
 } get_arg;
 
 static mv_code get_tx(mv_db *db, void *ctx, mv_err *err) {
     get_arg *a = ctx;
-    return doc_load(db, a->id, &a->doc, err);
+    mv_code rc = doc_load(db, a->id, a->tenant, &a->doc, err);
+    return rc == MV_OK && a->doc ? inbox_viewer_attach(db, a->doc, a->viewer_id, err) : rc;
 }
 
-static mv_code load_message(mv_service *svc, const char *id, json_t **doc, mv_err *err) {
-    get_arg a = {id, NULL};
+/* A message of the user's tenant (user NULL: any tenant); another tenant's is not found.
+ * viewer_id: whose "viewer" state to attach (NULL = all null). */
+static mv_code load_message(mv_service *svc, const char *id, const mv_user *user,
+                            const char *viewer_id, json_t **doc, mv_err *err) {
+    get_arg a = {id, user ? svc_tenant(user) : NULL, viewer_id, NULL};
     *doc = NULL;
     if (!mv_valid_message_id(id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
@@ -257,7 +342,9 @@ static mv_code load_message(mv_service *svc, const char *id, json_t **doc, mv_er
 mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, json_t **message,
                        mv_err *err) {
     json_t *doc;
-    mv_code rc = load_message(svc, id, &doc, err);
+    char uid[256];
+    bool has_user = user && svc_require_user(user, uid, NULL) == MV_OK;
+    mv_code rc = load_message(svc, id, user, has_user ? uid : NULL, &doc, err);
     if (rc != MV_OK) return rc;
     if (user && !mv_user_is_sender(user, doc) && !mv_user_is_receiver(user, doc)) {
         json_decref(doc);
@@ -273,7 +360,7 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
                            const mv_user *user, bool is_admin, json_t **out, mv_err *err) {
     *out = NULL;
     json_t *doc;
-    mv_code rc = load_message(svc, id, &doc, err);
+    mv_code rc = load_message(svc, id, user, NULL, &doc, err);
     if (rc != MV_OK) return rc;
     char uid[256];
     if ((rc = svc_require_user(user, uid, err)) != MV_OK) goto done;

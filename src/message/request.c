@@ -13,30 +13,36 @@
 #include "message/request.h"
 
 static const char SQL_RESERVE[] =
-    "INSERT INTO message_requests (client_request_owner_id, template_cd, client_request_id, "
-    "state, fingerprint, item_count, lease_owner_id, lease_expires_at, created_at, updated_at) "
-    "VALUES (?, ?, ?, 'pending', ?, NULL, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+    "INSERT INTO message_requests (tenant_id, client_request_owner_id, template_cd, "
+    "client_request_id, state, fingerprint, item_count, lease_owner_id, lease_expires_at, "
+    "created_at, updated_at) "
+    "VALUES (?, ?, ?, ?, 'pending', ?, NULL, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
 static const char SQL_TAKEOVER[] =
     "UPDATE message_requests SET lease_owner_id = ?, lease_expires_at = ?, updated_at = ? "
-    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
+    "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
+    "AND client_request_id = ? "
     "AND state = 'pending' AND fingerprint = ? AND lease_expires_at <= ?";
 static const char SQL_FIND[] =
     "SELECT state, fingerprint, item_count, failure_message, lease_expires_at "
     "FROM message_requests "
-    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ?";
+    "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
+    "AND client_request_id = ?";
 static const char SQL_FIND_MESSAGES[] =
     "SELECT " MESSAGE_COLUMNS " FROM messages "
-    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
+    "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
+    "AND client_request_id = ? "
     "ORDER BY client_request_item_index, id";
 static const char SQL_COMPLETE[] =
     "UPDATE message_requests SET state = 'completed', item_count = ?, completed_at = ?, "
     "lease_expires_at = NULL, updated_at = ? "
-    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
+    "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
+    "AND client_request_id = ? "
     "AND state = 'pending' AND lease_owner_id = ?";
 static const char SQL_FAIL[] =
     "UPDATE message_requests SET state = 'failed', failed_at = ?, failure_message = ?, "
     "lease_expires_at = NULL, updated_at = ? "
-    "WHERE client_request_owner_id = ? AND template_cd = ? AND client_request_id = ? "
+    "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
+    "AND client_request_id = ? "
     "AND state = 'pending' AND lease_owner_id = ?";
 static const char SQL_GC[] =
     "DELETE FROM message_requests WHERE state = 'completed' AND completed_at <= ?";
@@ -51,7 +57,8 @@ mv_code request_replay_tx(mv_db *db, const request_scope *s, json_t **replay, in
                           int64_t now, mv_err *err) {
     *replay = NULL;
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_FIND, &st, err, "sss", s->owner, s->template_cd, s->id);
+    mv_code rc =
+        mv_db_row(db, SQL_FIND, &st, err, "ssss", s->tenant, s->owner, s->template_cd, s->id);
     if (rc != MV_OK) return rc;
     bool found = st != NULL;
     int r;
@@ -72,7 +79,7 @@ mv_code request_replay_tx(mv_db *db, const request_scope *s, json_t **replay, in
     json_t *docs = json_array();
     json_t *indexes = json_array();
     if ((rc = mv_db_prepare(db, SQL_FIND_MESSAGES, &st, err)) != MV_OK) goto fail;
-    mv_stmt_bindf(st, "sss", s->owner, s->template_cd, s->id);
+    mv_stmt_bindf(st, "ssss", s->tenant, s->owner, s->template_cd, s->id);
     while ((r = mv_stmt_step(st, err)) == 1) {
         json_array_append_new(docs, doc_from_row(st));
         json_array_append_new(indexes, mv_stmt_is_null(st, 15) ? json_null()
@@ -137,12 +144,13 @@ mv_code request_acquire_tx(mv_db *db, const request_scope *s, const char *lease_
                            int64_t lease_ms, int64_t now, bool *acquired, mv_err *err) {
     int64_t changes = 0;
     *acquired = false;
-    mv_code rc = mv_db_execf(db, SQL_RESERVE, &changes, err, "sssssiii", s->owner, s->template_cd,
+    mv_code rc = mv_db_execf(db, SQL_RESERVE, &changes, err, "ssssssiii", s->tenant, s->owner,
+                             s->template_cd,
                              s->id, s->fingerprint, lease_owner, now + lease_ms, now, now);
     if (rc != MV_OK) return rc;
     if (changes == 0)
-        rc = mv_db_execf(db, SQL_TAKEOVER, &changes, err, "siissssi", lease_owner, now + lease_ms,
-                         now, s->owner, s->template_cd, s->id, s->fingerprint, now);
+        rc = mv_db_execf(db, SQL_TAKEOVER, &changes, err, "siisssssi", lease_owner, now + lease_ms,
+                         now, s->tenant, s->owner, s->template_cd, s->id, s->fingerprint, now);
     *acquired = rc == MV_OK && changes == 1;
     return rc;
 }
@@ -150,8 +158,8 @@ mv_code request_acquire_tx(mv_db *db, const request_scope *s, const char *lease_
 mv_code request_complete_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                             int64_t item_count, int64_t now, mv_err *err) {
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_COMPLETE, &changes, err, "iiissss", item_count, now, now,
-                             s->owner, s->template_cd, s->id, lease_owner);
+    mv_code rc = mv_db_execf(db, SQL_COMPLETE, &changes, err, "iiisssss", item_count, now, now,
+                             s->tenant, s->owner, s->template_cd, s->id, lease_owner);
     if (rc == MV_OK && changes != 1)
         rc = mv_err_set(err, MV_CLIENT_REQUEST_PENDING,
                         "clientRequestId \"%s\" is still pending; retry after the current "
@@ -162,7 +170,8 @@ mv_code request_complete_tx(mv_db *db, const request_scope *s, const char *lease
 
 mv_code request_fail_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                         const char *failure, int64_t now, mv_err *err) {
-    return mv_db_execf(db, SQL_FAIL, NULL, err, "isissss", now, failure, now, s->owner,
+    return mv_db_execf(db, SQL_FAIL, NULL, err, "isisssss", now, failure, now, s->tenant,
+                       s->owner,
                        s->template_cd, s->id, lease_owner);
 }
 

@@ -5,6 +5,7 @@
 #include "message/service.h"
 
 typedef struct request_scope {
+    const char *tenant;      /* the requesting user's tenant */
     const char *owner;       /* the requesting user's trimmed id */
     const char *template_cd;
     const char *id;          /* the normalised client request id */

@@ -31,7 +31,8 @@ mv_code saga_action_run(mv_service *svc, const char *name, const mv_action_input
         mv_err_clear(&e);
         json_t *input = handler_request(in);
         /* the outcome is read from the record below; e keeps the step's error for the message */
-        mv_saga_execute(engine, def, in->attempt_id, input, in->abort, &record, &e);
+        mv_saga_execute_in(engine, svc_tenant(in->user), def, in->attempt_id, input, in->abort,
+                           &record, &e);
         json_decref(input);
     } else if (rc == MV_OK) {
         const char *state = mv_json_str(record, "state");

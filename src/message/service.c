@@ -7,6 +7,10 @@
 
 int64_t svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); }
 
+const char *svc_tenant(const mv_user *user) {
+    return user && user->tenant && *user->tenant ? user->tenant : MV_DEFAULT_TENANT;
+}
+
 mv_code svc_require_user(const mv_user *user, char buf[256], mv_err *err) {
     if (!mv_user_id(user, buf, 256))
         return mv_err_set(err, MV_INVALID_USER, "user._id must be a non-empty string or ObjectId");

@@ -28,6 +28,10 @@ struct mv_service {
 
 int64_t svc_now(const mv_service *svc);
 
+/* The tenant a user acts in: user->tenant, "default" when NULL or empty. Every message read,
+ * list, count, action and create is scoped to it (DESIGN "Security rules"). */
+const char *svc_tenant(const mv_user *user);
+
 /* The trimmed user id into buf, or MV_INVALID_USER. */
 mv_code svc_require_user(const mv_user *user, char buf[256], mv_err *err);
 
@@ -48,12 +52,14 @@ bool svc_find_handler(mv_service *svc, const char *template_cd, const char *acti
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
 json_t *doc_from_row(mv_stmt *st);
-/* Inserts a message document (as built by create/notification) and its role rows. owner_id and
- * item_index (< 0 = none) are the client request's, stored but not part of the JSON shape. */
-mv_code doc_insert(mv_db *db, const json_t *doc, const char *owner_id, int64_t item_index,
-                   mv_err *err);
-/* Loads one message by id inside a transaction; *doc NULL when absent. */
-mv_code doc_load(mv_db *db, const char *id, json_t **doc, mv_err *err);
+/* Inserts a message document (as built by create/notification) and its role rows in tenant
+ * (NULL = "default"). owner_id and item_index (< 0 = none) are the client request's, stored but
+ * not part of the JSON shape. */
+mv_code doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
+                   int64_t item_index, mv_err *err);
+/* Loads one message by id inside a transaction; *doc NULL when absent or (tenant non-NULL) when
+ * it belongs to another tenant. tenant NULL: any tenant (operators, internal). */
+mv_code doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err);
 /* A fresh message document with every field at its default. */
 json_t *doc_new(const char *type, const char *template_cd, int64_t now);
 /* Queues an email for doc when it qualifies (SEMANTICS §1.10), inside the transaction. */

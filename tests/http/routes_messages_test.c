@@ -217,7 +217,10 @@ STORE_TEST(actions_and_action_statuses) {
     CHECK_STR(call_error_code(&c), "not_found");
     call_free(&c);
     CHECK_INT(e.handler_calls, 0);
-    CHECK_INT(run(&e, &c, "POST", target, "u3", NULL), 403);
+    CHECK_INT(run(&e, &c, "POST", target, "u3", NULL), 404); /* u3 cannot see it: no oracle */
+    CHECK_STR(call_error_code(&c), "message_not_found");
+    call_free(&c);
+    CHECK_INT(run(&e, &c, "POST", target, "u1", NULL), 403); /* the sender sees it */
     CHECK_STR(call_error_code(&c), "action_not_allowed");
     call_free(&c);
     snprintf(target, sizeof target, "/messages/%s/action/nope", id);

@@ -63,8 +63,8 @@ TEST(list_and_count_queries_use_indexes_only) {
     plan_arg a = {message_list_sql(), ""};
     mv_err err = {0};
     CHECK_CODE(mv_store_read(f.store, explain_tx, &a, &err), MV_OK, &err);
-    CHECK(strstr(a.plan, "messages_by_sender (from_user=? AND archived=? AND (created_at,id)<(?,?))"));
-    CHECK(strstr(a.plan, "message_roles_by_role (role=? AND archived=? AND (created_at,message_id)<(?,?))"));
+    CHECK(strstr(a.plan, "messages_by_sender (tenant_id=? AND from_user=? AND archived=? AND (created_at,id)<(?,?))"));
+    CHECK(strstr(a.plan, "message_roles_by_role (tenant_id=? AND role=? AND archived=? AND (created_at,message_id)<(?,?))"));
     fixture_close(&f);
 }
 

@@ -1,0 +1,377 @@
+/* security_test.c — the holes of issue 12, tried as an attacker would, through a real missived
+ * process on each store (DESIGN "Security rules"): tenants isolate messages, reservations and
+ * sagas; a message the caller cannot see is 404 on every route whatever its state; an approved
+ * attempt is retried only by its principal with the approved input; nobody approves their own
+ * request; a repeated identity header is refused. */
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "missive/base.h"
+#include "support/daemon_proc.h"
+#include "support/http_sink.h"
+#include "support/stores.h"
+
+static const char APPROVAL_SECRET[] = "an-approval-secret-of-at-least-32-bytes!";
+
+typedef struct {
+    http_sink *sink;
+    pid_t pid;
+    int port;
+    char dir[600];
+} rig;
+
+/* extra: more top-level config members (",\"key\": …"), may be "". */
+static int rig_start(rig *r, const char *kind, const char *name, const char *extra) {
+    memset(r, 0, sizeof *r);
+    r->sink = http_sink_start();
+    if (!r->sink) return 0;
+    const char *sink = http_sink_url(r->sink);
+    char path[800], config[800], label[128];
+    snprintf(label, sizeof label, "%s-%s", name, kind);
+    mv_strlcpy(r->dir, test_tmp_path(label), sizeof r->dir);
+    snprintf(path, sizeof path, "%s/templates", r->dir);
+    if (mkdir(r->dir, 0700) || mkdir(path, 0700)) return 0;
+    snprintf(path, sizeof path, "%s/templates/refund.json", r->dir);
+    if (!test_write_file(
+            path,
+            "{\"templateCd\": \"refund\", \"receiverContent\": {\"title\": \"Refund\"},"
+            " \"prepare\": {\"toRoles\": [\"finance\"]},"
+            " \"actions\": [{\"actionCd\": \"approve\", \"name\": \"Approve\","
+            "   \"variant\": \"primary\", \"receiver\": true,"
+            "   \"approval\": {\"capability\": \"refunds.large\"},"
+            "   \"handler\": {\"webhook\": \"%s/refund\"}}]}",
+            sink))
+        return 0;
+    snprintf(path, sizeof path, "%s/templates/note.json", r->dir);
+    if (!test_write_file(
+            path, "{\"templateCd\": \"note\", \"receiverContent\": {\"title\": \"{{title}}\"},"
+                  " \"prepare\": {\"toUser\": \"{{to}}\"},"
+                  " \"actions\": [{\"actionCd\": \"ack\", \"name\": \"Ack\","
+                  "   \"variant\": \"primary\", \"receiver\": true, \"handler\": null}]}"))
+        return 0;
+    snprintf(path, sizeof path, "%s/sagas", r->dir);
+    if (mkdir(path, 0700)) return 0;
+    snprintf(path, sizeof path, "%s/sagas/ship.json", r->dir);
+    if (!test_write_file(path,
+                         "{\"name\": \"ship\", \"steps\": [{\"name\": \"pack\","
+                         " \"run\": {\"webhook\": \"%s/pack\"},"
+                         " \"compensate\": {\"webhook\": \"%s/unpack\"}}]}",
+                         sink, sink))
+        return 0;
+    const char *store = test_store_url(kind, name);
+    if (!store) return 0;
+    snprintf(config, sizeof config, "%s/missived.json", r->dir);
+    if (!test_write_file(config,
+                         "{\"store\": \"%s\", \"templates\": \"%s/templates\","
+                         " \"sagas\": \"%s/sagas\", \"auth\": {\"mode\": \"headers\"},"
+                         " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"}%s}",
+                         store, r->dir, r->dir, extra))
+        return 0;
+    setenv("MISSIVE_TEST_APPROVAL_SECRET", APPROVAL_SECRET, 1);
+    r->port = test_free_port();
+    char log[800];
+    snprintf(log, sizeof log, "%s/daemon.log", r->dir);
+    r->pid = test_daemon_start(config, r->port, NULL, log);
+    return r->pid > 0;
+}
+
+static void rig_stop(rig *r) {
+    CHECK_INT(test_daemon_stop(r->pid), 0);
+    http_sink_stop(r->sink);
+}
+
+static int sink_calls(rig *r, const char *path) {
+    int n = 0;
+    for (int i = 0; i < http_sink_count(r->sink); i++) {
+        http_sink_request q;
+        if (!http_sink_get(r->sink, i, &q)) continue;
+        n += strcmp(q.path, path) == 0;
+        http_sink_request_free(&q);
+    }
+    return n;
+}
+
+/* POST /messages/new/<template> as headers; returns the first message id (malloc'd) or NULL. */
+static char *create(rig *r, const char *tpl, const char *headers, const char *body) {
+    char path[256];
+    snprintf(path, sizeof path, "/messages/new/%s", tpl);
+    test_reply c = test_http(r->port, "POST", path, headers, body);
+    const char *id = mv_json_str(json_array_get(json_object_get(c.json, "messages"), 0), "id");
+    char *out = c.status == 201 && id ? strdup(id) : NULL;
+    test_reply_free(&c);
+    return out;
+}
+
+/* The status of one request; *code (may be NULL) receives a copy of error.code ("" when none). */
+static long call(rig *r, const char *method, const char *path, const char *headers,
+                 const char *body, char code[64]) {
+    test_reply t = test_http(r->port, method, path, headers, body);
+    if (code) mv_strlcpy(code, test_reply_code(&t) ? test_reply_code(&t) : "", 64);
+    long status = t.status;
+    test_reply_free(&t);
+    return status;
+}
+
+static long count_of(rig *r, const char *headers) {
+    test_reply t = test_http(r->port, "GET", "/messages/count", headers, NULL);
+    long n = t.status == 200 ? (long)json_integer_value(json_object_get(t.json, "count")) : -1;
+    test_reply_free(&t);
+    return n;
+}
+
+static long listed(rig *r, const char *headers) {
+    test_reply t = test_http(r->port, "GET", "/messages", headers, NULL);
+    long n = t.status == 200 ? (long)json_array_size(json_object_get(t.json, "messages")) : -1;
+    test_reply_free(&t);
+    return n;
+}
+
+/* ---- 4. tenants -------------------------------------------------------------------------- */
+
+STORE_TEST(another_tenants_user_neither_lists_counts_reads_nor_acts_on_a_message) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "tenant_msgs", ""));
+    const char *ana = "X-User-Id: ana\nX-Tenant-Id: acme";
+    const char *bob_acme = "X-User-Id: bob\nX-Tenant-Id: acme";
+    const char *bob_globex = "X-User-Id: bob\nX-Tenant-Id: globex";
+    const char *bob_default = "X-User-Id: bob";
+    const char *admin_globex = "X-User-Id: root\nX-Tenant-Id: globex\nX-User-Permissions: is.admin";
+    char *id = create(&r, "note", ana, "{\"to\": \"bob\", \"title\": \"acme secret\"}");
+    REQUIRE(id);
+    CHECK_INT(listed(&r, bob_acme), 1);
+    CHECK_INT(count_of(&r, bob_acme), 1);
+    CHECK_INT(listed(&r, bob_globex), 0);
+    CHECK_INT(count_of(&r, bob_globex), 0);
+    CHECK_INT(listed(&r, bob_default), 0);
+    CHECK_INT(count_of(&r, bob_default), 0);
+    char path[256], code[64];
+    snprintf(path, sizeof path, "/messages/%s", id);
+    CHECK_INT(call(&r, "GET", path, bob_globex, NULL, code), 404);
+    CHECK_STR(code, "message_not_found");
+    snprintf(path, sizeof path, "/messages/%s/actions/receiver", id);
+    CHECK_INT(call(&r, "GET", path, bob_globex, NULL, code), 404);
+    CHECK_STR(code, "message_not_found");
+    CHECK_INT(call(&r, "GET", path, admin_globex, NULL, code), 404); /* admin of another tenant */
+    snprintf(path, sizeof path, "/messages/%s/action/ack", id);
+    CHECK_INT(call(&r, "POST", path, bob_globex, "{}", code), 404);
+    CHECK_STR(code, "message_not_found");
+    CHECK_INT(call(&r, "POST", path, admin_globex, "{}", code), 404);
+    CHECK_INT(count_of(&r, bob_acme), 1); /* nothing changed */
+    CHECK_INT(call(&r, "POST", path, bob_acme, "{}", code), 200);
+    CHECK_INT(count_of(&r, bob_acme), 0);
+    free(id);
+    rig_stop(&r);
+}
+
+STORE_TEST(the_same_idempotency_key_in_two_tenants_is_two_requests) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "tenant_keys", ""));
+    const char *body = "{\"to\": \"bob\", \"title\": \"hello\"}";
+    char *a = create(&r, "note", "X-User-Id: ana\nX-Tenant-Id: acme\nIdempotency-Key: k1", body);
+    REQUIRE(a);
+    test_reply g = test_http(r.port, "POST", "/messages/new/note",
+                             "X-User-Id: ana\nX-Tenant-Id: globex\nIdempotency-Key: k1", body);
+    CHECK_INT(g.status, 201);
+    CHECK(!g.replayed); /* not acme's messages replayed to globex */
+    const char *gid = mv_json_str(json_array_get(json_object_get(g.json, "messages"), 0), "id");
+    CHECK(gid && strcmp(gid, a) != 0);
+    test_reply_free(&g);
+    g = test_http(r.port, "POST", "/messages/new/note",
+                  "X-User-Id: ana\nX-Tenant-Id: acme\nIdempotency-Key: k1", body);
+    CHECK_INT(g.status, 201);
+    CHECK(g.replayed);
+    CHECK_STR(mv_json_str(json_array_get(json_object_get(g.json, "messages"), 0), "id"), a);
+    test_reply_free(&g);
+    CHECK_INT(listed(&r, "X-User-Id: bob\nX-Tenant-Id: acme"), 1);
+    CHECK_INT(listed(&r, "X-User-Id: bob\nX-Tenant-Id: globex"), 1);
+    free(a);
+    rig_stop(&r);
+}
+
+STORE_TEST(a_globex_admin_can_neither_read_nor_compensate_an_acme_saga) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "tenant_sagas", ""));
+    const char *acme = "X-User-Id: root\nX-Tenant-Id: acme\nX-User-Permissions: is.admin";
+    const char *globex = "X-User-Id: root\nX-Tenant-Id: globex\nX-User-Permissions: is.admin";
+    const char *start = "{\"sagaId\": \"order-7\", \"input\": {\"sku\": \"lamp\"}}";
+    char code[64];
+    CHECK_INT(call(&r, "POST", "/sagas/ship", acme, start, code), 200);
+    CHECK_INT(call(&r, "GET", "/sagas/order-7", globex, NULL, code), 404);
+    CHECK_STR(code, "saga_not_found");
+    CHECK_INT(call(&r, "POST", "/sagas/order-7/compensate", globex, NULL, code), 404);
+    CHECK_STR(code, "saga_not_found");
+    CHECK_INT(call(&r, "POST", "/sagas/order-7/resume", globex, NULL, code), 404);
+    CHECK_INT(call(&r, "POST", "/sagas/order-7/resolve", globex,
+                   "{\"kind\": \"execution\", \"step\": \"pack\", \"effectId\": \"e\","
+                   " \"outcome\": \"committed\"}",
+                   code),
+              404);
+    CHECK_INT(call(&r, "POST", "/sagas/ship", globex, start, code), 404); /* no replay either */
+    CHECK_INT(sink_calls(&r, "/unpack"), 0);
+    test_reply t = test_http(r.port, "GET", "/sagas/order-7", acme, NULL);
+    CHECK_INT(t.status, 200);
+    CHECK_STR(mv_json_str(t.json, "state"), "completed");
+    test_reply_free(&t);
+    rig_stop(&r);
+}
+
+/* ---- 9. invisible is not found ----------------------------------------------------------- */
+
+STORE_TEST(a_message_the_caller_cannot_see_is_not_found_on_the_action_route_in_every_state) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "oracle", ""));
+    char *id = create(&r, "note", "X-User-Id: ana", "{\"to\": \"bob\", \"title\": \"t\"}");
+    REQUIRE(id);
+    char path[256], code[64];
+    snprintf(path, sizeof path, "/messages/%s/action/ack", id);
+    /* active: a stranger got 403 action_not_allowed before */
+    CHECK_INT(call(&r, "POST", path, "X-User-Id: mallory", "{}", code), 404);
+    CHECK_STR(code, "message_not_found");
+    snprintf(path, sizeof path, "/messages/%s/action/nope", id);
+    CHECK_INT(call(&r, "POST", path, "X-User-Id: mallory", "{}", code), 404);
+    CHECK_STR(code, "message_not_found");
+    snprintf(path, sizeof path, "/messages/%s/action/ack", id);
+    CHECK_INT(call(&r, "POST", path, "X-User-Id: bob", "{}", code), 200);
+    /* archived: a stranger got 410 message_archived before */
+    CHECK_INT(call(&r, "POST", path, "X-User-Id: mallory", "{}", code), 404);
+    CHECK_STR(code, "message_not_found");
+    /* the receiver still gets the reference order: archived → 410 */
+    CHECK_INT(call(&r, "POST", path, "X-User-Id: bob", "{}", code), 410);
+    CHECK_INT(call(&r, "POST", "/messages/507f1f77bcf86cd799439011/action/ack",
+                   "X-User-Id: mallory", "{}", code),
+              404);
+    CHECK_STR(code, "message_not_found");
+    free(id);
+    rig_stop(&r);
+}
+
+/* ---- 1. approvals bind retries ----------------------------------------------------------- */
+
+STORE_TEST(a_retry_of_an_approved_attempt_runs_only_for_its_principal_with_the_approved_input) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "approval_retry", ""));
+    http_sink_push(r.sink, &(http_sink_response){.path = "/refund", .status = 500});
+    char *id = create(&r, "refund", "X-User-Id: requester", "{}");
+    REQUIRE(id);
+    char path[256], headers[1024], apath[256], code[64];
+    snprintf(path, sizeof path, "/messages/%s/action/approve", id);
+    const char *fbob = "X-User-Id: fbob\nX-User-Roles: finance";
+    const char *fcarol = "X-User-Id: fcarol\nX-User-Roles: finance";
+    test_reply a = test_http(r.port, "POST", path, fbob, "{\"amount\": 10}");
+    REQUIRE(a.status == 202);
+    snprintf(apath, sizeof apath, "/approvals/%s/decision", mv_json_str(a.json, "approvalId"));
+    snprintf(headers, sizeof headers, "%s\nX-Resume-Token: %s", fbob,
+             mv_json_str(a.json, "resumeToken"));
+    test_reply_free(&a);
+    CHECK_INT(call(&r, "POST", apath, "X-User-Id: boss\nX-User-Permissions: approvals.decide",
+                   "{\"decision\": \"approved\"}", code),
+              200);
+    CHECK_INT(call(&r, "POST", path, headers, "{\"amount\": 10}", code), 409);
+    CHECK_STR(code, "action_retryable");
+    CHECK_INT(sink_calls(&r, "/refund"), 1);
+    /* another principal of the role, without approval or token, with another input */
+    CHECK_INT(call(&r, "POST", path, fcarol, "{\"amount\": 99999}", code), 403);
+    CHECK_STR(code, "approval_binding");
+    CHECK_INT(call(&r, "POST", path, fcarol, "{\"amount\": 10}", code), 403);
+    /* the approved principal with another input */
+    CHECK_INT(call(&r, "POST", path, fbob, "{\"amount\": 10000}", code), 403);
+    CHECK_STR(code, "approval_binding");
+    CHECK_INT(sink_calls(&r, "/refund"), 1);
+    /* the approved principal with the approved input: the retry runs, with that input */
+    CHECK_INT(call(&r, "POST", path, fbob, "{\"amount\": 10}", code), 200);
+    CHECK_INT(sink_calls(&r, "/refund"), 2);
+    http_sink_request q;
+    REQUIRE(http_sink_get(r.sink, http_sink_count(r.sink) - 1, &q));
+    json_t *body = json_loads(q.body, 0, NULL);
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(body, "input"), "amount")), 10);
+    json_decref(body);
+    http_sink_request_free(&q);
+    free(id);
+    rig_stop(&r);
+}
+
+/* ---- 5. self-approval -------------------------------------------------------------------- */
+
+STORE_TEST(the_principal_of_an_approval_cannot_decide_it_unless_configured) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "self_approval", ""));
+    char *id = create(&r, "refund", "X-User-Id: requester", "{}");
+    REQUIRE(id);
+    char path[256], apath[256], code[64];
+    snprintf(path, sizeof path, "/messages/%s/action/approve", id);
+    const char *bob = "X-User-Id: bob\nX-User-Roles: finance\nX-User-Permissions: approvals.decide";
+    test_reply a = test_http(r.port, "POST", path, bob, "{}");
+    REQUIRE(a.status == 202);
+    snprintf(apath, sizeof apath, "/approvals/%s", mv_json_str(a.json, "approvalId"));
+    test_reply_free(&a);
+    char dpath[300];
+    snprintf(dpath, sizeof dpath, "%s/decision", apath);
+    CHECK_INT(call(&r, "POST", dpath, bob, "{\"decision\": \"approved\"}", code), 403);
+    CHECK_STR(code, "approval_binding");
+    test_reply g = test_http(r.port, "GET", apath, bob, NULL);
+    CHECK_STR(mv_json_str(g.json, "state"), "pending");
+    test_reply_free(&g);
+    free(id);
+    rig_stop(&r);
+
+    /* approvals.allowSelfApproval: true lets the principal decide */
+    REQUIRE(rig_start(&r, kind, "self_approval_on", ""));
+    CHECK_INT(test_daemon_stop(r.pid), 0);
+    char config[800], log[800];
+    snprintf(config, sizeof config, "%s/missived.json", r.dir);
+    snprintf(log, sizeof log, "%s/daemon2.log", r.dir);
+    REQUIRE(test_write_file(config,
+                            "{\"store\": \"%s\", \"templates\": \"%s/templates\","
+                            " \"auth\": {\"mode\": \"headers\"}, \"approvals\": {\"secretEnv\":"
+                            " \"MISSIVE_TEST_APPROVAL_SECRET\", \"allowSelfApproval\": true}}",
+                            test_store_url(kind, "self_approval_on2"), r.dir));
+    r.pid = test_daemon_start(config, r.port, NULL, log);
+    REQUIRE(r.pid > 0);
+    id = create(&r, "refund", "X-User-Id: requester", "{}");
+    REQUIRE(id);
+    snprintf(path, sizeof path, "/messages/%s/action/approve", id);
+    a = test_http(r.port, "POST", path, bob, "{}");
+    REQUIRE(a.status == 202);
+    snprintf(dpath, sizeof dpath, "/approvals/%s/decision", mv_json_str(a.json, "approvalId"));
+    test_reply_free(&a);
+    CHECK_INT(call(&r, "POST", dpath, bob, "{\"decision\": \"approved\"}", code), 200);
+    free(id);
+    rig_stop(&r);
+}
+
+/* ---- 10. repeated identity headers ------------------------------------------------------- */
+
+TEST(a_repeated_identity_header_is_refused_in_headers_mode) {
+    rig r;
+    REQUIRE(rig_start(&r, "sqlite", "dup_headers", ""));
+    char *id = create(&r, "note", "X-User-Id: ana", "{\"to\": \"bob\", \"title\": \"t\"}");
+    REQUIRE(id);
+    const char *twice[] = {
+        "X-User-Id: mallory\nX-User-Id: bob",
+        "X-User-Id: bob\nX-User-Roles: a\nX-User-Roles: b",
+        "X-User-Id: bob\nX-User-Permissions: x\nX-User-Permissions: is.admin",
+        "X-User-Id: bob\nX-Tenant-Id: default\nX-Tenant-Id: acme",
+    };
+    char code[64];
+    for (int i = 0; i < 4; i++) {
+        CHECK_INT(call(&r, "GET", "/messages", twice[i], NULL, code), 400);
+        CHECK_STR(code, "invalid_argument");
+        CHECK_INT(call(&r, "POST", "/messages/new/note", twice[i], "{\"to\": \"x\"}", code), 400);
+    }
+    CHECK_INT(listed(&r, "X-User-Id: bob"), 1); /* one header is fine */
+    CHECK_INT(listed(&r, "X-User-Id: x"), 0);   /* and nothing was created */
+    free(id);
+    rig_stop(&r);
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    return RUN_TESTS(
+        another_tenants_user_neither_lists_counts_reads_nor_acts_on_a_message,
+        the_same_idempotency_key_in_two_tenants_is_two_requests,
+        a_globex_admin_can_neither_read_nor_compensate_an_acme_saga,
+        a_message_the_caller_cannot_see_is_not_found_on_the_action_route_in_every_state,
+        a_retry_of_an_approved_attempt_runs_only_for_its_principal_with_the_approved_input,
+        the_principal_of_an_approval_cannot_decide_it_unless_configured,
+        a_repeated_identity_header_is_refused_in_headers_mode);
+}
