@@ -49,7 +49,7 @@ typedef struct mv_principal mv_principal; /* auth.h */
 
 #define MV_HTTP_MAX_BODY (1024 * 1024)  /* bodies over 1 MiB → 413 payload_too_large */
 #define MV_HTTP_MAX_TARGET 8192         /* request target (path + query); longer → 414 */
-#define MV_HTTP_MAX_HEAD (24 * 1024)    /* request line + header fields; more → 431 */
+#define MV_HTTP_MAX_HEAD (21 * 1024)    /* request line + header fields; more → 431 */
 #define MV_HTTP_MAX_QUERY_PARAMS 256    /* query parameters; more → 400 */
 
 typedef struct mv_http_request {

@@ -47,7 +47,7 @@
 #include "http/sse.h"
 
 #define DISCARD_LIMIT (16 * MV_HTTP_MAX_BODY)
-#define CONNECTION_MEMORY (128 * 1024) /* request line + headers must fit, with read buffer */
+#define CONNECTION_MEMORY (64 * 1024) /* request line + headers must fit, with read buffer */
 #define DRAIN_GRACE_MS 200            /* after the last answer: time for clients to hang up */
 
 _Static_assert(MV_HTTP_MAX_HEAD + 1024 < CONNECTION_MEMORY / 2,

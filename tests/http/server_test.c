@@ -427,7 +427,7 @@ TEST(malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape
         int status;
     } cases[] = {
         {repeat("GET /healthz?x=", "a", 9000, " HTTP/1.1\r\nHost: t\r\n\r\n"), 414},
-        {repeat("GET /healthz HTTP/1.1\r\nHost: t\r\n", "X-Filler: aaaaaaaaaaaaaaaaaaaaaaaa\r\n", 700,
+        {repeat("GET /healthz HTTP/1.1\r\nHost: t\r\n", "X-Filler: aaaaaaaaaaaaaaaaaaaaaaaa\r\n", 600,
                 "\r\n"),
          431},
         {strdup("GET /healthz HTTP/2.0\r\nHost: t\r\n\r\n"), 505},
