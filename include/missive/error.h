@@ -8,6 +8,7 @@
 #define MISSIVE_ERROR_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,8 +72,10 @@ extern "C" {
     X(MV_APPROVAL_REQUIRED, "approval_required", 202)                                              \
     X(MV_INVALID_TEMPLATE, "invalid_template", 400)                                                \
     X(MV_INVALID_CONFIG, "invalid_config", 400)                                                    \
-    X(MV_STREAM_CAPACITY, "stream_capacity", 503)                                                  \
-    X(MV_DRAINING, "draining", 503)
+    X(MV_PREPARE_UNAVAILABLE, "prepare_failed", 502)                                               \
+    X(MV_PAYMENT_UNAVAILABLE, "payment_failed", 502)                                               \
+    X(MV_DRAINING, "draining", 503)                                                                \
+    X(MV_STREAM_CAPACITY, "stream_capacity", 503)
 
 typedef enum mv_code {
 #define MV_X_ENUM(e, name, status) e,
@@ -95,6 +98,7 @@ typedef struct mv_err {
     char operation[16];    /* payment_compensation_failed: "expire" */
     char cause[512];       /* the original error, when one error wraps another */
     int retry_after_s;     /* client_request_pending */
+    char failure_code[65]; /* a failed handler's own error code (lastFailure), "" when none */
 } mv_err;
 
 /* Resets every field of err (NULL-safe). */
@@ -127,6 +131,22 @@ const char *mv_code_name(mv_code code);
 
 /* HTTP status for a code (500 for unknown codes). */
 int mv_code_http_status(mv_code code);
+
+/* The contract's words for a code whose message may carry internal details (a URL, a host, a
+ * socket path, driver or library text): "prepare failed", "payment session creation failed",
+ * "the store is unavailable; try again", … — what a client is told instead of err->message (the
+ * log keeps the message). NULL when the code's messages are written for clients already. */
+const char *mv_code_public_message(mv_code code);
+
+/* True for a failure that is definitive for an idempotent create — the prepare hook or payment
+ * provider refused, an item is invalid, a message is too large — as opposed to one that says
+ * nothing about the request (store unavailable, a timeout, a lost connection, no answer): only
+ * the former may mark a client request failed (DESIGN "Only definitive outcomes fail a key"). */
+bool mv_code_is_definitive(mv_code code);
+
+/* Copies text into out (NUL-terminated, truncated to size) with every URL redacted for a log:
+ * userinfo ("user:password@") and query string or fragment removed. */
+void mv_redact_urls(const char *text, char *out, size_t size);
 
 /* Copies a string into a fixed buffer, always NUL-terminating (truncates). */
 void mv_strlcpy(char *dst, const char *src, size_t size);

@@ -69,3 +69,63 @@ void mv_strlcpy(char *dst, const char *src, size_t size) {
     if (n) memcpy(dst, src, n);
     dst[n] = '\0';
 }
+
+const char *mv_code_public_message(mv_code code) {
+    switch (code) {
+    case MV_PREPARE_FAILED:
+    case MV_PREPARE_UNAVAILABLE: return "prepare failed";
+    case MV_PAYMENT_FAILED:
+    case MV_PAYMENT_UNAVAILABLE: return "payment session creation failed";
+    case MV_PAYMENT_COMPENSATION_FAILED: return "payment session compensation failed during expire";
+    case MV_UPSTREAM_FAILED: return "an upstream call failed";
+    case MV_STORE_UNAVAILABLE: return "the store is unavailable; try again";
+    case MV_ACTION_NEEDS_REVIEW: return "the action's saga needs review by an operator";
+    default: return NULL;
+    }
+}
+
+bool mv_code_is_definitive(mv_code code) {
+    switch (code) {
+    case MV_PREPARE_FAILED:
+    case MV_PAYMENT_FAILED:
+    case MV_INVALID_ARGUMENT:
+    case MV_INVALID_TEMPLATE:
+    case MV_PAYLOAD_TOO_LARGE: return true;
+    default: return false;
+    }
+}
+
+static bool url_start(const char *p) {
+    static const char *const schemes[] = {"http://", "https://", "postgres://", "postgresql://",
+                                          "smtp://", "smtps://"};
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+        if (strncmp(p, schemes[i], strlen(schemes[i])) == 0) return true;
+    return false;
+}
+
+static bool url_end(char c) {
+    return c == '\0' || c == ' ' || c == '"' || c == '\'' || c == '\t' || c == '\n' || c == '>' ||
+           c == ')' || c == ',';
+}
+
+void mv_redact_urls(const char *text, char *out, size_t size) {
+    if (!size) return;
+    size_t n = 0;
+    const char *p = text ? text : "";
+    while (*p && n + 1 < size) {
+        if (!url_start(p)) {
+            out[n++] = *p++;
+            continue;
+        }
+        const char *scheme_end = strstr(p, "://") + 3, *end = scheme_end;
+        while (!url_end(*end)) end++;
+        const char *at = NULL; /* userinfo ends at the last '@' before the path */
+        for (const char *q = scheme_end; q < end && *q != '/' && *q != '?' && *q != '#'; q++)
+            if (*q == '@') at = q;
+        for (const char *q = p; q < scheme_end && n + 1 < size; q++) out[n++] = *q;
+        for (const char *q = at ? at + 1 : scheme_end; q < end && *q != '?' && *q != '#'; q++)
+            if (n + 1 < size) out[n++] = *q;
+        p = end;
+    }
+    out[n] = '\0';
+}

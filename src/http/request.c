@@ -395,14 +395,20 @@ void mv_http_error(mv_http_response *res, const mv_err *err) {
     json_t *body = json_pack("{s:o}", "error", e);
     res->error_code = mv_code_name(err->code);
     if (code_is_internal(err->code)) {
+        char detail_internal[sizeof err->message];
         json_object_set_new(e, "code", json_string("internal"));
         json_object_set_new(e, "message", json_string("internal error"));
-        res->detail = mv_arena_strdup(res->arena, err->message);
+        mv_redact_urls(err->message, detail_internal, sizeof detail_internal);
+        res->detail = mv_arena_strdup(res->arena, detail_internal);
         mv_http_json(res, 500, body);
         return;
     }
     json_object_set_new(e, "code", json_string(mv_code_name(err->code)));
-    json_object_set_new(e, "message", string_lossy(err->message));
+    /* Codes whose messages may name a URL, host, socket path or driver text answer the
+     * contract's words; the detail goes to the request log with its URLs redacted. */
+    const char *public_message = mv_code_public_message(err->code);
+    json_object_set_new(e, "message", string_lossy(public_message ? public_message : err->message));
+    char detail[sizeof err->message + sizeof err->cause + 16];
     static const struct {
         const char *key;
         size_t off;
@@ -419,7 +425,13 @@ void mv_http_error(mv_http_response *res, const mv_err *err) {
     }
     if (err->expires_at) json_object_set_new(e, "expiresAt", json_integer(err->expires_at));
     int status = mv_code_http_status(err->code);
-    if (status >= 500 && err->cause[0]) res->detail = mv_arena_strdup(res->arena, err->cause);
+    if (public_message || (status >= 500 && err->cause[0])) {
+        char raw[sizeof detail];
+        snprintf(raw, sizeof raw, "%s%s%s", public_message ? err->message : "",
+                 public_message && err->cause[0] ? "; cause: " : "", err->cause);
+        mv_redact_urls(raw, detail, sizeof detail);
+        res->detail = mv_arena_strdup(res->arena, detail);
+    }
     if (err->code == MV_CLIENT_REQUEST_PENDING) {
         char ra[16];
         snprintf(ra, sizeof ra, "%d", err->retry_after_s > 1 ? err->retry_after_s : 1);
@@ -440,6 +452,18 @@ void mv_http_errorf(mv_http_response *res, mv_code code, const char *fmt, ...) {
 /* ---- logging ----------------------------------------------------------------------------- */
 
 static atomic_int log_fd = 2;
+static atomic_int log_min = 1;
+
+static int level_rank(const char *level) {
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    for (int i = 0; i < 4; i++)
+        if (level && strcmp(level, names[i]) == 0) return i;
+    return 3; /* an unknown level is never dropped */
+}
+
+void mv_log_set_level(int level) { atomic_store(&log_min, level); }
+
+bool mv_log_enabled(const char *level) { return level_rank(level) >= atomic_load(&log_min); }
 
 int mv_log_set_fd(int fd) {
     return atomic_exchange(&log_fd, fd);
@@ -447,7 +471,7 @@ int mv_log_set_fd(int fd) {
 
 void mv_log(const char *level, const char *msg, json_t *fields) {
     int fd = atomic_load(&log_fd);
-    if (fd < 0) {
+    if (fd < 0 || !mv_log_enabled(level)) {
         json_decref(fields);
         return;
     }
@@ -459,6 +483,18 @@ void mv_log(const char *level, const char *msg, json_t *fields) {
     }
     if (fields) json_object_update(line, fields);
     json_decref(fields);
+    /* URLs in any field lose their credentials and query string (DESIGN "Security rules") */
+    const char *key;
+    json_t *v;
+    json_object_foreach(line, key, v) {
+        if (!json_is_string(v) || !strstr(json_string_value(v), "://")) continue;
+        size_t n = json_string_length(v) + 1;
+        char *clean = malloc(n);
+        if (!clean) continue;
+        mv_redact_urls(json_string_value(v), clean, n);
+        json_string_set(v, clean);
+        free(clean);
+    }
     char *s = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(line);
     if (!s) return;

@@ -145,6 +145,8 @@ static void decide_approval(mv_http_request *req, mv_http_response *res, void *a
         mv_http_error(res, &err);
         return;
     }
+    const char *labels[] = {"decision", decision, NULL};
+    mv_metrics_counter_add(r->metrics, "missive_approvals_total", labels, 1);
     mv_http_json(res, 200, mv_approval_to_json(&rec));
 }
 
@@ -180,8 +182,8 @@ static void answer_saga(mv_http_response *res, mv_code rc, json_t *record, const
         return;
     }
     json_decref(record);
-    if (rc == MV_OK) {
-        mv_http_errorf(res, MV_INTERNAL, "saga call returned no record");
+    if (rc == MV_OK) { /* it ran, but reading its record back failed: the store went away */
+        mv_http_errorf(res, MV_STORE_UNAVAILABLE, "the saga's record could not be read back");
         return;
     }
     mv_http_error(res, err);

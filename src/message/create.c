@@ -153,8 +153,11 @@ static mv_code open_payment_session(create_job *job, const json_t *item, size_t 
     if (rc != MV_OK) {
         free(*session);
         *session = NULL;
-        if (err && err->code != MV_PAYMENT_FAILED) err->code = MV_PAYMENT_FAILED;
-        return MV_PAYMENT_FAILED;
+        /* a refusal stays definitive; anything else (no answer, the provider's store) is not */
+        mv_code code = rc == MV_PAYMENT_FAILED || mv_code_is_definitive(rc) ? MV_PAYMENT_FAILED
+                                                                            : MV_PAYMENT_UNAVAILABLE;
+        if (err) err->code = code;
+        return code;
     }
     if (!*session || !**session) {
         free(*session);
@@ -327,18 +330,35 @@ static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
+/* What a failed reservation replays: the contract's words for codes whose messages may carry
+ * internal details (a URL, a host), else the message itself (written for clients). */
+static void failure_text(const mv_err *e, char *out, size_t size) {
+    const char *pub = mv_code_public_message(e->code);
+    mv_strlcpy(out, pub ? pub : e->message, size);
+}
+
+/* Records the reservation failed — only for a definitive failure (SEMANTICS §1 and DESIGN "Only
+ * definitive outcomes fail a key"): a store error, a timeout or a lost connection leaves the
+ * reservation to its lease, so a retry after the lease takes it over. One rule for the one-shot
+ * and the two-step paths. */
+static mv_code record_failure_tx(mv_db *db, create_job *job, const mv_err *failure, mv_err *err) {
+    char text[sizeof failure->message];
+    failure_text(failure, text, sizeof text);
+    return request_fail_tx(db, &job->scope, job->lease_owner, text, svc_now(job->svc), err);
+}
+
 typedef struct {
     create_job *job;
-    const char *failure;
+    const mv_err *failure;
 } fail_arg;
 
 static mv_code fail_tx(mv_db *db, void *ctx, mv_err *err) {
     fail_arg *a = ctx;
-    return request_fail_tx(db, &a->job->scope, a->job->lease_owner, a->failure,
-                           svc_now(a->job->svc), err);
+    return record_failure_tx(db, a->job, a->failure, err);
 }
 
-/* Builds and persists; on failure compensates payments and (with a reservation) records it. */
+/* Builds and persists; on failure compensates payments and (with a reservation) records a
+ * definitive failure. */
 static mv_code build_and_persist(create_job *job, mv_err *err) {
     mv_err e = {0};
     mv_code rc = build_all(job, &e);
@@ -347,8 +367,8 @@ static mv_code build_and_persist(create_job *job, mv_err *err) {
     mv_code crc = compensate(job, &e, err);
     if (crc == MV_OK) mv_err_copy(err, &e);
     else rc = crc;
-    if (job->crid[0] && e.code != MV_CLIENT_REQUEST_PENDING) {
-        fail_arg a = {job, err ? err->message : e.message};
+    if (job->crid[0] && mv_code_is_definitive(e.code)) {
+        fail_arg a = {job, &e};
         mv_store_write(job->svc->o.store, fail_tx, &a, NULL); /* best effort: the lease expires */
     }
     return rc;
@@ -380,7 +400,9 @@ static mv_code replay_tx(mv_db *db, void *ctx, mv_err *err) {
 
 /* True when building the messages calls nothing outside: a declarative prepare and no payment
  * session to open. Then the whole create — replay check, reservation, messages, completion — is
- * one write transaction, and a failure leaves nothing behind (not even a failed reservation). */
+ * one write transaction. A definitive failure (an invalid item, a message too large) is recorded
+ * in that same transaction, as the two-step path records it; a store error rolls everything
+ * back and leaves no reservation at all. */
 static bool builds_without_io(create_job *job) {
     mv_prepare_fn fn;
     void *ctx;
@@ -392,6 +414,7 @@ static bool builds_without_io(create_job *job) {
 typedef struct {
     acquire_arg a;
     bool done;
+    mv_err failure; /* a definitive failure recorded in the transaction */
 } one_shot_arg;
 
 static mv_code one_shot_tx(mv_db *db, void *ctx, mv_err *err) {
@@ -399,7 +422,13 @@ static mv_code one_shot_tx(mv_db *db, void *ctx, mv_err *err) {
     create_job *job = o->a.job;
     mv_code rc = acquire_tx(db, &o->a, err);
     if (rc != MV_OK || !o->a.acquired) return rc; /* a replay, or someone else's live lease */
-    if ((rc = build_all(job, err)) != MV_OK || (rc = persist_tx(db, job, err)) != MV_OK) return rc;
+    mv_err_clear(&o->failure);
+    json_array_clear(job->docs);
+    if ((rc = build_all(job, &o->failure)) != MV_OK) {
+        if (!mv_code_is_definitive(rc)) return mv_err_copy(err, &o->failure);
+        return record_failure_tx(db, job, &o->failure, err); /* commits the failed reservation */
+    }
+    if ((rc = persist_tx(db, job, err)) != MV_OK) return rc;
     o->done = true;
     return MV_OK;
 }
@@ -413,6 +442,7 @@ static mv_code create_with_reservation(create_job *job, json_t **messages, bool 
     if (builds_without_io(job)) {
         one_shot_arg o = {.a = a};
         if ((rc = mv_store_write(svc->o.store, one_shot_tx, &o, err)) != MV_OK) return rc;
+        if (o.failure.code != MV_OK) return mv_err_copy(err, &o.failure);
         if (o.a.replay || o.done) {
             *messages = o.a.replay ? o.a.replay : json_incref(job->docs);
             *replayed = o.a.replay != NULL;

@@ -198,7 +198,7 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
         json_t *doc = doc_from_row(st);
-        json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 28));
+        json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
         json_array_append_new(a->messages, doc);
     }
     mv_stmt_done(st);

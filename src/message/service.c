@@ -126,5 +126,7 @@ bool svc_find_handler(mv_service *svc, const char *template_cd, const char *acti
 }
 
 mv_code mv_service_health(mv_service *svc, mv_err *err) {
-    return mv_store_check_schema(svc->o.store, err);
+    /* reading works; a store that cannot take a write (a full disk, a read-only or lost server)
+     * is not ready either */
+    return mv_store_ready(svc->o.store, err);
 }

@@ -67,12 +67,15 @@ static bool sqlstate_unavailable(const char *st) {
            strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0 || strcmp(st, "55P03") == 0;
 }
 
-/* Fills err from a failed result (res may be NULL) and says whether the connection is gone. */
+/* Fills err from a failed result (res may be NULL) and says whether the connection is gone.
+ * An error without a SQLSTATE was made by libpq itself, not by the server ("server closed the
+ * connection unexpectedly", "no connection to the server", a failed send): the connection is
+ * gone even when PQstatus has not noticed yet — store_unavailable, never internal. */
 static mv_code pg_error(pg_conn *c, const PGresult *res, mv_err *err) {
     char buf[400];
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    if (PQstatus(c->pg) != CONNECTION_OK || (state && strncmp(state, "08", 2) == 0) ||
-        (state && strncmp(state, "57P0", 4) == 0)) {
+    if (!state || PQstatus(c->pg) != CONNECTION_OK || strncmp(state, "08", 2) == 0 ||
+        strncmp(state, "57P0", 4) == 0) {
         c->broken = true;
         const char *msg = res ? PQresultErrorMessage(res) : "";
         if (!msg || !*msg) msg = PQerrorMessage(c->pg);
@@ -83,8 +86,7 @@ static mv_code pg_error(pg_conn *c, const PGresult *res, mv_err *err) {
     if (!primary) primary = res ? PQresultErrorMessage(res) : PQerrorMessage(c->pg);
     trimmed(primary, buf, sizeof buf);
     mv_code code = sqlstate_unavailable(state) ? MV_STORE_UNAVAILABLE : MV_INTERNAL;
-    if (state) return mv_err_set(err, code, "postgres: %s (SQLSTATE %s)", buf, state);
-    return mv_err_set(err, code, "postgres: %s", buf);
+    return mv_err_set(err, code, "postgres: %s (SQLSTATE %s)", buf, state);
 }
 
 static mv_code pg_connect(const char *url, const mv_store_options *o, void **out, mv_err *err) {

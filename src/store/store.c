@@ -8,6 +8,7 @@
  * runs them all, and readers keep the other connections of the pool. */
 #include <semaphore.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,19 @@ struct mv_store {
     pthread_mutex_t gc_mu;
     struct write_job *queue_head, *queue_tail;
     bool leader_active;
+    /* The last write transaction failed because the store could not take it (a full disk, an
+     * I/O error, a lost server) and none has committed since: health checks then probe. */
+    atomic_bool write_failing;
     pthread_mutex_t hook_mu;      /* guards the hook, so removing it waits for a call in flight */
     void (*on_commit)(void *ctx); /* listen.h: called after every committed write */
     void *on_commit_ctx;
 };
+
+/* Remembers how the last write ended (see write_failing). */
+static void note_write(mv_store *s, mv_code rc) {
+    if (rc == MV_OK) atomic_store(&s->write_failing, false);
+    else if (rc == MV_STORE_UNAVAILABLE) atomic_store(&s->write_failing, true);
+}
 
 static mv_code store_acquire(mv_store *s, mv_db **out, mv_err *err);
 static void store_release(mv_store *s, mv_db *db);
@@ -210,6 +220,7 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
     }
     if (lock) pthread_mutex_unlock(&s->write_mu);
     store_release(s, db);
+    if (write) note_write(s, rc);
     if (write && rc == MV_OK) committed(s);
     return rc;
 }
@@ -283,6 +294,7 @@ static void run_batch(mv_store *s, write_job *batch) {
     if (rc != MV_OK) /* the batch as a whole failed: every job that had succeeded fails with it */
         for (write_job *j = batch; j; j = j->next)
             if (j->rc == MV_OK) j->rc = mv_err_copy(&j->err, &e);
+    for (write_job *j = batch; j; j = j->next) note_write(s, j->rc);
     if (rc == MV_OK) committed(s);
 }
 
@@ -625,4 +637,32 @@ static mv_code ping_tx(mv_db *db, void *ctx, mv_err *err) {
 
 mv_code mv_store_ping(mv_store *store, mv_err *err) {
     return mv_store_read(store, ping_tx, NULL, err);
+}
+
+bool mv_store_write_failing(const mv_store *store) {
+    return atomic_load(&((mv_store *)store)->write_failing);
+}
+
+/* The probe writes a row that needs fresh pages (SQLite: 64 KiB) and removes it again: it commits
+ * only when the store can really take a write of that size. */
+static const char SQL_PROBE_SQLITE[] =
+    "INSERT INTO store_probe (id, filler) VALUES (1, zeroblob(65536))";
+static const char SQL_PROBE_PG[] = "INSERT INTO store_probe (id, filler) VALUES (1, NULL)";
+static const char SQL_PROBE_CLEAR[] = "DELETE FROM store_probe";
+
+static mv_code probe_tx(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    mv_code rc = mv_db_execf(db, SQL_PROBE_CLEAR, NULL, err, "");
+    if (rc == MV_OK)
+        rc = mv_db_execf(db, db->store->kind == MV_STORE_SQLITE ? SQL_PROBE_SQLITE : SQL_PROBE_PG,
+                         NULL, err, "");
+    return rc == MV_OK ? mv_db_execf(db, SQL_PROBE_CLEAR, NULL, err, "") : rc;
+}
+
+mv_code mv_store_probe_write(mv_store *store, mv_err *err) {
+    mv_code rc = mv_store_write(store, probe_tx, NULL, err);
+    if (rc != MV_OK && rc != MV_STORE_UNAVAILABLE) /* e.g. SQLite's "database or disk is full" */
+        rc = mv_err_set(err, MV_STORE_UNAVAILABLE, "the store cannot take a write: %s",
+                        err ? err->message : "");
+    return rc;
 }

@@ -49,6 +49,28 @@ static int rig_start(rig *r, const char *kind, const char *name, const char *ext
                   " \"actions\": [{\"actionCd\": \"ack\", \"name\": \"Ack\","
                   "   \"variant\": \"primary\", \"receiver\": true, \"handler\": null}]}"))
         return 0;
+    /* item 6: URLs with credentials and a query string, whose calls fail */
+    const char *authority = sink + strlen("http://");
+    snprintf(path, sizeof path, "%s/templates/leaky.json", r->dir);
+    if (!test_write_file(
+            path,
+            "{\"templateCd\": \"leaky\", \"receiverContent\": {\"title\": \"L\"},"
+            " \"prepare\": {\"webhook\": \"http://hook:s3cr3t@%s/prepare?token=t0k3n\"},"
+            " \"actions\": []}",
+            authority))
+        return 0;
+    snprintf(path, sizeof path, "%s/templates/paid.json", r->dir);
+    if (!test_write_file(
+            path,
+            "{\"templateCd\": \"paid\", \"paymentCd\": \"deposit\","
+            " \"receiverContent\": {\"title\": \"P\"}, \"prepare\": {\"toUser\": \"bob\"},"
+            " \"actions\": [{\"actionCd\": \"go\", \"name\": \"Go\", \"variant\": \"p\","
+            "   \"receiver\": true, \"handler\": {\"saga\": \"ship\"}},"
+            "  {\"actionCd\": \"hook\", \"name\": \"Hook\", \"variant\": \"p\","
+            "   \"receiver\": true,"
+            "   \"handler\": {\"webhook\": \"http://h:s3cr3t@%s/handler?token=t0k3n\"}}]}",
+            authority))
+        return 0;
     snprintf(path, sizeof path, "%s/sagas", r->dir);
     if (mkdir(path, 0700)) return 0;
     snprintf(path, sizeof path, "%s/sagas/ship.json", r->dir);
@@ -64,8 +86,9 @@ static int rig_start(rig *r, const char *kind, const char *name, const char *ext
     if (!test_write_file(config,
                          "{\"store\": \"%s\", \"templates\": \"%s/templates\","
                          " \"sagas\": \"%s/sagas\", \"auth\": {\"mode\": \"headers\"},"
-                         " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"}%s}",
-                         store, r->dir, r->dir, extra))
+                         " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"},"
+                         " \"payment\": {\"webhook\": \"http://p:s3cr3t@%s/pay?token=t0k3n\"}%s}",
+                         store, r->dir, r->dir, authority, extra))
         return 0;
     setenv("MISSIVE_TEST_APPROVAL_SECRET", APPROVAL_SECRET, 1);
     r->port = test_free_port();
@@ -364,6 +387,88 @@ TEST(a_repeated_identity_header_is_refused_in_headers_mode) {
     rig_stop(&r);
 }
 
+/* ---- 6. nothing internal in a client-facing error --------------------------------------- */
+
+/* The body names no URL, host:port, credential or query of the failing call. */
+static bool body_leaks(const rig *r, const test_reply *t) {
+    char *text = t->json ? json_dumps(t->json, JSON_COMPACT) : NULL;
+    const char *authority = http_sink_url(r->sink) + strlen("http://");
+    bool bad = !text || strstr(text, "http") || strstr(text, authority) || strstr(text, "s3cr3t") ||
+               strstr(text, "t0k3n") || strstr(text, "127.0.0.1");
+    if (bad) fprintf(stderr, "leaking body: %s\n", text ? text : "(none)");
+    free(text);
+    return bad;
+}
+
+/* The daemon log has the detail, but never the credentials or the query string. */
+static void check_log(const rig *r) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/daemon.log", r->dir);
+    FILE *f = fopen(path, "r");
+    REQUIRE(f);
+    static char log[1 << 20];
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    fclose(f);
+    log[n] = '\0';
+    CHECK(strstr(log, "/prepare") != NULL); /* the detail is there */
+    CHECK(strstr(log, "s3cr3t") == NULL);
+    CHECK(strstr(log, "t0k3n") == NULL);
+}
+
+TEST(error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_detail) {
+    rig r;
+    REQUIRE(rig_start(&r, "sqlite", "leaks", ""));
+    http_sink_push(r.sink, &(http_sink_response){.path = "/prepare", .status = 400});
+    const char *ana = "X-User-Id: ana\nIdempotency-Key: leak-1";
+    test_reply t = test_http(r.port, "POST", "/messages/new/leaky", ana, "{}");
+    CHECK_INT(t.status, 502);
+    CHECK_STR(test_reply_code(&t), "prepare_failed");
+    CHECK(!body_leaks(&r, &t));
+    test_reply_free(&t);
+    /* the failed key replays the contract's words, not the stored internal text */
+    t = test_http(r.port, "POST", "/messages/new/leaky", ana, "{}");
+    CHECK_INT(t.status, 409);
+    CHECK_STR(test_reply_code(&t), "client_request_failed");
+    CHECK(!body_leaks(&r, &t));
+    test_reply_free(&t);
+    /* the payment provider refuses */
+    http_sink_push(r.sink, &(http_sink_response){.path = "/pay", .status = 400});
+    t = test_http(r.port, "POST", "/messages/new/paid", "X-User-Id: ana", "{}");
+    CHECK_INT(t.status, 502);
+    CHECK_STR(test_reply_code(&t), "payment_failed");
+    CHECK_STR(mv_json_str(json_object_get(t.json, "error"), "message"),
+              "payment session creation failed");
+    CHECK(!body_leaks(&r, &t));
+    test_reply_free(&t);
+    http_sink_set_default(r.sink, &(http_sink_response){.body = "{\"sessionId\": \"s-1\"}"});
+    char *id = create(&r, "paid", "X-User-Id: ana", "{}");
+    REQUIRE(id);
+    char path[256];
+    /* a saga step answers 500: needs review, with its sagaId and no URL */
+    http_sink_push(r.sink, &(http_sink_response){.path = "/pack", .status = 500});
+    snprintf(path, sizeof path, "/messages/%s/action/go", id);
+    t = test_http(r.port, "POST", path, "X-User-Id: bob", "{}");
+    CHECK_INT(t.status, 409);
+    CHECK_STR(test_reply_code(&t), "action_needs_review");
+    CHECK(mv_json_str(json_object_get(t.json, "error"), "sagaId") != NULL);
+    CHECK(!body_leaks(&r, &t));
+    test_reply_free(&t);
+    free(id);
+    /* a webhook handler that cannot be reached: retryable, no libcurl text, no URL */
+    id = create(&r, "paid", "X-User-Id: ana", "{}");
+    REQUIRE(id);
+    http_sink_push(r.sink, &(http_sink_response){.path = "/handler", .close_without_answer = true});
+    snprintf(path, sizeof path, "/messages/%s/action/hook", id);
+    t = test_http(r.port, "POST", path, "X-User-Id: bob", "{}");
+    CHECK_INT(t.status, 409);
+    CHECK_STR(test_reply_code(&t), "action_retryable");
+    CHECK(!body_leaks(&r, &t));
+    test_reply_free(&t);
+    free(id);
+    rig_stop(&r);
+    check_log(&r);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     return RUN_TESTS(
@@ -373,5 +478,6 @@ int main(void) {
         a_message_the_caller_cannot_see_is_not_found_on_the_action_route_in_every_state,
         a_retry_of_an_approved_attempt_runs_only_for_its_principal_with_the_approved_input,
         the_principal_of_an_approval_cannot_decide_it_unless_configured,
-        a_repeated_identity_header_is_refused_in_headers_mode);
+        a_repeated_identity_header_is_refused_in_headers_mode,
+        error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_detail);
 }

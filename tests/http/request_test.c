@@ -39,7 +39,9 @@ TEST(error_body_has_code_message_and_the_fields_the_error_carries) {
     CHECK_INT(o.res.status, 409);
     CHECK_STR(mv_http_response_header(&o.res, "Content-Type"), "application/json");
     CHECK_STR(json_string_value(json_object_get(err_obj(&o), "code")), "action_needs_review");
-    CHECK_STR(json_string_value(json_object_get(err_obj(&o), "message")), "saga needs review");
+    /* the contract's words, not the message (which may name a step's URL) */
+    CHECK_STR(json_string_value(json_object_get(err_obj(&o), "message")),
+              "the action's saga needs review by an operator");
     CHECK_STR(json_string_value(json_object_get(err_obj(&o), "actionAttemptId")), "att-1");
     CHECK_STR(json_string_value(json_object_get(err_obj(&o), "sagaId")), "saga-1");
     CHECK(json_object_get(err_obj(&o), "approvalId") == NULL);

@@ -67,15 +67,14 @@ static inline mv_code fixture_prepare(void *ctx, const mv_prepare_input *in, jso
     return MV_OK;
 }
 
-/* Opens the fixture on a fresh store of that kind ("sqlite" or "postgres"); name labels it. */
-static inline int fixture_open_opts(fixture *f, const char *kind, const char *name,
-                                    mv_service_options *opts) {
+/* Opens the fixture on the store at url (migrated here) with store options so (may be NULL). */
+static inline int fixture_open_url(fixture *f, const char *url, const mv_store_options *so,
+                                   mv_service_options *opts) {
     memset(f, 0, sizeof *f);
-    const char *url = test_store_url(kind, name);
     if (!url) return 0;
     snprintf(f->url, sizeof f->url, "%s", url);
     mv_err err = {0};
-    if (mv_store_open(f->url, NULL, &f->store, &err) != MV_OK ||
+    if (mv_store_open(f->url, so, &f->store, &err) != MV_OK ||
         mv_store_migrate(f->store, NULL, &err) != MV_OK) {
         fprintf(stderr, "fixture: %s\n", err.message);
         return 0;
@@ -100,6 +99,12 @@ static inline int fixture_open_opts(fixture *f, const char *kind, const char *na
     }
     mv_service_set_prepare(f->svc, "svc-test", fixture_prepare, NULL);
     return 1;
+}
+
+/* Opens the fixture on a fresh store of that kind ("sqlite" or "postgres"); name labels it. */
+static inline int fixture_open_opts(fixture *f, const char *kind, const char *name,
+                                    mv_service_options *opts) {
+    return fixture_open_url(f, test_store_url(kind, name), NULL, opts);
 }
 
 static inline int fixture_open(fixture *f, const char *kind, const char *name) {

@@ -205,8 +205,13 @@ STORE_TEST(prepare_webhook_items_become_messages_and_a_bad_answer_is_prepare_fai
     CHECK_INT(json_integer_value(json_object_get(json_object_get(body, "payload"), "n")), 1);
     json_decref(body);
     http_sink_request_free(&r);
+    /* a 5xx says nothing definitive (prepare_failed over HTTP, but it would not fail a key);
+     * an answer that is no item is a refusal */
+    CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_PREPARE_UNAVAILABLE, &err);
+    CHECK_STR(mv_code_name(err.code), "prepare_failed");
+    CHECK(!mv_code_is_definitive(err.code));
     CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_PREPARE_FAILED, &err);
-    CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_PREPARE_FAILED, &err);
+    CHECK(mv_code_is_definitive(err.code));
     CHECK_INT(fixture_rows(f.store, 'm'), 2);
     json_decref(payload);
     fixture_close(&f);
