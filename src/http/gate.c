@@ -136,10 +136,6 @@ static void count_closed(mv__gate *g, const struct sockaddr *sa) {
     pthread_mutex_unlock(&g->mu);
 }
 
-void mv__gate_conn_opened(mv__gate *gate, const struct sockaddr *addr) {
-    if (gate && addr) count_open(gate, addr, false);
-}
-
 void mv__gate_conn_closed(mv__gate *gate, const struct sockaddr *addr) {
     if (gate && addr) count_closed(gate, addr);
 }
@@ -334,12 +330,13 @@ static const char *find_head_end(const char *buf, size_t n) {
     return NULL;
 }
 
+/* The connection stays counted until the server reports it closed (mv__gate_conn_closed): a
+ * connection on its way into the server is never "not open", or a drain could end under it. */
 static void hand_off(mv__gate *g, pending *p) {
     list_remove(&g->heads, p);
     epoll_ctl(g->ep, EPOLL_CTL_DEL, p->fd, NULL);
-    /* the server counts the connection again when it opens it */
-    count_closed(g, (struct sockaddr *)&p->addr);
-    g->o.hand_off(g->o.ctx, p->fd, (struct sockaddr *)&p->addr, p->addrlen);
+    if (!g->o.hand_off(g->o.ctx, p->fd, (struct sockaddr *)&p->addr, p->addrlen))
+        count_closed(g, (struct sockaddr *)&p->addr);
     free(p);
 }
 

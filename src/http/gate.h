@@ -28,16 +28,16 @@ typedef struct mv__gate_options {
     size_t max_head;       /* request line + headers, bytes */
     size_t max_target;     /* request target, bytes */
     /* Hands a connection whose first head is complete and well-formed to the server. The callee
-     * owns fd from then on (and closes it on failure). */
-    void (*hand_off)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen);
+     * owns fd from then on (and closes it on failure, returning false). A connection handed off
+     * stays counted until mv__gate_conn_closed. */
+    bool (*hand_off)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen);
     void *ctx;
 } mv__gate_options;
 
 /* Starts the gate's thread. On failure closes opts->listen_fd and returns NULL. */
 mv__gate *mv__gate_start(const mv__gate_options *opts);
-/* A handed-off connection was opened / closed by the server: keeps the per-address and total
- * counts (the address is the client's). */
-void mv__gate_conn_opened(mv__gate *gate, const struct sockaddr *addr);
+/* A handed-off connection was closed by the server: keeps the per-address and total counts (the
+ * address is the client's). */
 void mv__gate_conn_closed(mv__gate *gate, const struct sockaddr *addr);
 /* Stops accepting: connections the kernel has already completed are still taken in (their
  * requests are answered; a server that is draining answers 503), then the listening socket is

@@ -467,17 +467,16 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ci || !ci->client_addr) return;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        mv__gate_conn_opened(srv->gate, ci->client_addr);
-        *socket_context = srv;
+        *socket_context = srv; /* the gate counted it when it accepted it */
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         mv__gate_conn_closed(srv->gate, ci->client_addr);
         *socket_context = NULL;
     }
 }
 
-static void hand_off(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen) {
+static bool hand_off(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen) {
     mv_http_server *srv = ctx;
-    MHD_add_connection(srv->daemon, fd, addr, addrlen); /* closes fd itself on failure */
+    return MHD_add_connection(srv->daemon, fd, addr, addrlen) == MHD_YES; /* closes fd on failure */
 }
 
 static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s) {
