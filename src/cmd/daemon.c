@@ -143,6 +143,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .sagas = d->saga_engine,
         .find_saga = find_saga,
         .find_saga_ctx = d->sagas,
+        .max_message_bytes = cfg->limits.message_bytes,
+        .max_page_bytes = cfg->list.max_page_bytes,
     };
     rc = mv_service_new(&o, &d->service, err);
     json_decref(exclusions);

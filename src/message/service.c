@@ -41,6 +41,8 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     else if (o.client_request_wait_ms == 0) o.client_request_wait_ms = 5000;
     if (o.client_request_poll_ms <= 0) o.client_request_poll_ms = 200;
     if (o.action_lease_ms <= 0) o.action_lease_ms = 30000;
+    if (o.max_message_bytes <= 0) o.max_message_bytes = MV_DEFAULT_MESSAGE_BYTES;
+    if (o.max_page_bytes <= 0) o.max_page_bytes = MV_DEFAULT_PAGE_BYTES;
     if (o.nadmin_roles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d adminRoles", MV_MAX_ROLES);
 
@@ -54,6 +56,8 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     s->email_exclusions = o.email_exclusions ? json_deep_copy(o.email_exclusions) : json_array();
     s->o.email_exclusions = NULL;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->page_mu, NULL);
+    pthread_cond_init(&s->page_cv, NULL);
     *out = s;
     return MV_OK;
 }
@@ -70,6 +74,8 @@ void mv_service_free(mv_service *svc) {
         free(e);
     }
     pthread_mutex_destroy(&svc->mu);
+    pthread_mutex_destroy(&svc->page_mu);
+    pthread_cond_destroy(&svc->page_cv);
     free(svc);
 }
 

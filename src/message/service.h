@@ -24,7 +24,15 @@ struct mv_service {
     json_t *email_exclusions;
     pthread_mutex_t mu; /* guards overrides */
     override_entry *overrides;
+    /* Pages being read at once may hold at most MV_PAGES_IN_FLIGHT pages' worth of stored bytes
+     * (read.c): many clients listing large messages wait their turn instead of multiplying the
+     * memory a page costs. */
+    pthread_mutex_t page_mu;
+    pthread_cond_t page_cv;
+    int64_t page_bytes_in_flight;
 };
+
+#define MV_PAGES_IN_FLIGHT 2
 
 int64_t svc_now(const mv_service *svc);
 
