@@ -109,6 +109,9 @@ typedef struct mv_service_options {
      * with a next cursor, rather than exceed it; it always holds at least one message). */
     int64_t max_message_bytes; /* 0 → MV_DEFAULT_MESSAGE_BYTES */
     int64_t max_page_bytes;    /* 0 → MV_DEFAULT_PAGE_BYTES */
+    /* Warnings for operators and template authors (an action condition stopped at its work
+     * bound: {"templateCd", "actionCd", "messageId", "error"}); called with hook_ctx. */
+    void (*on_warning)(void *ctx, const char *what, const json_t *fields);
 } mv_service_options;
 
 #define MV_DEFAULT_MESSAGE_BYTES 1048576

@@ -428,7 +428,9 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
         actions = json_array();
     } else {
         json_t *payload = json_object_get(doc, "payload");
-        rc = mv_actions_filter(t, usertype, user, doc, payload, &actions, err);
+        condition_report report = {svc, template_cd, id};
+        mv_condition_warning w = {svc_condition_stopped, &report};
+        rc = mv_actions_filter_warn(t, usertype, user, doc, payload, &w, &actions, err);
     }
     if (rc == MV_OK)
         *out = json_pack("{s:s,s:o}", "uiTemplate", mv_template_ui(t, usertype), "actions", actions);

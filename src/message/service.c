@@ -7,6 +7,16 @@
 
 int64_t svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); }
 
+void svc_condition_stopped(void *ctx, const mv_action_def *action, const mv_err *why) {
+    const condition_report *r = ctx;
+    if (!r->svc->o.on_warning) return;
+    json_t *fields = json_pack("{s:s?,s:s,s:s?,s:s}", "templateCd", r->template_cd, "actionCd",
+                               action->action_cd, "messageId", r->message_id, "error",
+                               why->message);
+    r->svc->o.on_warning(r->svc->o.hook_ctx, "action condition stopped at its work bound", fields);
+    json_decref(fields);
+}
+
 const char *svc_tenant(const mv_user *user) {
     return user && user->tenant && *user->tenant ? user->tenant : MV_DEFAULT_TENANT;
 }

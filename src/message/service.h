@@ -36,6 +36,14 @@ struct mv_service {
 
 int64_t svc_now(const mv_service *svc);
 
+/* Reports an action condition stopped at its work bound to the service's on_warning hook: the
+ * warning a template's author sees in the log. w->ctx must be a condition_report. */
+typedef struct condition_report {
+    mv_service *svc;
+    const char *template_cd, *message_id;
+} condition_report;
+void svc_condition_stopped(void *ctx, const mv_action_def *action, const mv_err *why);
+
 /* The tenant a user acts in: user->tenant, "default" when NULL or empty. Every message read,
  * list, count, action and create is scoped to it (DESIGN "Security rules"). */
 const char *svc_tenant(const mv_user *user);
