@@ -1,6 +1,8 @@
 # missive — plain Makefile. `make` builds the library and both programs; `make test` runs every
 # test binary and prints the grand total; `make asan` does the same with ASan + UBSan.
-PKGS    := sqlite3 libpq jansson libmicrohttpd libcurl libcrypto
+LIB_PKGS := sqlite3 libpq jansson libmicrohttpd libcurl libcrypto
+# libsystemd: sd_notify in missived only (the library does not link it).
+PKGS    := $(LIB_PKGS) libsystemd
 BUILD   ?= build
 CC      ?= cc
 OPT     ?= -O2 -g
@@ -13,32 +15,58 @@ $(shell scripts/deps >&2)
 endif
 endif
 
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
+CFLAGS  := -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
            -Iinclude -Isrc -Itests $(OPT) $(SAN) -MMD -MP $(shell pkg-config --cflags $(PKGS))
 LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 LDFLAGS := $(SAN)
+LIB_LDLIBS := $(shell pkg-config --libs $(LIB_PKGS)) -lpthread -lm
+
+# The version lives in include/missive/version.h only.
+VERSION := $(shell sed -n 's/^\#define MV_VERSION_STRING "\(.*\)"/\1/p' include/missive/version.h)
+SONAME  := libmissive.so.0
+SHLIB   := $(BUILD)/libmissive.so.$(VERSION)
 
 LIB_SRC  := $(shell find src -name '*.c' -not -path 'src/cmd/*' | sort)
 CMD_MAIN := src/cmd/missive.c src/cmd/missived.c
 CMD_SRC  := $(filter-out $(CMD_MAIN),$(wildcard src/cmd/*.c))
 TEST_SRC := $(shell find tests -name '*_test.c' | sort)
 SUP_SRC  := $(wildcard tests/support/*.c)
+# Tests written as scripts (documentation, packaging, manual pages) run as they are, with the
+# build's OPT and SAN in their environment to compile and install as the build does.
+TEST_SCRIPTS := $(shell find tests -name '*_test.py' -o -name '*_test.sh' | sort)
+export OPT SAN
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(TEST_SCRIPTS)
 LIB      := $(BUILD)/libmissive.a
 
-all: $(LIB) $(BUILD)/missive $(BUILD)/missived
+all: $(LIB) $(SHLIB) $(BUILD)/missive $(BUILD)/missived
 
-$(BUILD)/obj/%.o: %.c
+# Objects depend on a stamp named for the compiler flags, so changing the flags (e.g. -fPIC)
+# rebuilds them instead of linking stale objects.
+# (Made at parse time: `.SECONDARY:` below would let a missing stamp rebuild nothing.)
+FLAGS_STAMP := $(BUILD)/.flags-$(shell echo '$(CC) $(CFLAGS)' | md5sum | cut -c1-12)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(shell mkdir -p $(BUILD) && [ -f $(FLAGS_STAMP) ] || { rm -f $(BUILD)/.flags-*; touch $(FLAGS_STAMP); })
+endif
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# The shared library exports only the mv_ symbols (dist/libmissive.map); internal helpers stay
+# local, so a program cannot come to depend on them.
+$(SHLIB): $(LIB_OBJ) dist/libmissive.map
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=dist/libmissive.map \
+	    -Wl,--as-needed -o $@ $(LIB_OBJ) $(LIB_LDLIBS)
+	@ln -sf libmissive.so.$(VERSION) $(BUILD)/$(SONAME)
+	@ln -sf $(SONAME) $(BUILD)/libmissive.so
 
 $(BUILD)/missive: $(BUILD)/obj/src/cmd/missive.o $(CMD_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -104,9 +132,52 @@ lint:
 	    --include=$(shell pkg-config --variable=includedir jansson)/jansson.h \
 	    --suppress=missingIncludeSystem --inline-suppr -Iinclude -Isrc src
 
+# make install [PREFIX=/usr/local] [DESTDIR=]; the layout is in docs/operations.md ("Installing").
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+PUBLIC_H := $(wildcard include/missive/*.h)
+MANPAGES := man/missive.1 man/missived.8 man/missive.json.5
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/missive \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR)
+	install -m 755 $(BUILD)/missived $(BUILD)/missive $(DESTDIR)$(BINDIR)/
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(SHLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf libmissive.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmissive.so
+	install -m 644 include/missive.h $(DESTDIR)$(INCDIR)/
+	install -m 644 $(PUBLIC_H) $(DESTDIR)$(INCDIR)/missive/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' dist/missive.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/missive.pc
+	install -m 644 man/missive.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/missive.json.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 man/missived.8 $(DESTDIR)$(MANDIR)/man8/
+	sed -e 's|@BINDIR@|$(BINDIR)|' dist/missived.service.in > $(DESTDIR)$(UNITDIR)/missived.service
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/missived $(DESTDIR)$(BINDIR)/missive
+	rm -f $(DESTDIR)$(LIBDIR)/libmissive.a $(DESTDIR)$(LIBDIR)/libmissive.so.$(VERSION) \
+	    $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libmissive.so
+	rm -f $(DESTDIR)$(INCDIR)/missive.h $(addprefix $(DESTDIR)$(INCDIR)/missive/,$(notdir $(PUBLIC_H)))
+	rmdir $(DESTDIR)$(INCDIR)/missive 2>/dev/null || true
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/missive.pc
+	rm -f $(DESTDIR)$(MANDIR)/man1/missive.1 $(DESTDIR)$(MANDIR)/man5/missive.json.5 \
+	    $(DESTDIR)$(MANDIR)/man8/missived.8
+	rm -f $(DESTDIR)$(UNITDIR)/missived.service
+
+# build/missive_<version>_amd64.deb: `make install PREFIX=/usr` staged, packed by scripts/build-deb.
+deb:
+	@scripts/build-deb $(BUILD) $(VERSION)
+
 clean:
 	rm -rf build build-asan build-release build-fuzz var
 
-.PHONY: all test asan run lint clean fuzz bench bench-bin
+.PHONY: all test asan run lint clean fuzz bench bench-bin install uninstall deb
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -12,6 +12,10 @@
 
 #include "missive/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- clock ------------------------------------------------------------------------------- */
 
 /* A clock returns milliseconds since the epoch. A NULL mv_clock * means the real clock. */
@@ -99,5 +103,9 @@ bool mv_valid_digest(const char *s);
 bool mv_valid_message_id(const char *s);
 /* 8-4-4-4-12 hex UUID (either case). */
 bool mv_valid_uuid(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #include "missive/error.h"
 #include "missive/store.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- webhooks ---------------------------------------------------------------------------- */
 
 /* Limits and signing key for outgoing HTTP calls. A zeroed struct means the defaults and no
@@ -243,5 +247,9 @@ typedef struct mv_email_settings {
 mv_code mv_email_settings_load(const json_t *section, const char *base_dir,
                                const mv_webhook_config *wh, mv_email_settings **out, mv_err *err);
 void mv_email_settings_free(mv_email_settings *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -19,12 +19,20 @@
 #include "missive/error.h"
 #include "missive/store.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- cancellation -------------------------------------------------------------------------- */
 
 /* A cancellation flag, checked like an AbortSignal before every durable transition. Caller-owned;
  * zero-initialise it. Firing is thread-safe; the reason becomes the MV_ABORTED message. */
 typedef struct mv_abort {
+#ifdef __cplusplus
+    volatile int aborted; /* _Atomic int in C, same size and alignment: use the functions below */
+#else
     _Atomic int aborted;
+#endif
     char reason[256];
 } mv_abort;
 
@@ -503,5 +511,9 @@ mv_code mv_reconcile_sagas_page(mv_store *store, const mv_reconcile_options *opt
 mv_code mv_reconcile_effects(mv_store *store, int64_t stale_before, mv_effect_observer observer,
                              json_t **findings, mv_err *err);
 mv_code mv_reconcile_sagas(mv_store *store, int64_t stale_before, json_t **findings, mv_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

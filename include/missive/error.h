@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* X(ENUM, "snake_name", http_status) — the order is the numbering; never reorder. */
 #define MV_CODE_TABLE(X)                                                                           \
     X(MV_OK, "ok", 200)                                                                            \
@@ -143,5 +147,9 @@ void mv_redact_urls(const char *text, char *out, size_t size);
 
 /* Copies a string into a fixed buffer, always NUL-terminating (truncates). */
 void mv_strlcpy(char *dst, const char *src, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

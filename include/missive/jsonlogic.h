@@ -19,6 +19,10 @@
 
 #include "missive/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct mv_logic mv_logic;
 
 #define MV_LOGIC_MAX_DEPTH 64
@@ -50,5 +54,9 @@ mv_code mv_logic_apply(const json_t *rule, const json_t *data, json_t **result, 
 
 /* NULL-safe. */
 void mv_logic_free(mv_logic *logic);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,7 +1,7 @@
 /* missive/message.h — the message service: create (idempotent), read, actions exactly once.
  *
  * A service is bound to one store and one template registry; two services never share state.
- * Messages are JSON documents in the shape of the HTTP API (README "Message JSON"): every
+ * Messages are JSON documents in the shape of the HTTP API (docs/http-api.md, "Messages"): every
  * function that returns messages returns new jansson references the caller owns.
  *
  * Exactly-once actions: pressing an action claims the message (active → processing, with an
@@ -21,6 +21,10 @@
 #include "missive/durable.h"
 #include "missive/store.h"
 #include "missive/template.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct mv_service mv_service;
 
@@ -102,7 +106,7 @@ typedef struct mv_service_options {
     /* Looks up a saga definition by name (e.g. mv_saga_book_find). */
     const mv_saga_definition *(*find_saga)(void *ctx, const char *name);
     void *find_saga_ctx;
-    bool email;                    /* queue emails in the outbox (see README "Email") */
+    bool email;                    /* queue emails in the outbox (see docs/operations.md, "Email") */
     const json_t *email_exclusions; /* array of titles (trimmed, case-insensitive) */
     /* Bounded work and memory (DESIGN "Security rules"): one message's payload plus rendered
      * content (beyond: MV_PAYLOAD_TOO_LARGE), and the JSON of one list page (a page ends early,
@@ -233,5 +237,9 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
 /* Extends the lease of a running attempt by action_lease_ms (for long handlers). Returns false
  * when the attempt no longer holds the message (its lease expired and another took over). */
 bool mv_action_extend_lease(mv_service *svc, const char *message_id, const char *attempt_id);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -19,6 +19,10 @@
 
 #include "missive/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct mv_tpl mv_tpl;
 
 typedef enum mv_escape { MV_ESCAPE_NONE, MV_ESCAPE_HTML } mv_escape;
@@ -47,5 +51,9 @@ void mv_tpl_free(mv_tpl *tpl);
 /* Compile + render + free in one call (for one-off renders such as the CLI). */
 mv_code mv_render_string(const char *src, const json_t *data, mv_escape escape, char **out,
                          mv_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -14,6 +14,10 @@
 #include "missive/error.h"
 #include "missive/store.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct mv_reconcile_scan {
     int64_t now;          /* leases that expired before now are reported */
     int64_t stale_before; /* actions: retryable messages updated at or before this */
@@ -44,5 +48,9 @@ mv_code mv_reconcile_actions_page(mv_store *store, const mv_reconcile_scan *scan
  * "leaseExpiresAt","updatedAt","reason":"lease-expired"}. Same errors. */
 mv_code mv_reconcile_requests_page(mv_store *store, const mv_reconcile_scan *scan,
                                    mv_reconcile_results *out, mv_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,10 @@
 #include "missive/deliver.h"
 #include "missive/durable.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct mv_saga_book mv_saga_book;
 
 /* A new, empty book. wh (may be NULL: defaults, unsigned) stays borrowed: it must outlive the
@@ -41,5 +45,9 @@ mv_code mv_saga_book_load_file(mv_saga_book *book, const char *path, mv_err *err
 mv_code mv_saga_book_load_dir(mv_saga_book *book, const char *dir, mv_err *err);
 /* The definition, or NULL. Borrowed: valid as long as the book. */
 const mv_saga_definition *mv_saga_book_find(const mv_saga_book *book, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

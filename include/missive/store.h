@@ -14,6 +14,10 @@
 
 #include "missive/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct mv_store mv_store;
 typedef struct mv_db mv_db; /* one connection, valid only inside a transaction callback */
 
@@ -72,5 +76,9 @@ bool mv_store_write_failing(const mv_store *store);
 /* Commits a small write that needs fresh space (and removes it again): MV_OK when the store can
  * take writes now, else MV_STORE_UNAVAILABLE. Health checks run it while writes are failing. */
 mv_code mv_store_probe_write(mv_store *store, mv_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,7 +5,7 @@
  * reference the caller releases with mv_template_release(), so a template replaced or removed
  * while a request uses it stays valid until that request ends. All text fields that carry
  * {{mustache}} are compiled at load time; a malformed one is rejected then, naming the template
- * and the field. The file format is in README.md ("Template format"). */
+ * and the field. The file format is in docs/templates.md ("Template format"). */
 #ifndef MISSIVE_TEMPLATE_H
 #define MISSIVE_TEMPLATE_H
 
@@ -17,6 +17,10 @@
 #include "missive/error.h"
 #include "missive/jsonlogic.h"
 #include "missive/mustache.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define MV_GENERIC_NOTIFICATION_TEMPLATE_CD "__generic-notification__"
 
@@ -180,5 +184,9 @@ mv_code mv_actions_filter_warn(const mv_template *t, mv_usertype usertype, const
 
 /* Renders a content block ({title, short, long}) with data, no escaping; a new JSON object. */
 mv_code mv_content_render(const mv_content_tpl *c, const json_t *data, json_t **out, mv_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd/cli.h"
+#include "missive/version.h"
 
 static const struct {
     const char *name;
@@ -24,7 +25,7 @@ static const struct {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: missive COMMAND [ARGS]\n\ncommands:\n");
+    fprintf(f, "usage: missive COMMAND [ARGS]\n       missive --version\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  missive %s\n", commands[i].usage);
 }
@@ -34,6 +35,10 @@ int main(int argc, char **argv) {
         strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("missive %s\n", mv_version());
+        return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);

@@ -4,8 +4,11 @@
  * the main thread alone receives them through sigwait(): no async-signal-safety puzzles. On a
  * signal the server stops accepting, in-flight requests get up to shutdownTimeoutMs, and the
  * process exits 0 — even when it had to abandon a request (its action lease expires and the
- * action can be retried). Every line on stderr is one JSON object. */
+ * action can be retried). Every line on stderr is one JSON object. Under systemd (Type=notify,
+ * NOTIFY_SOCKET set) it reports READY=1 once it listens and STOPPING=1 when the drain starts;
+ * without NOTIFY_SOCKET sd_notify does nothing. */
 #include <pthread.h>
+#include <systemd/sd-daemon.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +24,12 @@
 #include "http/http_server.h"
 #include "http/request.h"
 #include "http/router.h"
+#include "missive/version.h"
 
 static const char USAGE[] =
     "usage: missived --config FILE [--listen HOST:PORT] [--store URL] [--no-migrate]\n"
-    "       missived --check-config FILE\n";
+    "       missived --check-config FILE\n"
+    "       missived --version\n";
 
 /* NULL when every argument is a known flag (with its value where it takes one), else the first
  * one that is not: a mistyped flag must not be silently ignored (a daemon on the wrong store). */
@@ -94,6 +99,7 @@ static int serve(const mv_config *cfg, bool migrate) {
            json_pack("{s:s,s:i,s:s,s:s}", "listen", cfg->listen, "port",
                      mv_http_server_port(server), "auth", cfg->auth.jwt ? "jwt" : "headers",
                      "config", cfg->path));
+    sd_notifyf(0, "READY=1\nSTATUS=listening on port %d", mv_http_server_port(server));
 
     sigset_t set;
     sigemptyset(&set);
@@ -102,6 +108,7 @@ static int serve(const mv_config *cfg, bool migrate) {
     int sig = 0;
     while (sigwait(&set, &sig) != 0) {
     }
+    sd_notify(0, "STOPPING=1\nSTATUS=draining in-flight requests");
     mv_log("info", "stopping",
            json_pack("{s:s,s:i,s:I}", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", "inFlight",
                      mv_http_server_in_flight(server), "timeoutMs",
@@ -132,6 +139,10 @@ int main(int argc, char **argv) {
     if (argc < 2 || cli_has(argc, argv, "--help") || cli_has(argc, argv, "-h")) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
+    }
+    if (cli_has(argc, argv, "--version")) {
+        printf("missive %s\n", mv_version());
+        return 0;
     }
     const char *bad = unknown_arg(argc, argv);
     if (bad) {

@@ -1,5 +1,5 @@
 /* document.c — the one place that knows how a message row maps to the message JSON of the API
- * (README "Message JSON"). Structured fields (roles, contents, payload…) are stored as JSON text;
+ * (docs/http-api.md, "Messages"). Structured fields (roles, contents, payload…) are stored as JSON text;
  * times are integer milliseconds. */
 #include <stdlib.h>
 #include <string.h>
