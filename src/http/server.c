@@ -183,8 +183,10 @@ static enum MHD_Result respond(mv_http_server *srv, struct MHD_Connection *c, co
         cr->req.body_too_large = cr->too_large;
         mv_http_dispatch(srv->router, &cr->req, &res);
     }
+    /* The body lives in the request's arena (or is static) until on_completed, which MHD calls
+     * once it is done sending: no copy of what may be a page of messages. */
     struct MHD_Response *r = MHD_create_response_from_buffer(res.body_len, (void *)res.body,
-                                                             MHD_RESPMEM_MUST_COPY);
+                                                             MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
     for (size_t i = 0; i < res.nheaders; i++)
         MHD_add_response_header(r, res.headers[i].name, res.headers[i].value);

@@ -414,7 +414,9 @@ static mv_code check_action(action_job *j, mv_err *err) {
     if (!(j->action = mv_template_action(j->tpl, action_cd)))
         return mv_err_set(err, MV_ACTION_NOT_FOUND, "action \"%s\" not found in template \"%s\"",
                           action_cd, stored_cd);
-    if (!mv_action_allowed(j->action, req->user, j->message))
+    condition_report report = {j->svc, stored_cd, req->message_id};
+    mv_condition_warning w = {svc_condition_stopped, &report};
+    if (!mv_action_allowed_warn(j->action, req->user, j->message, &w))
         return mv_err_set(err, MV_ACTION_NOT_ALLOWED, "not allowed");
     return MV_OK;
 }

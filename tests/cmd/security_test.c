@@ -71,6 +71,16 @@ static int rig_start(rig *r, const char *kind, const char *name, const char *ext
             "   \"handler\": {\"webhook\": \"http://h:s3cr3t@%s/handler?token=t0k3n\"}}]}",
             authority))
         return 0;
+    /* item 8: a condition whose work grows with the payload */
+    snprintf(path, sizeof path, "%s/templates/cond.json", r->dir);
+    if (!test_write_file(
+            path, "{\"templateCd\": \"cond\", \"receiverContent\": {\"title\": \"c\"},"
+                  " \"prepare\": {\"toUser\": \"{{to}}\"},"
+                  " \"actions\": [{\"actionCd\": \"open\", \"name\": \"Open\", \"variant\": \"p\","
+                  "   \"receiver\": true, \"handler\": null, \"condition\": {\"!=\": [{\"reduce\":"
+                  "   [{\"var\": \"payload.items\"}, {\"cat\": [{\"var\": \"accumulator\"},"
+                  "   {\"var\": \"current\"}]}, \"\"]}, \"x\"]}}]}"))
+        return 0;
     snprintf(path, sizeof path, "%s/sagas", r->dir);
     if (mkdir(path, 0700)) return 0;
     snprintf(path, sizeof path, "%s/sagas/ship.json", r->dir);
@@ -469,6 +479,60 @@ TEST(error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_d
     check_log(&r);
 }
 
+/* ---- 8. bounded conditions ---------------------------------------------------------------- */
+
+TEST(
+    a_condition_over_a_huge_payload_stops_quickly_the_action_is_not_allowed_and_a_warning_is_logged) {
+    rig r;
+    REQUIRE(rig_start(&r, "sqlite", "logic_bound", ""));
+    /* small: the condition holds */
+    char *small = create(&r, "cond", "X-User-Id: mallory", "{\"to\": \"bob\", \"items\": [\"a\"]}");
+    REQUIRE(small);
+    char path[256];
+    snprintf(path, sizeof path, "/messages/%s/actions/receiver", small);
+    test_reply t = test_http(r.port, "GET", path, "X-User-Id: bob", NULL);
+    CHECK_INT(json_array_size(json_object_get(t.json, "actions")), 1);
+    test_reply_free(&t);
+    /* 30,000 items concatenated one by one: seconds and gigabytes without a bound */
+    size_t n = 30000;
+    char *body = malloc(n * 13 + 64);
+    size_t off = (size_t)sprintf(body, "{\"to\": \"bob\", \"items\": [");
+    for (size_t i = 0; i < n; i++)
+        off += (size_t)sprintf(body + off, "%s\"0123456789\"", i ? "," : "");
+    sprintf(body + off, "]}");
+    char *id = create(&r, "cond", "X-User-Id: mallory", body);
+    free(body);
+    REQUIRE(id);
+    int64_t t0 = mv_now_ms();
+    snprintf(path, sizeof path, "/messages/%s/actions/receiver", id);
+    t = test_http(r.port, "GET", path, "X-User-Id: bob", NULL);
+    CHECK_INT(t.status, 200);
+    CHECK_INT(json_array_size(json_object_get(t.json, "actions")), 0);
+    test_reply_free(&t);
+    char code[64];
+    snprintf(path, sizeof path, "/messages/%s/action/open", id);
+    CHECK_INT(call(&r, "POST", path, "X-User-Id: bob", "{}", code), 403);
+    CHECK_STR(code, "action_not_allowed");
+    int64_t took = mv_now_ms() - t0;
+    printf("logic bound: a reduce/cat over 30000 items answered in %lld ms (GET and POST)\n",
+           (long long)took);
+    CHECK(took < 3000);
+    rig_stop(&r);
+    char log_path[800];
+    snprintf(log_path, sizeof log_path, "%s/daemon.log", r.dir);
+    FILE *f = fopen(log_path, "r");
+    REQUIRE(f);
+    char line[4096];
+    int warned = 0;
+    while (fgets(line, sizeof line, f))
+        warned += strstr(line, "\"warn\"") && strstr(line, "work bound") &&
+                  strstr(line, "\"templateCd\":\"cond\"") && strstr(line, "\"actionCd\":\"open\"");
+    fclose(f);
+    CHECK(warned >= 2); /* the GET and the POST */
+    free(small);
+    free(id);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     return RUN_TESTS(
@@ -479,5 +543,6 @@ int main(void) {
         a_retry_of_an_approved_attempt_runs_only_for_its_principal_with_the_approved_input,
         the_principal_of_an_approval_cannot_decide_it_unless_configured,
         a_repeated_identity_header_is_refused_in_headers_mode,
-        error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_detail);
+        error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_detail,
+        a_condition_over_a_huge_payload_stops_quickly_the_action_is_not_allowed_and_a_warning_is_logged);
 }
