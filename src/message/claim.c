@@ -410,6 +410,14 @@ static mv_code check_action(action_job *j, mv_err *err) {
     return MV_OK;
 }
 
+/* What a retryable attempt remembers as its failure (the message's lastFailure): the contract's
+ * words for an error whose text may name a URL, a host or driver text, else the handler's own. */
+static const char *failure_words(const mv_err *e) {
+    if (!e) return "archive failed";
+    const char *pub = mv_code_public_message(e->code);
+    return pub ? pub : e->message;
+}
+
 /* A handler that runs outside the store: claim, run it under a kept-alive lease, then archive —
  * or leave the attempt retryable (same attempt id next time), active again when a saga
  * compensated, or retryable for review when a saga is ambiguous. */
@@ -426,7 +434,7 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
     if (rc == MV_OK) {
         rc = mv_store_write(svc->o.store, archive_tx, j, err);
         if (rc != MV_OK && rc != MV_ACTION_CONFLICT) {
-            retry_arg a = {j, err ? err->message : "archive failed"};
+            retry_arg a = {j, failure_words(err)};
             mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL);
         }
         return rc;
@@ -435,7 +443,7 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
         mv_store_write(svc->o.store, reset_tx, j, NULL);
         return mv_err_copy(err, &herr);
     }
-    retry_arg a = {j, herr.message};
+    retry_arg a = {j, failure_words(&herr)};
     mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
     if (rc == MV_ACTION_NEEDS_REVIEW) {
         mv_err_copy(err, &herr);

@@ -162,7 +162,7 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
         if (rc != MV_OK) return rc;
         for (size_t i = 0; i < FETCH_CHUNK; i++)
             mv_stmt_bind_text(st, (int)i + 1, base + i < n ? ids[base + i] : NULL);
-        int r;
+        int r = 0;
         while (!*full && (r = mv_stmt_step(st, err)) == 1) {
             json_t *doc = doc_from_row(st);
             size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "missive/base.h"
+#include "store/db.h"
 #include "support/daemon_proc.h"
 #include "support/http_sink.h"
 #include "support/stores.h"
@@ -18,6 +19,7 @@ typedef struct {
     pid_t pid;
     int port;
     char dir[600];
+    char store[600];
 } rig;
 
 /* extra: more top-level config members (",\"key\": …"), may be "". */
@@ -92,6 +94,7 @@ static int rig_start(rig *r, const char *kind, const char *name, const char *ext
         return 0;
     const char *store = test_store_url(kind, name);
     if (!store) return 0;
+    mv_strlcpy(r->store, store, sizeof r->store);
     snprintf(config, sizeof config, "%s/missived.json", r->dir);
     if (!test_write_file(config,
                          "{\"store\": \"%s\", \"templates\": \"%s/templates\","
@@ -410,6 +413,34 @@ static bool body_leaks(const rig *r, const test_reply *t) {
     return bad;
 }
 
+static const char SQL_FAILURE[] = "SELECT action_failure_message FROM messages WHERE id = ?";
+
+typedef struct {
+    const char *id;
+    char *out;
+    size_t size;
+} failure_arg;
+
+static mv_code failure_tx(mv_db *db, void *ctx, mv_err *err) {
+    failure_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_FAILURE, &st, err, "s", a->id);
+    if (st) mv_strlcpy(a->out, mv_stmt_text(st, 0), a->size);
+    mv_stmt_done(st);
+    return rc;
+}
+
+/* The failure text stored with a retryable attempt. */
+static bool stored_failure(const char *url, const char *id, char *out, size_t size) {
+    mv_store *s = NULL;
+    mv_err err = {0};
+    if (mv_store_open(url, NULL, &s, &err) != MV_OK) return false;
+    failure_arg a = {id, out, size};
+    mv_code rc = mv_store_read(s, failure_tx, &a, &err);
+    mv_store_close(s);
+    return rc == MV_OK;
+}
+
 /* The daemon log has the detail, but never the credentials or the query string. */
 static void check_log(const rig *r) {
     char path[800];
@@ -474,6 +505,10 @@ TEST(error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_d
     CHECK_STR(test_reply_code(&t), "action_retryable");
     CHECK(!body_leaks(&r, &t));
     test_reply_free(&t);
+    /* what the attempt remembers (the message's lastFailure) names no URL either */
+    char failure[512] = "";
+    CHECK(stored_failure(r.store, id, failure, sizeof failure));
+    CHECK(failure[0] && !strstr(failure, "http") && !strstr(failure, "127.0.0.1"));
     free(id);
     rig_stop(&r);
     check_log(&r);
