@@ -36,7 +36,9 @@ SUP_SRC  := $(wildcard tests/support/*.c)
 TEST_SCRIPTS := $(shell find tests -name '*_test.py' -o -name '*_test.sh' | sort)
 export OPT SAN
 
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# api/openapi.json compiled in (scripts/embed): GET /openapi.json serves the repository's document.
+GEN_SRC  := $(BUILD)/gen/openapi_json.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(TEST_SCRIPTS)
@@ -55,6 +57,10 @@ endif
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(GEN_SRC): api/openapi.json scripts/embed
+	@mkdir -p $(dir $@)
+	@scripts/embed mv__openapi_json api/openapi.json > $@.tmp && mv $@.tmp $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -108,7 +114,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_SRC     := $(wildcard fuzz/*_fuzz.c)
 
-fuzz:
+fuzz: $(GEN_SRC)
 	@dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" || \
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
 	@mkdir -p build-fuzz
@@ -116,7 +122,7 @@ fuzz:
 	    n=$$(basename $$f .c); \
 	    echo "fuzz: building $$n"; \
 	    $(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	        -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS)) $$f $(LIB_SRC) -o build-fuzz/$$n $(LDLIBS); \
+	        -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS)) $$f $(LIB_SRC) $(GEN_SRC) -o build-fuzz/$$n $(LDLIBS); \
 	    mkdir -p build-fuzz/corpus-$$n; \
 	    echo "fuzz: running $$n for $(FUZZ_SECONDS) s"; \
 	    build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \

@@ -24,11 +24,23 @@ extern "C" {
 
 /* ---- webhooks ---------------------------------------------------------------------------- */
 
-/* Limits and signing key for outgoing HTTP calls. A zeroed struct means the defaults and no
- * signature. The secret is borrowed (not copied) and never appears in an error message. */
+/* One signing key (borrowed bytes). */
+typedef struct mv_webhook_secret {
+    const void *bytes;
+    size_t len;
+} mv_webhook_secret;
+
+/* Limits and signing keys for outgoing HTTP calls. A zeroed struct means the defaults and no
+ * signature. Secrets are borrowed (not copied) and never appear in an error message.
+ * The active keys are secrets[0..nsecrets) when nsecrets > 0, else secret alone (when set):
+ * each gives one `v1,` entry of `webhook-signature`; the first also keys `X-Missive-Signature`.
+ * Rotation: put the new secret first and keep the old one until every receiver has the new. */
 typedef struct mv_webhook_config {
     const void *secret;        /* HMAC-SHA256 key bytes; NULL or secret_len 0 → no signature header */
     size_t secret_len;
+    const mv_webhook_secret *secrets; /* optional list (rotation); overrides secret */
+    size_t nsecrets;
+    const mv_clock *clock;     /* webhook-timestamp; NULL → real clock */
     int connect_timeout_ms;    /* 0 → 2000 */
     int timeout_ms;            /* whole request; 0 → 10000 */
     size_t max_response_bytes; /* 0 → 1048576; a longer response is an error (AMBIGUOUS) */
@@ -63,8 +75,12 @@ void mv_webhook_response_free(mv_webhook_response *r);
 const char *mv_webhook_outcome_name(mv_webhook_outcome o);
 
 /* POSTs the compact serialisation of body (NULL → `null`) to url (http:// or https:// only) with
- * `Content-Type: application/json`, `Idempotency-Key: idempotency_key` (omitted when NULL) and,
- * when cfg has a secret, `X-Missive-Signature: sha256=<hex HMAC-SHA256 of the exact body bytes>`.
+ * `Content-Type: application/json`, `Idempotency-Key: idempotency_key` (omitted when NULL),
+ * the Standard Webhooks headers `webhook-id` (the idempotency key, or a fresh UUID when NULL),
+ * `webhook-timestamp` (Unix seconds of this attempt: a retry with the same key keeps the id and
+ * gets a new timestamp and signature) and, when cfg has secrets, `webhook-signature` (see
+ * mv_webhook_sign_v1) and `X-Missive-Signature: sha256=<hex HMAC-SHA256 of the exact body bytes>`
+ * keyed with the first secret.
  * Redirects are not followed. Thread-safe (one libcurl handle per call).
  * Returns MV_OK when the outcome is MV_WEBHOOK_OK (2xx; a 2xx whose body is not JSON is still OK
  * with out->json_invalid set — the caller decides), else MV_UPSTREAM_FAILED with a message naming
@@ -73,7 +89,9 @@ const char *mv_webhook_outcome_name(mv_webhook_outcome o);
 mv_code mv_webhook_post(const mv_webhook_config *cfg, const char *url, const json_t *body,
                         const char *idempotency_key, mv_webhook_response *out, mv_err *err);
 
-/* GET url (no body, no signature); same limits, outcome and error rules as mv_webhook_post. */
+/* GET url (no body; `webhook-id` a fresh UUID, `webhook-timestamp`, and `webhook-signature`
+ * over the empty body when cfg has secrets; no X-Missive-Signature); same limits, outcome and
+ * error rules as mv_webhook_post. */
 mv_code mv_webhook_get(const mv_webhook_config *cfg, const char *url, mv_webhook_response *out,
                        mv_err *err);
 
@@ -81,6 +99,12 @@ mv_code mv_webhook_get(const mv_webhook_config *cfg, const char *url, mv_webhook
  * receivers (and tests) verify signatures with the same code. */
 void mv_webhook_signature(const void *secret, size_t secret_len, const void *body, size_t len,
                           char out[72]);
+
+/* The Standard Webhooks `webhook-signature` value for one call: for every active secret of cfg
+ * (in order) an entry "v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">", space-separated.
+ * Returns a malloc'd string (caller frees), "" when cfg has no secret, NULL when out of memory. */
+char *mv_webhook_sign_v1(const mv_webhook_config *cfg, const char *id, int64_t timestamp_s,
+                         const void *body, size_t len);
 
 /* ---- SMTP -------------------------------------------------------------------------------- */
 

@@ -276,6 +276,8 @@ static mv_code daemon_view_open(daemon_view *v, const char *path, mv_err *err) {
         return mv_err_set(err, MV_INVALID_CONFIG, "%s: no \"sagas\" directory is configured", path);
     v->wh = (mv_webhook_config){.secret = c->webhook_secret.bytes,
                                 .secret_len = c->webhook_secret.len,
+                                .secrets = c->webhook_keys,
+                                .nsecrets = c->n_webhook_keys,
                                 .connect_timeout_ms = c->webhooks.connect_timeout_ms,
                                 .timeout_ms = c->webhooks.timeout_ms,
                                 .max_response_bytes = c->webhooks.max_response_bytes};

@@ -69,6 +69,8 @@ int cli_outbox(int argc, char **argv) {
     if (rc == MV_OK) {
         wh = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
                                  .secret_len = cfg->webhook_secret.len,
+                                 .secrets = cfg->webhook_keys,
+                                 .nsecrets = cfg->n_webhook_keys,
                                  .connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
                                  .timeout_ms = cfg->webhooks.timeout_ms,
                                  .max_response_bytes = cfg->webhooks.max_response_bytes};

@@ -172,11 +172,36 @@ static mv_code check_url(loader *l, const char *key, const char *url, const char
                 schemes[1] ? " or " : "", schemes[1] ? schemes[1] : "");
 }
 
+/* A Standard Webhooks secret "whsec_<base64>" means the decoded bytes. */
+static mv_code decode_whsec(loader *l, const char *key, mv_config_secret *s, const char *v) {
+    const char *b = v + 6;
+    size_t n = strlen(b);
+    while (n > 0 && b[n - 1] == '=') n--;
+    char *url = malloc(n + 1);
+    unsigned char *out = malloc(n * 3 / 4 + 2);
+    bool ok = url && out;
+    for (size_t i = 0; ok && i < n; i++) url[i] = b[i] == '+' ? '-' : b[i] == '/' ? '_' : b[i];
+    size_t len = 0;
+    if (ok) ok = strpbrk(b, "-_") == NULL && mv_b64url_decode(url, n, out, &len) && len > 0;
+    free(url);
+    if (!ok) {
+        free(out);
+        return fail(l, "environment variable %s (named by \"%s\") starts with whsec_ but the rest "
+                    "is not base64",
+                    s->env, key);
+    }
+    s->bytes = out;
+    s->len = len;
+    return MV_OK;
+}
+
 static mv_code read_secret(loader *l, const char *key, mv_config_secret *s, size_t min_len) {
     if (!s->env) return MV_OK;
     const char *v = getenv(s->env);
     if (!v || !*v)
         return fail(l, "environment variable %s (named by \"%s\") is not set", s->env, key);
+    if (strcmp(key, "webhookSecretEnv") == 0 && strncmp(v, "whsec_", 6) == 0)
+        return decode_whsec(l, key, s, v);
     size_t n = strlen(v);
     if (n < min_len)
         return fail(l, "environment variable %s (named by \"%s\") must hold at least %zu bytes, "
@@ -233,10 +258,51 @@ static mv_code load_server(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* The identity-provider half of "auth" (DESIGN "Identity (JWT, JWKS)"). */
+static mv_code load_identity(loader *l, json_t *a) {
+    mv_config *c = l->cfg;
+    char **algs = NULL;
+    size_t n = 0;
+    mv_code rc = get_str_array(l, a, "auth", "algorithms", &algs, &n);
+    static const char *const NAMES[] = {"RS256", "ES256", "EdDSA", "HS256"}; /* mv_jwt_alg order */
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < 4 && strcmp(algs[i], NAMES[k]) != 0) k++;
+        if (k == 4 && rc == MV_OK)
+            rc = fail(l, "\"auth.algorithms[%zu]\" must be one of RS256, ES256, EdDSA, HS256", i);
+        if (k < 4) c->auth.algorithms |= 1u << k;
+        free(algs[i]);
+    }
+    free(algs);
+    TRY(rc);
+    if (json_is_array(json_object_get(a, "algorithms")) && n == 0)
+        return fail(l, "\"auth.algorithms\" must not be empty");
+    TRY(get_str(l, a, "auth", "jwksFile", &c->auth.jwks_file));
+    TRY(get_str(l, a, "auth", "jwksUrl", &c->auth.jwks_url));
+    TRY(get_int32(l, a, "auth", "jwksRefreshS", 1, 86400, &c->auth.jwks_refresh_s));
+    TRY(get_str(l, a, "auth", "issuer", &c->auth.issuer));
+    TRY(get_str(l, a, "auth", "audience", &c->auth.audience));
+    TRY(get_int32(l, a, "auth", "leewaySeconds", 0, 3600, &c->auth.leeway_s));
+    TRY(resolve(l, &c->auth.jwks_file));
+    json_t *cl;
+    static const char *const CLAIM_KEYS[] = {"user", "roles", "permissions", "tenant", NULL};
+    TRY(get_obj(l, a, "auth", "claims", CLAIM_KEYS, &cl));
+    if (cl) {
+        TRY(get_str(l, cl, "auth.claims", "user", &c->auth.claim_user));
+        TRY(get_str(l, cl, "auth.claims", "roles", &c->auth.claim_roles));
+        TRY(get_str(l, cl, "auth.claims", "permissions", &c->auth.claim_permissions));
+        TRY(get_str(l, cl, "auth.claims", "tenant", &c->auth.claim_tenant));
+    }
+    return MV_OK;
+}
+
 static mv_code load_auth(loader *l, json_t *root) {
     mv_config *c = l->cfg;
     json_t *a;
-    static const char *const KEYS[] = {"mode", "trustProxyHeaders", "secretEnv", NULL};
+    static const char *const KEYS[] = {"mode",     "trustProxyHeaders", "secretEnv",
+                                       "algorithms", "jwksFile",         "jwksUrl",
+                                       "jwksRefreshS", "issuer",         "audience",
+                                       "leewaySeconds", "claims",        NULL};
     TRY(get_obj(l, root, "", "auth", KEYS, &a));
     if (!a) return MV_OK;
     char *mode = NULL;
@@ -249,7 +315,7 @@ static mv_code load_auth(loader *l, json_t *root) {
     TRY(rc);
     TRY(get_bool(l, a, "auth", "trustProxyHeaders", &c->auth.trust_proxy_headers));
     TRY(get_str(l, a, "auth", "secretEnv", &c->auth.secret.env));
-    return MV_OK;
+    return load_identity(l, a);
 }
 
 static mv_code load_messages(loader *l, json_t *root) {
@@ -288,7 +354,25 @@ static mv_code load_messages(loader *l, json_t *root) {
 
 static mv_code load_delivery(loader *l, json_t *root) {
     mv_config *c = l->cfg;
-    TRY(get_str(l, root, "", "webhookSecretEnv", &c->webhook_secret.env));
+    json_t *wse = json_object_get(root, "webhookSecretEnv");
+    if (json_is_array(wse)) {
+        char **names = NULL;
+        size_t n = 0;
+        mv_code rc = get_str_array(l, root, "", "webhookSecretEnv", &names, &n);
+        if (rc == MV_OK && (n == 0 || n > 16))
+            rc = fail(l, "\"webhookSecretEnv\" must name 1 to 16 variables");
+        if (rc == MV_OK && n > 1 && !(c->webhook_more = calloc(n - 1, sizeof *c->webhook_more)))
+            rc = mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            if (rc == MV_OK && i == 0) c->webhook_secret.env = names[i];
+            else if (rc == MV_OK) c->webhook_more[c->n_webhook_more++].env = names[i];
+            else free(names[i]);
+        }
+        free(names);
+        TRY(rc);
+    } else {
+        TRY(get_str(l, root, "", "webhookSecretEnv", &c->webhook_secret.env));
+    }
     json_t *o;
     static const char *const WH_KEYS[] = {"connectTimeoutMs", "timeoutMs", "maxResponseBytes", NULL};
     TRY(get_obj(l, root, "", "webhooks", WH_KEYS, &o));
@@ -351,6 +435,23 @@ static mv_code load_delivery(loader *l, json_t *root) {
     return MV_OK;
 }
 
+static mv_code check_identity(loader *l) {
+    mv_config *c = l->cfg;
+    const unsigned hs = 1u << 3, asym = 7u; /* HS256; RS256 | ES256 | EdDSA */
+    bool jwks = c->auth.jwks_file || c->auth.jwks_url;
+    if (c->auth.jwks_file && c->auth.jwks_url)
+        return fail(l, "give \"auth.jwksFile\" or \"auth.jwksUrl\", not both");
+    if (c->auth.jwt && !c->auth.secret.env && !jwks)
+        return fail(l, "auth mode \"jwt\" needs \"auth.secretEnv\", \"auth.jwksFile\" or \"auth.jwksUrl\"");
+    if ((c->auth.algorithms & hs) && !c->auth.secret.env)
+        return fail(l, "\"auth.algorithms\" lists HS256, which needs \"auth.secretEnv\"");
+    if ((c->auth.algorithms & asym) && !jwks)
+        return fail(l, "\"auth.algorithms\" lists RS256, ES256 or EdDSA, which need \"auth.jwksFile\" "
+                    "or \"auth.jwksUrl\"");
+    static const char *const HTTP[] = {"http://", "https://", NULL};
+    return check_url(l, "auth.jwksUrl", c->auth.jwks_url, HTTP);
+}
+
 /* Rules across keys, on the final values (after overrides). */
 static mv_code check_whole(loader *l) {
     mv_config *c = l->cfg;
@@ -363,8 +464,7 @@ static mv_code check_whole(loader *l) {
         return fail(l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
                     "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
                     "sets those headers");
-    if (c->auth.jwt && !c->auth.secret.env)
-        return fail(l, "auth mode \"jwt\" needs \"auth.secretEnv\"");
+    TRY(check_identity(l));
     if (strncmp(c->store, "sqlite:", 7) != 0 && strncmp(c->store, "postgres://", 11) != 0 &&
         strncmp(c->store, "postgresql://", 13) != 0)
         return fail(l, "\"store\" must be sqlite:PATH or postgres://…");
@@ -382,6 +482,16 @@ static mv_code check_whole(loader *l) {
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
+    for (size_t i = 0; i < c->n_webhook_more; i++)
+        TRY(read_secret(l, "webhookSecretEnv", &c->webhook_more[i], 1));
+    if (c->webhook_secret.env) {
+        c->webhook_keys = calloc(c->n_webhook_more + 1, sizeof *c->webhook_keys);
+        if (!c->webhook_keys) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        c->webhook_keys[0] = (mv_webhook_secret){c->webhook_secret.bytes, c->webhook_secret.len};
+        for (size_t i = 0; i < c->n_webhook_more; i++)
+            c->webhook_keys[i + 1] = (mv_webhook_secret){c->webhook_more[i].bytes, c->webhook_more[i].len};
+        c->n_webhook_keys = c->n_webhook_more + 1;
+    }
     return MV_OK;
 }
 
@@ -402,6 +512,8 @@ static void set_defaults(mv_config *c) {
     c->webhooks.max_response_bytes = 1048576;
     c->shutdown_timeout_ms = 30000;
     c->approvals.ttl_ms = 900000;
+    c->auth.jwks_refresh_s = 300;
+    c->auth.leeway_s = 30;
     c->outbox.poll_ms = 1000;
     c->outbox.max_attempts = 10;
     c->outbox.backoff_ms = 1000;
@@ -496,9 +608,20 @@ void mv_config_free(mv_config *c) {
     free(c->templates);
     free(c->sagas);
     free_secret(&c->auth.secret);
+    free(c->auth.jwks_file);
+    free(c->auth.jwks_url);
+    free(c->auth.issuer);
+    free(c->auth.audience);
+    free(c->auth.claim_user);
+    free(c->auth.claim_roles);
+    free(c->auth.claim_permissions);
+    free(c->auth.claim_tenant);
     free_strings(c->admin_roles, c->n_admin_roles);
     free(c->admin_permission_key);
     free_secret(&c->webhook_secret);
+    for (size_t i = 0; i < c->n_webhook_more; i++) free_secret(&c->webhook_more[i]);
+    free(c->webhook_more);
+    free(c->webhook_keys);
     free(c->payment.webhook);
     free(c->email.smtp);
     free(c->email.from);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "missive/deliver.h"
 #include "missive/error.h"
 
 typedef struct mv_config_secret {
@@ -42,6 +43,13 @@ typedef struct mv_config {
         bool jwt;                  /* mode "jwt"; false → "headers" */
         bool trust_proxy_headers;  /* headers mode on a non-loopback address */
         mv_config_secret secret;   /* jwt: from secretEnv (at least 32 bytes) */
+        unsigned algorithms;       /* bit (1u << mv_jwt_alg) each; 0 → by key material */
+        char *jwks_file;           /* resolved path, or NULL */
+        char *jwks_url;            /* http(s) URL, or NULL */
+        int jwks_refresh_s;        /* 300 */
+        char *issuer, *audience;   /* NULL → not checked */
+        int leeway_s;              /* 30 */
+        char *claim_user, *claim_roles, *claim_permissions, *claim_tenant; /* NULL → defaults */
     } auth;
 
     char **admin_roles;   /* default none */
@@ -63,7 +71,11 @@ typedef struct mv_config {
         int64_t action_ms;              /* 30000 */
     } leases;
 
-    mv_config_secret webhook_secret; /* webhookSecretEnv; NULL env when absent */
+    mv_config_secret webhook_secret; /* webhookSecretEnv (its first name); NULL env when absent */
+    mv_config_secret *webhook_more;  /* the array's further names (rotation: older secrets) */
+    size_t n_webhook_more;
+    mv_webhook_secret *webhook_keys; /* every webhook secret in order, pointing into the above */
+    size_t n_webhook_keys;           /* 0 when webhookSecretEnv is absent */
     struct {
         int connect_timeout_ms;    /* 2000 */
         int timeout_ms;            /* 10000 */

@@ -104,6 +104,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if ((rc = check_approvals(cfg, d->registry, err)) != MV_OK) return rc;
     d->webhook = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
                                      .secret_len = cfg->webhook_secret.len,
+                                     .secrets = cfg->webhook_keys,
+                                     .nsecrets = cfg->n_webhook_keys,
                                      .connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
                                      .timeout_ms = cfg->webhooks.timeout_ms,
                                      .max_response_bytes = cfg->webhooks.max_response_bytes};
@@ -192,9 +194,26 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                      : mv_store_check_schema(d->store, err);
     }
     if (rc == MV_OK) {
+        /* the JWKS fetch uses the limits of every outgoing call */
+        d->jwks_http = (mv_webhook_config){.connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
+                                           .timeout_ms = cfg->webhooks.timeout_ms,
+                                           .max_response_bytes = cfg->webhooks.max_response_bytes};
+        mv_jwt_options jo = {.algorithms = cfg->auth.algorithms,
+                             .secret = cfg->auth.secret.bytes,
+                             .secret_len = cfg->auth.secret.len,
+                             .jwks_file = cfg->auth.jwks_file,
+                             .jwks_url = cfg->auth.jwks_url,
+                             .jwks_refresh_s = cfg->auth.jwks_refresh_s,
+                             .http = &d->jwks_http,
+                             .issuer = cfg->auth.issuer,
+                             .audience = cfg->auth.audience,
+                             .leeway_s = cfg->auth.leeway_s};
         mv_auth_options ao = {.mode = cfg->auth.jwt ? MV_AUTH_JWT : MV_AUTH_HEADERS,
                               .secret = cfg->auth.secret.bytes,
-                              .secret_len = cfg->auth.secret.len};
+                              .secret_len = cfg->auth.secret.len,
+                              .jwt = &jo,
+                              .claims = {cfg->auth.claim_user, cfg->auth.claim_roles,
+                                         cfg->auth.claim_permissions, cfg->auth.claim_tenant}};
         rc = mv_auth_new(&ao, &d->auth, err);
     }
     if (rc == MV_OK && !(d->metrics = mv_metrics_new()))

@@ -24,6 +24,7 @@ typedef struct mv_daemon {
     const mv_config *cfg; /* borrowed */
     mv_store *store;
     mv_auth *auth;
+    mv_webhook_config jwks_http;      /* limits of the JWKS fetch (auth keeps a copy) */
     mv_metrics *metrics;
     mv_http_ops ops;      /* /healthz and /metrics */
     mv_registry *registry;

@@ -1,6 +1,7 @@
 /* daemon_routes.c — the daemon's route table, in one place: a reader sees every route the daemon
  * answers here. */
 #include "cmd/daemon.h"
+#include "http/openapi.h"
 
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_auth(router, d->auth);
@@ -8,5 +9,6 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_code rc = mv_http_ops_routes(router, &d->ops, err);
     if (rc == MV_OK) rc = mv_message_routes_add(router, &d->message_routes, err);
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
+    if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
     return rc;
 }

@@ -4,9 +4,13 @@
  * up exactly once (pthread_once). The point of this file is the outcome classification: callers
  * that journal side effects (sagas, actions) must know whether the far side may have acted.
  * "Not sent" is claimed only when libcurl never finished connecting (pretransfer time is zero);
- * anything that fails after that is ambiguous, because the request may have been processed. */
+ * anything that fails after that is ambiguous, because the request may have been processed.
+ * Every call is signed twice when secrets are configured: the Standard Webhooks headers (id,
+ * timestamp, one `v1,` signature per secret, so keys rotate without a flag day) and the older
+ * X-Missive-Signature over the body alone, keyed with the first secret. */
 #include <ctype.h>
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +67,91 @@ void mv_webhook_signature(const void *secret, size_t secret_len, const void *bod
     mv_hmac_sha256(secret, secret_len, body, len, mac);
     memcpy(out, "sha256=", 7);
     mv_hex(mac, 32, out + 7);
+}
+
+/* The active keys: the list when given, else the single secret. */
+static size_t active_secrets(const mv_webhook_config *c, mv_webhook_secret *one,
+                             const mv_webhook_secret **list) {
+    if (c && c->nsecrets > 0 && c->secrets) {
+        *list = c->secrets;
+        return c->nsecrets;
+    }
+    if (c && c->secret && c->secret_len > 0) {
+        *one = (mv_webhook_secret){.bytes = c->secret, .len = c->secret_len};
+        *list = one;
+        return 1;
+    }
+    *list = NULL;
+    return 0;
+}
+
+char *mv_webhook_sign_v1(const mv_webhook_config *cfg, const char *id, int64_t timestamp_s,
+                         const void *body, size_t len) {
+    mv_webhook_secret one;
+    const mv_webhook_secret *keys;
+    size_t n = active_secrets(cfg, &one, &keys);
+    char head[160];
+    int hn = snprintf(head, sizeof head, "%s.%lld.", id ? id : "", (long long)timestamp_s);
+    if (hn < 0 || (size_t)hn >= sizeof head) return NULL;
+    char *msg = malloc((size_t)hn + len + 1);
+    /* each entry: "v1," + 44 base64 characters + a separator */
+    char *out = malloc(n * 49 + 1);
+    if (!msg || !out) {
+        free(msg);
+        free(out);
+        return NULL;
+    }
+    memcpy(msg, head, (size_t)hn);
+    if (len) memcpy(msg + hn, body, len);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char mac[32];
+        mv_hmac_sha256(keys[i].bytes, keys[i].len, msg, (size_t)hn + len, mac);
+        if (i) out[o++] = ' ';
+        memcpy(out + o, "v1,", 3);
+        o += 3;
+        o += (size_t)EVP_EncodeBlock((unsigned char *)out + o, mac, 32);
+    }
+    out[o] = '\0';
+    free(msg);
+    return out;
+}
+
+/* Adds webhook-id, webhook-timestamp, webhook-signature (when keyed) and, for a POST, the
+ * X-Missive-Signature header. Returns false when out of memory. */
+static bool add_signatures(struct curl_slist **hdrs, const mv_webhook_config *c, const char *key,
+                           const char *body, size_t body_len, bool post) {
+    char fresh[37], line[600];
+    const char *id = key;
+    if (!id && mv_id_uuid(fresh, NULL) != MV_OK) return false;
+    if (!id) id = fresh;
+    int64_t ts = mv_clock_now(c->clock) / 1000;
+    snprintf(line, sizeof line, "webhook-id: %s", id);
+    struct curl_slist *h = curl_slist_append(*hdrs, line);
+    if (!h) return false;
+    *hdrs = h;
+    snprintf(line, sizeof line, "webhook-timestamp: %lld", (long long)ts);
+    if (!(h = curl_slist_append(*hdrs, line))) return false;
+    mv_webhook_secret one;
+    const mv_webhook_secret *keys;
+    if (active_secrets(c, &one, &keys) == 0) return true;
+    char *sig = mv_webhook_sign_v1(c, id, ts, body ? body : "", body ? body_len : 0);
+    size_t n = sig ? strlen(sig) + 32 : 0;
+    char *hl = sig ? malloc(n) : NULL;
+    if (hl) {
+        snprintf(hl, n, "webhook-signature: %s", sig);
+        h = curl_slist_append(*hdrs, hl);
+    }
+    free(hl);
+    free(sig);
+    if (!hl || !h) return false;
+    if (post) {
+        char xs[72];
+        mv_webhook_signature(keys[0].bytes, keys[0].len, body, body_len, xs);
+        snprintf(line, sizeof line, "X-Missive-Signature: %s", xs);
+        if (!curl_slist_append(*hdrs, line)) return false;
+    }
+    return true;
 }
 
 typedef struct sink_buf {
@@ -139,14 +228,8 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
             snprintf(line, sizeof line, "Idempotency-Key: %s", key);
             hdrs = curl_slist_append(hdrs, line);
         }
-        if (c.secret && c.secret_len > 0) {
-            char sig[72];
-            mv_webhook_signature(c.secret, c.secret_len, body, body_len, sig);
-            snprintf(line, sizeof line, "X-Missive-Signature: %s", sig);
-            hdrs = curl_slist_append(hdrs, line);
-        }
     }
-    if (!hdrs) {
+    if (!hdrs || !add_signatures(&hdrs, &c, key, body, body_len, body != NULL)) {
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory building HTTP headers");
         goto done;
     }

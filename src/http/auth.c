@@ -1,9 +1,8 @@
-/* auth.c — the principal of a request, from trusted headers or an HS256 JWT.
+/* auth.c — the principal of a request, from trusted headers or a JWT.
  *
- * JWT verification order: shape (three base64url parts) → header JSON with alg exactly "HS256"
- * → HMAC-SHA256 over "header.payload" compared in constant time → claims (sub required; roles,
- * permissions, tenant typed; exp / nbf with a 30 s leeway). Nothing is read from the claims
- * before the signature has been checked. Error messages never echo the token. */
+ * JWT: http/jwt.c verifies the token (signature, alg, exp / nbf, iss, aud) before anything here
+ * reads a claim; this file then maps the claims found at the configured paths to the principal
+ * (user required; roles, permissions, tenant typed). Error messages never echo the token. */
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -15,30 +14,43 @@
 
 struct mv_auth {
     mv_auth_mode mode;
-    unsigned char *secret;
-    size_t secret_len;
-    const mv_clock *clock;
+    mv_jwt_verifier *jwt;
+    char *claim_user, *claim_roles, *claim_permissions, *claim_tenant;
 };
 
-#define MAX_TOKEN 8192
 #define MAX_ROLES 256
+
+static char *path_or(const char *path, const char *dflt) {
+    return strdup(path && *path ? path : dflt);
+}
 
 mv_code mv_auth_new(const mv_auth_options *opts, mv_auth **out, mv_err *err) {
     *out = NULL;
-    if (opts->mode == MV_AUTH_JWT && (!opts->secret || opts->secret_len == 0))
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "jwt authentication needs a secret");
     mv_auth *a = calloc(1, sizeof *a);
     if (!a) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     a->mode = opts->mode;
-    a->clock = opts->clock;
-    if (opts->mode == MV_AUTH_JWT) {
-        a->secret = malloc(opts->secret_len);
-        if (!a->secret) {
-            free(a);
-            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    a->claim_user = path_or(opts->claims.user, "sub");
+    a->claim_roles = path_or(opts->claims.roles, "roles");
+    a->claim_permissions = path_or(opts->claims.permissions, "permissions");
+    a->claim_tenant = path_or(opts->claims.tenant, "tenant");
+    mv_code rc = MV_OK;
+    if (!a->claim_user || !a->claim_roles || !a->claim_permissions || !a->claim_tenant)
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK && opts->mode == MV_AUTH_JWT) {
+        mv_jwt_options jo = {.secret = opts->secret, .secret_len = opts->secret_len,
+                             .clock = opts->clock, .leeway_s = MV_AUTH_LEEWAY_S};
+        if (opts->jwt) {
+            jo = *opts->jwt;
+            if (!jo.clock) jo.clock = opts->clock;
+            if (!jo.secret) jo.secret = opts->secret, jo.secret_len = opts->secret_len;
         }
-        memcpy(a->secret, opts->secret, opts->secret_len);
-        a->secret_len = opts->secret_len;
+        if (!opts->jwt && (!opts->secret || opts->secret_len == 0))
+            rc = mv_err_set(err, MV_INVALID_ARGUMENT, "jwt authentication needs a secret");
+        else rc = mv_jwt_verifier_new(&jo, &a->jwt, err);
+    }
+    if (rc != MV_OK) {
+        mv_auth_free(a);
+        return rc;
     }
     *out = a;
     return MV_OK;
@@ -46,11 +58,11 @@ mv_code mv_auth_new(const mv_auth_options *opts, mv_auth **out, mv_err *err) {
 
 void mv_auth_free(mv_auth *auth) {
     if (!auth) return;
-    if (auth->secret) {
-        volatile unsigned char *p = auth->secret;
-        for (size_t i = 0; i < auth->secret_len; i++) p[i] = 0;
-        free(auth->secret);
-    }
+    mv_jwt_verifier_free(auth->jwt);
+    free(auth->claim_user);
+    free(auth->claim_roles);
+    free(auth->claim_permissions);
+    free(auth->claim_tenant);
     free(auth);
 }
 
@@ -172,91 +184,54 @@ static mv_code auth_headers(mv_http_request *req, mv_principal *out, mv_err *err
 
 /* ---- jwt mode ---------------------------------------------------------------------------- */
 
-/* Decodes one base64url part as a JSON object. The result is a new reference. */
-static json_t *decode_json_part(const char *s, size_t n) {
-    unsigned char *buf = malloc(n * 3 / 4 + 2);
-    if (!buf) return NULL;
-    size_t len;
-    json_t *v = NULL;
-    if (mv_b64url_decode(s, n, buf, &len) && mv_json_parse((const char *)buf, len, &v, NULL) == MV_OK &&
-        !json_is_object(v)) {
-        json_decref(v);
-        v = NULL;
-    }
-    free(buf);
-    return v;
+static mv_code bad_claim(mv_err *err, const char *path, const char *what) {
+    return mv_err_set(err, MV_UNAUTHENTICATED, "invalid bearer token: claim %s must be %s", path, what);
 }
 
-static mv_code bad_token(mv_err *err, const char *why) {
-    return mv_err_set(err, MV_UNAUTHENTICATED, "invalid bearer token: %s", why);
-}
-
-/* Reads a NumericDate claim (seconds) when present. */
-static mv_code numeric_date(json_t *claims, const char *name, bool *present, double *out,
-                            mv_err *err) {
-    json_t *v = json_object_get(claims, name);
-    *present = v != NULL;
-    if (!v) return MV_OK;
-    if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-        char why[64];
-        snprintf(why, sizeof why, "claim %s must be a number of seconds", name);
-        return bad_token(err, why);
+/* Roles: an array of strings, or one string of space-separated names (OAuth scope style). */
+static mv_code claim_roles(const mv_auth *auth, mv_arena *a, json_t *roles, mv_principal *out,
+                           mv_err *err) {
+    if (!roles || json_is_null(roles)) return MV_OK;
+    const char *path = auth->claim_roles;
+    if (json_is_string(roles)) {
+        const char *s = json_string_value(roles);
+        size_t cap = 1;
+        for (const char *p = s; *p; p++) cap += *p == ' ';
+        if (cap > MAX_ROLES) return bad_claim(err, path, "at most 256 names");
+        out->roles = mv_arena_alloc(a, cap * sizeof *out->roles);
+        if (!out->roles) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        for (const char *p = s; *p;) {
+            while (*p == ' ') p++;
+            const char *e = p;
+            while (*e && *e != ' ') e++;
+            if (e > p && !(out->roles[out->nroles++] = mv_arena_strndup(a, p, (size_t)(e - p))))
+                return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+            p = e;
+        }
+        return MV_OK;
     }
-    *out = json_number_value(v);
+    if (!json_is_array(roles) || json_array_size(roles) > MAX_ROLES)
+        return bad_claim(err, path, "an array of strings or a space-separated string");
+    out->roles = mv_arena_alloc(a, (json_array_size(roles) + 1) * sizeof *out->roles);
+    if (!out->roles) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    size_t i;
+    json_t *r;
+    json_array_foreach(roles, i, r) {
+        if (!json_is_string(r)) return bad_claim(err, path, "an array of strings or a space-separated string");
+        const char *t2 = trimmed(a, json_string_value(r));
+        if (t2) out->roles[out->nroles++] = t2;
+    }
     return MV_OK;
 }
 
-static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_principal *out,
-                          mv_err *err) {
-    const char *sub = json_string_value(json_object_get(claims, "sub"));
-    out->user_id = trimmed(a, sub);
-    if (!out->user_id) return bad_token(err, "claim sub must be a non-empty string");
-
-    double now_s = (double)mv_clock_now(auth->clock) / 1000.0, t = 0;
-    bool present;
-    mv_code rc = numeric_date(claims, "exp", &present, &t, err);
-    if (rc != MV_OK) return rc;
-    if (present && now_s > t + MV_AUTH_LEEWAY_S) return bad_token(err, "the token has expired");
-    rc = numeric_date(claims, "nbf", &present, &t, err);
-    if (rc != MV_OK) return rc;
-    if (present && now_s + MV_AUTH_LEEWAY_S < t) return bad_token(err, "the token is not valid yet");
-
-    json_t *roles = json_object_get(claims, "roles");
-    if (roles && !json_is_null(roles)) {
-        if (!json_is_array(roles) || json_array_size(roles) > MAX_ROLES)
-            return bad_token(err, "claim roles must be an array of strings");
-        out->roles = mv_arena_alloc(a, (json_array_size(roles) + 1) * sizeof *out->roles);
-        if (!out->roles) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-        size_t i;
-        json_t *r;
-        json_array_foreach(roles, i, r) {
-            if (!json_is_string(r)) return bad_token(err, "claim roles must be an array of strings");
-            const char *t2 = trimmed(a, json_string_value(r));
-            if (t2) out->roles[out->nroles++] = t2;
-        }
-    }
-
-    const char *tenant = NULL;
-    json_t *tj = json_object_get(claims, "tenant");
-    if (tj && !json_is_null(tj)) {
-        if (!json_is_string(tj)) return bad_token(err, "claim tenant must be a string");
-        tenant = trimmed(a, json_string_value(tj));
-    }
-    out->tenant = tenant ? tenant : "default";
-    if ((rc = check_tenant(out->tenant, err)) != MV_OK) return rc;
-
-    out->permissions = json_object();
-    if (!out->permissions) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    json_t *perms = json_object_get(claims, "permissions");
+static mv_code claim_permissions(const mv_auth *auth, json_t *perms, json_t *into, mv_err *err) {
+    const char *what = "an array of strings or an object";
     if (json_is_array(perms)) {
         size_t i;
         json_t *p;
         json_array_foreach(perms, i, p) {
-            if (!json_is_string(p)) {
-                json_decref(out->permissions);
-                return bad_token(err, "claim permissions must be an array of strings or an object");
-            }
-            json_object_set_new(out->permissions, json_string_value(p), json_true());
+            if (!json_is_string(p)) return bad_claim(err, auth->claim_permissions, what);
+            json_object_set_new(into, json_string_value(p), json_true());
         }
     } else if (json_is_object(perms)) {
         const char *k;
@@ -265,11 +240,46 @@ static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_p
             bool truthy = !(json_is_false(v) || json_is_null(v) ||
                             (json_is_number(v) && json_number_value(v) == 0) ||
                             (json_is_string(v) && json_string_length(v) == 0));
-            if (truthy) json_object_set_new(out->permissions, k, json_true());
+            if (truthy) json_object_set_new(into, k, json_true());
         }
     } else if (perms && !json_is_null(perms)) {
+        return bad_claim(err, auth->claim_permissions, what);
+    }
+    return MV_OK;
+}
+
+/* The claim at path: a member of that exact name first (Auth0's namespaced claims are URLs with
+ * dots: "https://example.com/roles"), else the dotted path ("realm_access.roles"). */
+static json_t *claim_at(json_t *claims, const char *path) {
+    json_t *v = json_object_get(claims, path);
+    return v ? v : mv_json_path(claims, path);
+}
+
+static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_principal *out,
+                          mv_err *err) {
+    const char *sub = json_string_value(claim_at(claims, auth->claim_user));
+    out->user_id = trimmed(a, sub);
+    if (!out->user_id) return bad_claim(err, auth->claim_user, "a non-empty string");
+    if (!utf8_ok(out->user_id)) return bad_claim(err, auth->claim_user, "UTF-8 text");
+    mv_code rc = claim_roles(auth, a, claim_at(claims, auth->claim_roles), out, err);
+    if (rc != MV_OK) return rc;
+
+    const char *tenant = NULL;
+    json_t *tj = claim_at(claims, auth->claim_tenant);
+    if (tj && !json_is_null(tj)) {
+        if (!json_is_string(tj)) return bad_claim(err, auth->claim_tenant, "a string");
+        tenant = trimmed(a, json_string_value(tj));
+    }
+    out->tenant = tenant ? tenant : "default";
+    if ((rc = check_tenant(out->tenant, err)) != MV_OK) return rc;
+
+    out->permissions = json_object();
+    if (!out->permissions) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    rc = claim_permissions(auth, claim_at(claims, auth->claim_permissions), out->permissions, err);
+    if (rc != MV_OK) {
         json_decref(out->permissions);
-        return bad_token(err, "claim permissions must be an array of strings or an object");
+        out->permissions = NULL;
+        return rc;
     }
     out->identity = json_incref(claims);
     return finish_principal(a, out, err);
@@ -288,29 +298,10 @@ static mv_code auth_jwt(const mv_auth *auth, mv_http_request *req, mv_principal 
     while (is_space(*tok)) tok++;
     size_t len = strlen(tok);
     while (len > 0 && is_space(tok[len - 1])) len--;
-    if (len == 0 || len > MAX_TOKEN) return bad_token(err, "wrong length");
-    const char *d1 = memchr(tok, '.', len);
-    const char *d2 = d1 ? memchr(d1 + 1, '.', (size_t)(tok + len - d1 - 1)) : NULL;
-    if (!d1 || !d2 || memchr(d2 + 1, '.', (size_t)(tok + len - d2 - 1)))
-        return bad_token(err, "expected three dot-separated parts");
-
-    json_t *header = decode_json_part(tok, (size_t)(d1 - tok));
-    if (!header) return bad_token(err, "malformed header");
-    const char *alg = json_string_value(json_object_get(header, "alg"));
-    bool hs256 = alg && strcmp(alg, "HS256") == 0;
-    json_decref(header);
-    if (!hs256) return bad_token(err, "only alg HS256 is accepted");
-
-    size_t siglen_in = (size_t)(tok + len - d2 - 1);
-    unsigned char sig[MAX_TOKEN], mac[32];
-    size_t siglen;
-    if (!mv_b64url_decode(d2 + 1, siglen_in, sig, &siglen)) return bad_token(err, "malformed signature");
-    mv_hmac_sha256(auth->secret, auth->secret_len, tok, (size_t)(d2 - tok), mac);
-    if (!mv_ct_equal(mac, sizeof mac, sig, siglen)) return bad_token(err, "bad signature");
-
-    json_t *claims = decode_json_part(d1 + 1, (size_t)(d2 - d1 - 1));
-    if (!claims) return bad_token(err, "malformed claims");
-    mv_code rc = jwt_claims(auth, req->arena, claims, out, err);
+    json_t *claims = NULL;
+    mv_code rc = mv_jwt_verify(auth->jwt, tok, len, &claims, err);
+    if (rc != MV_OK) return rc;
+    rc = jwt_claims(auth, req->arena, claims, out, err);
     json_decref(claims);
     return rc;
 }

@@ -1,11 +1,12 @@
 /* http/auth.h — who is calling: the principal of a request, from trusted proxy headers or from
- * an HS256 JWT.
+ * a JWT (HS256 with a shared secret; RS256, ES256, EdDSA with keys from a JWKS — see jwt.h).
  *
  * headers mode trusts X-User-Id, X-User-Roles, X-User-Permissions (comma-separated, trimmed,
  * empties dropped) and X-Tenant-Id; it is only safe behind a proxy that sets them, which is why
  * the daemon refuses it on a non-loopback address unless trustProxyHeaders is set. jwt mode
- * accepts `Authorization: Bearer <jwt>` signed with HS256 only (the header's alg must be exactly
- * "HS256": no "none", no algorithm confusion), verified in constant time. */
+ * accepts `Authorization: Bearer <jwt>` verified by http/jwt.c, then maps claims to the principal
+ * through configurable dotted paths (Keycloak's realm_access.roles, Cognito's cognito:groups);
+ * roles may be an array or a space-separated string. */
 #ifndef MISSIVE_HTTP_AUTH_H
 #define MISSIVE_HTTP_AUTH_H
 
@@ -14,6 +15,7 @@
 #include <stddef.h>
 
 #include "http/http_server.h"
+#include "http/jwt.h"
 #include "missive/base.h"
 
 typedef enum mv_auth_mode { MV_AUTH_HEADERS, MV_AUTH_JWT } mv_auth_mode;
@@ -31,14 +33,24 @@ struct mv_principal {
     json_t *identity;        /* jwt: the verified claims; headers: {"id", "roles", "tenant"} */
 };
 
+/* Where the principal's fields are in the claims: dotted paths; NULL → the default name. */
+typedef struct mv_auth_claims {
+    const char *user;        /* "sub" */
+    const char *roles;       /* "roles": an array of strings or one space-separated string */
+    const char *permissions; /* "permissions": an array of strings or an object of flags */
+    const char *tenant;      /* "tenant" */
+} mv_auth_claims;
+
 typedef struct mv_auth_options {
     mv_auth_mode mode;
-    const void *secret;      /* jwt: HMAC key bytes (copied) */
+    const void *secret;      /* jwt: HMAC key bytes (copied); used when jwt is NULL (HS256 only) */
     size_t secret_len;
     const mv_clock *clock;   /* NULL → real clock (exp / nbf) */
+    const mv_jwt_options *jwt; /* jwt mode: algorithms, JWKS, issuer, audience, leeway */
+    mv_auth_claims claims;
 } mv_auth_options;
 
-/* A new authenticator. jwt mode needs a non-empty secret (MV_INVALID_ARGUMENT otherwise).
+/* A new authenticator. jwt mode needs a secret or a JWKS (MV_INVALID_ARGUMENT otherwise).
  * Free with mv_auth_free (NULL-safe). */
 mv_code mv_auth_new(const mv_auth_options *opts, mv_auth **out, mv_err *err);
 void mv_auth_free(mv_auth *auth);

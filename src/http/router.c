@@ -55,6 +55,12 @@ void mv_router_free(mv_router *router) {
     free(router);
 }
 
+void mv_router_each(const mv_router *router,
+                    void (*fn)(void *ctx, const char *method, const char *pattern), void *ctx) {
+    for (size_t i = 0; router && i < router->nroutes; i++)
+        fn(ctx, router->routes[i].method, router->routes[i].pattern);
+}
+
 void mv_router_set_auth(mv_router *router, const mv_auth *auth) {
     router->auth = auth;
 }
@@ -240,6 +246,7 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
         }
         if (mv_auth_authenticate(router->auth, req, p, &err) != MV_OK) {
             mv_http_error(res, &err);
+            res->detail = mv_arena_strdup(res->arena, err.message); /* the request log's reason */
             return;
         }
         req->principal = p;

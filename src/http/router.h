@@ -39,6 +39,9 @@ void mv_router_free(mv_router *router);
 /* Registers a route. Fails with MV_INVALID_ARGUMENT on a malformed pattern (must start with
  * '/', parameters are whole segments "{name}") or a duplicate method + pattern. */
 mv_code mv_router_add(mv_router *router, const mv_route *route, mv_err *err);
+/* Calls fn for every registered route, in registration order (the API description's tests). */
+void mv_router_each(const mv_router *router,
+                    void (*fn)(void *ctx, const char *method, const char *pattern), void *ctx);
 /* Authentication for non-public routes (borrowed; NULL means every non-public route is 401). */
 void mv_router_set_auth(mv_router *router, const mv_auth *auth);
 /* Request counters and durations (borrowed; NULL disables). */

@@ -272,6 +272,124 @@ TEST(group_commit_is_on_by_default_and_store_options_can_turn_it_off) {
                  "\"storeOptions.groupCommit\" must be true or false");
 }
 
+TEST(webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded) {
+    /* "aGVsbG8gd29ybGQ=" is base64 of "hello world" */
+    setenv("MV_TEST_WH_NEW", "whsec_aGVsbG8gd29ybGQ=", 1);
+    setenv("MV_TEST_WH_OLD", "plain-old-secret", 1);
+    const char *path = write_config("rot.json", "{\"webhookSecretEnv\": [\"MV_TEST_WH_NEW\", "
+                                                "\"MV_TEST_WH_OLD\"]}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_INT(c->n_webhook_keys, 2);
+    CHECK_INT(c->webhook_keys[0].len, 11);
+    CHECK(memcmp(c->webhook_keys[0].bytes, "hello world", 11) == 0);
+    CHECK_INT(c->webhook_keys[1].len, 16);
+    CHECK(memcmp(c->webhook_keys[1].bytes, "plain-old-secret", 16) == 0);
+    CHECK_INT(c->webhook_secret.len, 11); /* the first one also keys X-Missive-Signature */
+    mv_config_free(c);
+
+    path = write_config("one.json", "{\"webhookSecretEnv\": \"MV_TEST_WH_OLD\"}");
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_INT(c->n_webhook_keys, 1);
+    CHECK_INT(c->webhook_keys[0].len, 16);
+    mv_config_free(c);
+
+    setenv("MV_TEST_WH_BAD", "whsec_not*base64", 1);
+    expect_error("{\"webhookSecretEnv\": [\"MV_TEST_WH_OLD\", \"MV_TEST_WH_BAD\"]}",
+                 "MV_TEST_WH_BAD (named by \"webhookSecretEnv\") starts with whsec_ but the rest is not base64");
+    unsetenv("MV_TEST_WH_UNSET");
+    expect_error("{\"webhookSecretEnv\": [\"MV_TEST_WH_OLD\", \"MV_TEST_WH_UNSET\"]}",
+                 "MV_TEST_WH_UNSET (named by \"webhookSecretEnv\") is not set");
+    expect_error("{\"webhookSecretEnv\": []}", "\"webhookSecretEnv\" must name 1 to 16 variables");
+    expect_error("{\"webhookSecretEnv\": [\"A\", 3]}", "\"webhookSecretEnv[1]\" must be a non-empty string");
+    expect_error("{\"webhookSecretEnv\": 7}", "\"webhookSecretEnv\" must be a non-empty string");
+}
+
+TEST(identity_keys_load_and_their_rules_name_the_key) {
+    const char *path = write_config("idp.json",
+        "{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"RS256\", \"EdDSA\"], "
+        "\"jwksFile\": \"keys/jwks.json\", \"jwksRefreshS\": 60, \"issuer\": \"https://i\", "
+        "\"audience\": \"api\", \"leewaySeconds\": 5, \"claims\": {\"user\": \"email\", "
+        "\"roles\": \"realm_access.roles\", \"permissions\": \"perms\", \"tenant\": \"org.id\"}}}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK(c->auth.jwt);
+    CHECK_INT(c->auth.algorithms, (1u << 0) | (1u << 2));
+    CHECK(c->auth.jwks_file && c->auth.jwks_file[0] == '/' && strstr(c->auth.jwks_file, "/keys/jwks.json"));
+    CHECK_INT(c->auth.jwks_refresh_s, 60);
+    CHECK_STR(c->auth.issuer, "https://i");
+    CHECK_STR(c->auth.audience, "api");
+    CHECK_INT(c->auth.leeway_s, 5);
+    CHECK_STR(c->auth.claim_roles, "realm_access.roles");
+    CHECK_STR(c->auth.claim_tenant, "org.id");
+    mv_config_free(c);
+    path = write_config("idp2.json", "{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://idp/certs\"}}");
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_INT(c->auth.jwks_refresh_s, 300);
+    CHECK_INT(c->auth.leeway_s, 30);
+    CHECK_INT(c->auth.algorithms, 0);
+    mv_config_free(c);
+
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"HS512\"], \"jwksUrl\": \"https://x\"}}",
+                 "\"auth.algorithms[0]\" must be one of RS256, ES256, EdDSA, HS256");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"HS256\"], \"jwksUrl\": \"https://x\"}}",
+                 "lists HS256, which needs \"auth.secretEnv\"");
+    setenv("MV_TEST_JWT", SECRET32, 1);
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"ES256\"], \"secretEnv\": \"MV_TEST_JWT\"}}",
+                 "need \"auth.jwksFile\" or \"auth.jwksUrl\"");
+    expect_error("{\"auth\": {\"mode\": \"jwt\"}}", "auth mode \"jwt\" needs");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"ftp://x\"}}",
+                 "\"auth.jwksUrl\" must be a URL starting with http:// or https://");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"jwksFile\": \"f\"}}", "not both");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"claims\": {\"group\": \"g\"}}}",
+                 "unknown key \"auth.claims.group\"");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"leewaySeconds\": -1}}",
+                 "\"auth.leewaySeconds\" must be an integer from 0 to 3600");
+}
+
+/* The configuration recipes of docs/operations.md "Identity providers" load as written. */
+TEST(the_identity_provider_recipes_in_the_docs_load) {
+    FILE *f = fopen("docs/operations.md", "r");
+    REQUIRE(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *section = strstr(text, "## Identity providers");
+    REQUIRE(section);
+    char *end = strstr(section + 3, "\n## ");
+    if (end) *end = '\0';
+    int loaded = 0;
+    for (char *p = strstr(section, "```json\n"); p; p = strstr(p, "```json\n")) {
+        p += 8;
+        char *close = strstr(p, "```");
+        REQUIRE(close);
+        *close = '\0';
+        char name[32];
+        snprintf(name, sizeof name, "recipe-%d.json", loaded);
+        const char *path = write_config(name, p);
+        mv_config *c = NULL;
+        mv_err err = {0};
+        CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+        if (c) {
+            CHECK(c->auth.jwt);
+            CHECK(c->auth.jwks_url != NULL);
+            CHECK(c->auth.issuer != NULL);
+            CHECK(c->auth.claim_roles != NULL);
+        }
+        mv_config_free(c);
+        loaded++;
+        p = close + 3;
+    }
+    CHECK_INT(loaded, 3); /* Auth0, Keycloak, Cognito */
+}
+
 TEST(a_missing_file_is_an_io_error_naming_it) {
     mv_config *c = NULL;
     mv_err err = {0};
@@ -281,6 +399,9 @@ TEST(a_missing_file_is_an_io_error_naming_it) {
 
 int main(void) {
     return RUN_TESTS(the_design_example_loads_with_every_value,
+                     identity_keys_load_and_their_rules_name_the_key,
+                     the_identity_provider_recipes_in_the_docs_load,
+                     webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded,
                      an_empty_object_gives_the_documented_defaults,
                      unknown_keys_are_errors_naming_their_path,
                      values_of_the_wrong_type_or_range_name_their_key,

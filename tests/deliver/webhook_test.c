@@ -1,5 +1,6 @@
 /* webhook_test.c — the signed webhook client against http_sink: headers and signature (recomputed
  * here with OpenSSL directly), outcome classification, timeouts, size limit, concurrency. */
+#include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -391,8 +392,144 @@ TEST(answer_without_a_status_line_after_the_request_arrived_is_ambiguous_not_uns
     loopback_stop(srv);
 }
 
+/* Standard Webhooks, recomputed here with OpenSSL: base64 HMAC-SHA256 of "{id}.{ts}.{body}". */
+static void std_sig(const char *key, const char *id, const char *ts, const char *body,
+                    size_t len, char out[64]) {
+    char *msg = malloc(strlen(id) + strlen(ts) + len + 3);
+    size_t n = (size_t)sprintf(msg, "%s.%s.", id, ts);
+    memcpy(msg + n, body, len);
+    unsigned char mac[32];
+    unsigned int ml = 32;
+    HMAC(EVP_sha256(), key, (int)strlen(key), (unsigned char *)msg, n + len, mac, &ml);
+    strcpy(out, "v1,");
+    EVP_EncodeBlock((unsigned char *)out + 3, mac, 32);
+    free(msg);
+}
+
+/* True when the space-separated signature header holds an entry for key. */
+static bool receiver_verifies(const http_sink_request *r, const char *key) {
+    const char *id = http_sink_header(r, "webhook-id"), *ts = http_sink_header(r, "webhook-timestamp");
+    const char *sigs = http_sink_header(r, "webhook-signature");
+    if (!id || !ts || !sigs) return false;
+    char want[64];
+    std_sig(key, id, ts, r->body, r->body_len, want);
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", sigs);
+    for (char *save, *e = strtok_r(copy, " ", &save); e; e = strtok_r(NULL, " ", &save))
+        if (strcmp(e, want) == 0) return true;
+    return false;
+}
+
+TEST(standard_webhook_headers_carry_one_signature_per_secret_so_old_receivers_still_verify) {
+    http_sink *s = http_sink_start();
+    REQUIRE(s);
+    static const char NEW[] = "the-new-secret", OLD[] = "the-old-secret";
+    mv_webhook_secret keys[] = {{NEW, sizeof NEW - 1}, {OLD, sizeof OLD - 1}};
+    int64_t now = 1700000000123;
+    mv_clock clock = mv_manual_clock(&now);
+    mv_webhook_config cfg = {.secrets = keys, .nsecrets = 2, .clock = &clock};
+    json_t *body = json_pack("{s:s}", "a", "b");
+    mv_err err = {0};
+    CHECK_CODE(mv_webhook_post(&cfg, url_of(s, "/h"), body, "attempt-1", NULL, &err), MV_OK, &err);
+    http_sink_request r;
+    REQUIRE(http_sink_get(s, 0, &r));
+    CHECK_STR(http_sink_header(&r, "webhook-id"), "attempt-1");
+    CHECK_STR(http_sink_header(&r, "webhook-id"), http_sink_header(&r, "Idempotency-Key"));
+    CHECK_STR(http_sink_header(&r, "webhook-timestamp"), "1700000000");
+    const char *sigs = http_sink_header(&r, "webhook-signature");
+    REQUIRE(sigs);
+    char a[64], b[64], both[160];
+    std_sig(NEW, "attempt-1", "1700000000", r.body, r.body_len, a);
+    std_sig(OLD, "attempt-1", "1700000000", r.body, r.body_len, b);
+    snprintf(both, sizeof both, "%s %s", a, b); /* the new secret first */
+    CHECK_STR(sigs, both);
+    CHECK(receiver_verifies(&r, OLD)); /* a receiver still holding only the old secret */
+    CHECK(receiver_verifies(&r, NEW));
+    CHECK(!receiver_verifies(&r, "another-secret"));
+    /* X-Missive-Signature stays, keyed with the first secret */
+    char hex[72];
+    mv_webhook_signature(NEW, sizeof NEW - 1, r.body, r.body_len, hex);
+    CHECK_STR(http_sink_header(&r, "X-Missive-Signature"), hex);
+    http_sink_request_free(&r);
+    json_decref(body);
+    http_sink_stop(s);
+}
+
+TEST(a_retried_call_keeps_its_webhook_id_and_gets_a_new_timestamp_and_signature) {
+    http_sink *s = http_sink_start();
+    REQUIRE(s);
+    http_sink_push(s, &(http_sink_response){.status = 503});
+    int64_t now = 1700000000000;
+    mv_clock clock = mv_manual_clock(&now);
+    mv_webhook_config cfg = {.secret = SECRET, .secret_len = strlen(SECRET), .clock = &clock};
+    json_t *body = json_pack("{s:i}", "n", 1);
+    mv_err err = {0};
+    CHECK_CODE(mv_webhook_post(&cfg, url_of(s, "/r"), body, "same-key", NULL, &err),
+               MV_UPSTREAM_FAILED, &err);
+    now += 90000;
+    CHECK_CODE(mv_webhook_post(&cfg, url_of(s, "/r"), body, "same-key", NULL, &err), MV_OK, &err);
+    http_sink_request r1, r2;
+    REQUIRE(http_sink_get(s, 0, &r1));
+    REQUIRE(http_sink_get(s, 1, &r2));
+    CHECK_STR(http_sink_header(&r1, "webhook-id"), "same-key");
+    CHECK_STR(http_sink_header(&r2, "webhook-id"), "same-key");
+    CHECK_STR(http_sink_header(&r1, "webhook-timestamp"), "1700000000");
+    CHECK_STR(http_sink_header(&r2, "webhook-timestamp"), "1700000090");
+    CHECK(strcmp(http_sink_header(&r1, "webhook-signature"), http_sink_header(&r2, "webhook-signature")) != 0);
+    CHECK(receiver_verifies(&r1, SECRET));
+    CHECK(receiver_verifies(&r2, SECRET));
+    http_sink_request_free(&r1);
+    http_sink_request_free(&r2);
+    json_decref(body);
+    http_sink_stop(s);
+}
+
+TEST(a_call_without_key_gets_a_fresh_uuid_webhook_id_and_gets_are_signed_over_the_empty_body) {
+    http_sink *s = http_sink_start();
+    REQUIRE(s);
+    mv_webhook_config cfg = signed_cfg();
+    mv_err err = {0};
+    json_t *body = json_object();
+    CHECK_CODE(mv_webhook_post(&cfg, url_of(s, "/p"), body, NULL, NULL, &err), MV_OK, &err);
+    CHECK_CODE(mv_webhook_get(&cfg, url_of(s, "/users/u1"), NULL, &err), MV_OK, &err);
+    http_sink_request r1, r2;
+    REQUIRE(http_sink_get(s, 0, &r1));
+    REQUIRE(http_sink_get(s, 1, &r2));
+    CHECK(mv_valid_uuid(http_sink_header(&r1, "webhook-id")));
+    CHECK(http_sink_header(&r1, "Idempotency-Key") == NULL);
+    CHECK(receiver_verifies(&r1, SECRET));
+    CHECK(mv_valid_uuid(http_sink_header(&r2, "webhook-id")));
+    CHECK(strcmp(http_sink_header(&r1, "webhook-id"), http_sink_header(&r2, "webhook-id")) != 0);
+    CHECK_INT(r2.body_len, 0);
+    CHECK(receiver_verifies(&r2, SECRET));
+    CHECK(http_sink_header(&r2, "X-Missive-Signature") == NULL);
+    http_sink_request_free(&r1);
+    http_sink_request_free(&r2);
+    json_decref(body);
+    http_sink_stop(s);
+}
+
+TEST(sign_v1_matches_the_standard_webhooks_example_and_is_empty_without_secrets) {
+    /* the example of the Standard Webhooks specification (whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw) */
+    unsigned char key[64];
+    size_t klen = 0;
+    REQUIRE(mv_b64url_decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 32, key, &klen));
+    mv_webhook_config cfg = {.secret = key, .secret_len = klen};
+    const char *body = "{\"test\": 2432232314}";
+    char *sig = mv_webhook_sign_v1(&cfg, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body, strlen(body));
+    CHECK_STR(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    free(sig);
+    sig = mv_webhook_sign_v1(NULL, "x", 1, "", 0);
+    CHECK_STR(sig, "");
+    free(sig);
+}
+
 int main(void) {
     return RUN_TESTS(answer_without_a_status_line_after_the_request_arrived_is_ambiguous_not_unsent,
+                     standard_webhook_headers_carry_one_signature_per_secret_so_old_receivers_still_verify,
+                     a_retried_call_keeps_its_webhook_id_and_gets_a_new_timestamp_and_signature,
+                     a_call_without_key_gets_a_fresh_uuid_webhook_id_and_gets_are_signed_over_the_empty_body,
+                     sign_v1_matches_the_standard_webhooks_example_and_is_empty_without_secrets,
                      post_sends_compact_json_with_key_and_a_signature_the_receiver_can_verify,
                      signature_helper_matches_openssl_and_changes_with_one_byte,
                      without_a_secret_no_signature_header_is_sent,

@@ -155,7 +155,7 @@ TEST(alg_none_and_other_algorithms_are_401) {
         /* signed with the right key, and unsigned, both refused */
         CHECK_CODE(bearer(&c, make_jwt(headers[i], "{\"sub\":\"u1\"}", SECRET)), MV_UNAUTHENTICATED,
                    &c.err);
-        CHECK(strstr(c.err.message, "HS256") != NULL);
+        CHECK(strstr(c.err.message, "is not accepted") != NULL || strstr(c.err.message, "has no alg") != NULL);
         ctx_free(&c);
         ctx_init(&c, MV_AUTH_JWT);
         CHECK_CODE(bearer(&c, make_jwt(headers[i], "{\"sub\":\"u1\"}", NULL)), MV_UNAUTHENTICATED,
@@ -173,7 +173,7 @@ TEST(malformed_tokens_and_claims_are_401) {
         CHECK_CODE(bearer(&c, tokens[i]), MV_UNAUTHENTICATED, &c.err);
         ctx_free(&c);
     }
-    const char *claims[] = {"{\"sub\":\"\"}", "{\"sub\":7}", "{\"sub\":\"u\",\"roles\":\"admin\"}",
+    const char *claims[] = {"{\"sub\":\"\"}", "{\"sub\":7}", "{\"sub\":\"u\",\"roles\":{\"a\":1}}",
                             "{\"sub\":\"u\",\"roles\":[1]}", "{\"sub\":\"u\",\"permissions\":\"x\"}",
                             "{\"sub\":\"u\",\"exp\":\"soon\"}", "{\"sub\":\"u\",\"tenant\":5}",
                             "{\"sub\":\"u\",\"tenant\":\"a b\"}", "[1,2]"};

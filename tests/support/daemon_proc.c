@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,10 +47,54 @@ static size_t collect(char *p, size_t size, size_t n, void *ud) {
     return size * n;
 }
 
+typedef struct {
+    test_reply *r;
+    char content_type[128];
+} head_state;
+
 static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
-    test_reply *r = ud;
-    if (strncasecmp(p, "Idempotent-Replayed: true", 25) == 0) r->replayed = true;
-    return size * n;
+    head_state *h = ud;
+    size_t len = size * n;
+    if (len >= 25 && strncasecmp(p, "Idempotent-Replayed: true", 25) == 0) h->r->replayed = true;
+    if (len > 13 && strncasecmp(p, "Content-Type:", 13) == 0) {
+        size_t b = 13, e = len;
+        while (b < e && p[b] == ' ') b++;
+        while (e > b && (p[e - 1] == '\r' || p[e - 1] == '\n' || p[e - 1] == ' ')) e--;
+        snprintf(h->content_type, sizeof h->content_type, "%.*s", (int)(e - b), p + b);
+    }
+    return len;
+}
+
+/* Under make test (BUILD set) or with MISSIVE_TEST_RECORD_DIR, every exchange is appended as one
+ * JSON line to DIR/c-<pid>.jsonl (DIR default $BUILD/responses); the TypeScript suite, which runs
+ * after the C tests, validates them all against api/openapi.json. */
+static void record(const char *method, const char *path, long status, const char *content_type,
+                   const char *body) {
+    const char *dir = getenv("MISSIVE_TEST_RECORD_DIR");
+    char fallback[600];
+    if ((!dir || !*dir) && getenv("BUILD") && *getenv("BUILD")) {
+        snprintf(fallback, sizeof fallback, "%s/responses", getenv("BUILD"));
+        mkdir(fallback, 0755);
+        dir = fallback;
+    }
+    if (!dir || !*dir || status == 0) return;
+    json_t *line = json_pack("{s:s,s:s,s:i,s:s,s:s}", "method", method, "path", path, "status",
+                             (int)status, "contentType", content_type, "source", "c");
+    json_object_set_new(line, "body", body ? json_string(body) : json_null());
+    char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+    json_decref(line);
+    if (!text) return;
+    char file[1024];
+    snprintf(file, sizeof file, "%s/c-%d.jsonl", dir, (int)getpid());
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    FILE *f = fopen(file, "a");
+    if (f) {
+        fprintf(f, "%s\n", text);
+        fclose(f);
+    }
+    pthread_mutex_unlock(&mu);
+    free(text);
 }
 
 test_reply test_http(int port, const char *method, const char *path, const char *headers,
@@ -69,6 +115,7 @@ test_reply test_http(int port, const char *method, const char *path, const char 
     h = curl_slist_append(h, "Expect:");
     buffer b = {0};
     test_reply r = {0};
+    head_state hs = {.r = &r};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -76,11 +123,12 @@ test_reply test_http(int port, const char *method, const char *path, const char 
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &hs);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
     if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
     if (b.data) r.json = json_loads(b.data, JSON_DECODE_ANY, NULL);
+    record(method, path, r.status, hs.content_type, b.data ? b.data : "");
     free(b.data);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);

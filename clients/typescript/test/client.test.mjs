@@ -1,0 +1,277 @@
+// client.test.mjs — missive-client against a live missived (started here on a free port):
+// every route on this branch once, an idempotent replay, two 409 races, a 422 mismatch, a
+// webhook verified by verifyWebhook and by the standardwebhooks package (rotation included),
+// approvals, sagas, and cursor iteration over 250 messages.
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { Missive, MissiveError, verifyWebhook } from '../dist/index.js';
+import { recordingFetch, startDaemon, startReceiver, writeTree } from './harness.mjs';
+
+const NEW_RAW = Buffer.from('the-new-webhook-secret-0123456789');
+const NEW_SECRET = 'whsec_' + NEW_RAW.toString('base64');
+const OLD_SECRET = 'the-old-webhook-secret-raw-bytes';
+const env = {
+  MV_TS_WH_NEW: NEW_SECRET,
+  MV_TS_WH_OLD: OLD_SECRET,
+  MV_TS_APPROVALS: 'an-approval-secret-of-at-least-32-bytes!',
+};
+
+let receiver, daemon, daemon2, ana, bob, boss, admin;
+const held = () => {
+  let release;
+  const promise = new Promise((r) => { release = r; });
+  return { promise, release };
+};
+async function until(cond, ms = 5000) {
+  for (const t0 = Date.now(); !cond(); await new Promise((r) => setTimeout(r, 5))) {
+    if (Date.now() - t0 > ms) throw new Error('timed out waiting');
+  }
+}
+const fetcher = recordingFetch();
+const as = (user, extra = {}, d = daemon) => new Missive({ baseUrl: d.baseUrl, headers: { 'X-User-Id': user, ...extra }, fetch: fetcher });
+
+before(async () => {
+  receiver = await startReceiver();
+  const R = receiver.url;
+  const content = (title) => ({ title, short: '', long: '' });
+  const dir = writeTree({
+    'missive.json': {
+      store: 'sqlite:missive.db', templates: 'templates', sagas: 'sagas', auth: { mode: 'headers' },
+      adminPermissionKey: 'is.admin', list: { defaultLimit: 50, maxLimit: 100 },
+      leases: { clientRequestWaitMs: 0, actionMs: 30000 },
+      webhookSecretEnv: ['MV_TS_WH_NEW', 'MV_TS_WH_OLD'],
+      webhooks: { timeoutMs: 5000 },
+      approvals: { secretEnv: 'MV_TS_APPROVALS' },
+    },
+    'templates/note.json': {
+      templateCd: 'note', type: 'info', senderContent: content('To {{to}}'), receiverContent: content('{{title}}'),
+      prepare: { toUser: '{{to}}' },
+      actions: [
+        { actionCd: 'ack', name: 'Acknowledge', variant: 'primary', receiver: true, isDefault: true, handler: { webhook: `${R}/hooks/ack` } },
+        { actionCd: 'refund', name: 'Refund', variant: 'danger', receiver: true, approval: { capability: 'refunds.large' }, handler: { webhook: `${R}/hooks/refund` } },
+        { actionCd: 'withdraw', name: 'Withdraw', variant: 'secondary', sender: true, handler: null },
+      ],
+    },
+    'templates/slow.json': {
+      templateCd: 'slow', senderContent: content('slow'), receiverContent: content('slow'),
+      prepare: { webhook: `${R}/prepare` }, actions: [],
+    },
+    'templates/bulk.json': {
+      templateCd: 'bulk', senderContent: content('bulk {{n}}'), receiverContent: content('item {{n}}'),
+      prepare: { toUser: '{{to}}', fanOut: 'items' }, actions: [],
+    },
+    'sagas/trip.json': {
+      name: 'trip', capability: 'trips.book', retry: { maxAttempts: 1, backoffMs: { initial: 10, max: 100 } },
+      steps: [
+        { name: 'book', run: { webhook: `${R}/saga/book` }, compensate: { webhook: `${R}/saga/unbook` } },
+        { name: 'pay', run: { webhook: `${R}/saga/pay` }, compensate: { webhook: `${R}/saga/refund` } },
+      ],
+    },
+  });
+  daemon = await startDaemon(dir, env);
+  // a second daemon on the same store: the races below send their two requests to different
+  // daemons, as a load balancer would, so neither waits behind the other inside one process
+  daemon2 = await startDaemon(dir, env);
+  ana = as('ana');
+  bob = as('bob');
+  boss = as('boss', { 'X-User-Permissions': 'approvals.decide' });
+  admin = as('root', { 'X-User-Permissions': 'is.admin' });
+});
+
+after(async () => {
+  const code2 = await daemon2?.stop();
+  assert.equal(code2, 0, 'the second missived exits 0 on SIGTERM');
+  const code = await daemon?.stop();
+  await receiver?.close();
+  assert.equal(code, 0, 'missived exits 0 on SIGTERM');
+});
+
+describe('messages', () => {
+  test('create, get, list, count, actions and an action whose webhook both verifiers accept', async () => {
+    const created = await ana.messages.create('note', { to: 'bob', title: 'Hello Bob' });
+    assert.equal(created.replayed, false);
+    assert.match(created.idempotencyKey, /^[0-9a-f-]{36}$/);
+    assert.equal(created.messages.length, 1);
+    const m = created.messages[0];
+    assert.equal(m.fromUser, 'ana');
+    assert.equal(m.receiverContent.title, 'Hello Bob');
+
+    assert.equal((await bob.messages.get(m.id)).id, m.id);
+    const page = await bob.messages.list({ limit: 10 });
+    assert.ok(page.messages.some((x) => x.id === m.id));
+    assert.ok((await bob.messages.count()).count >= 1);
+    const actions = await bob.messages.actions(m.id, 'receiver');
+    assert.deepEqual(actions.actions.map((a) => a.actionCd), ['ack', 'refund']);
+
+    receiver.handlers['/hooks/ack'] = () => ({ status: 200, body: { acknowledged: true } });
+    const before = receiver.requests.length;
+    const outcome = await bob.messages.act(m.id, 'ack', { note: 'thanks' });
+    assert.deepEqual(outcome, { status: 'done', result: { acknowledged: true } });
+    const hook = receiver.requests.slice(before).find((r) => r.path === '/hooks/ack');
+    assert.ok(hook, 'the handler webhook arrived');
+    assert.equal(hook.headers['webhook-id'], hook.headers['idempotency-key']);
+    // ours: with both secrets, with the new one alone, and with only the old one (rotation)
+    assert.equal(await verifyWebhook([NEW_SECRET, OLD_SECRET], hook.headers, hook.raw), true);
+    assert.equal(await verifyWebhook(NEW_SECRET, hook.headers, hook.raw), true);
+    assert.equal(await verifyWebhook(OLD_SECRET, hook.headers, hook.raw), true);
+    assert.equal(await verifyWebhook('another-secret', hook.headers, hook.raw), false);
+    assert.equal(await verifyWebhook(NEW_SECRET, hook.headers, hook.raw + ' '), false);
+    assert.equal(await verifyWebhook(NEW_SECRET, hook.headers, hook.raw, { now: Date.now() + 6 * 60 * 1000 }), false);
+    // an independent implementation: the standardwebhooks package
+    const hdrs = { 'webhook-id': hook.headers['webhook-id'], 'webhook-timestamp': hook.headers['webhook-timestamp'], 'webhook-signature': hook.headers['webhook-signature'] };
+    assert.deepEqual(new Webhook(NEW_SECRET).verify(hook.raw, hdrs), JSON.parse(hook.raw));
+    assert.deepEqual(new Webhook(Buffer.from(OLD_SECRET).toString('base64')).verify(hook.raw, hdrs), JSON.parse(hook.raw));
+    assert.throws(() => new Webhook(Buffer.from('wrong').toString('base64')).verify(hook.raw, hdrs));
+    // X-Missive-Signature stays, keyed with the first (new) secret
+    const xsig = 'sha256=' + createHmac('sha256', NEW_RAW).update(hook.raw).digest('hex');
+    assert.equal(hook.headers['x-missive-signature'], xsig);
+
+    const archived = await bob.messages.get(m.id);
+    assert.equal(archived.actionState, 'archived');
+    await assert.rejects(bob.messages.act(m.id, 'ack'), (e) => e instanceof MissiveError && e.status === 410 && e.code === 'message_archived');
+  });
+
+  test('a create retried with its key is replayed, and the same key with another payload is 422', async () => {
+    const first = await ana.messages.create('note', { to: 'bob', title: 'once' }, { idempotencyKey: 'ts-replay-1' });
+    const again = await ana.messages.create('note', { to: 'bob', title: 'once' }, { idempotencyKey: 'ts-replay-1' });
+    assert.equal(again.replayed, true);
+    assert.deepEqual(again.messages.map((m) => m.id), first.messages.map((m) => m.id));
+    await assert.rejects(
+      ana.messages.create('note', { to: 'bob', title: 'twice' }, { idempotencyKey: 'ts-replay-1' }),
+      (e) => e instanceof MissiveError && e.status === 422 && e.code === 'client_request_mismatch',
+    );
+    const fresh = await ana.messages.create('note', { to: 'bob', title: 'once' });
+    assert.notEqual(fresh.messages[0].id, first.messages[0].id, 'a fresh key per create');
+  });
+
+  test('two creates racing on one key (two daemons, one store): one succeeds, the other is 409 client_request_pending', async () => {
+    const gate = held();
+    let calls = 0;
+    receiver.handlers['/prepare'] = async () => {
+      calls++;
+      await gate.promise;
+      return { status: 200, body: { toUser: 'bob' } };
+    };
+    const first = ana.messages.create('slow', { x: 1 }, { idempotencyKey: 'ts-race-1' });
+    await until(() => calls === 1); // the first holds the reservation, waiting on its prepare hook
+    const second = await as('ana', {}, daemon2).messages.create('slow', { x: 1 }, { idempotencyKey: 'ts-race-1' }).catch((e) => e);
+    gate.release();
+    const done = await first;
+    assert.equal(done.messages.length, 1);
+    assert.ok(second instanceof MissiveError);
+    assert.equal(second.status, 409);
+    assert.equal(second.code, 'client_request_pending');
+    assert.ok(second.retryAfter >= 1);
+    assert.equal(calls, 1, 'the prepare hook ran once');
+  });
+
+  test('two presses racing on one message (two daemons, one store): one runs the handler, the other is 409 action_conflict', async () => {
+    const { messages: [m] } = await ana.messages.create('note', { to: 'bob', title: 'race' });
+    const gate = held();
+    let calls = 0;
+    receiver.handlers['/hooks/ack'] = async () => {
+      calls++;
+      await gate.promise;
+      return { status: 200, body: { ok: 1 } };
+    };
+    const first = bob.messages.act(m.id, 'ack');
+    await until(() => calls === 1);
+    const second = await as('bob', {}, daemon2).messages.act(m.id, 'ack').catch((e) => e);
+    gate.release();
+    assert.deepEqual(await first, { status: 'done', result: { ok: 1 } });
+    assert.ok(second instanceof MissiveError);
+    assert.equal(second.status, 409);
+    assert.equal(second.code, 'action_conflict');
+    assert.equal(calls, 1, 'the handler ran once');
+  });
+
+  test('errors carry status, code and message; invisible messages are 404', async () => {
+    const { messages: [m] } = await ana.messages.create('note', { to: 'bob', title: 'private' });
+    await assert.rejects(as('mallory').messages.get(m.id), (e) => e.status === 404 && e.code === 'message_not_found');
+    await assert.rejects(bob.messages.get('nope'), (e) => e.status === 400 && e.code === 'invalid_argument' && /24-character/.test(e.message));
+    await assert.rejects(ana.messages.create('no-such-template', {}), (e) => e.status === 404 && e.code === 'template_not_found');
+    const anonymous = new Missive({ baseUrl: daemon.baseUrl, fetch: fetcher });
+    await assert.rejects(anonymous.messages.count(), (e) => e instanceof MissiveError && e.status === 401 && e.code === 'unauthenticated');
+    await assert.rejects(bob.messages.list({ cursor: '!!' }), (e) => e.status === 400 && e.code === 'invalid_pagination');
+  });
+
+  test('listAll walks 250 messages across cursor pages, newest first, each once', async () => {
+    const items = Array.from({ length: 250 }, (_, n) => ({ to: 'carol', n }));
+    const created = await ana.messages.create('bulk', { items });
+    assert.equal(created.messages.length, 250);
+    const carol = as('carol');
+    const seen = [];
+    for await (const m of carol.messages.listAll({ limit: 100 })) seen.push(m);
+    assert.equal(seen.length, 250);
+    assert.equal(new Set(seen.map((m) => m.id)).size, 250);
+    for (let i = 1; i < seen.length; i++) {
+      const a = seen[i - 1], b = seen[i];
+      assert.ok(a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.id > b.id), 'newest first');
+    }
+    assert.deepEqual(new Set(seen.map((m) => m.id)), new Set(created.messages.map((m) => m.id)));
+    const first = await carol.messages.list({ limit: 100 });
+    assert.equal(first.messages.length, 100);
+    assert.equal(typeof first.nextCursor, 'string');
+  });
+});
+
+describe('approvals', () => {
+  test('an action needing approval: 202, get, decide, then resume with the token', async () => {
+    const { messages: [m] } = await ana.messages.create('note', { to: 'bob', title: 'refund?' });
+    const pending = await bob.messages.act(m.id, 'refund', { amount: 900 });
+    assert.equal(pending.status, 'approval_required');
+    const seen = await bob.approvals.get(pending.approvalId);
+    assert.equal(seen.state, 'pending');
+    assert.equal(seen.principalId, 'bob');
+    assert.equal(seen.capability, 'refunds.large');
+    await assert.rejects(bob.messages.act(m.id, 'refund', { amount: 900 }, { resumeToken: pending.resumeToken }),
+      (e) => e.status === 409 && e.code === 'approval_pending');
+    await assert.rejects(bob.approvals.decide(pending.approvalId, 'approved'), (e) => e.status === 403 && e.code === 'forbidden');
+    const decided = await boss.approvals.decide(pending.approvalId, 'approved');
+    assert.equal(decided.state, 'approved');
+    assert.equal(decided.decidedBy, 'boss');
+    receiver.handlers['/hooks/refund'] = () => ({ status: 200, body: { refunded: 900 } });
+    const done = await bob.messages.act(m.id, 'refund', { amount: 900 }, { resumeToken: pending.resumeToken });
+    assert.deepEqual(done, { status: 'done', result: { refunded: 900 } });
+  });
+});
+
+describe('sagas', () => {
+  test('start, replay, mismatch, manual review, resolve, resume, compensate and get', async () => {
+    let payCalls = 0;
+    receiver.handlers['/saga/book'] = () => ({ status: 200, body: { booking: 'B1' } });
+    receiver.handlers['/saga/pay'] = () => (++payCalls === 1 ? { status: 500, body: { e: 1 } } : { status: 200, body: { paid: true } });
+    const s = await admin.sagas.start('trip', 'trip-1', { city: 'Porto' });
+    assert.equal(s.state, 'manual-review');
+    assert.equal(s.replayed, false);
+    const pay = s.steps.find((x) => x.name === 'pay');
+    assert.equal(pay.state, 'ambiguous');
+    const replay = await admin.sagas.start('trip', 'trip-1', { city: 'Porto' });
+    assert.equal(replay.replayed, true);
+    await assert.rejects(admin.sagas.start('trip', 'trip-1', { city: 'Lisbon' }), (e) => e.status === 422 && e.code === 'saga_mismatch');
+    await assert.rejects(ana.sagas.get('trip-1'), (e) => e.status === 403 && e.code === 'forbidden');
+
+    const resolved = await admin.sagas.resolve('trip-1', { kind: 'execution', step: 'pay', effectId: pay.effectId, outcome: 'committed', result: { paid: true } });
+    assert.equal(resolved.steps.find((x) => x.name === 'pay').state, 'committed');
+    const resumed = await admin.sagas.resume('trip-1');
+    assert.equal(resumed.state, 'completed');
+    const unchanged = await admin.sagas.compensate('trip-1');
+    assert.equal(unchanged.state, 'completed');
+    const got = await admin.sagas.get('trip-1');
+    assert.equal(got.sagaId, 'trip-1');
+    assert.equal(got.definition, 'trip');
+    await assert.rejects(admin.sagas.get('no-such-saga'), (e) => e.status === 404 && e.code === 'saga_not_found');
+  });
+});
+
+describe('operations', () => {
+  test('health, metrics and the served API description', async () => {
+    assert.deepEqual(await ana.ops.health(), { status: 'ok' });
+    assert.match(await ana.ops.metrics(), /missive_http_requests_total/);
+    const doc = await ana.ops.openapi();
+    assert.equal(doc.openapi, '3.1.0');
+    assert.ok(doc.paths['/messages/new/{templateCd}']);
+  });
+});

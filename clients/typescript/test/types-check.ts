@@ -1,0 +1,46 @@
+// types-check.ts — compiled (never run) with tsc --strict: the public API used the way an
+// application uses it, so a change that breaks typical code fails `make test`.
+import {
+  Missive,
+  MissiveError,
+  verifyWebhook,
+  type ActionOutcome,
+  type Counts,
+  type Message,
+  type StreamEvent,
+} from '../dist/index.js';
+
+export async function typicalUse(baseUrl: string, token: string): Promise<number> {
+  const client = new Missive({ baseUrl, token: () => token });
+  const { messages, replayed } = await client.messages.create('booking-request', { hostId: 'bob' });
+  const first: Message | undefined = messages[0];
+  if (!first || replayed) return 0;
+  const outcome: ActionOutcome = await client.messages.act(first.id, 'accept', { note: 'ok' });
+  if (outcome.status === 'approval_required') {
+    const approval = await client.approvals.get(outcome.approvalId);
+    if (approval.state === 'approved') await client.messages.act(first.id, 'accept', {}, { resumeToken: outcome.resumeToken });
+  } else {
+    const result: unknown = outcome.result;
+    void result;
+  }
+  let n = 0;
+  for await (const m of client.messages.listAll({ templateCd: 'booking-request', read: false })) {
+    n += m.viewer?.readAt === null ? 1 : 0;
+  }
+  const counts: Counts = await client.messages.count({ dismissed: false });
+  const stream = client.messages.stream({ lastEventId: '42' });
+  for await (const e of stream) {
+    const ev: StreamEvent = e;
+    if (ev.event === 'counts') n += ev.data.unread ?? 0;
+    else if (ev.event === 'message.created') n += ev.data.toRoles.length;
+    stream.close();
+  }
+  try {
+    await client.sagas.resume('trip-1');
+  } catch (e) {
+    if (e instanceof MissiveError && e.code === 'saga_not_found') n += e.status;
+    if (e instanceof MissiveError && typeof e.fields.sagaId === 'string') n += 1;
+  }
+  const ok: boolean = await verifyWebhook(['whsec_aGVsbG8=', 'old'], new Headers(), '{}');
+  return n + counts.count + (ok ? 1 : 0);
+}
