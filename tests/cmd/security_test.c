@@ -251,6 +251,61 @@ STORE_TEST(a_globex_admin_can_neither_read_nor_compensate_an_acme_saga) {
     rig_stop(&r);
 }
 
+/* An HS256 token for claims (JSON text), signed with secret. */
+static const char *jwt_for(const char *claims, const char *secret) {
+    static char tok[2048];
+    const char *header = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    char h[128], c[1024], sig[64];
+    mv_b64url_encode(header, strlen(header), h);
+    mv_b64url_encode(claims, strlen(claims), c);
+    snprintf(tok, sizeof tok, "%s.%s", h, c);
+    unsigned char mac[32];
+    mv_hmac_sha256(secret, strlen(secret), tok, strlen(tok), mac);
+    mv_b64url_encode(mac, 32, sig);
+    size_t n = strlen(tok);
+    snprintf(tok + n, sizeof tok - n, ".%s", sig);
+    return tok;
+}
+
+STORE_TEST(a_jwt_of_another_tenant_sees_nothing_of_this_one) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "tenant_jwt", ""));
+    CHECK_INT(test_daemon_stop(r.pid), 0);
+    const char *secret = "a-jwt-secret-of-at-least-thirty-two-bytes";
+    setenv("MISSIVE_TEST_JWT_SECRET", secret, 1);
+    char config[800], log[800];
+    snprintf(config, sizeof config, "%s/missived.json", r.dir);
+    snprintf(log, sizeof log, "%s/daemon-jwt.log", r.dir);
+    REQUIRE(test_write_file(
+        config,
+        "{\"store\": \"%s\", \"templates\": \"%s/templates\","
+        " \"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"MISSIVE_TEST_JWT_SECRET\"},"
+        " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"},"
+        " \"payment\": {\"webhook\": \"%s/pay\"}, \"sagas\": \"%s/sagas\"}",
+        r.store, r.dir, http_sink_url(r.sink), r.dir));
+    r.pid = test_daemon_start(config, r.port, NULL, log);
+    REQUIRE(r.pid > 0);
+    char ana[2200], bob_acme[2200], bob_globex[2200];
+    snprintf(ana, sizeof ana, "Authorization: Bearer %s",
+             jwt_for("{\"sub\":\"ana\",\"tenant\":\"acme\",\"exp\":4102444800}", secret));
+    snprintf(bob_acme, sizeof bob_acme, "Authorization: Bearer %s",
+             jwt_for("{\"sub\":\"bob\",\"tenant\":\"acme\",\"exp\":4102444800}", secret));
+    snprintf(bob_globex, sizeof bob_globex, "Authorization: Bearer %s",
+             jwt_for("{\"sub\":\"bob\",\"tenant\":\"globex\",\"exp\":4102444800}", secret));
+    char *id = create(&r, "note", ana, "{\"to\": \"bob\", \"title\": \"acme only\"}");
+    REQUIRE(id);
+    CHECK_INT(listed(&r, bob_acme), 1);
+    CHECK_INT(listed(&r, bob_globex), 0);
+    CHECK_INT(count_of(&r, bob_globex), 0);
+    char path[256], code[64];
+    snprintf(path, sizeof path, "/messages/%s", id);
+    CHECK_INT(call(&r, "GET", path, bob_globex, NULL, code), 404);
+    CHECK_STR(code, "message_not_found");
+    CHECK_INT(call(&r, "GET", path, bob_acme, NULL, code), 200);
+    free(id);
+    rig_stop(&r);
+}
+
 /* ---- 9. invisible is not found ----------------------------------------------------------- */
 
 STORE_TEST(a_message_the_caller_cannot_see_is_not_found_on_the_action_route_in_every_state) {
@@ -574,6 +629,7 @@ int main(void) {
         another_tenants_user_neither_lists_counts_reads_nor_acts_on_a_message,
         the_same_idempotency_key_in_two_tenants_is_two_requests,
         a_globex_admin_can_neither_read_nor_compensate_an_acme_saga,
+        a_jwt_of_another_tenant_sees_nothing_of_this_one,
         a_message_the_caller_cannot_see_is_not_found_on_the_action_route_in_every_state,
         a_retry_of_an_approved_attempt_runs_only_for_its_principal_with_the_approved_input,
         the_principal_of_an_approval_cannot_decide_it_unless_configured,
