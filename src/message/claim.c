@@ -421,6 +421,14 @@ static mv_code check_action(action_job *j, mv_err *err) {
     return MV_OK;
 }
 
+/* What a retryable attempt remembers as its failure (the message's lastFailure): the contract's
+ * words for an error whose text may name a URL, a host or driver text, else the handler's own. */
+static const char *failure_words(const mv_err *e) {
+    if (!e) return "archive failed";
+    const char *pub = mv_code_public_message(e->code);
+    return pub ? pub : e->message;
+}
+
 /* A handler that runs outside the store: claim, run it under a kept-alive lease, then archive —
  * or leave the attempt retryable (same attempt id next time), active again when a saga
  * compensated, or retryable for review when a saga is ambiguous. */
@@ -437,7 +445,7 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
     if (rc == MV_OK) {
         rc = mv_store_write(svc->o.store, archive_tx, j, err);
         if (rc != MV_OK && rc != MV_ACTION_CONFLICT) {
-            retry_arg a = {j, "the result could not be recorded", "store_failed"};
+            retry_arg a = {j, failure_words(err), "store_failed"};
             mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL);
         }
         return rc;
@@ -446,7 +454,8 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
         mv_store_write(svc->o.store, reset_tx, j, NULL);
         return mv_err_copy(err, &herr);
     }
-    retry_arg a = {j, herr.message,
+    /* a webhook handler's own words (already free of its URL) win over the contract's */
+    retry_arg a = {j, herr.failure_code[0] ? herr.message : failure_words(&herr),
                    herr.failure_code[0] ? herr.failure_code : mv_code_name(herr.code)};
     mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
     if (rc == MV_ACTION_NEEDS_REVIEW) {
