@@ -20,5 +20,6 @@
 #include "missive/saga_webhook.h"
 #include "missive/message.h"
 #include "missive/operations.h"
+#include "missive/inbox.h"
 
 #endif

@@ -74,7 +74,8 @@ extern "C" {
     X(MV_INVALID_CONFIG, "invalid_config", 400)                                                    \
     X(MV_PREPARE_UNAVAILABLE, "prepare_failed", 502)                                               \
     X(MV_PAYMENT_UNAVAILABLE, "payment_failed", 502)                                               \
-    X(MV_DRAINING, "draining", 503)
+    X(MV_DRAINING, "draining", 503)                                                                \
+    X(MV_STREAM_CAPACITY, "stream_capacity", 503)
 
 typedef enum mv_code {
 #define MV_X_ENUM(e, name, status) e,

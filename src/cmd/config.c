@@ -225,7 +225,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "limits", "log", "recovery", "retention", NULL};
+    "log", "recovery", "retention", "limits", "stream", "cors", "ui", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -435,6 +435,18 @@ static mv_code load_delivery(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* "ui": {"enabled": bool}; the default needs the final listen address (check_whole). */
+static mv_code load_ui(loader *l, json_t *root) {
+    json_t *o;
+    static const char *const UI_KEYS[] = {"enabled", NULL};
+    TRY(get_obj(l, root, "", "ui", UI_KEYS, &o));
+    if (o && json_object_get(o, "enabled") && !json_is_null(json_object_get(o, "enabled"))) {
+        TRY(get_bool(l, o, "ui", "enabled", &l->cfg->ui.enabled));
+        l->cfg->ui.set = true;
+    }
+    return MV_OK;
+}
+
 /* "log", "recovery" and "retention" (docs/operations.md). */
 static mv_code load_operations(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -459,8 +471,35 @@ static mv_code load_operations(loader *l, json_t *root) {
     if (o) {
         TRY(get_int(l, o, "retention", "clientRequestsMs", 0, INT64_C(9007199254740991),
                     &c->retention.client_requests_ms));
-        TRY(get_int(l, o, "retention", "streamEventsMs", 0, INT64_C(9007199254740991),
+        TRY(get_int(l, o, "retention", "streamEventsMs", 1000, 365LL * 86400000,
                     &c->retention.stream_events_ms));
+    }
+    return MV_OK;
+}
+
+/* Live updates: "stream", "retention" and "cors" (DESIGN part two). */
+static mv_code load_live(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *o;
+    static const char *const STREAM_KEYS[] = {"maxConnections", "heartbeatMs", "secretEnv", NULL};
+    TRY(get_obj(l, root, "", "stream", STREAM_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "stream", "maxConnections", 1, 1000000, &c->stream.max_connections));
+        TRY(get_int(l, o, "stream", "heartbeatMs", 100, 3600000, &c->stream.heartbeat_ms));
+        TRY(get_str(l, o, "stream", "secretEnv", &c->stream.secret.env));
+    }
+    /* "retention.streamEventsMs" is read with the other retention key (load_operations) */
+    static const char *const CORS_KEYS[] = {"allowedOrigins", "maxAgeS", NULL};
+    TRY(get_obj(l, root, "", "cors", CORS_KEYS, &o));
+    if (o) {
+        TRY(get_str_array(l, o, "cors", "allowedOrigins", &c->cors.origins, &c->cors.n_origins));
+        TRY(get_int32(l, o, "cors", "maxAgeS", 0, 86400, &c->cors.max_age_s));
+        for (size_t i = 0; i < c->cors.n_origins; i++)
+            if (strcmp(c->cors.origins[i], "*") == 0 ||
+                (strncmp(c->cors.origins[i], "https://", 8) != 0 &&
+                 strncmp(c->cors.origins[i], "http://", 7) != 0))
+                return fail(l, "\"cors.allowedOrigins\" entries must be origins such as "
+                            "https://app.example.com (no wildcard)");
     }
     return MV_OK;
 }
@@ -490,6 +529,7 @@ static mv_code check_whole(loader *l) {
     mv_err perr = {0};
     if (mv_http_parse_listen(c->listen, host, sizeof host, &port, &perr) != MV_OK)
         return fail(l, "\"listen\": %s", perr.message);
+    if (!c->ui.set) c->ui.enabled = mv_http_host_is_loopback(host);
     if (!c->auth.jwt && !c->auth.trust_proxy_headers && !mv_http_host_is_loopback(host))
         return fail(l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
                     "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
@@ -511,6 +551,7 @@ static mv_code check_whole(loader *l) {
     TRY(check_url(l, "email.smtp", c->email.smtp, SMTP));
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
+    TRY(read_secret(l, "stream.secretEnv", &c->stream.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
     for (size_t i = 0; i < c->n_webhook_more; i++)
         TRY(read_secret(l, "webhookSecretEnv", &c->webhook_more[i], 1));
@@ -551,6 +592,9 @@ static void set_defaults(mv_config *c) {
     c->recovery_interval_ms = 5000;
     c->retention.client_requests_ms = 86400000;
     c->retention.stream_events_ms = 86400000;
+    c->stream.max_connections = 1000;
+    c->stream.heartbeat_ms = 15000;
+    c->cors.max_age_s = 600;
 }
 
 static char *dir_of(const char *path) {
@@ -575,9 +619,11 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     }
     rc = check_keys(l, root, "", TOP_KEYS);
     if (rc == MV_OK) rc = load_server(l, root);
+    if (rc == MV_OK) rc = load_live(l, root);
     if (rc == MV_OK) rc = load_auth(l, root);
     if (rc == MV_OK) rc = load_messages(l, root);
     if (rc == MV_OK) rc = load_delivery(l, root);
+    if (rc == MV_OK) rc = load_ui(l, root);
     if (rc == MV_OK) rc = load_operations(l, root);
     json_decref(root);
     TRY(rc);
@@ -664,5 +710,7 @@ void mv_config_free(mv_config *c) {
     free(c->email.directory_file);
     free_strings(c->email.exclusions, c->email.n_exclusions);
     free_secret(&c->approvals.secret);
+    free_secret(&c->stream.secret);
+    free_strings(c->cors.origins, c->cors.n_origins);
     free(c);
 }

@@ -205,6 +205,18 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
     if (rc == MV_OK) rc = open_service(d, cfg, err);
     if (rc == MV_OK) rc = start_outbox(d, cfg, err);
     if (rc == MV_OK) rc = mv_recovery_loop_start(d, &d->recovery, err);
+    if (rc == MV_OK) {
+        const mv_config_secret *ts = cfg->stream.secret.env ? &cfg->stream.secret
+                                                            : &cfg->approvals.secret;
+        mv_stream_hub_options ho = {.service = d->service,
+                                    .store = d->store,
+                                    .max_connections = cfg->stream.max_connections,
+                                    .heartbeat_ms = cfg->stream.heartbeat_ms,
+                                    .retention_ms = cfg->retention.stream_events_ms,
+                                    .secret = ts->bytes,
+                                    .secret_len = ts->len};
+        rc = mv_stream_hub_new(&ho, &d->streams, err);
+    }
     if (rc != MV_OK) {
         mv_daemon_close(d);
         return rc;
@@ -235,6 +247,7 @@ void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
     mv_recovery_loop_stop(d->recovery);
     mv_outbox_worker_stop(d->outbox);
+    mv_stream_hub_free(d->streams);
     mv_service_free(d->service);
     mv_saga_engine_free(d->saga_engine);
     mv_saga_book_free(d->sagas);

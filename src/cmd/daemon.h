@@ -15,6 +15,7 @@
 #include "http/routes_durable.h"
 #include "http/routes_lists.h"
 #include "http/routes_messages.h"
+#include "http/stream_hub.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
 #include "missive/message.h"
@@ -42,6 +43,7 @@ typedef struct mv_daemon {
     mv_list_routes list_routes;       /* GET /sagas, GET /approvals */
     struct mv_recovery_loop *recovery; /* resumes sagas whose runner died; retention */
     atomic_bool draining;             /* set on SIGTERM: /readyz answers 503 */
+    mv_stream_hub *streams;           /* GET /messages/stream: the change log fanned out */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

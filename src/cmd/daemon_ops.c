@@ -131,6 +131,9 @@ static void collect(mv_metrics *m, void *ctx) {
             mv_metrics_gauge_set(m, "missive_sagas", l, (double)sagas[i]);
         }
     }
+    if (d->streams)
+        mv_metrics_gauge_set(m, "missive_stream_connections", NULL,
+                             (double)mv_stream_hub_connections(d->streams));
 }
 
 void mv_daemon_metrics_init(mv_daemon *d) {

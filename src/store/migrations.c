@@ -6,6 +6,7 @@ extern const mv_migration mv_migration_messages;
 extern const mv_migration mv_migration_outbox;
 extern const mv_migration mv_migration_durable;
 extern const mv_migration mv_migration_tenants;
+extern const mv_migration mv_migration_inbox;
 extern const mv_migration mv_migration_operations;
 
 const mv_migration *const mv_migrations[] = {
@@ -13,6 +14,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_outbox,
     &mv_migration_durable,
     &mv_migration_tenants,
+    &mv_migration_inbox,
     &mv_migration_operations,
     NULL,
 };
