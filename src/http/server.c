@@ -253,8 +253,11 @@ static void build_request(conn_request *cr, struct MHD_Connection *c, const char
 /* ---- answering --------------------------------------------------------------------------- */
 
 static enum MHD_Result queue(mv_http_server *srv, struct MHD_Connection *c, mv_http_response *res) {
+    /* An event stream's body is written later, from the stream hub; any other body lives in the
+     * request's arena (or is static) until on_completed, which MHD calls once it is done sending:
+     * no copy of what may be a page of messages. */
     struct MHD_Response *r;
-    if (res->stream) { /* an event stream: its body is written later, from the stream hub */
+    if (res->stream) {
         r = mv_sse_mhd_response(res->stream, c);
         mv_sse_release(res->stream);
         res->stream = NULL;

@@ -4,7 +4,12 @@
  * one bounded index range per branch (sender, recipient, each role), each already ordered by
  * (created_at DESC, id DESC) and cut at the page size, merged and cut again: its cost depends on
  * the page size and the number of roles, not on the number of messages or — with the cursor — on
- * the depth of the page. `skip` is kept for compatibility and costs skip + limit rows per branch. */
+ * the depth of the page. `skip` is kept for compatibility and costs skip + limit rows per branch.
+ *
+ * A page is also bounded in bytes (list.maxPageBytes): the page query returns ids with the size
+ * of their stored content, the page is cut where the budget ends (never below one message), and
+ * only the rows that fit are read, a chunk of ids at a time, each measured as the JSON it becomes.
+ * So a page never holds more than its budget, whatever the messages weigh. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +22,22 @@
 /* A row-value comparison, so both SQLite and PostgreSQL seek the index to the cursor instead of
  * walking it from the top (an OR of two comparisons would cost the depth of the page). */
 #define KEYSET "(%s, %s) < (?, ?)"
+
+/* The stored size of a message, as the page query reports it (characters of its JSON columns). */
+#define STORED_SIZE                                                                                \
+    "LENGTH(messages.payload) + LENGTH(messages.sender_content) + "                                \
+    "LENGTH(messages.receiver_content) + LENGTH(messages.documents) + LENGTH(messages.to_roles) + " \
+    "COALESCE(LENGTH(messages.display), 0)"
+
+/* The rows of a page are read by id, FETCH_CHUNK at a time (unused slots bind NULL), with the
+ * viewer's state of each (the first parameter). */
+#define FETCH_CHUNK 32
+#define FETCH_SLOTS "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+static const char SQL_FETCH_PAGE[] =
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
+    "AND vv.viewer_id = ? WHERE messages.id IN (" FETCH_SLOTS ") "
+    "ORDER BY messages.created_at DESC, messages.id DESC";
 
 static char sql_list[16384];
 static char sql_count[4096];
@@ -40,9 +61,9 @@ static void build_sql(void) {
     char *p = sql_list;
     size_t left = sizeof sql_list;
     int n = snprintf(p, left,
-                     "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+                     "SELECT messages.id, messages.created_at, " STORED_SIZE " "
                      "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
-                     "AND vv.viewer_id = ? WHERE id IN ("
+                     "AND vv.viewer_id = ? WHERE messages.id IN ("
                      "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")
                      " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET
                      INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "
@@ -60,7 +81,7 @@ static void build_sql(void) {
                      "g.created_at", "g.message_id", i);
         p += n, left -= (size_t)n;
     }
-    snprintf(p, left, ") ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?");
+    snprintf(p, left, ") ORDER BY messages.created_at DESC, messages.id DESC LIMIT ? OFFSET ?");
 
     p = sql_count;
     left = sizeof sql_count;
@@ -167,8 +188,68 @@ typedef struct {
     int64_t limit, skip;
     int64_t after_created;
     char after_id[25];
-    json_t *messages;
+    mv_message_sink sink; /* receives each message of the page, in order */
+    void *sink_ctx;
+    size_t count;         /* messages handed to the sink */
+    int64_t last_created; /* the last one's key, for the next cursor */
+    char last_id[25];
+    bool more; /* a next page exists */
 } list_arg;
+
+/* Reads the messages of ids[0..n) (in page order), handing each to the sink, while the page stays
+ * within budget bytes of JSON; *full = true when a message did not fit. */
+static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int64_t budget,
+                          int64_t *used, bool *full, mv_err *err) {
+    for (size_t base = 0; base < n && !*full; base += FETCH_CHUNK) {
+        mv_stmt *st;
+        mv_code rc = mv_db_prepare(db, SQL_FETCH_PAGE, &st, err);
+        if (rc != MV_OK) return rc;
+        mv_stmt_bind_text(st, 1, a->user_id);
+        for (size_t i = 0; i < FETCH_CHUNK; i++)
+            mv_stmt_bind_text(st, (int)i + 2, base + i < n ? ids[base + i] : NULL);
+        int r = 0;
+        while (!*full && (r = mv_stmt_step(st, err)) == 1) {
+            json_t *doc = doc_from_row(st);
+            json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
+            size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);
+            int64_t size = (int64_t)bytes + 1; /* and its comma */
+            if (a->count > 0 && *used + size > budget) {
+                json_decref(doc);
+                *full = true;
+                break;
+            }
+            *used += size;
+            a->last_created = json_integer_value(json_object_get(doc, "createdAt"));
+            mv_strlcpy(a->last_id, mv_json_str(doc, "id"), sizeof a->last_id);
+            a->count++;
+            if (!a->sink(a->sink_ctx, doc, bytes)) {
+                mv_stmt_done(st);
+                return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
+            }
+        }
+        mv_stmt_done(st);
+        if (!*full && r < 0) return err ? err->code : MV_INTERNAL;
+    }
+    return MV_OK;
+}
+
+/* Admission of a page's bytes (see service.h): waits while other pages hold the budget. One page
+ * is always admitted, whatever its size, so nothing waits forever. */
+static void page_admit(mv_service *svc, int64_t bytes) {
+    int64_t limit = MV_PAGES_IN_FLIGHT * svc->o.max_page_bytes;
+    pthread_mutex_lock(&svc->page_mu);
+    while (svc->page_bytes_in_flight > 0 && svc->page_bytes_in_flight + bytes > limit)
+        pthread_cond_wait(&svc->page_cv, &svc->page_mu);
+    svc->page_bytes_in_flight += bytes;
+    pthread_mutex_unlock(&svc->page_mu);
+}
+
+static void page_release(mv_service *svc, int64_t bytes) {
+    pthread_mutex_lock(&svc->page_mu);
+    svc->page_bytes_in_flight -= bytes;
+    pthread_cond_broadcast(&svc->page_cv);
+    pthread_mutex_unlock(&svc->page_mu);
+}
 
 static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     list_arg *a = ctx;
@@ -195,19 +276,41 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     }
     mv_stmt_bind_int64(st, idx++, a->limit + 1);
     mv_stmt_bind_int64(st, idx++, a->skip);
+    /* the page's ids, cut where the stored sizes pass the budget (at least one message) */
+    char(*ids)[25] = malloc((size_t)(a->limit + 1) * sizeof *ids);
+    if (!ids) {
+        mv_stmt_done(st);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
+    int64_t budget = a->svc->o.max_page_bytes, stored = 0;
+    size_t n = 0;
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
-        json_t *doc = doc_from_row(st);
-        json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
-        json_array_append_new(a->messages, doc);
+        int64_t size = mv_stmt_int64(st, 2);
+        if ((int64_t)n == a->limit || (n > 0 && stored + size > budget)) {
+            a->more = true;
+            break;
+        }
+        stored += size;
+        mv_strlcpy(ids[n++], mv_stmt_text(st, 0), sizeof ids[0]);
     }
     mv_stmt_done(st);
-    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+    if (r < 0) {
+        free(ids);
+        return err ? err->code : MV_INTERNAL;
+    }
+    int64_t used = 0;
+    bool full = false;
+    page_admit(a->svc, stored);
+    rc = fetch_page(db, a, ids, n, budget, &used, &full, err);
+    page_release(a->svc, stored);
+    if (full) a->more = true;
+    free(ids);
+    return rc;
 }
 
-mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **messages,
-                        char **next_cursor, mv_err *err) {
-    *messages = NULL;
+mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err) {
     if (next_cursor) *next_cursor = NULL;
     pthread_once(&sql_once, build_sql);
     char uid[256];
@@ -219,7 +322,9 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
                   .req = req,
                   .user_id = uid,
                   .tenant = svc_tenant(req->user),
-                  .after_created = INT64_MAX};
+                  .after_created = INT64_MAX,
+                  .sink = sink,
+                  .sink_ctx = sink_ctx};
     bool given;
     int64_t v = 0;
     if ((rc = int_param(req->limit, "limit", &given, &v, err))) return rc;
@@ -235,20 +340,33 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
                                                       "use the cursor for deep pages");
     if (req->cursor && !cursor_decode(req->cursor, &a.after_created, a.after_id))
         return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is malformed");
-    a.messages = json_array();
     rc = mv_store_read(svc->o.store, list_tx, &a, err);
+    if (rc == MV_OK && a.more && a.count > 0 && next_cursor &&
+        !(*next_cursor = cursor_encode(a.last_created, a.last_id)))
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    return rc;
+}
+
+static bool append_message(void *ctx, json_t *msg, size_t json_bytes) {
+    (void)json_bytes;
+    return json_array_append_new(ctx, msg) == 0;
+}
+
+mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **messages,
+                        char **next_cursor, mv_err *err) {
+    json_t *page = json_array();
+    *messages = NULL;
+    if (!page) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv_code rc = mv_message_list_each(svc, req, append_message, page, next_cursor, err);
     if (rc != MV_OK) {
-        json_decref(a.messages);
+        json_decref(page);
+        if (next_cursor) {
+            free(*next_cursor);
+            *next_cursor = NULL;
+        }
         return rc;
     }
-    if ((int64_t)json_array_size(a.messages) > a.limit) {
-        json_array_remove(a.messages, (size_t)a.limit);
-        json_t *last = json_array_get(a.messages, (size_t)a.limit - 1);
-        if (next_cursor)
-            *next_cursor = cursor_encode(json_integer_value(json_object_get(last, "createdAt")),
-                                         mv_json_str(last, "id"));
-    }
-    *messages = a.messages;
+    *messages = page;
     return MV_OK;
 }
 
@@ -386,7 +504,9 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
         actions = json_array();
     } else {
         json_t *payload = json_object_get(doc, "payload");
-        rc = mv_actions_filter(t, usertype, user, doc, payload, &actions, err);
+        condition_report report = {svc, template_cd, id};
+        mv_condition_warning w = {svc_condition_stopped, &report};
+        rc = mv_actions_filter_warn(t, usertype, user, doc, payload, &w, &actions, err);
     }
     if (rc == MV_OK)
         *out = json_pack("{s:s,s:o}", "uiTemplate", mv_template_ui(t, usertype), "actions", actions);
