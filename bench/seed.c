@@ -43,7 +43,7 @@ static mv_code seed_tx(mv_db *db, void *ctx, mv_err *err) {
         json_object_set_new(doc, "payload",
                             json_pack("{s:s,s:s,s:I}", "to", r->user, "from", "bench-seeder", "n",
                                       (json_int_t)i));
-        mv_code rc = doc_insert(db, doc, NULL, -1, err);
+        mv_code rc = doc_insert(db, doc, NULL, NULL, -1, err);
         json_decref(doc);
         if (rc != MV_OK) return rc;
     }

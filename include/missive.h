@@ -19,5 +19,6 @@
 #include "missive/reconcile.h"
 #include "missive/saga_webhook.h"
 #include "missive/message.h"
+#include "missive/inbox.h"
 
 #endif

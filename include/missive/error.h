@@ -72,6 +72,7 @@ extern "C" {
     X(MV_APPROVAL_REQUIRED, "approval_required", 202)                                              \
     X(MV_INVALID_TEMPLATE, "invalid_template", 400)                                                \
     X(MV_INVALID_CONFIG, "invalid_config", 400)                                                    \
+    X(MV_STREAM_CAPACITY, "stream_capacity", 503)                                                  \
     X(MV_PREPARE_UNAVAILABLE, "prepare_failed", 502)                                               \
     X(MV_PAYMENT_UNAVAILABLE, "payment_failed", 502)
 

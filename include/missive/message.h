@@ -183,6 +183,7 @@ typedef struct mv_list_request {
     const json_t *skip;   /* NULL = 0; must be a finite integer; negative → 0 */
     const char *cursor;   /* opaque keyset cursor from a previous page, NULL = first page */
     bool archived;        /* false: the inbox (active); true: archived messages */
+    const struct mv_inbox_filter *filter; /* NULL = defaults (missive/inbox.h) */
 } mv_list_request;
 
 /* *messages: new array; *next_cursor: malloc'd cursor or NULL on the last page. A page holds at

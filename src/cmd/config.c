@@ -225,7 +225,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "limits", NULL};
+    "limits", "stream", "retention", "cors", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -435,6 +435,37 @@ static mv_code load_delivery(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* Live updates: "stream", "retention" and "cors" (DESIGN part two). */
+static mv_code load_live(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *o;
+    static const char *const STREAM_KEYS[] = {"maxConnections", "heartbeatMs", "secretEnv", NULL};
+    TRY(get_obj(l, root, "", "stream", STREAM_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "stream", "maxConnections", 1, 1000000, &c->stream.max_connections));
+        TRY(get_int(l, o, "stream", "heartbeatMs", 100, 3600000, &c->stream.heartbeat_ms));
+        TRY(get_str(l, o, "stream", "secretEnv", &c->stream.secret.env));
+    }
+    static const char *const RETENTION_KEYS[] = {"streamEventsMs", NULL};
+    TRY(get_obj(l, root, "", "retention", RETENTION_KEYS, &o));
+    if (o)
+        TRY(get_int(l, o, "retention", "streamEventsMs", 1000, 365LL * 86400000,
+                    &c->retention.stream_events_ms));
+    static const char *const CORS_KEYS[] = {"allowedOrigins", "maxAgeS", NULL};
+    TRY(get_obj(l, root, "", "cors", CORS_KEYS, &o));
+    if (o) {
+        TRY(get_str_array(l, o, "cors", "allowedOrigins", &c->cors.origins, &c->cors.n_origins));
+        TRY(get_int32(l, o, "cors", "maxAgeS", 0, 86400, &c->cors.max_age_s));
+        for (size_t i = 0; i < c->cors.n_origins; i++)
+            if (strcmp(c->cors.origins[i], "*") == 0 ||
+                (strncmp(c->cors.origins[i], "https://", 8) != 0 &&
+                 strncmp(c->cors.origins[i], "http://", 7) != 0))
+                return fail(l, "\"cors.allowedOrigins\" entries must be origins such as "
+                            "https://app.example.com (no wildcard)");
+    }
+    return MV_OK;
+}
+
 static mv_code check_identity(loader *l) {
     mv_config *c = l->cfg;
     const unsigned hs = 1u << 3, asym = 7u; /* HS256; RS256 | ES256 | EdDSA */
@@ -481,6 +512,7 @@ static mv_code check_whole(loader *l) {
     TRY(check_url(l, "email.smtp", c->email.smtp, SMTP));
     TRY(read_secret(l, "auth.secretEnv", &c->auth.secret, 32));
     TRY(read_secret(l, "approvals.secretEnv", &c->approvals.secret, 32));
+    TRY(read_secret(l, "stream.secretEnv", &c->stream.secret, 32));
     TRY(read_secret(l, "webhookSecretEnv", &c->webhook_secret, 1));
     for (size_t i = 0; i < c->n_webhook_more; i++)
         TRY(read_secret(l, "webhookSecretEnv", &c->webhook_more[i], 1));
@@ -517,6 +549,10 @@ static void set_defaults(mv_config *c) {
     c->outbox.poll_ms = 1000;
     c->outbox.max_attempts = 10;
     c->outbox.backoff_ms = 1000;
+    c->stream.max_connections = 1000;
+    c->stream.heartbeat_ms = 15000;
+    c->retention.stream_events_ms = 86400000;
+    c->cors.max_age_s = 600;
 }
 
 static char *dir_of(const char *path) {
@@ -541,6 +577,7 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     }
     rc = check_keys(l, root, "", TOP_KEYS);
     if (rc == MV_OK) rc = load_server(l, root);
+    if (rc == MV_OK) rc = load_live(l, root);
     if (rc == MV_OK) rc = load_auth(l, root);
     if (rc == MV_OK) rc = load_messages(l, root);
     if (rc == MV_OK) rc = load_delivery(l, root);
@@ -629,5 +666,7 @@ void mv_config_free(mv_config *c) {
     free(c->email.directory_file);
     free_strings(c->email.exclusions, c->email.n_exclusions);
     free_secret(&c->approvals.secret);
+    free_secret(&c->stream.secret);
+    free_strings(c->cors.origins, c->cors.n_origins);
     free(c);
 }

@@ -107,6 +107,19 @@ typedef struct mv_config {
         int max_attempts;  /* 10 */
         int backoff_ms;    /* 1000 (doubles per attempt) */
     } outbox;
+    struct {
+        int max_connections;       /* 1000: beyond → 503 stream_capacity */
+        int64_t heartbeat_ms;      /* 15000 */
+        mv_config_secret secret;   /* stream tickets; else approvals.secretEnv's */
+    } stream;
+    struct {
+        int64_t stream_events_ms;  /* 86400000: how long the change log keeps an event */
+    } retention;
+    struct {
+        char **origins;            /* allowed origins, exact match; none by default */
+        size_t n_origins;
+        int max_age_s;             /* 600 */
+    } cors;
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative

@@ -74,6 +74,9 @@ static void collect(mv_metrics *m, void *ctx) {
             mv_metrics_gauge_set(m, "missive_client_requests", l, (double)by_state[i]);
         }
     }
+    if (d->streams)
+        mv_metrics_gauge_set(m, "missive_stream_connections", NULL,
+                             (double)mv_stream_hub_connections(d->streams));
 }
 
 static void log_outbox_event(void *ctx, const mv_outbox_event *ev) {
@@ -220,11 +223,25 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK) rc = open_service(d, cfg, err);
     if (rc == MV_OK) rc = start_outbox(d, cfg, err);
+    if (rc == MV_OK) {
+        const mv_config_secret *ts = cfg->stream.secret.env ? &cfg->stream.secret
+                                                            : &cfg->approvals.secret;
+        mv_stream_hub_options ho = {.service = d->service,
+                                    .store = d->store,
+                                    .max_connections = cfg->stream.max_connections,
+                                    .heartbeat_ms = cfg->stream.heartbeat_ms,
+                                    .retention_ms = cfg->retention.stream_events_ms,
+                                    .secret = ts->bytes,
+                                    .secret_len = ts->len};
+        rc = mv_stream_hub_new(&ho, &d->streams, err);
+    }
     if (rc != MV_OK) {
         mv_daemon_close(d);
         return rc;
     }
     mv_metrics_set_collector(d->metrics, collect, d);
+    mv_metrics_describe(d->metrics, "missive_stream_connections", "gauge",
+                        "Open GET /messages/stream connections on this daemon.");
     d->ops = (mv_http_ops){.health = daemon_health, .health_ctx = d, .metrics = d->metrics};
     d->message_routes = (mv_message_routes){.service = d->service,
                                             .admin_permission = cfg->admin_permission_key,
@@ -239,6 +256,7 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
 void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
     mv_outbox_worker_stop(d->outbox);
+    mv_stream_hub_free(d->streams);
     mv_service_free(d->service);
     mv_saga_engine_free(d->saga_engine);
     mv_saga_book_free(d->sagas);

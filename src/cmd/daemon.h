@@ -14,6 +14,7 @@
 #include "http/router.h"
 #include "http/routes_durable.h"
 #include "http/routes_messages.h"
+#include "http/stream_hub.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
 #include "missive/message.h"
@@ -38,6 +39,7 @@ typedef struct mv_daemon {
     mv_service *service;
     mv_message_routes message_routes;
     mv_durable_routes durable_routes;
+    mv_stream_hub *streams;           /* GET /messages/stream: the change log fanned out */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

@@ -1,6 +1,7 @@
 /* daemon_routes.c — the daemon's route table, in one place: a reader sees every route the daemon
  * answers here. */
 #include "cmd/daemon.h"
+#include "http/routes_inbox.h"
 #include "http/openapi.h"
 
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
@@ -8,6 +9,11 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_metrics(router, d->metrics);
     mv_code rc = mv_http_ops_routes(router, &d->ops, err);
     if (rc == MV_OK) rc = mv_message_routes_add(router, &d->message_routes, err);
+    if (rc == MV_OK) rc = mv_inbox_routes_add(router, &d->message_routes, err);
+    if (rc == MV_OK) rc = mv_stream_routes_add(router, d->streams, err);
+    if (rc == MV_OK && d->cfg)
+        rc = mv_router_set_cors(router, (const char *const *)d->cfg->cors.origins,
+                                d->cfg->cors.n_origins, d->cfg->cors.max_age_s, err);
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
     if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
     return rc;

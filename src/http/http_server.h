@@ -78,6 +78,8 @@ typedef struct mv_http_response {
     size_t body_len;
     const char *detail;       /* for the request log only: the real message behind a masked 500 */
     const char *error_code;   /* for the request log: the code of an error response */
+    struct mv_sse_stream *stream; /* set by a streaming handler (sse.h): the body is this event
+                                   * stream, not `body`; the response holds one reference */
 } mv_http_response;
 
 typedef void (*mv_http_handler)(mv_http_request *req, mv_http_response *res, void *app);

@@ -34,6 +34,11 @@ struct mv_router {
     const mv_auth *auth;
     mv_metrics *metrics;
     bool logging;
+    mv_ticket_auth_fn ticket_auth;
+    void *ticket_ctx;
+    char **cors_origins;
+    size_t ncors;
+    int cors_max_age_s;
 };
 
 mv_router *mv_router_new(void *app) {
@@ -50,6 +55,8 @@ static void entry_free(route_entry *e) {
 
 void mv_router_free(mv_router *router) {
     if (!router) return;
+    for (size_t i = 0; i < router->ncors; i++) free(router->cors_origins[i]);
+    free(router->cors_origins);
     for (size_t i = 0; i < router->nroutes; i++) entry_free(&router->routes[i]);
     free(router->routes);
     free(router);
@@ -72,6 +79,29 @@ void mv_router_set_metrics(mv_router *router, mv_metrics *metrics) {
                         "HTTP requests answered, by route pattern, method and status.");
     mv_metrics_describe(metrics, "missive_http_request_duration_seconds", "histogram",
                         "Time from routing to response, by route pattern and method.");
+}
+
+void mv_router_set_ticket_auth(mv_router *router, mv_ticket_auth_fn fn, void *ctx) {
+    router->ticket_auth = fn;
+    router->ticket_ctx = ctx;
+}
+
+mv_code mv_router_set_cors(mv_router *router, const char *const *origins, size_t n, int max_age_s,
+                           mv_err *err) {
+    char **copy = n ? calloc(n, sizeof *copy) : NULL;
+    if (n && !copy) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (!(copy[i] = strdup(origins[i]))) {
+            while (i--) free(copy[i]);
+            free(copy);
+            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        }
+    for (size_t i = 0; i < router->ncors; i++) free(router->cors_origins[i]);
+    free(router->cors_origins);
+    router->cors_origins = copy;
+    router->ncors = n;
+    router->cors_max_age_s = max_age_s;
+    return MV_OK;
 }
 
 void mv_router_set_logging(mv_router *router, bool on) {
@@ -240,11 +270,16 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
             mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
             return;
         }
-        if (!router->auth) {
+        if (!router->auth && !e->r.accepts_ticket) {
             mv_http_errorf(res, MV_UNAUTHENTICATED, "authentication required");
             return;
         }
-        if (mv_auth_authenticate(router->auth, req, p, &err) != MV_OK) {
+        const char *ticket = e->r.accepts_ticket ? mv_http_query_get(req, "ticket") : NULL;
+        mv_code rc = !ticket ? mv_auth_authenticate(router->auth, req, p, &err)
+                     : router->ticket_auth
+                         ? router->ticket_auth(router->ticket_ctx, req, ticket, p, &err)
+                         : mv_err_set(&err, MV_UNAUTHENTICATED, "stream tickets are not enabled");
+        if (rc != MV_OK) {
             mv_http_error(res, &err);
             res->detail = mv_arena_strdup(res->arena, err.message); /* the request log's reason */
             return;
@@ -270,9 +305,62 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
                                          e->pattern);
 }
 
+/* ---- CORS -------------------------------------------------------------------------------- */
+
+/* The request's Origin when it is one of the allowed ones, else NULL. */
+static const char *allowed_origin(const mv_router *router, const mv_http_request *req) {
+    const char *origin = mv_http_header_get(req, "Origin");
+    for (size_t i = 0; origin && i < router->ncors; i++)
+        if (strcmp(router->cors_origins[i], origin) == 0) return origin;
+    return NULL;
+}
+
+/* OPTIONS preflight: 204, and from an allowed origin the methods the path answers. */
+static void preflight(mv_router *router, mv_http_request *req, mv_http_response *res,
+                      const char *origin) {
+    res->status = 204;
+    if (!origin) return;
+    char methods[64] = "";
+    static const char *const known[] = {"GET", "POST"};
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        const char *saved = req->method;
+        req->method = known[k];
+        size_t np = req->nparams;
+        if (match(router, req)) {
+            if (methods[0]) strcat(methods, ", ");
+            strcat(methods, known[k]);
+        }
+        req->method = saved;
+        req->nparams = np;
+    }
+    if (!methods[0]) return;
+    char age[24];
+    snprintf(age, sizeof age, "%d", router->cors_max_age_s);
+    mv_http_set_header(res, "Access-Control-Allow-Origin", origin);
+    mv_http_set_header(res, "Vary", "Origin");
+    mv_http_set_header(res, "Access-Control-Allow-Methods", methods);
+    mv_http_set_header(res, "Access-Control-Allow-Headers",
+                       "Authorization, Content-Type, Idempotency-Key, X-Resume-Token, "
+                       "Last-Event-ID, X-Request-Id, X-User-Id, X-User-Roles, "
+                       "X-User-Permissions, X-Tenant-Id, traceparent");
+    mv_http_set_header(res, "Access-Control-Max-Age", age);
+}
+
 void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response *res) {
     double start = mono_seconds();
     set_request_id(req);
+    const char *origin = allowed_origin(router, req);
+    if (router->ncors && strcmp(req->method, "OPTIONS") == 0) {
+        preflight(router, req, res, origin);
+        mv_http_set_header(res, "X-Request-Id", req->request_id);
+        return;
+    }
+    if (origin) {
+        mv_http_set_header(res, "Access-Control-Allow-Origin", origin);
+        mv_http_set_header(res, "Vary", "Origin");
+        mv_http_set_header(res, "Access-Control-Expose-Headers",
+                           "Idempotent-Replayed, Retry-After, X-Request-Id");
+    }
     const route_entry *e = match(router, req);
     if (e) {
         req->route = e->pattern;

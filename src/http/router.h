@@ -31,6 +31,8 @@ typedef struct mv_route {
     bool json_body;               /* parse the body into req->json ({} when empty) */
     mv_http_param_check check_params; /* may be NULL */
     void *ctx;                    /* handed to the handler as req->route_ctx */
+    bool accepts_ticket;          /* a `ticket` query parameter may authenticate (event streams:
+                                   * browsers' EventSource cannot send headers); no other route */
 } mv_route;
 
 /* A new router; app is passed to every handler. Free with mv_router_free (NULL-safe). */
@@ -44,6 +46,19 @@ void mv_router_each(const mv_router *router,
                     void (*fn)(void *ctx, const char *method, const char *pattern), void *ctx);
 /* Authentication for non-public routes (borrowed; NULL means every non-public route is 401). */
 void mv_router_set_auth(mv_router *router, const mv_auth *auth);
+/* Verifies a stream ticket into *out (arena-owned) or fails with MV_UNAUTHENTICATED. */
+typedef mv_code (*mv_ticket_auth_fn)(void *ctx, mv_http_request *req, const char *ticket,
+                                     mv_principal *out, mv_err *err);
+/* Ticket authentication for routes with accepts_ticket (NULL: tickets are refused with 401). */
+void mv_router_set_ticket_auth(mv_router *router, mv_ticket_auth_fn fn, void *ctx);
+
+/* CORS (DESIGN "Live updates"): requests whose Origin is one of origins (copied) get
+ * Access-Control-Allow-Origin echoing it; OPTIONS preflight from such an origin is answered 204
+ * with the methods of the matching routes, the headers the API reads and Access-Control-Max-Age.
+ * Any other origin gets no CORS header at all (never a wildcard). */
+mv_code mv_router_set_cors(mv_router *router, const char *const *origins, size_t n, int max_age_s,
+                           mv_err *err);
+
 /* Request counters and durations (borrowed; NULL disables). */
 void mv_router_set_metrics(mv_router *router, mv_metrics *metrics);
 /* When true, one JSON log line per request (default false, so tests and fuzzers stay quiet). */

@@ -9,6 +9,7 @@
 
 #include "base/strbuf.h"
 #include "http/request.h"
+#include "http/routes_inbox.h"
 #include "http/routes_messages.h"
 
 void mv_http_user(mv_http_request *req, mv_user *out) {
@@ -144,9 +145,12 @@ static bool write_message(void *ctx, json_t *msg, size_t size) {
 static void list_messages(mv_http_request *req, mv_http_response *res, void *app) {
     mv_message_routes *r = req->route_ctx;
     (void)app;
-    const char *archived = mv_http_query_get(req, "archived");
-    if (archived && strcmp(archived, "true") != 0 && strcmp(archived, "false") != 0) {
-        mv_http_errorf(res, MV_INVALID_ARGUMENT, "archived must be \"true\" or \"false\"");
+    static const char *const paging[] = {"limit", "skip", "cursor", NULL};
+    mv_inbox_filter filter;
+    bool archived;
+    mv_err err = {0};
+    if (mv_http_inbox_filter(req, paging, &filter, &archived, &err) != MV_OK) {
+        mv_http_error(res, &err);
         return;
     }
     mv_user user;
@@ -155,10 +159,10 @@ static void list_messages(mv_http_request *req, mv_http_response *res, void *app
                           .limit = query_number(req, "limit"),
                           .skip = query_number(req, "skip"),
                           .cursor = mv_http_query_get(req, "cursor"),
-                          .archived = archived && strcmp(archived, "true") == 0};
+                          .archived = archived,
+                          .filter = &filter};
     page_writer w = {0};
     char *next = NULL;
-    mv_err err = {0};
     mv_strbuf_adds(&w.out, "{\"messages\":[");
     if (mv_message_list_each(r->service, &lr, write_message, &w, &next, &err) != MV_OK) {
         free(mv_strbuf_take(&w.out, NULL));
@@ -180,15 +184,22 @@ static void list_messages(mv_http_request *req, mv_http_response *res, void *app
 static void count_messages(mv_http_request *req, mv_http_response *res, void *app) {
     mv_message_routes *r = req->route_ctx;
     (void)app;
-    mv_user user;
-    mv_http_user(req, &user);
-    int64_t n = 0;
+    mv_inbox_filter filter;
+    bool archived;
     mv_err err = {0};
-    if (mv_message_count(r->service, &user, &n, &err) != MV_OK) {
+    if (mv_http_inbox_filter(req, NULL, &filter, &archived, &err) != MV_OK) {
         mv_http_error(res, &err);
         return;
     }
-    mv_http_json(res, 200, json_pack("{s:I}", "count", (json_int_t)n));
+    mv_user user;
+    mv_http_user(req, &user);
+    mv_inbox_counts c;
+    if (mv_message_counts(r->service, &user, &filter, archived, &c, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, json_pack("{s:I,s:I,s:I}", "count", (json_int_t)c.count, "unseen",
+                                     (json_int_t)c.unseen, "unread", (json_int_t)c.unread));
 }
 
 static void get_message(mv_http_request *req, mv_http_response *res, void *app) {

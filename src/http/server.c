@@ -26,6 +26,7 @@
 
 #include "http/request.h"
 #include "http/router.h"
+#include "http/sse.h"
 
 #define DISCARD_LIMIT (16 * MV_HTTP_MAX_BODY)
 #define CONNECTION_MEMORY (64 * 1024) /* request line + headers must fit, with read buffer */
@@ -183,10 +184,16 @@ static enum MHD_Result respond(mv_http_server *srv, struct MHD_Connection *c, co
         cr->req.body_too_large = cr->too_large;
         mv_http_dispatch(srv->router, &cr->req, &res);
     }
-    /* The body lives in the request's arena (or is static) until on_completed, which MHD calls
-     * once it is done sending: no copy of what may be a page of messages. */
-    struct MHD_Response *r = MHD_create_response_from_buffer(res.body_len, (void *)res.body,
-                                                             MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r;
+    if (res.stream) { /* an event stream: its body is written later, from the stream hub */
+        r = mv_sse_mhd_response(res.stream, c);
+        mv_sse_release(res.stream);
+    } else {
+        /* The body lives in the request's arena (or is static) until on_completed, which MHD
+         * calls once it is done sending: no copy of what may be a page of messages. */
+        r = MHD_create_response_from_buffer(res.body_len, (void *)res.body,
+                                            MHD_RESPMEM_PERSISTENT);
+    }
     if (!r) return MHD_NO;
     for (size_t i = 0; i < res.nheaders; i++)
         MHD_add_response_header(r, res.headers[i].name, res.headers[i].value);
@@ -305,7 +312,8 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
     pthread_mutex_init(&srv->mu, NULL);
     pthread_cond_init(&srv->idle, NULL);
 
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME; /* idle event streams are parked, not polled */
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     unsigned threads = opts->threads > 0 ? (unsigned)opts->threads : 8;
     unsigned limit = opts->max_connections > 0 ? (unsigned)opts->max_connections : 1024;

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "message/service.h"
+#include "message/inbox_internal.h"
 
 static const char SQL_CLAIM_ACTIVE[] =
     "UPDATE messages SET action_state = 'processing', action_cd = ?, action_attempt_id = ?, "
@@ -93,6 +93,12 @@ static mv_code read_attempt(mv_db *db, const char *id, attempt_info *a, mv_err *
     return rc;
 }
 
+/* Every action-state change is a change-log row in its own transaction (streams). */
+static mv_code message_changed(mv_db *db, action_job *j, int64_t now, mv_err *err) {
+    return change_add_tx(db, svc_tenant(j->req->user), j->req->message_id, MV_CHANGE_UPDATED,
+                         NULL, now, err);
+}
+
 static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
@@ -110,7 +116,7 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     if (changes == 1) {
         mv_strlcpy(j->attempt_id, attempt, sizeof j->attempt_id);
         j->new_attempt = true;
-        return MV_OK;
+        return message_changed(db, j, now, err);
     }
     rc = mv_db_execf(db, SQL_CLAIM_RETRY, &changes, err, "siiissi", j->user_id, now, lease, now, id,
                      j->action->action_cd, now);
@@ -118,7 +124,7 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     attempt_info a;
     if ((rc = read_attempt(db, id, &a, err)) != MV_OK) return rc;
     mv_strlcpy(j->attempt_id, a.attempt_id, sizeof j->attempt_id);
-    if (changes == 1) return MV_OK;
+    if (changes == 1) return message_changed(db, j, now, err);
     if (strcmp(a.state, "archived") == 0)
         return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
     return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress", id);
@@ -232,14 +238,18 @@ typedef struct {
 
 static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
     retry_arg *a = ctx;
-    return mv_db_execf(db, SQL_MARK_RETRYABLE, NULL, err, "siss", a->failure, svc_now(a->j->svc),
-                       a->j->req->message_id, a->j->attempt_id);
+    int64_t now = svc_now(a->j->svc), changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_MARK_RETRYABLE, &changes, err, "siss", a->failure, now,
+                             a->j->req->message_id, a->j->attempt_id);
+    return rc == MV_OK && changes == 1 ? message_changed(db, a->j, now, err) : rc;
 }
 
 static mv_code reset_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    return mv_db_execf(db, SQL_RESET_COMPENSATED, NULL, err, "iss", svc_now(j->svc),
-                       j->req->message_id, j->attempt_id);
+    int64_t now = svc_now(j->svc), changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_RESET_COMPENSATED, &changes, err, "iss", now,
+                             j->req->message_id, j->attempt_id);
+    return rc == MV_OK && changes == 1 ? message_changed(db, j, now, err) : rc;
 }
 
 /* ---- archive + notify --------------------------------------------------------------------- */
@@ -289,13 +299,16 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
         return mv_err_set(err, MV_ACTION_CONFLICT,
                           "message \"%s\" already has an action in progress", id);
     if ((rc = mv_db_execf(db, SQL_ARCHIVE_ROLES, NULL, err, "s", id)) != MV_OK) return rc;
+    if ((rc = tally_archived_tx(db, svc_tenant(j->req->user), id, err)) != MV_OK) return rc;
     if (j->notification) {
         if ((rc = doc_insert(db, j->notification, svc_tenant(j->req->user), NULL, -1, err)) !=
             MV_OK)
             return rc;
         if ((rc = doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
     }
-    return MV_OK;
+    if ((rc = message_changed(db, j, now, err)) != MV_OK || !j->notification) return rc;
+    return change_add_tx(db, svc_tenant(j->req->user), mv_json_str(j->notification, "id"),
+                         MV_CHANGE_CREATED, NULL, now, err);
 }
 
 static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "message/inbox_internal.h"
 #include "message/request.h"
 
 typedef struct create_job {
@@ -345,6 +346,13 @@ static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
     if (rc == MV_OK && job->crid[0])
         rc = request_complete_tx(db, &job->scope, job->lease_owner,
                                  (int64_t)json_array_size(job->docs), svc_now(job->svc), err);
+    size_t i;
+    json_t *doc;
+    json_array_foreach(job->docs, i, doc) {
+        if (rc != MV_OK) break;
+        rc = change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED, NULL,
+                           svc_now(job->svc), err);
+    }
     return rc;
 }
 
@@ -558,7 +566,10 @@ typedef struct {
 static mv_code notify_tx(mv_db *db, void *ctx, mv_err *err) {
     notify_arg *a = ctx;
     mv_code rc = doc_insert(db, a->doc, a->tenant, NULL, -1, err);
-    return rc == MV_OK ? doc_enqueue_email(a->svc, db, a->doc, err) : rc;
+    if (rc == MV_OK) rc = doc_enqueue_email(a->svc, db, a->doc, err);
+    if (rc != MV_OK) return rc;
+    return change_add_tx(db, a->tenant, mv_json_str(a->doc, "id"), MV_CHANGE_CREATED, NULL,
+                         svc_now(a->svc), err);
 }
 
 static json_t *content_from(const json_t *c) {

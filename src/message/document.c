@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "message/service.h"
+#include "message/inbox_internal.h"
 
 static json_t *json_or(const char *text, json_t *fallback) {
     if (!text) return fallback;
@@ -48,6 +48,7 @@ json_t *doc_from_row(mv_stmt *st) {
     json_object_set_new(d, "archivedAt", int_or_null(st, 25));
     json_object_set_new(d, "createdAt", int_or_null(st, 26));
     json_object_set_new(d, "updatedAt", int_or_null(st, 27));
+    json_object_set_new(d, "viewer", json_pack("{s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt"));
     return d;
 }
 
@@ -56,13 +57,13 @@ json_t *doc_new(const char *type, const char *template_cd, int64_t now) {
     mv_id_message(id);
     json_t *empty_content = json_pack("{s:s,s:s,s:s}", "title", "", "short", "", "long", "");
     return json_pack("{s:s,s:s,s:s,s:n,s:n,s:[],s:O,s:o,s:[],s:n,s:s,s:{},s:{},s:n,s:s,s:n,s:n,"
-                     "s:n,s:n,s:I,s:I}",
+                     "s:n,s:n,s:I,s:I,s:{s:n,s:n,s:n}}",
                      "id", id, "type", type, "templateCd", template_cd, "fromUser", "toUser",
                      "toRoles", "senderContent", empty_content, "receiverContent", empty_content,
                      "documents", "paymentSession", "paymentCd", "", "payload", "display",
                      "clientRequestId", "actionState", "active", "actionCd", "actionAttemptId",
                      "archivedBy", "archivedAt", "createdAt", (json_int_t)now, "updatedAt",
-                     (json_int_t)now);
+                     (json_int_t)now, "viewer", "seenAt", "readAt", "dismissedAt");
 }
 
 static const char SQL_INSERT_MESSAGE[] =
@@ -114,7 +115,7 @@ mv_code doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char 
                          json_string_value(role), created, tenant ? tenant : MV_DEFAULT_TENANT);
         if (rc != MV_OK) return rc;
     }
-    return MV_OK;
+    return tally_created_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, doc, err);
 }
 
 static const char SQL_LOAD_MESSAGE[] = "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ?";

@@ -8,54 +8,75 @@
  *
  * A page is also bounded in bytes (list.maxPageBytes): the page query returns ids with the size
  * of their stored content, the page is cut where the budget ends (never below one message), and
- * only the rows that fit are read, a chunk of ids at a time, each measured as the JSON it becomes.
- * So a page never holds more than its budget, whatever the messages weigh. */
+ * only the rows that fit are read, a chunk of ids at a time, each measured as the JSON it becomes
+ * and handed on at once (mv_message_list_each). So a page never holds more than its budget,
+ * whatever the messages weigh. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "message/service.h"
+#include "message/inbox_internal.h"
 
 /* ---- SQL built once: one branch per role slot --------------------------------------------- */
 
 /* A row-value comparison, so both SQLite and PostgreSQL seek the index to the cursor instead of
  * walking it from the top (an OR of two comparisons would cost the depth of the page). */
-#define KEYSET "(created_at, %s) < (?, ?)"
+#define KEYSET "(%s, %s) < (?, ?)"
 
 /* The stored size of a message, as the page query reports it (characters of its JSON columns). */
 #define STORED_SIZE                                                                                \
     "LENGTH(payload) + LENGTH(sender_content) + LENGTH(receiver_content) + LENGTH(documents) + "   \
     "LENGTH(to_roles) + COALESCE(LENGTH(display), 0)"
 
-/* The rows of a page are read by id, FETCH_CHUNK at a time (unused slots bind NULL). */
+/* The rows of a page are read by id, FETCH_CHUNK at a time (unused slots bind NULL), with the
+ * viewer's state of each. */
 #define FETCH_CHUNK 32
-#define FETCH_SLOTS "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
-static const char SQL_FETCH_PAGE[] = "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id IN (" FETCH_SLOTS
-                                     ") ORDER BY created_at DESC, id DESC";
+#define FETCH_SLOTS                                                                                \
+    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+static const char SQL_FETCH_PAGE[] =
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
+    "AND vv.viewer_id = ? WHERE id IN (" FETCH_SLOTS ") ORDER BY created_at DESC, id DESC";
 
-static char sql_list[8192];
-static char sql_count[2048];
+static char sql_list[16384];
+static char sql_count[4096];
+static char sql_mark_candidates[4096];
 static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
+
+/* The three branches of visibility as one predicate over messages `m` (counts and mark-all; the
+ * list uses one index range per branch instead). */
+static int visible_sql(char *p, size_t left) {
+    /* the tenant inside each branch (role rows carry their message's tenant): SQLite then seeks
+     * each index; an outer tenant_id = ? made it scan the whole tenant instead */
+    int n = snprintf(p, left,
+                     "((m.tenant_id = ? AND m.from_user = ?) OR (m.tenant_id = ? AND m.to_user = ?) "
+                     "OR m.id IN (SELECT message_id FROM message_roles WHERE tenant_id = ? AND "
+                     "archived = ? AND role IN (");
+    for (int i = 0; i < MV_MAX_ROLES; i++) n += snprintf(p + n, left - (size_t)n, i ? ", ?" : "?");
+    return n + snprintf(p + n, left - (size_t)n, ")))");
+}
 
 static void build_sql(void) {
     char *p = sql_list;
     size_t left = sizeof sql_list;
     int n = snprintf(p, left,
                      "SELECT id, created_at, " STORED_SIZE " FROM messages WHERE id IN ("
-                     "SELECT id FROM (SELECT id FROM messages WHERE tenant_id = ? AND from_user = ? "
-                     "AND archived = ? AND " KEYSET " ORDER BY created_at DESC, id DESC LIMIT ?) AS s "
-                     "UNION ALL SELECT id FROM (SELECT id FROM messages WHERE tenant_id = ? AND "
-                     "to_user = ? AND archived = ? AND " KEYSET
-                     " ORDER BY created_at DESC, id DESC LIMIT ?) AS r",
-                     "id", "id");
+                     "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")
+                     " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "
+                     "UNION ALL SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")
+                     " WHERE m.tenant_id = ? AND m.to_user = ? AND m.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS r",
+                     "m.created_at", "m.id", "m.created_at", "m.id");
     p += n, left -= (size_t)n;
     for (int i = 0; i < MV_MAX_ROLES; i++) {
         n = snprintf(p, left,
-                     " UNION ALL SELECT message_id FROM (SELECT message_id FROM message_roles "
-                     "WHERE tenant_id = ? AND role = ? AND archived = ? AND " KEYSET
-                     " ORDER BY created_at DESC, message_id DESC LIMIT ?) AS g%d",
-                     "message_id", i);
+                     " UNION ALL SELECT message_id FROM (SELECT g.message_id FROM message_roles g "
+                     "JOIN messages m ON m.id = g.message_id" INBOX_VIEWER_JOIN("g.message_id")
+                     " WHERE g.tenant_id = ? AND g.role = ? AND g.archived = ? AND " KEYSET
+                     INBOX_FILTER_SQL " ORDER BY g.created_at DESC, g.message_id DESC LIMIT ?) AS g%d",
+                     "g.created_at", "g.message_id", i);
         p += n, left -= (size_t)n;
     }
     snprintf(p, left, ") ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?");
@@ -63,19 +84,19 @@ static void build_sql(void) {
     p = sql_count;
     left = sizeof sql_count;
     n = snprintf(p, left,
-                 /* the tenant inside each branch (role rows carry their message's tenant):
-                  * SQLite then seeks each index; an outer tenant_id = ? made it scan the
-                  * whole tenant instead */
-                 "SELECT COUNT(*) FROM messages WHERE archived = 0 AND ((tenant_id = ? AND "
-                 "from_user = ?) OR (tenant_id = ? AND to_user = ?) OR id IN "
-                 "(SELECT message_id FROM message_roles WHERE tenant_id = ? AND archived = 0 AND "
-                 "role IN (");
-    p += n, left -= (size_t)n;
-    for (int i = 0; i < MV_MAX_ROLES; i++) {
-        n = snprintf(p, left, i ? ", ?" : "?");
-        p += n, left -= (size_t)n;
-    }
-    snprintf(p, left, ")))");
+                 "SELECT COUNT(*), COALESCE(SUM(CASE WHEN v.seen_at IS NULL THEN 1 ELSE 0 END), 0), "
+                 "COALESCE(SUM(CASE WHEN v.read_at IS NULL THEN 1 ELSE 0 END), 0) "
+                 "FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = ? AND ");
+    n += visible_sql(p + n, left - (size_t)n);
+    snprintf(p + n, left - (size_t)n, INBOX_FILTER_SQL);
+
+    p = sql_mark_candidates;
+    left = sizeof sql_mark_candidates;
+    n = snprintf(p, left,
+                 "SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = 0 AND ");
+    n += visible_sql(p + n, left - (size_t)n);
+    snprintf(p + n, left - (size_t)n,
+             INBOX_FILTER_SQL " AND (CAST(? AS BIGINT) < 0 OR m.created_at < ?) ORDER BY m.id LIMIT ?");
 }
 
 const char *message_list_sql(void) {
@@ -86,6 +107,27 @@ const char *message_list_sql(void) {
 const char *message_count_sql(void) {
     pthread_once(&sql_once, build_sql);
     return sql_count;
+}
+
+const char *message_counts_sql(void) {
+    return message_count_sql();
+}
+
+const char *message_mark_candidates_sql(void) {
+    pthread_once(&sql_once, build_sql);
+    return sql_mark_candidates;
+}
+
+void visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived) {
+    const char *tenant = svc_tenant(user);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_text(st, (*idx)++, uid);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_text(st, (*idx)++, uid);
+    mv_stmt_bind_text(st, (*idx)++, tenant);
+    mv_stmt_bind_int64(st, (*idx)++, archived ? 1 : 0);
+    for (size_t i = 0; i < MV_MAX_ROLES; i++)
+        mv_stmt_bind_text(st, (*idx)++, i < user->nroles ? user->roles[i] : NULL);
 }
 
 /* ---- cursors: opaque base64url of "<createdAt>:<id>" -------------------------------------- */
@@ -160,11 +202,13 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
         mv_stmt *st;
         mv_code rc = mv_db_prepare(db, SQL_FETCH_PAGE, &st, err);
         if (rc != MV_OK) return rc;
+        mv_stmt_bind_text(st, 1, a->user_id); /* the viewer state of the page */
         for (size_t i = 0; i < FETCH_CHUNK; i++)
-            mv_stmt_bind_text(st, (int)i + 1, base + i < n ? ids[base + i] : NULL);
+            mv_stmt_bind_text(st, (int)i + 2, base + i < n ? ids[base + i] : NULL);
         int r = 0;
         while (!*full && (r = mv_stmt_step(st, err)) == 1) {
             json_t *doc = doc_from_row(st);
+            json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 28));
             size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);
             int64_t size = (int64_t)bytes + 1; /* and its comma */
             if (a->count > 0 && *used + size > budget) {
@@ -218,11 +262,13 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
         const char *key = branch < 2 ? a->user_id
                           : (size_t)(branch - 2) < u->nroles ? u->roles[branch - 2]
                                                              : NULL;
+        mv_stmt_bind_text(st, idx++, a->user_id);
         mv_stmt_bind_text(st, idx++, a->tenant);
         mv_stmt_bind_text(st, idx++, key);
         mv_stmt_bind_int64(st, idx++, archived);
         mv_stmt_bind_int64(st, idx++, a->after_created);
         mv_stmt_bind_text(st, idx++, a->after_id);
+        inbox_filter_bind(st, &idx, a->req->filter);
         mv_stmt_bind_int64(st, idx++, inner);
     }
     mv_stmt_bind_int64(st, idx++, a->limit + 1);
@@ -326,34 +372,56 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
 typedef struct {
     const mv_user *user;
     const char *uid;
-    int64_t count;
+    const mv_inbox_filter *filter;
+    bool archived;
+    mv_inbox_counts counts;
 } count_arg;
+
+/* The unfiltered inbox count (the badge) comes from the maintained tallies (tally.c); any filter
+ * or the archive is counted from the messages themselves. */
+static bool tallied(const count_arg *a) {
+    static const mv_inbox_filter none = {0};
+    return !a->archived && (!a->filter || memcmp(a->filter, &none, sizeof none) == 0);
+}
 
 static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     count_arg *a = ctx;
-    const char *r[MV_MAX_ROLES] = {0};
-    for (size_t i = 0; i < a->user->nroles; i++) r[i] = a->user->roles[i];
-    const char *tenant = svc_tenant(a->user);
+    if (tallied(a)) return tally_counts_tx(db, a->user, a->uid, &a->counts, err);
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, sql_count, &st, err, "sssssssssssssssssssss", tenant, a->uid,
-                           tenant, a->uid, tenant, r[0], r[1], r[2], r[3], r[4], r[5], r[6],
-                           r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
-    if (st) a->count = mv_stmt_int64(st, 0);
+    mv_code rc = mv_db_prepare(db, sql_count, &st, err);
+    if (rc != MV_OK) return rc;
+    int idx = 1;
+    mv_stmt_bind_text(st, idx++, a->uid); /* the viewer join */
+    mv_stmt_bind_int64(st, idx++, a->archived ? 1 : 0);
+    visibility_bind(st, &idx, a->uid, a->user, a->archived);
+    inbox_filter_bind(st, &idx, a->filter);
+    int r = mv_stmt_step(st, err);
+    if (r == 1)
+        a->counts = (mv_inbox_counts){mv_stmt_int64(st, 0), mv_stmt_int64(st, 1),
+                                      mv_stmt_int64(st, 2)};
     mv_stmt_done(st);
-    return rc;
+    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
-mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err) {
-    *count = 0;
+mv_code mv_message_counts(mv_service *svc, const mv_user *user, const mv_inbox_filter *filter,
+                          bool archived, mv_inbox_counts *out, mv_err *err) {
+    *out = (mv_inbox_counts){0};
     pthread_once(&sql_once, build_sql);
     char uid[256];
     mv_code rc = svc_require_user(user, uid, err);
     if (rc != MV_OK) return rc;
     if (user->nroles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
-    count_arg a = {user, uid, 0};
+    count_arg a = {user, uid, filter, archived, {0}};
     rc = mv_store_read(svc->o.store, count_tx, &a, err);
-    *count = a.count;
+    if (rc == MV_OK) *out = a.counts;
+    return rc;
+}
+
+mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err) {
+    mv_inbox_counts c;
+    mv_code rc = mv_message_counts(svc, user, NULL, false, &c, err);
+    *count = c.count;
     return rc;
 }
 
@@ -361,18 +429,21 @@ mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, m
 
 typedef struct {
     const char *id, *tenant;
+    const char *viewer_id; /* whose "viewer" state to attach; NULL = all null */
     json_t *doc;
 } get_arg;
 
 static mv_code get_tx(mv_db *db, void *ctx, mv_err *err) {
     get_arg *a = ctx;
-    return doc_load(db, a->id, a->tenant, &a->doc, err);
+    mv_code rc = doc_load(db, a->id, a->tenant, &a->doc, err);
+    return rc == MV_OK && a->doc ? inbox_viewer_attach(db, a->doc, a->viewer_id, err) : rc;
 }
 
-/* A message of the user's tenant (user NULL: any tenant); another tenant's is not found. */
-static mv_code load_message(mv_service *svc, const char *id, const mv_user *user, json_t **doc,
-                            mv_err *err) {
-    get_arg a = {id, user ? svc_tenant(user) : NULL, NULL};
+/* A message of the user's tenant (user NULL: any tenant); another tenant's is not found.
+ * viewer_id: whose "viewer" state to attach (NULL = all null). */
+static mv_code load_message(mv_service *svc, const char *id, const mv_user *user,
+                            const char *viewer_id, json_t **doc, mv_err *err) {
+    get_arg a = {id, user ? svc_tenant(user) : NULL, viewer_id, NULL};
     *doc = NULL;
     if (!mv_valid_message_id(id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
@@ -386,7 +457,9 @@ static mv_code load_message(mv_service *svc, const char *id, const mv_user *user
 mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, json_t **message,
                        mv_err *err) {
     json_t *doc;
-    mv_code rc = load_message(svc, id, user, &doc, err);
+    char uid[256];
+    bool has_user = user && svc_require_user(user, uid, NULL) == MV_OK;
+    mv_code rc = load_message(svc, id, user, has_user ? uid : NULL, &doc, err);
     if (rc != MV_OK) return rc;
     if (user && !mv_user_is_sender(user, doc) && !mv_user_is_receiver(user, doc)) {
         json_decref(doc);
@@ -402,7 +475,7 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
                            const mv_user *user, bool is_admin, json_t **out, mv_err *err) {
     *out = NULL;
     json_t *doc;
-    mv_code rc = load_message(svc, id, user, &doc, err);
+    mv_code rc = load_message(svc, id, user, NULL, &doc, err);
     if (rc != MV_OK) return rc;
     char uid[256];
     if ((rc = svc_require_user(user, uid, err)) != MV_OK) goto done;

@@ -8,7 +8,7 @@
 
 #include "store/db.h"
 
-#define MV_STMT_MAX_PARAMS 128
+#define MV_STMT_MAX_PARAMS 512 /* the inbox list binds 1 + 18 branches × 16 + 2 */
 
 typedef struct mv_param {
     enum { MV_PARAM_NULL, MV_PARAM_TEXT, MV_PARAM_INT } type;

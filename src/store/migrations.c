@@ -6,11 +6,13 @@ extern const mv_migration mv_migration_messages;
 extern const mv_migration mv_migration_outbox;
 extern const mv_migration mv_migration_durable;
 extern const mv_migration mv_migration_tenants;
+extern const mv_migration mv_migration_inbox;
 
 const mv_migration *const mv_migrations[] = {
     &mv_migration_messages,
     &mv_migration_outbox,
     &mv_migration_durable,
     &mv_migration_tenants,
+    &mv_migration_inbox,
     NULL,
 };

@@ -168,7 +168,7 @@ static bool is_word_char(char ch) { return isalnum((unsigned char)ch) || ch == '
  * string (malloc'd) and the placeholder count, or NULL when out of memory. */
 static char *rewrite_placeholders(const char *sql, int *count) {
     size_t len = strlen(sql);
-    char *out = malloc(len * 3 + 1); /* "?" → at most "$NN" for MV_STMT_MAX_PARAMS < 100 */
+    char *out = malloc(len * 4 + 1); /* "?" → at most "$NNN" for MV_STMT_MAX_PARAMS < 1000 */
     if (!out) return NULL;
     char *o = out;
     int n = 0;

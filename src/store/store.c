@@ -13,6 +13,7 @@
 
 #include "missive/base.h"
 #include "store/driver.h"
+#include "store/listen.h"
 
 struct mv_store {
     const mv_driver *drv;
@@ -33,6 +34,9 @@ struct mv_store {
     /* The last write transaction failed because the store could not take it (a full disk, an
      * I/O error, a lost server) and none has committed since: health checks then probe. */
     atomic_bool write_failing;
+    pthread_mutex_t hook_mu;      /* guards the hook, so removing it waits for a call in flight */
+    void (*on_commit)(void *ctx); /* listen.h: called after every committed write */
+    void *on_commit_ctx;
 };
 
 /* Remembers how the last write ended (see write_failing). */
@@ -47,6 +51,19 @@ static void store_release(mv_store *s, mv_db *db);
 mv_store_kind mv_store_kind_of(const mv_store *store) { return store->kind; }
 bool mv_store_is_memory(const mv_store *store) { return store->memory; }
 mv_store_kind mv_db_kind(const mv_db *db) { return db->store->kind; }
+const char *mv__store_url(const mv_store *store) { return store->url; }
+void mv__store_on_commit(mv_store *store, void (*fn)(void *ctx), void *ctx) {
+    pthread_mutex_lock(&store->hook_mu);
+    store->on_commit_ctx = ctx;
+    store->on_commit = fn;
+    pthread_mutex_unlock(&store->hook_mu);
+}
+
+static void committed(mv_store *s) {
+    pthread_mutex_lock(&s->hook_mu);
+    if (s->on_commit) s->on_commit(s->on_commit_ctx);
+    pthread_mutex_unlock(&s->hook_mu);
+}
 
 mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **out, mv_err *err) {
     *out = NULL;
@@ -95,6 +112,7 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
     pthread_cond_init(&s->pool_cv, NULL);
     pthread_mutex_init(&s->write_mu, NULL);
     pthread_mutex_init(&s->gc_mu, NULL);
+    pthread_mutex_init(&s->hook_mu, NULL);
     pthread_cond_init(&s->gc_cv, NULL);
     if (!s->url || !s->free_list) {
         mv_store_close(s);
@@ -145,6 +163,7 @@ void mv_store_close(mv_store *store) {
     pthread_cond_destroy(&store->pool_cv);
     pthread_mutex_destroy(&store->write_mu);
     pthread_mutex_destroy(&store->gc_mu);
+    pthread_mutex_destroy(&store->hook_mu);
     pthread_cond_destroy(&store->gc_cv);
     free(store);
 }
@@ -203,6 +222,7 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
     if (lock) pthread_mutex_unlock(&s->write_mu);
     store_release(s, db);
     if (write) note_write(s, rc);
+    if (write && rc == MV_OK) committed(s);
     return rc;
 }
 
@@ -268,6 +288,7 @@ static void run_batch(mv_store *s, write_job *batch) {
         for (write_job *j = batch; j; j = j->next)
             if (j->rc == MV_OK) j->rc = mv_err_copy(&j->err, &e);
     for (write_job *j = batch; j; j = j->next) note_write(s, j->rc);
+    if (rc == MV_OK) committed(s);
 }
 
 /* Appends a job (gc_mu held). The job lives on its writer's stack until it is done. */

@@ -397,8 +397,46 @@ TEST(a_missing_file_is_an_io_error_naming_it) {
     CHECK(strstr(err.message, "/nonexistent/missive.json") != NULL);
 }
 
+TEST(stream_retention_and_cors_load_with_defaults_and_checks) {
+    set_secrets();
+    setenv("MISSIVE_STREAM_SECRET_T", SECRET32, 1);
+    const char *path = write_config("live.json",
+                                    "{\"stream\": {\"maxConnections\": 5, \"heartbeatMs\": 2000,"
+                                    " \"secretEnv\": \"MISSIVE_STREAM_SECRET_T\"},"
+                                    " \"retention\": {\"streamEventsMs\": 60000},"
+                                    " \"cors\": {\"allowedOrigins\": [\"https://app.example.com\"],"
+                                    " \"maxAgeS\": 60}}");
+    mv_config *cfg = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &cfg, &err), MV_OK, &err);
+    if (cfg) {
+        CHECK_INT(cfg->stream.max_connections, 5);
+        CHECK_INT(cfg->stream.heartbeat_ms, 2000);
+        CHECK_INT((int64_t)cfg->stream.secret.len, 32);
+        CHECK_INT(cfg->retention.stream_events_ms, 60000);
+        CHECK_INT((int64_t)cfg->cors.n_origins, 1);
+        CHECK_STR(cfg->cors.origins[0], "https://app.example.com");
+        CHECK_INT(cfg->cors.max_age_s, 60);
+    }
+    mv_config_free(cfg);
+    path = write_config("live0.json", "{}");
+    CHECK_CODE(mv_config_load(path, NULL, &cfg, &err), MV_OK, &err);
+    if (cfg) {
+        CHECK_INT(cfg->stream.max_connections, 1000);
+        CHECK_INT(cfg->stream.heartbeat_ms, 15000);
+        CHECK_INT(cfg->retention.stream_events_ms, 86400000);
+        CHECK_INT((int64_t)cfg->cors.n_origins, 0);
+    }
+    mv_config_free(cfg);
+    expect_error("{\"stream\": {\"maxConnection\": 5}}", "unknown key \"stream.maxConnection\"");
+    expect_error("{\"cors\": {\"allowedOrigins\": [\"*\"]}}", "no wildcard");
+    expect_error("{\"retention\": {\"streamEventsMs\": 0}}", "retention.streamEventsMs");
+    expect_error("{\"stream\": {\"secretEnv\": \"MISSIVE_NOT_SET_ANYWHERE\"}}", "stream.secretEnv");
+}
+
 int main(void) {
     return RUN_TESTS(the_design_example_loads_with_every_value,
+                     stream_retention_and_cors_load_with_defaults_and_checks,
                      identity_keys_load_and_their_rules_name_the_key,
                      the_identity_provider_recipes_in_the_docs_load,
                      webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded,

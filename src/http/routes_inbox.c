@@ -1,0 +1,189 @@
+/* routes_inbox.c — HTTP in front of per-viewer inbox state: one handler per mark, one for
+ * seen-all / read-all, and the filter parser the list and count routes share. No rules here:
+ * visibility, idempotency and the change log live in message/inbox.c. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/request.h"
+#include "http/routes_inbox.h"
+
+static const char *const FILTER_NAMES[] = {"templateCd", "type",     "read", "seen",
+                                           "dismissed",  "archived", NULL};
+
+static bool listed(const char *const *names, const char *name) {
+    for (size_t i = 0; names && names[i]; i++)
+        if (strcmp(names[i], name) == 0) return true;
+    return false;
+}
+
+static mv_code flag_param(mv_http_request *req, const char *name, mv_flag *out, mv_err *err) {
+    const char *v = mv_http_query_get(req, name);
+    if (!v) return MV_OK;
+    if (strcmp(v, "true") == 0)
+        *out = MV_FLAG_TRUE;
+    else if (strcmp(v, "false") == 0)
+        *out = MV_FLAG_FALSE;
+    else
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "%s must be \"true\" or \"false\"", name);
+    return MV_OK;
+}
+
+mv_code mv_http_inbox_filter(mv_http_request *req, const char *const *also_allowed,
+                             mv_inbox_filter *f, bool *archived, mv_err *err) {
+    *f = (mv_inbox_filter){0};
+    *archived = false;
+    for (size_t i = 0; i < req->nquery; i++) {
+        const char *name = req->query[i].name;
+        if (!listed(FILTER_NAMES, name) && !listed(also_allowed, name))
+            return mv_err_set(err, MV_INVALID_ARGUMENT,
+                              "unknown query parameter \"%.64s\" (filters: templateCd, type, read, "
+                              "seen, dismissed, archived)",
+                              name);
+    }
+    f->template_cd = mv_http_query_get(req, "templateCd");
+    if (f->template_cd && !mv_valid_template_cd(f->template_cd))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "templateCd must be a non-empty string of at most 128 letters, digits, "
+                          "dots, underscores, and hyphens");
+    f->type = mv_http_query_get(req, "type");
+    if (f->type && !mv_valid_template_cd(f->type))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "type must be a non-empty string of at most 128 letters, digits, dots, "
+                          "underscores, and hyphens");
+    mv_flag a = MV_FLAG_UNSET;
+    mv_code rc;
+    if ((rc = flag_param(req, "read", &f->read, err)) ||
+        (rc = flag_param(req, "seen", &f->seen, err)) ||
+        (rc = flag_param(req, "dismissed", &f->dismissed, err)) ||
+        (rc = flag_param(req, "archived", &a, err)))
+        return rc;
+    *archived = a == MV_FLAG_TRUE;
+    return MV_OK;
+}
+
+/* ---- marks ------------------------------------------------------------------------------ */
+
+static mv_code check_id(const mv_http_request *req, mv_err *err) {
+    if (!mv_valid_message_id(mv_http_param(req, "id")))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "id must be a 24-character hex ObjectId");
+    return MV_OK;
+}
+
+static void mark(mv_http_request *req, mv_http_response *res, mv_mark m) {
+    mv_message_routes *r = req->route_ctx;
+    mv_user user;
+    mv_http_user(req, &user);
+    json_t *msg = NULL;
+    mv_err err = {0};
+    if (mv_message_mark(r->service, mv_http_param(req, "id"), &user, m, &msg, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, msg);
+}
+
+static void mark_seen(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mark(req, res, MV_MARK_SEEN);
+}
+static void mark_read(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mark(req, res, MV_MARK_READ);
+}
+static void mark_unread(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mark(req, res, MV_MARK_UNREAD);
+}
+static void mark_dismiss(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mark(req, res, MV_MARK_DISMISS);
+}
+static void mark_undismiss(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mark(req, res, MV_MARK_UNDISMISS);
+}
+
+/* ---- seen-all / read-all ---------------------------------------------------------------- */
+
+static mv_code body_code(const json_t *body, const char *key, const char **out, mv_err *err) {
+    json_t *v = json_object_get(body, key);
+    *out = NULL;
+    if (!v || json_is_null(v)) return MV_OK;
+    if (!json_is_string(v) || !mv_valid_template_cd(json_string_value(v)))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "%s must be a non-empty string of at most 128 letters, digits, dots, "
+                          "underscores, and hyphens",
+                          key);
+    *out = json_string_value(v);
+    return MV_OK;
+}
+
+static void mark_all(mv_http_request *req, mv_http_response *res, mv_mark m) {
+    mv_message_routes *r = req->route_ctx;
+    mv_err err = {0};
+    mv_inbox_filter f = {0};
+    int64_t before = -1;
+    const char *key;
+    json_t *v;
+    if (!json_is_object(req->json)) {
+        mv_http_errorf(res, MV_INVALID_ARGUMENT, "body must be a JSON object");
+        return;
+    }
+    json_object_foreach(req->json, key, v) {
+        if (strcmp(key, "templateCd") != 0 && strcmp(key, "type") != 0 &&
+            strcmp(key, "before") != 0) {
+            mv_http_errorf(res, MV_INVALID_ARGUMENT,
+                           "unknown body field \"%.64s\" (allowed: templateCd, type, before)", key);
+            return;
+        }
+    }
+    if (body_code(req->json, "templateCd", &f.template_cd, &err) != MV_OK ||
+        body_code(req->json, "type", &f.type, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    v = json_object_get(req->json, "before");
+    if (v && !json_is_null(v)) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            mv_http_errorf(res, MV_INVALID_ARGUMENT,
+                           "before must be a time in ms (an integer >= 0)");
+            return;
+        }
+        before = json_integer_value(v);
+    }
+    mv_user user;
+    mv_http_user(req, &user);
+    int64_t updated = 0;
+    if (mv_message_mark_all(r->service, &user, m, &f, before, &updated, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, json_pack("{s:I}", "updated", (json_int_t)updated));
+}
+
+static void seen_all(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mark_all(req, res, MV_MARK_SEEN);
+}
+static void read_all(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mark_all(req, res, MV_MARK_READ);
+}
+
+mv_code mv_inbox_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {
+    const mv_route table[] = {
+        {"POST", "/messages/{id}/seen", mark_seen, false, false, check_id, routes},
+        {"POST", "/messages/{id}/read", mark_read, false, false, check_id, routes},
+        {"POST", "/messages/{id}/unread", mark_unread, false, false, check_id, routes},
+        {"POST", "/messages/{id}/dismiss", mark_dismiss, false, false, check_id, routes},
+        {"POST", "/messages/{id}/undismiss", mark_undismiss, false, false, check_id, routes},
+        {"POST", "/messages/seen-all", seen_all, false, true, NULL, routes},
+        {"POST", "/messages/read-all", read_all, false, true, NULL, routes},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        mv_code rc = mv_router_add(router, &table[i], err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}

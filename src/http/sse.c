@@ -1,0 +1,188 @@
+/* sse.c — the queue behind one event stream, and its libmicrohttpd glue.
+ *
+ * The content-reader callback runs on the connection's polling thread. With bytes queued it
+ * copies them out; with none it suspends the connection and returns 0, and mv_sse_write (from
+ * the hub's thread) resumes it — both under the stream's mutex, so a write can never slip
+ * between "queue is empty" and "suspended" and be left unsent. Closing resumes too, and the
+ * reader then ends the response (chunked: the terminating chunk), which is how SIGTERM drains
+ * streams cleanly. */
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http/sse.h"
+
+struct mv_sse_stream {
+    pthread_mutex_t mu;
+    char *buf;
+    size_t off, len, cap, max;
+    bool closed, suspended;
+    int refs;
+    int64_t last_write_ms;
+    struct MHD_Connection *conn; /* set once the server streams it */
+};
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+mv_sse_stream *mv_sse_stream_new(size_t max_queued) {
+    mv_sse_stream *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    pthread_mutex_init(&s->mu, NULL);
+    s->max = max_queued ? max_queued : 1024 * 1024;
+    s->refs = 1;
+    s->last_write_ms = mono_ms();
+    return s;
+}
+
+/* mu held: wake the connection if the reader parked it. */
+static void wake(mv_sse_stream *s) {
+    if (s->suspended && s->conn) {
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+    }
+}
+
+bool mv_sse_write(mv_sse_stream *s, const char *data, size_t n) {
+    pthread_mutex_lock(&s->mu);
+    bool ok = !s->closed;
+    if (ok && s->len - s->off + n > s->max) {
+        s->closed = true; /* too far behind: let it reconnect and replay from the log */
+        ok = false;
+    }
+    if (ok && s->len + n > s->cap) {
+        if (s->off) { /* compact before growing */
+            memmove(s->buf, s->buf + s->off, s->len - s->off);
+            s->len -= s->off;
+            s->off = 0;
+        }
+        if (s->len + n > s->cap) {
+            size_t ncap = s->cap ? s->cap : 512;
+            while (ncap < s->len + n)
+                ncap *= 2;
+            char *nb = realloc(s->buf, ncap);
+            if (!nb) {
+                s->closed = true;
+                ok = false;
+            } else {
+                s->buf = nb;
+                s->cap = ncap;
+            }
+        }
+    }
+    if (ok) {
+        memcpy(s->buf + s->len, data, n);
+        s->len += n;
+        s->last_write_ms = mono_ms();
+    }
+    wake(s);
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+bool mv_sse_event(mv_sse_stream *s, int64_t id, const char *event, const char *data) {
+    size_t n = strlen(event) + strlen(data) + 64;
+    char stackbuf[4096];
+    char *line = n <= sizeof stackbuf ? stackbuf : malloc(n);
+    if (!line) return false;
+    int len = snprintf(line, n, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)id, event, data);
+    bool ok = len > 0 && mv_sse_write(s, line, (size_t)len);
+    if (line != stackbuf) free(line);
+    return ok;
+}
+
+void mv_sse_close(mv_sse_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    s->closed = true;
+    wake(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool mv_sse_is_open(mv_sse_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    bool open = !s->closed;
+    pthread_mutex_unlock(&s->mu);
+    return open;
+}
+
+int64_t mv_sse_last_write_ms(mv_sse_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    int64_t t = s->last_write_ms;
+    pthread_mutex_unlock(&s->mu);
+    return t;
+}
+
+void mv_sse_retain(mv_sse_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    s->refs++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void mv_sse_release(mv_sse_stream *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    bool last = --s->refs == 0;
+    pthread_mutex_unlock(&s->mu);
+    if (!last) return;
+    pthread_mutex_destroy(&s->mu);
+    free(s->buf);
+    free(s);
+}
+
+/* ---- libmicrohttpd ----------------------------------------------------------------------- */
+
+static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
+    (void)pos;
+    mv_sse_stream *s = cls;
+    pthread_mutex_lock(&s->mu);
+    ssize_t n;
+    if (s->len > s->off) {
+        size_t k = s->len - s->off < max ? s->len - s->off : max;
+        memcpy(out, s->buf + s->off, k);
+        s->off += k;
+        if (s->off == s->len) {
+            s->off = s->len = 0;
+            if (s->cap > 64 * 1024) { /* a burst passed: give the memory back */
+                free(s->buf);
+                s->buf = NULL;
+                s->cap = 0;
+            }
+        }
+        n = (ssize_t)k;
+    } else if (s->closed) {
+        n = MHD_CONTENT_READER_END_OF_STREAM;
+    } else {
+        s->suspended = true;
+        MHD_suspend_connection(s->conn);
+        n = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+static void reader_done(void *cls) {
+    mv_sse_stream *s = cls;
+    pthread_mutex_lock(&s->mu);
+    s->closed = true; /* the client went away or the response ended */
+    s->conn = NULL;
+    s->suspended = false;
+    pthread_mutex_unlock(&s->mu);
+    mv_sse_release(s);
+}
+
+struct MHD_Response *mv_sse_mhd_response(mv_sse_stream *s, struct MHD_Connection *c) {
+    pthread_mutex_lock(&s->mu);
+    s->conn = c;
+    s->refs++;
+    pthread_mutex_unlock(&s->mu);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, s, reader_done);
+    if (!r) reader_done(s);
+    return r;
+}

@@ -1,0 +1,554 @@
+/* stream_hub.c — fans the change log out to open event streams (DESIGN part two, "Live updates").
+ *
+ * One thread per daemon. Each turn it asks the store for the newest change id (one index lookup),
+ * reads the log from the lowest position any stream still needs, in pages, and for every change
+ * decides per stream: same tenant; a viewer change only for that viewer; a message change only
+ * when the stream's user can see the message (loaded once per change, not once per stream). The
+ * message is then sent as that user sees it (with their "viewer"), and after each page a `counts`
+ * event goes to every stream whose counts moved. Because each stream remembers its own position,
+ * a resumed stream replays from the log exactly what it missed, in order, and a slow reader only
+ * ever delays itself (its queue is bounded; past it the stream is closed and the client resumes).
+ *
+ * Tickets (`v1.<base64url claims>.<base64url HMAC-SHA256>`) let a browser's EventSource, which
+ * cannot send headers, authenticate this one route: they carry user, roles, permissions, tenant
+ * and expiry, are checked in constant time, and no other route accepts them. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http/auth.h"
+#include "http/request.h"
+#include "http/routes_messages.h"
+#include "http/sse.h"
+#include "http/stream_hub.h"
+
+#define PAGE 256
+#define PAGES_PER_TURN 16
+#define GC_EVERY_MS 60000
+
+typedef struct sub {
+    mv_sse_stream *s;
+    char *user_id, *tenant;
+    char **roles;
+    size_t nroles;
+    json_t *permissions;
+    int64_t cursor;       /* every change <= cursor has been considered for this stream */
+    int64_t last_sent_id; /* the id of the last event sent (counts reuse it) */
+    bool counts_dirty, counts_known;
+    mv_inbox_counts counts;
+    struct sub *next;
+} sub;
+
+struct mv_stream_hub {
+    mv_stream_hub_options o;
+    unsigned char secret[64];
+    size_t secret_len;
+    mv_change_waiter *waiter;
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards subs, nsubs, stopping, draining */
+    sub *subs;
+    int nsubs;
+    bool stopping, draining;
+    int64_t last_gc_ms;
+};
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static mv_user sub_user(const sub *s) {
+    return (mv_user){.id = s->user_id,
+                     .roles = (const char *const *)s->roles,
+                     .nroles = s->nroles,
+                     .permissions = s->permissions,
+                     .tenant = s->tenant};
+}
+
+static void sub_free(sub *s) {
+    if (!s) return;
+    mv_sse_close(s->s);
+    mv_sse_release(s->s);
+    free(s->user_id);
+    free(s->tenant);
+    for (size_t i = 0; i < s->nroles; i++)
+        free(s->roles[i]);
+    free(s->roles);
+    json_decref(s->permissions);
+    free(s);
+}
+
+/* ---- sending ------------------------------------------------------------------------------ */
+
+static void send_json(sub *s, int64_t id, const char *event, json_t *data) {
+    char *text = json_dumps(data, JSON_COMPACT);
+    if (text) mv_sse_event(s->s, id, event, text);
+    free(text);
+    s->last_sent_id = id;
+}
+
+static void send_counts(mv_stream_hub *hub, sub *s, int64_t id, bool always) {
+    mv_user u = sub_user(s);
+    mv_inbox_counts c;
+    if (mv_message_counts(hub->o.service, &u, NULL, false, &c, NULL) != MV_OK) return;
+    s->counts_dirty = false;
+    if (!always && s->counts_known && memcmp(&c, &s->counts, sizeof c) == 0) return;
+    s->counts = c;
+    s->counts_known = true;
+    json_t *d = json_pack("{s:I,s:I,s:I}", "count", (json_int_t)c.count, "unseen",
+                          (json_int_t)c.unseen, "unread", (json_int_t)c.unread);
+    send_json(s, id, "counts", d);
+    json_decref(d);
+}
+
+/* The message as s's user sees it, as event `name`; nothing when they cannot see it. */
+static void send_message(mv_stream_hub *hub, sub *s, const mv_change *c, const char *name) {
+    mv_user u = sub_user(s);
+    json_t *m = NULL;
+    if (mv_message_get(hub->o.service, c->message_id, &u, &m, NULL) != MV_OK) return;
+    send_json(s, c->id, name, m);
+    json_decref(m);
+    s->counts_dirty = true;
+}
+
+/* Who can see a message, as plain strings, so checking a thousand streams is a thousand string
+ * comparisons rather than a thousand JSON walks. */
+typedef struct audience {
+    const char *from, *to;
+    const char *roles[64];
+    size_t nroles;
+} audience;
+
+static void audience_of(const json_t *doc, audience *a) {
+    memset(a, 0, sizeof *a);
+    a->from = mv_json_str(doc, "fromUser");
+    a->to = mv_json_str(doc, "toUser");
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "toRoles"), i, r) {
+        if (json_is_string(r) && a->nroles < sizeof a->roles / sizeof a->roles[0])
+            a->roles[a->nroles++] = json_string_value(r);
+    }
+}
+
+/* A quick "maybe": the exact rule (mv_user_is_sender / _receiver, trimming included) runs only
+ * for the streams this lets through. */
+static bool may_see(const audience *a, const sub *s) {
+    if ((a->from && strstr(a->from, s->user_id)) || (a->to && strstr(a->to, s->user_id)))
+        return true;
+    for (size_t i = 0; i < a->nroles; i++)
+        for (size_t k = 0; k < s->nroles; k++)
+            if (strcmp(a->roles[i], s->roles[k]) == 0) return true;
+    return false;
+}
+
+static void deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, int n) {
+    json_t *doc = NULL; /* loaded once, for the visibility check of every stream */
+    bool loaded = false;
+    audience aud;
+    for (int i = 0; i < n; i++) {
+        sub *s = subs[i];
+        if (s->cursor >= c->id) continue;
+        s->cursor = c->id;
+        if (strcmp(s->tenant, c->tenant) != 0) continue;
+        if (c->kind == MV_CHANGE_VIEWER) {
+            if (strcmp(s->user_id, c->viewer_id) != 0) continue;
+            if (c->message_id[0])
+                send_message(hub, s, c, "message.updated");
+            else
+                s->counts_dirty = true; /* seen-all / read-all: the counts say it */
+            if (s->counts_dirty) s->last_sent_id = c->id;
+            continue;
+        }
+        if (!loaded) {
+            loaded = true;
+            mv_message_get(hub->o.service, c->message_id, NULL, &doc, NULL);
+            if (doc) audience_of(doc, &aud);
+        }
+        if (!doc || !may_see(&aud, s)) continue;
+        mv_user u = sub_user(s);
+        if (!mv_user_is_sender(&u, doc) && !mv_user_is_receiver(&u, doc)) continue;
+        send_message(hub, s, c,
+                     c->kind == MV_CHANGE_CREATED ? "message.created" : "message.updated");
+    }
+    json_decref(doc);
+}
+
+/* ---- the hub's turn ------------------------------------------------------------------------ */
+
+/* Copies the open streams into an array (the hub thread alone removes streams, so the pointers
+ * stay valid for the turn) and drops the closed ones. */
+static sub **snapshot(mv_stream_hub *hub, int *n) {
+    pthread_mutex_lock(&hub->mu);
+    sub **out = hub->nsubs ? malloc((size_t)hub->nsubs * sizeof *out) : NULL;
+    *n = 0;
+    for (sub **pp = &hub->subs; *pp;) {
+        sub *s = *pp;
+        if (!mv_sse_is_open(s->s)) {
+            *pp = s->next;
+            hub->nsubs--;
+            sub_free(s);
+            continue;
+        }
+        if (out) out[(*n)++] = s;
+        pp = &s->next;
+    }
+    pthread_mutex_unlock(&hub->mu);
+    return out;
+}
+
+static void turn(mv_stream_hub *hub) {
+    int n;
+    sub **subs = snapshot(hub, &n);
+    if (n == 0) {
+        free(subs);
+        return;
+    }
+    int64_t latest = 0;
+    mv_err err = {0};
+    if (mv_changes_latest(hub->o.store, &latest, NULL, &err) != MV_OK) {
+        mv_log("warn", "stream: cannot read the change log",
+               json_pack("{s:s}", "error", err.message));
+        free(subs);
+        return;
+    }
+    mv_change *page = malloc(PAGE * sizeof *page);
+    for (int round = 0; page && round < PAGES_PER_TURN; round++) {
+        int64_t from = INT64_MAX;
+        for (int i = 0; i < n; i++)
+            if (subs[i]->cursor < from) from = subs[i]->cursor;
+        if (from >= latest) break;
+        int got = 0;
+        if (mv_changes_read(hub->o.store, from, page, PAGE, &got, &err) != MV_OK) break;
+        for (int k = 0; k < got; k++)
+            deliver(hub, &page[k], subs, n);
+        int64_t upto = got ? page[got - 1].id : latest;
+        if (got < PAGE) upto = latest > upto ? latest : upto; /* the rest were rolled back */
+        for (int i = 0; i < n; i++)
+            if (subs[i]->cursor < upto) subs[i]->cursor = upto;
+        for (int i = 0; i < n; i++)
+            if (subs[i]->counts_dirty) send_counts(hub, subs[i], subs[i]->last_sent_id, false);
+    }
+    free(page);
+    int64_t now = mono_ms();
+    for (int i = 0; i < n; i++)
+        if (now - mv_sse_last_write_ms(subs[i]->s) >= hub->o.heartbeat_ms)
+            mv_sse_write(subs[i]->s, ": ping\n\n", 8);
+    free(subs);
+}
+
+static void gc(mv_stream_hub *hub) {
+    int64_t now = mono_ms();
+    if (hub->last_gc_ms && now - hub->last_gc_ms < GC_EVERY_MS) return;
+    hub->last_gc_ms = now;
+    int64_t removed = 0;
+    mv_err err = {0};
+    if (mv_changes_gc(hub->o.store, mv_clock_now(hub->o.clock) - hub->o.retention_ms, &removed,
+                      &err) != MV_OK)
+        mv_log("warn", "stream: change log retention failed",
+               json_pack("{s:s}", "error", err.message));
+}
+
+/* Under a stream of commits the hub would wake for each; at most one turn per MIN_TURN_MS lets
+ * one turn take many changes at once (a page read instead of one per commit). */
+#define MIN_TURN_MS 5
+
+static void *run(void *arg) {
+    mv_stream_hub *hub = arg;
+    for (;;) {
+        pthread_mutex_lock(&hub->mu);
+        bool stop = hub->stopping;
+        pthread_mutex_unlock(&hub->mu);
+        if (stop) break;
+        int64_t started = mono_ms();
+        turn(hub);
+        gc(hub);
+        mv_change_waiter_wait(hub->waiter, hub->o.poll_ms);
+        int64_t since = mono_ms() - started;
+        if (since < MIN_TURN_MS) mv_sleep_ms(MIN_TURN_MS - since);
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out, mv_err *err) {
+    *out = NULL;
+    if (!opts->service || !opts->store)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "stream hub needs a service and a store");
+    mv_stream_hub *hub = calloc(1, sizeof *hub);
+    if (!hub) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    hub->o = *opts;
+    if (hub->o.max_connections <= 0) hub->o.max_connections = 1000;
+    if (hub->o.max_per_user <= 0) hub->o.max_per_user = 16;
+    if (hub->o.heartbeat_ms <= 0) hub->o.heartbeat_ms = 15000;
+    if (hub->o.poll_ms <= 0)
+        hub->o.poll_ms = mv_store_kind_of(opts->store) == MV_STORE_POSTGRES ? 500 : 100;
+    if (hub->o.retention_ms <= 0) hub->o.retention_ms = 86400000;
+    if (hub->o.ticket_ttl_ms <= 0) hub->o.ticket_ttl_ms = 60000;
+    mv_code rc = MV_OK;
+    if (opts->secret && opts->secret_len) {
+        hub->secret_len =
+            opts->secret_len < sizeof hub->secret ? opts->secret_len : sizeof hub->secret;
+        memcpy(hub->secret, opts->secret, hub->secret_len);
+    } else {
+        hub->secret_len = 32;
+        rc = mv_random_bytes(hub->secret, 32, err);
+    }
+    pthread_mutex_init(&hub->mu, NULL);
+    if (rc == MV_OK) rc = mv_change_waiter_new(opts->store, &hub->waiter, err);
+    if (rc == MV_OK && pthread_create(&hub->thread, NULL, run, hub) != 0)
+        rc = mv_err_set(err, MV_INTERNAL, "cannot start the stream thread");
+    if (rc != MV_OK) {
+        mv_change_waiter_free(hub->waiter);
+        pthread_mutex_destroy(&hub->mu);
+        free(hub);
+        return rc;
+    }
+    *out = hub;
+    return MV_OK;
+}
+
+void mv_stream_hub_drain(mv_stream_hub *hub) {
+    if (!hub) return;
+    pthread_mutex_lock(&hub->mu);
+    hub->draining = true;
+    for (sub *s = hub->subs; s; s = s->next)
+        mv_sse_close(s->s);
+    pthread_mutex_unlock(&hub->mu);
+}
+
+void mv_stream_hub_free(mv_stream_hub *hub) {
+    if (!hub) return;
+    pthread_mutex_lock(&hub->mu);
+    hub->stopping = true;
+    pthread_mutex_unlock(&hub->mu);
+    mv_change_waiter_wake(hub->waiter);
+    pthread_join(hub->thread, NULL);
+    for (sub *s = hub->subs, *next; s; s = next) {
+        next = s->next;
+        sub_free(s);
+    }
+    mv_change_waiter_free(hub->waiter);
+    pthread_mutex_destroy(&hub->mu);
+    memset(hub->secret, 0, sizeof hub->secret);
+    free(hub);
+}
+
+int mv_stream_hub_connections(mv_stream_hub *hub) {
+    pthread_mutex_lock(&hub->mu);
+    int n = hub->nsubs;
+    pthread_mutex_unlock(&hub->mu);
+    return n;
+}
+
+/* ---- tickets ------------------------------------------------------------------------------- */
+
+static void ticket_mac(const mv_stream_hub *hub, const char *signed_part, size_t n, char out[44]) {
+    unsigned char mac[32];
+    mv_hmac_sha256(hub->secret, hub->secret_len, signed_part, n, mac);
+    mv_b64url_encode(mac, 32, out);
+}
+
+static char *ticket_new(const mv_stream_hub *hub, const mv_principal *p, int64_t expires_at) {
+    json_t *claims = json_pack("{s:s,s:o,s:O,s:s,s:I,s:s}", "sub", p->user_id, "roles",
+                               mv_principal_roles_json(p), "perms", p->permissions, "tenant",
+                               p->tenant, "exp", (json_int_t)expires_at, "use", "stream");
+    char *text = claims ? json_dumps(claims, JSON_COMPACT) : NULL;
+    json_decref(claims);
+    if (!text) return NULL;
+    size_t tn = strlen(text), bn = mv_b64url_len(tn);
+    char *out = malloc(3 + bn + 1 + 44 + 1);
+    if (out) {
+        memcpy(out, "v1.", 3);
+        mv_b64url_encode(text, tn, out + 3);
+        char mac[44];
+        ticket_mac(hub, out, 3 + bn, mac);
+        out[3 + bn] = '.';
+        strcpy(out + 3 + bn + 1, mac);
+    }
+    free(text);
+    return out;
+}
+
+static mv_code bad_ticket(mv_err *err, const char *why) {
+    return mv_err_set(err, MV_UNAUTHENTICATED, "stream ticket %s", why);
+}
+
+static mv_code ticket_auth(void *ctx, mv_http_request *req, const char *ticket, mv_principal *p,
+                           mv_err *err) {
+    mv_stream_hub *hub = ctx;
+    size_t len = strlen(ticket);
+    const char *dot =
+        len > 3 && len < 8192 && strncmp(ticket, "v1.", 3) == 0 ? strrchr(ticket, '.') : NULL;
+    if (!dot || dot < ticket + 3) return bad_ticket(err, "is malformed");
+    char mac[44];
+    ticket_mac(hub, ticket, (size_t)(dot - ticket), mac);
+    if (!mv_ct_equal(mac, strlen(mac), dot + 1, strlen(dot + 1)))
+        return bad_ticket(err, "is not valid");
+    size_t bn = (size_t)(dot - ticket - 3);
+    unsigned char *raw = mv_arena_alloc(req->arena, bn * 3 / 4 + 2);
+    size_t rn = 0;
+    if (!raw || !mv_b64url_decode(ticket + 3, bn, raw, &rn)) return bad_ticket(err, "is malformed");
+    json_t *claims = mv_arena_json(req->arena, json_loadb((const char *)raw, rn, 0, NULL));
+    json_t *exp = json_object_get(claims, "exp"), *roles = json_object_get(claims, "roles");
+    const char *use = mv_json_str(claims, "use"), *user = mv_json_str(claims, "sub"),
+               *tenant = mv_json_str(claims, "tenant");
+    if (!claims || !use || strcmp(use, "stream") != 0 || !user || !tenant ||
+        !json_is_integer(exp) || !json_is_array(roles))
+        return bad_ticket(err, "is malformed");
+    if (json_integer_value(exp) <= mv_clock_now(hub->o.clock))
+        return bad_ticket(err, "has expired");
+    *p = (mv_principal){.user_id = mv_arena_strdup(req->arena, user),
+                        .tenant = mv_arena_strdup(req->arena, tenant)};
+    p->roles = mv_arena_alloc(req->arena, (json_array_size(roles) + 1) * sizeof *p->roles);
+    if (!p->roles) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    size_t i;
+    json_t *r;
+    json_array_foreach(roles, i, r) {
+        if (json_is_string(r))
+            p->roles[p->nroles++] = mv_arena_strdup(req->arena, json_string_value(r));
+    }
+    json_t *perms = json_object_get(claims, "perms");
+    p->permissions = json_is_object(perms) ? perms : mv_arena_json(req->arena, json_object());
+    p->identity = claims;
+    return MV_OK;
+}
+
+static void create_ticket(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_stream_hub *hub = req->route_ctx;
+    int64_t expires = mv_clock_now(hub->o.clock) + hub->o.ticket_ttl_ms;
+    char *t = ticket_new(hub, req->principal, expires);
+    if (!t) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
+    mv_http_set_header(res, "Cache-Control", "no-store");
+    mv_http_json(res, 201, json_pack("{s:s,s:I}", "ticket", t, "expiresAt", (json_int_t)expires));
+    free(t);
+}
+
+/* ---- GET /messages/stream ------------------------------------------------------------------ */
+
+/* Last-Event-ID (header, else lastEventId): -1 when absent; 400 unless a decimal id. */
+static mv_code last_event_id(mv_http_request *req, int64_t *out, mv_err *err) {
+    const char *v = mv_http_header_get(req, "Last-Event-ID");
+    if (!v) v = mv_http_query_get(req, "lastEventId");
+    *out = -1;
+    if (!v) return MV_OK;
+    size_t n = strlen(v);
+    bool digits = n > 0 && n <= 18;
+    for (size_t i = 0; digits && i < n; i++)
+        digits = v[i] >= '0' && v[i] <= '9';
+    if (!digits)
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "Last-Event-ID must be an event id (a decimal number) from this stream");
+    *out = strtoll(v, NULL, 10);
+    return MV_OK;
+}
+
+static mv_code check_stream_query(const mv_http_request *req, mv_err *err) {
+    for (size_t i = 0; i < req->nquery; i++)
+        if (strcmp(req->query[i].name, "ticket") != 0 &&
+            strcmp(req->query[i].name, "lastEventId") != 0)
+            return mv_err_set(err, MV_INVALID_ARGUMENT,
+                              "unknown query parameter \"%.64s\" (allowed: ticket, lastEventId)",
+                              req->query[i].name);
+    return MV_OK;
+}
+
+static sub *sub_new(const mv_principal *p) {
+    sub *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->user_id = strdup(p->user_id);
+    s->tenant = strdup(p->tenant ? p->tenant : "default");
+    s->roles = calloc(p->nroles + 1, sizeof *s->roles);
+    s->permissions = json_deep_copy(p->permissions ? p->permissions : json_object());
+    bool ok = s->user_id && s->tenant && s->roles && s->permissions;
+    for (size_t i = 0; ok && i < p->nroles; i++)
+        ok = (s->roles[s->nroles++] = strdup(p->roles[i]));
+    s->s = ok ? mv_sse_stream_new(0) : NULL;
+    if (!s->s) {
+        sub_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Adds s unless a limit says no. */
+static mv_code attach(mv_stream_hub *hub, sub *s, mv_err *err) {
+    pthread_mutex_lock(&hub->mu);
+    int mine = 0;
+    for (sub *o = hub->subs; o; o = o->next)
+        mine += strcmp(o->user_id, s->user_id) == 0 && strcmp(o->tenant, s->tenant) == 0 &&
+                mv_sse_is_open(o->s);
+    mv_code rc = MV_OK;
+    if (hub->draining)
+        rc =
+            mv_err_set(err, MV_STREAM_CAPACITY, "the server is shutting down; reconnect elsewhere");
+    else if (hub->nsubs >= hub->o.max_connections)
+        rc = mv_err_set(err, MV_STREAM_CAPACITY, "too many open streams on this server");
+    else if (mine >= hub->o.max_per_user)
+        rc = mv_err_set(err, MV_STREAM_CAPACITY, "too many open streams for this user (at most %d)",
+                        hub->o.max_per_user);
+    if (rc == MV_OK) {
+        s->next = hub->subs;
+        hub->subs = s;
+        hub->nsubs++;
+    }
+    pthread_mutex_unlock(&hub->mu);
+    return rc;
+}
+
+static void open_stream(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_stream_hub *hub = req->route_ctx;
+    mv_err err = {0};
+    int64_t resume, latest = 0, pruned = 0;
+    if (last_event_id(req, &resume, &err) != MV_OK ||
+        mv_changes_latest(hub->o.store, &latest, &pruned, &err) != MV_OK) {
+        mv_http_error(res, &err);
+        return;
+    }
+    sub *s = sub_new(req->principal);
+    if (!s) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
+    /* Resuming below what retention removed (or from an id this log never had) cannot be
+     * complete: say so, and go on live from now. */
+    bool reset = resume >= 0 && (resume < pruned || resume > latest);
+    s->cursor = resume >= 0 && !reset ? resume : latest;
+    s->last_sent_id = s->cursor;
+    mv_sse_write(s->s, "retry: 1000\n\n", 13);
+    if (reset) mv_sse_event(s->s, latest, "reset", "{}");
+    send_counts(hub, s, s->cursor, true);
+    mv_sse_stream *stream = s->s;
+    mv_sse_retain(stream); /* the response's reference: from here the hub may free s */
+    if (attach(hub, s, &err) != MV_OK) {
+        sub_free(s);
+        mv_sse_release(stream);
+        mv_http_error(res, &err);
+        return;
+    }
+    res->status = 200;
+    mv_http_set_header(res, "Content-Type", "text/event-stream");
+    mv_http_set_header(res, "Cache-Control", "no-store");
+    mv_http_set_header(res, "X-Accel-Buffering", "no");
+    res->stream = stream;
+}
+
+mv_code mv_stream_routes_add(mv_router *router, mv_stream_hub *hub, mv_err *err) {
+    mv_route stream = {"GET", "/messages/stream", open_stream, false,
+                       false, check_stream_query, hub};
+    stream.accepts_ticket = true;
+    mv_route ticket = {"POST", "/stream-tickets", create_ticket, false, true, NULL, hub};
+    mv_router_set_ticket_auth(router, ticket_auth, hub);
+    mv_code rc = mv_router_add(router, &stream, err);
+    return rc == MV_OK ? mv_router_add(router, &ticket, err) : rc;
+}

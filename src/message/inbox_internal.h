@@ -1,0 +1,72 @@
+/* message/inbox_internal.h — what the message service's files share about viewer state, inbox
+ * filters and the change log (inbox.c, changes.c, read.c, create.c, claim.c). */
+#ifndef MISSIVE_MESSAGE_INBOX_INTERNAL_H
+#define MISSIVE_MESSAGE_INBOX_INTERNAL_H
+
+#include "message/service.h"
+#include "missive/inbox.h"
+
+/* Appends one change-log row (and, on PostgreSQL, takes the commit-order lock and queues the
+ * wake-up). Call it as the last statement of the transaction that made the change. viewer_id is
+ * stored for MV_CHANGE_VIEWER only. */
+mv_code change_add_tx(mv_db *db, const char *tenant, const char *message_id, mv_change_kind kind,
+                      const char *viewer_id, int64_t now, mv_err *err);
+
+/* The viewer join and the filter of every inbox query, over messages aliased `m`: one LEFT JOIN
+ * (binds the viewer id) and INBOX_FILTER_PARAMS placeholders bound by inbox_filter_bind. A
+ * disabled filter binds NULL / -1, so one statement text serves every combination. */
+#define INBOX_VIEWER_JOIN(message_id)                                                              \
+    " LEFT JOIN message_viewers v ON v.message_id = " message_id " AND v.viewer_id = ?"
+#define INBOX_FILTER_SQL                                                                           \
+    " AND (CAST(? AS TEXT) IS NULL OR m.template_cd = ?)"                                          \
+    " AND (CAST(? AS TEXT) IS NULL OR m.type = ?)"                                                 \
+    " AND (CAST(? AS BIGINT) < 0 OR (CASE WHEN v.read_at IS NULL THEN 0 ELSE 1 END) = ?)"          \
+    " AND (CAST(? AS BIGINT) < 0 OR (CASE WHEN v.seen_at IS NULL THEN 0 ELSE 1 END) = ?)"          \
+    " AND (CAST(? AS BIGINT) < 0 OR (CASE WHEN v.dismissed_at IS NULL THEN 0 ELSE 1 END) = ?)"
+#define INBOX_FILTER_PARAMS 10
+
+/* Binds the INBOX_FILTER_SQL placeholders from *idx on (f NULL = defaults). */
+void inbox_filter_bind(mv_stmt *st, int *idx, const mv_inbox_filter *f);
+/* {"seenAt", "readAt", "dismissedAt"} from three columns starting at col (NULL → null). */
+json_t *inbox_viewer_from_row(mv_stmt *st, int col);
+/* Sets doc's "viewer" to user_id's state, read inside the transaction. */
+mv_code inbox_viewer_attach(mv_db *db, json_t *doc, const char *user_id, mv_err *err);
+
+/* ---- tally.c: the counters behind the unfiltered count ---- */
+
+/* A viewer's marks as the tallies count them (seen and read only while not dismissed). */
+typedef struct tally_flags {
+    bool dismissed, seen, read;
+} tally_flags;
+/* Who a message is addressed to, as stored. */
+typedef struct tally_message {
+    bool found, archived;
+    char from[256], to[256];
+    char *role_set; /* the stored toRoles text; freed by tally_message_clear */
+} tally_message;
+
+/* Reads the address of message id in tenant (m->found false when absent); lock first takes the
+ * message's row lock, which every viewer-state change and the archive take before reading. */
+mv_code tally_message_load(mv_db *db, const char *tenant, const char *id, bool lock,
+                           tally_message *m, mv_err *err);
+void tally_message_clear(tally_message *m);
+/* Flags from three columns (seen_at, read_at, dismissed_at) starting at col. */
+tally_flags tally_flags_from_row(mv_stmt *st, int col);
+/* A new active message (doc as inserted). */
+mv_code tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err);
+/* Message id has just been archived: it and its viewers' marks leave the counts. */
+mv_code tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err);
+/* user's marks on m went from before to after (nothing when m is archived). */
+mv_code tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *m, const char *user,
+                        tally_flags before, tally_flags after, mv_err *err);
+/* The unfiltered counts of the user's inbox from the tallies. */
+mv_code tally_counts_tx(mv_db *db, const mv_user *user, const char *uid, mv_inbox_counts *out,
+                        mv_err *err);
+
+/* read.c: the visibility predicate lives with the list query, and so do the statements that
+ * repeat it. visibility_bind binds its placeholders (user id twice, archived, the role slots). */
+const char *message_counts_sql(void);
+const char *message_mark_candidates_sql(void);
+void visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived);
+
+#endif

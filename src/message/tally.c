@@ -1,0 +1,210 @@
+/* tally.c — maintained counters behind the unfiltered inbox count, so GET /messages/count costs
+ * a few rows whatever the size of the inbox.
+ *
+ * A user sees a message directly (as its sender or recipient) or through one of its roles. Each
+ * active message is counted once per way in:
+ *   (user, '')       active messages the user sees directly, and the user's dismissed / seen /
+ *                    read marks on them (seen and read counted only while not dismissed);
+ *   ('', roleSet)    active messages addressed to that exact role set (the stored toRoles);
+ *   (user, roleSet)  of those, how many the user also sees directly (`n_active`, subtracted so
+ *                    nothing counts twice), and the user's marks on the others.
+ * A count reads the user's rows and the tenant's role-set rows and keeps the role sets that
+ * meet the user's roles: its cost follows the number of distinct role sets, not of messages.
+ *
+ * Every change updates its rows in its own transaction: create (+1), archive (−1 and the marks
+ * of every viewer), a mark (the difference it made). Marks and the archive first lock the
+ * message row (an UPDATE that changes nothing), so a mark and an archive of one message, or two
+ * marks, never interleave between reading the old state and adding the difference. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "message/inbox_internal.h"
+
+static const char SQL_TALLY_ADD[] =
+    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, n_seen, n_read) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, owner, role_set) DO UPDATE SET "
+    "n_active = inbox_tallies.n_active + excluded.n_active, "
+    "n_dismissed = inbox_tallies.n_dismissed + excluded.n_dismissed, "
+    "n_seen = inbox_tallies.n_seen + excluded.n_seen, "
+    "n_read = inbox_tallies.n_read + excluded.n_read";
+static const char SQL_TALLY_ROWS[] =
+    "SELECT owner, role_set, n_active, n_dismissed, n_seen, n_read FROM inbox_tallies "
+    "WHERE tenant_id = ? AND (owner = ? OR owner = '')";
+static const char SQL_LOCK_MESSAGE[] =
+    "UPDATE messages SET archived = archived WHERE id = ? AND tenant_id = ?";
+static const char SQL_MESSAGE_ADDRESS[] =
+    "SELECT from_user, to_user, to_roles, archived FROM messages WHERE id = ? AND tenant_id = ?";
+static const char SQL_VIEWERS_OF[] =
+    "SELECT viewer_id, seen_at, read_at, dismissed_at FROM message_viewers WHERE message_id = ?";
+
+static tally_flags flags_of(bool seen, bool read, bool dismissed) {
+    return (tally_flags){
+        .dismissed = dismissed, .seen = seen && !dismissed, .read = read && !dismissed};
+}
+
+tally_flags tally_flags_from_row(mv_stmt *st, int col) {
+    return flags_of(!mv_stmt_is_null(st, col), !mv_stmt_is_null(st, col + 1),
+                    !mv_stmt_is_null(st, col + 2));
+}
+
+static mv_code add(mv_db *db, const char *tenant, const char *owner, const char *role_set,
+                   int64_t active, int64_t dismissed, int64_t seen, int64_t read, mv_err *err) {
+    if (!active && !dismissed && !seen && !read) return MV_OK;
+    return mv_db_execf(db, SQL_TALLY_ADD, NULL, err, "sssiiii", tenant, owner, role_set, active,
+                       dismissed, seen, read);
+}
+
+static bool is_direct(const tally_message *m, const char *user) {
+    return (m->from[0] && strcmp(m->from, user) == 0) || (m->to[0] && strcmp(m->to, user) == 0);
+}
+
+static bool has_roles(const tally_message *m) {
+    return m->role_set[0] && strcmp(m->role_set, "[]") != 0;
+}
+
+/* +1 / −1 for every way into the message (no viewer marks). */
+static mv_code count_message(mv_db *db, const char *tenant, const tally_message *m, int64_t sign,
+                             mv_err *err) {
+    const char *users[2] = {m->from, m->to};
+    mv_code rc = MV_OK;
+    for (int i = 0; i < 2 && rc == MV_OK; i++) {
+        if (!users[i][0] || (i == 1 && strcmp(m->from, m->to) == 0)) continue;
+        rc = add(db, tenant, users[i], "", sign, 0, 0, 0, err);
+        if (rc == MV_OK && has_roles(m))
+            rc = add(db, tenant, users[i], m->role_set, sign, 0, 0, 0, err);
+    }
+    if (rc == MV_OK && has_roles(m)) rc = add(db, tenant, "", m->role_set, sign, 0, 0, 0, err);
+    return rc;
+}
+
+mv_code tally_message_load(mv_db *db, const char *tenant, const char *id, bool lock,
+                           tally_message *m, mv_err *err) {
+    memset(m, 0, sizeof *m);
+    mv_code rc;
+    if (lock && (rc = mv_db_execf(db, SQL_LOCK_MESSAGE, NULL, err, "ss", id, tenant)) != MV_OK)
+        return rc;
+    mv_stmt *st;
+    if ((rc = mv_db_row(db, SQL_MESSAGE_ADDRESS, &st, err, "ss", id, tenant)) != MV_OK) return rc;
+    if (st) {
+        m->found = true;
+        mv_strlcpy(m->from, mv_stmt_text(st, 0), sizeof m->from);
+        mv_strlcpy(m->to, mv_stmt_text(st, 1), sizeof m->to);
+        const char *roles = mv_stmt_text(st, 2);
+        m->role_set = strdup(roles ? roles : "");
+        m->archived = mv_stmt_int64(st, 3) != 0;
+    }
+    mv_stmt_done(st);
+    if (m->found && !m->role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    return MV_OK;
+}
+
+void tally_message_clear(tally_message *m) {
+    free(m->role_set);
+    m->role_set = NULL;
+}
+
+mv_code tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
+    tally_message m = {.found = true};
+    mv_strlcpy(m.from, mv_json_str(doc, "fromUser"), sizeof m.from);
+    mv_strlcpy(m.to, mv_json_str(doc, "toUser"), sizeof m.to);
+    json_t *roles = json_object_get(doc, "toRoles");
+    m.role_set = roles && json_is_array(roles) ? mv_json_compact(roles) : strdup("[]");
+    if (!m.role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv_code rc = count_message(db, tenant, &m, 1, err);
+    tally_message_clear(&m);
+    return rc;
+}
+
+mv_code tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err) {
+    tally_message m;
+    mv_code rc = tally_message_load(db, tenant, id, false, &m, err);
+    m.archived = false; /* take out what it counted while active */
+    if (rc == MV_OK && m.found) rc = count_message(db, tenant, &m, -1, err);
+    mv_stmt *st = NULL;
+    if (rc == MV_OK && m.found) rc = mv_db_prepare(db, SQL_VIEWERS_OF, &st, err);
+    if (st) {
+        mv_stmt_bindf(st, "s", id);
+        int r;
+        /* the viewers' marks leave with the message; collected first: no statement may run
+         * while this one is still stepping on every driver */
+        typedef struct {
+            char *user;
+            tally_flags f;
+        } mark;
+        mark *marks = NULL;
+        size_t n = 0, cap = 0;
+        while ((r = mv_stmt_step(st, err)) == 1) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                mark *nm = realloc(marks, cap * sizeof *marks);
+                if (!nm) break;
+                marks = nm;
+            }
+            marks[n].user = strdup(mv_stmt_text(st, 0) ? mv_stmt_text(st, 0) : "");
+            marks[n++].f = tally_flags_from_row(st, 1);
+        }
+        mv_stmt_done(st);
+        if (r < 0) rc = err ? err->code : MV_INTERNAL;
+        for (size_t i = 0; i < n; i++) {
+            if (rc == MV_OK && marks[i].user)
+                rc = tally_viewer_tx(db, tenant, &m, marks[i].user, marks[i].f, (tally_flags){0},
+                                     err);
+            free(marks[i].user);
+        }
+        free(marks);
+    }
+    tally_message_clear(&m);
+    return rc;
+}
+
+mv_code tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *m, const char *user,
+                        tally_flags before, tally_flags after, mv_err *err) {
+    if (!m->found || m->archived) return MV_OK; /* archived messages are not counted */
+    bool direct = is_direct(m, user);
+    if (!direct && !has_roles(m)) return MV_OK;
+    return add(db, tenant, user, direct ? "" : m->role_set, 0,
+               (int64_t)after.dismissed - before.dismissed, (int64_t)after.seen - before.seen,
+               (int64_t)after.read - before.read, err);
+}
+
+/* ---- counting ---------------------------------------------------------------------------- */
+
+static bool meets(const char *role_set, const mv_user *user) {
+    json_t *roles = json_loads(role_set, 0, NULL);
+    bool hit = false;
+    size_t i;
+    json_t *r;
+    json_array_foreach(roles, i, r) {
+        for (size_t k = 0; !hit && json_is_string(r) && k < user->nroles; k++)
+            hit = user->roles[k] && strcmp(user->roles[k], json_string_value(r)) == 0;
+        if (hit) break;
+    }
+    json_decref(roles);
+    return hit;
+}
+
+mv_code tally_counts_tx(mv_db *db, const mv_user *user, const char *uid, mv_inbox_counts *out,
+                        mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_TALLY_ROWS, &st, err);
+    if (rc != MV_OK) return rc;
+    mv_stmt_bindf(st, "ss", svc_tenant(user), uid);
+    int64_t active = 0, dismissed = 0, seen = 0, read = 0;
+    int r;
+    while ((r = mv_stmt_step(st, err)) == 1) {
+        const char *owner = mv_stmt_text(st, 0), *role_set = mv_stmt_text(st, 1);
+        bool role_row = !owner || !owner[0], own_row = !role_set || !role_set[0];
+        if (!own_row && !meets(role_set, user)) continue;
+        int64_t a = mv_stmt_int64(st, 2);
+        active += role_row ? a : own_row ? a : -a; /* (user, roleSet): the overlap */
+        dismissed += mv_stmt_int64(st, 3);
+        seen += mv_stmt_int64(st, 4);
+        read += mv_stmt_int64(st, 5);
+    }
+    mv_stmt_done(st);
+    if (r < 0) return err ? err->code : MV_INTERNAL;
+    out->count = active - dismissed;
+    out->unseen = out->count - seen;
+    out->unread = out->count - read;
+    return MV_OK;
+}
