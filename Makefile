@@ -39,7 +39,10 @@ export OPT SAN
 # api/openapi.json compiled in (scripts/embed): GET /openapi.json serves the repository's document.
 GEN_SRC  := $(BUILD)/gen/openapi_json.c
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_SRC:%.c=$(BUILD)/obj/%.o)
-CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
+# The web inbox and console (ui/) are compiled into the programs as a generated table.
+UI_FILES := $(sort $(wildcard ui/*.js ui/*.html ui/*.css ui/*.svg))
+UI_OBJ   := $(BUILD)/obj/gen/ui_assets.o
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o) $(UI_OBJ)
 SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(TEST_SCRIPTS)
 LIB      := $(BUILD)/libmissive.a
@@ -61,6 +64,14 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 $(GEN_SRC): api/openapi.json scripts/embed
 	@mkdir -p $(dir $@)
 	@scripts/embed mv__openapi_json api/openapi.json > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/ui_assets.c: $(UI_FILES) scripts/embed-ui
+	@mkdir -p $(dir $@)
+	@scripts/embed-ui $(UI_FILES) > $@.tmp && mv $@.tmp $@
+
+$(UI_OBJ): $(BUILD)/gen/ui_assets.c
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

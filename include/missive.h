@@ -19,6 +19,7 @@
 #include "missive/reconcile.h"
 #include "missive/saga_webhook.h"
 #include "missive/message.h"
+#include "missive/operations.h"
 #include "missive/inbox.h"
 
 #endif

@@ -24,6 +24,21 @@ extern "C" {
 
 /* ---- webhooks ---------------------------------------------------------------------------- */
 
+/* One finished outgoing call, as the optional mv_webhook_config.on_call observer sees it (for
+ * logs and metrics). Strings are borrowed for the duration of the callback; ids are "" when the
+ * call context (base/callctx.h) has none. */
+typedef struct mv_webhook_call_info {
+    const char *kind;    /* "handler", "prepare", "payment", "saga_step", "saga_compensation",
+                            "outbox", "email", "directory", or "webhook" when unlabelled */
+    const char *method;  /* "POST" or "GET" */
+    const char *url;     /* without credentials, query string or fragment */
+    long status;         /* 0 when no answer came */
+    int outcome;         /* mv_webhook_outcome */
+    double duration_s;
+    const char *failure; /* NULL on 2xx, else the failure in a few words ("HTTP 500", "timed out") */
+    const char *message_id, *attempt_id, *saga_id, *traceparent;
+} mv_webhook_call_info;
+
 /* One signing key (borrowed bytes). */
 typedef struct mv_webhook_secret {
     const void *bytes;
@@ -44,6 +59,9 @@ typedef struct mv_webhook_config {
     int connect_timeout_ms;    /* 0 → 2000 */
     int timeout_ms;            /* whole request; 0 → 10000 */
     size_t max_response_bytes; /* 0 → 1048576; a longer response is an error (AMBIGUOUS) */
+    /* Optional observer of every finished call (logs, metrics); runs on the calling thread. */
+    void (*on_call)(void *ctx, const mv_webhook_call_info *info);
+    void *on_call_ctx;
 } mv_webhook_config;
 
 /* What a caller can conclude about the far side's state after a call. */
@@ -66,6 +84,10 @@ typedef struct mv_webhook_response {
     size_t body_len;
     json_t *json;
     bool json_invalid;
+    /* NULL on 2xx; else a static phrase free of URLs and library text: "HTTP <status>" is left to
+     * the caller (see status), the others are "timed out", "connection refused", "no answer",
+     * "not sent", "response too large". */
+    const char *failure;
 } mv_webhook_response;
 
 /* Frees the members (not the struct) and zeroes it. NULL-safe. */
@@ -94,6 +116,16 @@ mv_code mv_webhook_post(const mv_webhook_config *cfg, const char *url, const jso
  * error rules as mv_webhook_post. */
 mv_code mv_webhook_get(const mv_webhook_config *cfg, const char *url, mv_webhook_response *out,
                        mv_err *err);
+
+/* What a failed call said, in words fit for a client (lastFailure): the far side's
+ * {"error": {"code", "message"}} when its body has one (the message trimmed to 200 bytes, control
+ * characters and anything URL-shaped replaced), else "HTTP <status>", "timed out", "connection
+ * refused" or "no answer". *code gets the body's error.code when it is snake_case (≤ 64), else
+ * "upstream_status", "upstream_timeout", "upstream_unreachable" or "upstream_no_answer". */
+void mv_webhook_failure_words(const mv_webhook_response *res, char code[65], char message[256]);
+/* text fit for a client: at most 200 bytes (whole UTF-8 sequences), control characters as spaces,
+ * every "scheme://…" word replaced by "[url]". out must hold at least 1 byte. */
+void mv_webhook_public_text(const char *text, char *out, size_t size);
 
 /* The header value for body bytes: "sha256=<64 hex>". out must hold 72 bytes. Exposed so that
  * receivers (and tests) verify signatures with the same code. */

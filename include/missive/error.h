@@ -72,9 +72,10 @@ extern "C" {
     X(MV_APPROVAL_REQUIRED, "approval_required", 202)                                              \
     X(MV_INVALID_TEMPLATE, "invalid_template", 400)                                                \
     X(MV_INVALID_CONFIG, "invalid_config", 400)                                                    \
-    X(MV_STREAM_CAPACITY, "stream_capacity", 503)                                                  \
     X(MV_PREPARE_UNAVAILABLE, "prepare_failed", 502)                                               \
-    X(MV_PAYMENT_UNAVAILABLE, "payment_failed", 502)
+    X(MV_PAYMENT_UNAVAILABLE, "payment_failed", 502)                                               \
+    X(MV_DRAINING, "draining", 503)                                                                \
+    X(MV_STREAM_CAPACITY, "stream_capacity", 503)
 
 typedef enum mv_code {
 #define MV_X_ENUM(e, name, status) e,
@@ -97,6 +98,7 @@ typedef struct mv_err {
     char operation[16];    /* payment_compensation_failed: "expire" */
     char cause[512];       /* the original error, when one error wraps another */
     int retry_after_s;     /* client_request_pending */
+    char failure_code[65]; /* a failed handler's own error code (lastFailure), "" when none */
 } mv_err;
 
 /* Resets every field of err (NULL-safe). */

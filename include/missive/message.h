@@ -172,7 +172,7 @@ mv_code mv_requests_gc(mv_store *store, int64_t completed_before, int64_t *remov
 /* Client-request reservations by state: counts[0] pending, [1] completed, [2] failed. */
 mv_code mv_requests_stats(mv_store *store, int64_t counts[3], mv_err *err);
 
-/* MV_OK when the service can serve: store reachable and its schema current. */
+/* MV_OK when the service can serve: store reachable, its schema current, and a write commits. */
 mv_code mv_service_health(mv_service *svc, mv_err *err);
 
 /* ---- read ---------------------------------------------------------------------------------- */

@@ -74,8 +74,11 @@ mv_code mv_store_ping(mv_store *store, mv_err *err);
  * error, a lost server) and none has committed since. */
 bool mv_store_write_failing(const mv_store *store);
 /* Commits a small write that needs fresh space (and removes it again): MV_OK when the store can
- * take writes now, else MV_STORE_UNAVAILABLE. Health checks run it while writes are failing. */
+ * take writes now, else MV_STORE_UNAVAILABLE. The readiness check runs it while writes fail. */
 mv_code mv_store_probe_write(mv_store *store, mv_err *err);
+/* Readiness (/readyz): the schema is current and a small write commits (the probe above instead
+ * while writes are failing). MV_STORE_UNAVAILABLE (or the schema's error) with the reason in err. */
+mv_code mv_store_ready(mv_store *store, mv_err *err);
 
 #ifdef __cplusplus
 }

@@ -225,7 +225,7 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "limits", "stream", "retention", "cors", NULL};
+    "log", "recovery", "retention", "limits", "stream", "cors", "ui", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -435,6 +435,48 @@ static mv_code load_delivery(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* "ui": {"enabled": bool}; the default needs the final listen address (check_whole). */
+static mv_code load_ui(loader *l, json_t *root) {
+    json_t *o;
+    static const char *const UI_KEYS[] = {"enabled", NULL};
+    TRY(get_obj(l, root, "", "ui", UI_KEYS, &o));
+    if (o && json_object_get(o, "enabled") && !json_is_null(json_object_get(o, "enabled"))) {
+        TRY(get_bool(l, o, "ui", "enabled", &l->cfg->ui.enabled));
+        l->cfg->ui.set = true;
+    }
+    return MV_OK;
+}
+
+/* "log", "recovery" and "retention" (docs/operations.md). */
+static mv_code load_operations(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *o;
+    static const char *const LOG_KEYS[] = {"level", NULL};
+    TRY(get_obj(l, root, "", "log", LOG_KEYS, &o));
+    json_t *level = o ? json_object_get(o, "level") : NULL;
+    if (level && !json_is_null(level)) {
+        static const char *const LEVELS[] = {"debug", "info", "warn", "error"};
+        c->log_level = -1;
+        for (int i = 0; i < 4; i++)
+            if (json_is_string(level) && strcmp(json_string_value(level), LEVELS[i]) == 0)
+                c->log_level = i;
+        if (c->log_level < 0)
+            return fail(l, "\"log.level\" must be \"debug\", \"info\", \"warn\" or \"error\"");
+    }
+    static const char *const RECOVERY_KEYS[] = {"intervalMs", NULL};
+    TRY(get_obj(l, root, "", "recovery", RECOVERY_KEYS, &o));
+    if (o) TRY(get_int(l, o, "recovery", "intervalMs", 10, 86400000, &c->recovery_interval_ms));
+    static const char *const RETENTION_KEYS[] = {"clientRequestsMs", "streamEventsMs", NULL};
+    TRY(get_obj(l, root, "", "retention", RETENTION_KEYS, &o));
+    if (o) {
+        TRY(get_int(l, o, "retention", "clientRequestsMs", 0, INT64_C(9007199254740991),
+                    &c->retention.client_requests_ms));
+        TRY(get_int(l, o, "retention", "streamEventsMs", 1000, 365LL * 86400000,
+                    &c->retention.stream_events_ms));
+    }
+    return MV_OK;
+}
+
 /* Live updates: "stream", "retention" and "cors" (DESIGN part two). */
 static mv_code load_live(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -446,11 +488,7 @@ static mv_code load_live(loader *l, json_t *root) {
         TRY(get_int(l, o, "stream", "heartbeatMs", 100, 3600000, &c->stream.heartbeat_ms));
         TRY(get_str(l, o, "stream", "secretEnv", &c->stream.secret.env));
     }
-    static const char *const RETENTION_KEYS[] = {"streamEventsMs", NULL};
-    TRY(get_obj(l, root, "", "retention", RETENTION_KEYS, &o));
-    if (o)
-        TRY(get_int(l, o, "retention", "streamEventsMs", 1000, 365LL * 86400000,
-                    &c->retention.stream_events_ms));
+    /* "retention.streamEventsMs" is read with the other retention key (load_operations) */
     static const char *const CORS_KEYS[] = {"allowedOrigins", "maxAgeS", NULL};
     TRY(get_obj(l, root, "", "cors", CORS_KEYS, &o));
     if (o) {
@@ -491,6 +529,7 @@ static mv_code check_whole(loader *l) {
     mv_err perr = {0};
     if (mv_http_parse_listen(c->listen, host, sizeof host, &port, &perr) != MV_OK)
         return fail(l, "\"listen\": %s", perr.message);
+    if (!c->ui.set) c->ui.enabled = mv_http_host_is_loopback(host);
     if (!c->auth.jwt && !c->auth.trust_proxy_headers && !mv_http_host_is_loopback(host))
         return fail(l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
                     "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
@@ -549,9 +588,12 @@ static void set_defaults(mv_config *c) {
     c->outbox.poll_ms = 1000;
     c->outbox.max_attempts = 10;
     c->outbox.backoff_ms = 1000;
+    c->log_level = 1;
+    c->recovery_interval_ms = 5000;
+    c->retention.client_requests_ms = 86400000;
+    c->retention.stream_events_ms = 86400000;
     c->stream.max_connections = 1000;
     c->stream.heartbeat_ms = 15000;
-    c->retention.stream_events_ms = 86400000;
     c->cors.max_age_s = 600;
 }
 
@@ -581,6 +623,8 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     if (rc == MV_OK) rc = load_auth(l, root);
     if (rc == MV_OK) rc = load_messages(l, root);
     if (rc == MV_OK) rc = load_delivery(l, root);
+    if (rc == MV_OK) rc = load_ui(l, root);
+    if (rc == MV_OK) rc = load_operations(l, root);
     json_decref(root);
     TRY(rc);
 

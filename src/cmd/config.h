@@ -108,13 +108,21 @@ typedef struct mv_config {
         int backoff_ms;    /* 1000 (doubles per attempt) */
     } outbox;
     struct {
+        bool enabled; /* /ui/ served; default: true on a loopback listen address */
+        bool set;     /* "ui.enabled" given in the file */
+    } ui;
+    /* Operations (docs/operations.md) */
+    int log_level;                /* "log.level": 0 debug, 1 info (default), 2 warn, 3 error */
+    int64_t recovery_interval_ms; /* "recovery.intervalMs": 5000 */
+    struct {
+        int64_t client_requests_ms; /* 86400000 */
+        int64_t stream_events_ms;   /* 86400000 */
+    } retention;
+    struct {
         int max_connections;       /* 1000: beyond → 503 stream_capacity */
         int64_t heartbeat_ms;      /* 15000 */
         mv_config_secret secret;   /* stream tickets; else approvals.secretEnv's */
     } stream;
-    struct {
-        int64_t stream_events_ms;  /* 86400000: how long the change log keeps an event */
-    } retention;
     struct {
         char **origins;            /* allowed origins, exact match; none by default */
         size_t n_origins;

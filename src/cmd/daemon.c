@@ -57,28 +57,6 @@ static mv_code daemon_health(void *ctx, mv_err *err) {
     return mv_service_health(d->service, err);
 }
 
-/* Gauges read when /metrics is scraped. */
-static void collect(mv_metrics *m, void *ctx) {
-    mv_daemon *d = ctx;
-    int64_t pending = 0, failed = 0;
-    if (mv_outbox_depth(d->store, &pending, &failed, NULL) == MV_OK) {
-        const char *p[] = {"state", "pending", NULL}, *f[] = {"state", "failed", NULL};
-        mv_metrics_gauge_set(m, "missive_outbox_rows", p, (double)pending);
-        mv_metrics_gauge_set(m, "missive_outbox_rows", f, (double)failed);
-    }
-    int64_t by_state[3] = {0};
-    if (mv_requests_stats(d->store, by_state, NULL) == MV_OK) {
-        const char *names[] = {"pending", "completed", "failed"};
-        for (int i = 0; i < 3; i++) {
-            const char *l[] = {"state", names[i], NULL};
-            mv_metrics_gauge_set(m, "missive_client_requests", l, (double)by_state[i]);
-        }
-    }
-    if (d->streams)
-        mv_metrics_gauge_set(m, "missive_stream_connections", NULL,
-                             (double)mv_stream_hub_connections(d->streams));
-}
-
 static void log_outbox_event(void *ctx, const mv_outbox_event *ev) {
     (void)ctx;
     mv_log(ev->final ? "error" : "warn", "outbox delivery failed",
@@ -111,7 +89,9 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
                                      .nsecrets = cfg->n_webhook_keys,
                                      .connect_timeout_ms = cfg->webhooks.connect_timeout_ms,
                                      .timeout_ms = cfg->webhooks.timeout_ms,
-                                     .max_response_bytes = cfg->webhooks.max_response_bytes};
+                                     .max_response_bytes = cfg->webhooks.max_response_bytes,
+                                     .on_call = mv_daemon_on_webhook,
+                                     .on_call_ctx = d};
     if (cfg->payment.enabled && !(d->payment = mv_payment_webhook_new(cfg->payment.webhook, &d->webhook)))
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (cfg->approvals.enabled) {
@@ -185,6 +165,7 @@ static mv_code start_outbox(mv_daemon *d, const mv_config *cfg, mv_err *err) {
 mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err *err) {
     memset(d, 0, sizeof *d);
     d->cfg = cfg;
+    mv_log_set_level(cfg->log_level);
     mv_store_options so = {.pool_size = cfg->store_options.pool_size,
                            .synchronous = cfg->store_options.synchronous,
                            .busy_timeout_ms = cfg->store_options.busy_timeout_ms,
@@ -223,6 +204,7 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK) rc = open_service(d, cfg, err);
     if (rc == MV_OK) rc = start_outbox(d, cfg, err);
+    if (rc == MV_OK) rc = mv_recovery_loop_start(d, &d->recovery, err);
     if (rc == MV_OK) {
         const mv_config_secret *ts = cfg->stream.secret.env ? &cfg->stream.secret
                                                             : &cfg->approvals.secret;
@@ -239,22 +221,31 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
         mv_daemon_close(d);
         return rc;
     }
-    mv_metrics_set_collector(d->metrics, collect, d);
-    mv_metrics_describe(d->metrics, "missive_stream_connections", "gauge",
-                        "Open GET /messages/stream connections on this daemon.");
-    d->ops = (mv_http_ops){.health = daemon_health, .health_ctx = d, .metrics = d->metrics};
+    mv_daemon_metrics_init(d);
+    d->ops = (mv_http_ops){.health = daemon_health,
+                           .health_ctx = d,
+                           .metrics = d->metrics,
+                           .draining = &d->draining};
+    d->list_routes = (mv_list_routes){.store = d->store,
+                                      .engine = d->saga_engine,
+                                      .approvals = d->approvals != NULL,
+                                      .admin_permission = cfg->admin_permission_key,
+                                      .default_limit = cfg->list.default_limit,
+                                      .max_limit = cfg->list.max_limit};
     d->message_routes = (mv_message_routes){.service = d->service,
                                             .admin_permission = cfg->admin_permission_key,
                                             .metrics = d->metrics};
     d->durable_routes = (mv_durable_routes){.approvals = d->approvals,
                                             .engine = d->saga_engine,
                                             .book = d->sagas,
-                                            .admin_permission = cfg->admin_permission_key};
+                                            .admin_permission = cfg->admin_permission_key,
+                                            .metrics = d->metrics};
     return MV_OK;
 }
 
 void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
+    mv_recovery_loop_stop(d->recovery);
     mv_outbox_worker_stop(d->outbox);
     mv_stream_hub_free(d->streams);
     mv_service_free(d->service);

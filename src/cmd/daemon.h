@@ -13,6 +13,7 @@
 #include "http/ops.h"
 #include "http/router.h"
 #include "http/routes_durable.h"
+#include "http/routes_lists.h"
 #include "http/routes_messages.h"
 #include "http/stream_hub.h"
 #include "missive/deliver.h"
@@ -39,6 +40,9 @@ typedef struct mv_daemon {
     mv_service *service;
     mv_message_routes message_routes;
     mv_durable_routes durable_routes;
+    mv_list_routes list_routes;       /* GET /sagas, GET /approvals */
+    struct mv_recovery_loop *recovery; /* resumes sagas whose runner died; retention */
+    atomic_bool draining;             /* set on SIGTERM: /readyz answers 503 */
     mv_stream_hub *streams;           /* GET /messages/stream: the change log fanned out */
 } mv_daemon;
 
@@ -51,6 +55,15 @@ mv_code mv_daemon_check(const mv_config *cfg, mv_err *err);
 mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err *err);
 /* Closes what mv_daemon_open opened. NULL-safe, idempotent. */
 void mv_daemon_close(mv_daemon *d);
+/* daemon_ops.c: declares every metric family (HELP, TYPE, zero series) and installs the
+ * scrape-time collector; the webhook observer (metrics + a warn line per failed call); the
+ * recovery loop (a thread running a pass every recovery.intervalMs; stop joins it, NULL-safe). */
+void mv_daemon_metrics_init(mv_daemon *d);
+void mv_daemon_on_webhook(void *ctx, const mv_webhook_call_info *call);
+typedef struct mv_recovery_loop mv_recovery_loop;
+mv_code mv_recovery_loop_start(mv_daemon *d, mv_recovery_loop **out, mv_err *err);
+void mv_recovery_loop_stop(mv_recovery_loop *loop);
+
 /* Registers every route of the daemon on router (whose app is d). */
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err);
 

@@ -1,8 +1,11 @@
 /* daemon_routes.c — the daemon's route table, in one place: a reader sees every route the daemon
  * answers here. */
 #include "cmd/daemon.h"
-#include "http/routes_inbox.h"
+#include "cmd/ui_assets.h"
 #include "http/openapi.h"
+#include "http/routes_inbox.h"
+
+static const mv_ui_routes ui_routes = {.assets = mv_ui_assets, .index = "index.html"};
 
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_auth(router, d->auth);
@@ -15,6 +18,8 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
         rc = mv_router_set_cors(router, (const char *const *)d->cfg->cors.origins,
                                 d->cfg->cors.n_origins, d->cfg->cors.max_age_s, err);
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
+    if (rc == MV_OK) rc = mv_list_routes_add(router, &d->list_routes, err);
     if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
+    if (rc == MV_OK && (!d->cfg || d->cfg->ui.enabled)) rc = mv_ui_routes_add(router, &ui_routes, err);
     return rc;
 }

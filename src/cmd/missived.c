@@ -113,6 +113,7 @@ static int serve(const mv_config *cfg, bool migrate) {
            json_pack("{s:s,s:i,s:I}", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", "inFlight",
                      mv_http_server_in_flight(server), "timeoutMs",
                      (json_int_t)cfg->shutdown_timeout_ms));
+    atomic_store(&d.draining, true); /* /readyz answers 503 on connections still open */
     mv_stream_hub_drain(d.streams); /* event streams end cleanly; clients reconnect elsewhere */
     if (!mv_http_server_drain(server, cfg->shutdown_timeout_ms)) {
         /* Handlers still running cannot be interrupted; leave without joining them. */

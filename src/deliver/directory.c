@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/callctx.h"
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 
@@ -131,6 +132,7 @@ mv_code mv_directory_lookup(mv_directory *dir, const char *user_id, char **email
     snprintf(url, sizeof url, "%s/%s", dir->url, enc);
     mv_webhook_response res;
     mv_err e = {0};
+    mv__callctx_call("directory", NULL, NULL, NULL);
     mv_code rc = mv_webhook_get(&dir->wh, url, &res, &e);
     if (res.status == 404) {
         mv_webhook_response_free(&res);

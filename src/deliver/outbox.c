@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/callctx.h"
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 #include "store/db.h"
@@ -234,6 +235,7 @@ static void deliver_email(const mv_outbox_config *cfg, const char *row_id, const
                                 subject, "body", body, "messageId", mv_json_str(p, "messageId"),
                                 "toUser", to_user);
         mv_webhook_response res;
+        mv__callctx_call("email", mv_json_str(p, "messageId"), NULL, NULL);
         rc = req ? mv_webhook_post(cfg->webhook, ec->webhook_url, req, row_id, &res, &a->err)
                  : mv_err_set(&a->err, MV_NO_MEMORY, "out of memory");
         if (req) mv_webhook_response_free(&res);
@@ -251,6 +253,7 @@ static void deliver_webhook(const mv_outbox_config *cfg, const char *row_id, con
     a->stage = "webhook";
     const char *key = mv_json_str(p, "idempotencyKey");
     mv_webhook_response res;
+    mv__callctx_call("outbox", NULL, NULL, NULL);
     mv_code rc = mv_webhook_post(cfg->webhook, mv_json_str(p, "url"), json_object_get(p, "body"),
                                  key ? key : row_id, &res, &a->err);
     if (rc == MV_OK) a->v = DONE_SENT;
@@ -300,6 +303,7 @@ static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const c
     }
     if (!cc.won) return MV_OK;
     *claimed = true;
+    mv__callctx_reset(); /* this row's calls carry no ids of an earlier one */
 
     attempt a = {.v = GIVE_UP, .stage = cc.kind == MV_OUTBOX_EMAIL ? "notifier" : "webhook"};
     if (!json_is_object(cc.payload)) {

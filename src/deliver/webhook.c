@@ -14,7 +14,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "base/callctx.h"
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 
@@ -191,6 +193,45 @@ static bool http_url(const char *url) {
     return url && (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0);
 }
 
+/* The URL as logs show it: no credentials, no query string, no fragment. */
+static void url_for_log(const char *url, char *out, size_t size) {
+    mv_url_redacted(url, out, size);
+    out[strcspn(out, "?#")] = '\0';
+}
+
+static double seconds_since(const struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Tells cfg's observer (if any) how the call went, labelled from the thread's call context. */
+static void observe(const mv_webhook_config *cfg, const char *method, const char *url,
+                    const mv_webhook_response *res, double duration_s) {
+    if (!cfg || !cfg->on_call) return;
+    const mv_callctx *cx = mv__callctx();
+    char shown[512];
+    url_for_log(url, shown, sizeof shown);
+    char status_words[32];
+    const char *failure = res->failure;
+    if (!failure && res->outcome != MV_WEBHOOK_OK) {
+        snprintf(status_words, sizeof status_words, "HTTP %ld", res->status);
+        failure = status_words;
+    }
+    mv_webhook_call_info info = {.kind = cx->kind ? cx->kind : "webhook",
+                                 .method = method,
+                                 .url = shown,
+                                 .status = res->status,
+                                 .outcome = (int)res->outcome,
+                                 .duration_s = duration_s,
+                                 .failure = failure,
+                                 .message_id = cx->message_id,
+                                 .attempt_id = cx->attempt_id,
+                                 .saga_id = cx->saga_id,
+                                 .traceparent = cx->traceparent};
+    cfg->on_call(cfg->on_call_ctx, &info);
+}
+
 /* The shared half of POST and GET. body == NULL means GET. */
 static mv_code call(const mv_webhook_config *cfg, const char *method, const char *url,
                     const char *body, size_t body_len, const char *key, mv_webhook_response *out,
@@ -200,7 +241,7 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     memset(res, 0, sizeof *res);
     res->outcome = MV_WEBHOOK_NOT_SENT;
     char shown[512];
-    mv_url_redacted(url ? url : "", shown, sizeof shown);
+    url_for_log(url ? url : "", shown, sizeof shown);
     if (!http_url(url)) {
         return mv_err_set(err, MV_INVALID_ARGUMENT, "webhook URL \"%s\" must start with http:// or https://",
                           shown);
@@ -213,6 +254,8 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     if (c.max_response_bytes == 0) c.max_response_bytes = DEFAULT_MAX_RESPONSE;
 
     mv_code rc = MV_OK;
+    bool performed = false;
+    double duration_s = 0;
     struct curl_slist *hdrs = NULL;
     sink_buf buf = {.max = c.max_response_bytes};
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -228,6 +271,10 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
             snprintf(line, sizeof line, "Idempotency-Key: %s", key);
             hdrs = curl_slist_append(hdrs, line);
         }
+    }
+    if (mv__callctx()->traceparent[0]) { /* W3C trace context: the request that caused this */
+        snprintf(line, sizeof line, "traceparent: %s", mv__callctx()->traceparent);
+        hdrs = curl_slist_append(hdrs, line);
     }
     if (!hdrs || !add_signatures(&hdrs, &c, key, body, body_len, body != NULL)) {
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory building HTTP headers");
@@ -254,7 +301,11 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     }
 
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    performed = true;
     CURLcode cc = curl_easy_perform(h);
+    duration_s = seconds_since(&t0);
     long status = 0;
     curl_off_t pretransfer = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -265,6 +316,7 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
         res->outcome = classify_status(status);
     } else if (buf.too_large || cc == CURLE_FILESIZE_EXCEEDED) {
         res->outcome = MV_WEBHOOK_AMBIGUOUS;
+        res->failure = "response too large";
         rc = mv_err_set(err, MV_UPSTREAM_FAILED,
                         "%s %s: response larger than %zu bytes (HTTP %ld)", method, shown,
                         c.max_response_bytes, status);
@@ -277,6 +329,10 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
                         cc == CURLE_COULDNT_CONNECT || cc == CURLE_URL_MALFORMAT ||
                         pretransfer == 0;
         res->outcome = not_sent ? MV_WEBHOOK_NOT_SENT : MV_WEBHOOK_AMBIGUOUS;
+        res->failure = cc == CURLE_OPERATION_TIMEDOUT ? "timed out"
+                       : cc == CURLE_COULDNT_CONNECT  ? "connection refused"
+                       : not_sent                     ? "not sent"
+                                                      : "no answer";
         rc = mv_err_set(err, MV_UPSTREAM_FAILED, "%s %s: %s (%s)", method, shown,
                         not_sent ? "not sent" : "no complete answer",
                         errbuf[0] ? errbuf : curl_easy_strerror(cc));
@@ -302,6 +358,7 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     }
 
 done:
+    if (performed) observe(cfg, method, url, res, duration_s);
     free(buf.data);
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(h);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/callctx.h"
 #include "durable/durable_internal.h"
 #include "missive/saga_webhook.h"
 
@@ -61,9 +62,12 @@ static mv_code execute_step(mv_saga_step_call *call, void *p, json_t **result, m
     if (!body) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     mv_webhook_response res = {0};
     mv_err werr = {0};
+    mv__callctx_call("saga_step", NULL, NULL, call->saga_id);
     mv_webhook_post(sc->step->def->wh, sc->step->run_url, body, call->effect_id, &res, &werr);
     json_decref(body);
     mv_code rc = MV_OK;
+    char code[65], words[256]; /* what the step said, without its URL (the log has that) */
+    mv_webhook_failure_words(&res, code, words);
     switch (res.outcome) {
     case MV_WEBHOOK_OK:
         /* The far side said it is done: committed, whatever the body. A body that is not JSON
@@ -75,10 +79,10 @@ static mv_code execute_step(mv_saga_step_call *call, void *p, json_t **result, m
         mv_strlcpy(call->error_code,
                    res.outcome == MV_WEBHOOK_REJECTED ? "step_rejected" : "step_not_sent",
                    sizeof call->error_code);
-        rc = mv_err_set(err, MV_SAGA_STEP_FAILED, "saga step %s: %s", call->step, werr.message);
+        rc = mv_err_set(err, MV_SAGA_STEP_FAILED, "saga step %s: %s", call->step, words);
         break;
     case MV_WEBHOOK_AMBIGUOUS:
-        rc = mv_err_set(err, MV_UPSTREAM_FAILED, "saga step %s: %s", call->step, werr.message);
+        rc = mv_err_set(err, MV_UPSTREAM_FAILED, "saga step %s: %s", call->step, words);
         break;
     }
     mv_webhook_response_free(&res);
@@ -96,13 +100,15 @@ static mv_code compensate_step(const json_t *args, const mv_saga_compensation_ca
     if (!body) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     mv_webhook_response res = {0};
     mv_err werr = {0};
+    mv__callctx_call("saga_compensation", NULL, NULL, call->saga_id);
     mv_code rc =
         mv_webhook_post(step->def->wh, step->compensate_url, body, call->effect_id, &res, &werr);
     json_decref(body);
+    char code[65], words[256];
+    mv_webhook_failure_words(&res, code, words);
     mv_webhook_response_free(&res);
     if (rc != MV_OK)
-        return mv_err_set(err, MV_UPSTREAM_FAILED, "saga compensation %s: %s", call->step,
-                          werr.message);
+        return mv_err_set(err, MV_UPSTREAM_FAILED, "saga compensation %s: %s", call->step, words);
     return MV_OK;
 }
 

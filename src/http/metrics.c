@@ -199,6 +199,13 @@ void mv_metrics_observe(mv_metrics *m, const char *name, const char *const *labe
     pthread_mutex_unlock(&m->mu);
 }
 
+void mv_metrics_histogram_declare(mv_metrics *m, const char *name, const char *const *labels) {
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    lookup(m, name, "histogram", labels);
+    pthread_mutex_unlock(&m->mu);
+}
+
 double mv_metrics_value(mv_metrics *m, const char *name, const char *const *labels) {
     double v = 0;
     char *l = render_labels(labels);
@@ -242,13 +249,12 @@ char *mv_metrics_render(mv_metrics *m) {
     pthread_mutex_lock(&m->mu);
     for (size_t i = 0; i < m->n; i++) {
         family *f = &m->f[i];
-        if (f->help) {
-            mv_strbuf_adds(&b, "# HELP ");
-            mv_strbuf_adds(&b, f->name);
-            mv_strbuf_adds(&b, " ");
-            mv_strbuf_adds(&b, f->help);
-            mv_strbuf_adds(&b, "\n");
-        }
+        /* every family has a HELP line (promtool check metrics): the name when undescribed */
+        mv_strbuf_adds(&b, "# HELP ");
+        mv_strbuf_adds(&b, f->name);
+        mv_strbuf_adds(&b, " ");
+        mv_strbuf_adds(&b, f->help ? f->help : f->name);
+        mv_strbuf_adds(&b, "\n");
         mv_strbuf_adds(&b, "# TYPE ");
         mv_strbuf_adds(&b, f->name);
         mv_strbuf_adds(&b, " ");

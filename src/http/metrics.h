@@ -30,6 +30,8 @@ void mv_metrics_gauge_set(mv_metrics *m, const char *name, const char *const *la
 /* One observation of a histogram with the default duration buckets (seconds:
  * 0.005 … 10). */
 void mv_metrics_observe(mv_metrics *m, const char *name, const char *const *labels, double v);
+/* Creates a histogram series with no observations (so it is listed at zero). */
+void mv_metrics_histogram_declare(mv_metrics *m, const char *name, const char *const *labels);
 /* The value of a counter or gauge series (0 when absent) — for tests. */
 double mv_metrics_value(mv_metrics *m, const char *name, const char *const *labels);
 

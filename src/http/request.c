@@ -448,6 +448,18 @@ void mv_http_errorf(mv_http_response *res, mv_code code, const char *fmt, ...) {
 /* ---- logging ----------------------------------------------------------------------------- */
 
 static atomic_int log_fd = 2;
+static atomic_int log_min = 1;
+
+static int level_rank(const char *level) {
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    for (int i = 0; i < 4; i++)
+        if (level && strcmp(level, names[i]) == 0) return i;
+    return 3; /* an unknown level is never dropped */
+}
+
+void mv_log_set_level(int level) { atomic_store(&log_min, level); }
+
+bool mv_log_enabled(const char *level) { return level_rank(level) >= atomic_load(&log_min); }
 
 int mv_log_set_fd(int fd) {
     return atomic_exchange(&log_fd, fd);
@@ -455,7 +467,7 @@ int mv_log_set_fd(int fd) {
 
 void mv_log(const char *level, const char *msg, json_t *fields) {
     int fd = atomic_load(&log_fd);
-    if (fd < 0) {
+    if (fd < 0 || !mv_log_enabled(level)) {
         json_decref(fields);
         return;
     }

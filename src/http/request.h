@@ -69,5 +69,9 @@ void mv_http_errorf(mv_http_response *res, mv_code code, const char *fmt, ...)
 void mv_log(const char *level, const char *msg, json_t *fields);
 /* Redirects the log to fd (tests); -1 silences it. Returns the previous fd. */
 int mv_log_set_fd(int fd);
+/* Lines below this level are dropped: 0 debug, 1 info (default), 2 warn, 3 error ("log.level"). */
+void mv_log_set_level(int level);
+/* True when a line of level ("debug", "info", "warn", "error") would be written. */
+bool mv_log_enabled(const char *level);
 
 #endif

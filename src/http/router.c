@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/callctx.h"
 #include "http/auth.h"
 #include "http/metrics.h"
 #include "http/request.h"
@@ -137,7 +138,7 @@ mv_code mv_router_add(mv_router *router, const mv_route *route, mv_err *err) {
         }
         bool param = n >= 2 && s[0] == '{' && s[n - 1] == '}';
         if ((!param && (memchr(s, '{', n) || memchr(s, '}', n))) || (param && n == 2) ||
-            (n == 0 && (slash || e.nseg > 0))) {
+            (n == 0 && slash)) { /* a trailing '/' ("/ui/") is a last, empty literal */
             entry_free(&e);
             return mv_err_set(err, MV_INVALID_ARGUMENT,
                               "route pattern \"%s\": a parameter must be a whole segment {name} "
@@ -349,6 +350,11 @@ static void preflight(mv_router *router, mv_http_request *req, mv_http_response 
 void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response *res) {
     double start = mono_seconds();
     set_request_id(req);
+    /* W3C trace context: kept for this request's log line and the webhooks it causes */
+    mv__callctx_reset();
+    const char *traceparent = mv_http_header_get(req, "traceparent");
+    if (mv__traceparent_valid(traceparent))
+        mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
     const char *origin = allowed_origin(router, req);
     if (router->ncors && strcmp(req->method, "OPTIONS") == 0) {
         preflight(router, req, res, origin);
@@ -389,6 +395,9 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
         if (f && res->error_code && res->status >= 400)
             json_object_set_new(f, "error", json_string(res->error_code));
         if (f && res->detail) json_object_set_new(f, "detail", json_string(res->detail));
+        if (f && mv__callctx()->traceparent[0])
+            json_object_set_new(f, "traceparent", json_string(mv__callctx()->traceparent));
         mv_log(res->status >= 500 ? "error" : "info", "request", f);
     }
+    mv__callctx_reset();
 }

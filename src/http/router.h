@@ -2,6 +2,7 @@
  * of checks before any handler runs.
  *
  * Patterns are literal segments and {name} parameters ("/messages/{id}/actions/{usertype}").
+ * A pattern may end with "/" ("/ui/"): its last segment is then the empty literal.
  * When several patterns match a path, the one with a literal earliest wins ("/messages/count"
  * beats "/messages/{id}"). A path that matches no route for this method is 404 not_found, even
  * when another method would match (DESIGN: GET /messages/{id}/action/{actionCd} is 404).

@@ -145,6 +145,8 @@ static void decide_approval(mv_http_request *req, mv_http_response *res, void *a
         mv_http_error(res, &err);
         return;
     }
+    const char *labels[] = {"decision", decision, NULL};
+    mv_metrics_counter_add(r->metrics, "missive_approvals_total", labels, 1);
     mv_http_json(res, 200, mv_approval_to_json(&rec));
 }
 

@@ -3,6 +3,7 @@
 #ifndef MISSIVE_HTTP_ROUTES_DURABLE_H
 #define MISSIVE_HTTP_ROUTES_DURABLE_H
 
+#include "http/metrics.h"
 #include "http/router.h"
 #include "missive/durable.h"
 #include "missive/saga_webhook.h"
@@ -12,6 +13,7 @@ typedef struct mv_durable_routes {
     mv_saga_engine *engine;       /* borrowed; NULL → the saga routes answer 404 not_found */
     const mv_saga_book *book;     /* borrowed; NULL → the saga routes answer 404 not_found */
     const char *admin_permission; /* "is.admin" (NULL → "is.admin") */
+    mv_metrics *metrics;          /* NULL → decisions are not counted */
 } mv_durable_routes;
 
 /* The permission that lets a user decide approvals (admins may too). */

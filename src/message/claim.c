@@ -15,17 +15,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/callctx.h"
 #include "message/inbox_internal.h"
+#include "message/service.h"
 
 static const char SQL_CLAIM_ACTIVE[] =
     "UPDATE messages SET action_state = 'processing', action_cd = ?, action_attempt_id = ?, "
     "action_claimed_by = ?, action_claimed_at = ?, action_lease_expires_at = ?, "
-    "action_failure_message = NULL, action_approval_id = ?, updated_at = ? "
+    "action_failure_message = NULL, action_failure_code = NULL, action_failed_at = NULL, "
+    "action_approval_id = ?, updated_at = ? "
     "WHERE id = ? AND action_state = 'active'";
 static const char SQL_CLAIM_RETRY[] =
     "UPDATE messages SET action_state = 'processing', action_claimed_by = ?, "
     "action_claimed_at = ?, action_lease_expires_at = ?, action_failure_message = NULL, "
-    "updated_at = ? "
+    "action_failure_code = NULL, action_failed_at = NULL, updated_at = ? "
     "WHERE id = ? AND action_cd = ? AND action_attempt_id IS NOT NULL "
     "AND (action_state = 'retryable' OR (action_state = 'processing' AND "
     "action_lease_expires_at <= ?))";
@@ -35,11 +38,12 @@ static const char SQL_ATTEMPT_OF[] =
 static const char SQL_RESET_COMPENSATED[] =
     "UPDATE messages SET action_state = 'active', action_cd = NULL, action_attempt_id = NULL, "
     "action_claimed_by = NULL, action_claimed_at = NULL, action_lease_expires_at = NULL, "
-    "action_failure_message = NULL, action_approval_id = NULL, updated_at = ? "
+    "action_failure_message = NULL, action_failure_code = NULL, action_failed_at = NULL, "
+    "action_approval_id = NULL, updated_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
 static const char SQL_MARK_RETRYABLE[] =
     "UPDATE messages SET action_state = 'retryable', action_failure_message = ?, "
-    "action_lease_expires_at = NULL, updated_at = ? "
+    "action_failure_code = ?, action_failed_at = ?, action_lease_expires_at = NULL, updated_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
 static const char SQL_ARCHIVE[] =
     "UPDATE messages SET action_state = 'archived', archived = 1, archived_by = ?, "
@@ -154,6 +158,8 @@ static mv_code run_handler(action_job *j, mv_err *err) {
     if (rc != MV_OK) goto done;
     mv_action_input in = {j->message, j->action, name, j->req->user, j->attempt_id,
                           j->req->input ? j->req->input : empty, &j->abort};
+    /* the calls the handler makes (a webhook, a saga's steps) are logged with these ids */
+    mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
     if (svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
         rc = fn(ctx, &in, &j->result, err);
     } else if (j->action->handler == MV_HANDLER_NONE) {
@@ -234,12 +240,17 @@ static void keeper_stop(lease_keeper *k) {
 typedef struct {
     action_job *j;
     const char *failure;
+    const char *code;
 } retry_arg;
 
+/* The handler's words as lastFailure shows them: never a URL or control characters. */
 static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
     retry_arg *a = ctx;
+    char words[256];
+    mv_webhook_public_text(a->failure, words, sizeof words);
     int64_t now = svc_now(a->j->svc), changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_MARK_RETRYABLE, &changes, err, "siss", a->failure, now,
+    mv_code rc = mv_db_execf(db, SQL_MARK_RETRYABLE, &changes, err, "ssiiss", words,
+                             a->code ? a->code : "handler_failed", now, now,
                              a->j->req->message_id, a->j->attempt_id);
     return rc == MV_OK && changes == 1 ? message_changed(db, a->j, now, err) : rc;
 }
@@ -423,14 +434,6 @@ static mv_code check_action(action_job *j, mv_err *err) {
     return MV_OK;
 }
 
-/* What a retryable attempt remembers as its failure (the message's lastFailure): the contract's
- * words for an error whose text may name a URL, a host or driver text, else the handler's own. */
-static const char *failure_words(const mv_err *e) {
-    if (!e) return "archive failed";
-    const char *pub = mv_code_public_message(e->code);
-    return pub ? pub : e->message;
-}
-
 /* A handler that runs outside the store: claim, run it under a kept-alive lease, then archive —
  * or leave the attempt retryable (same attempt id next time), active again when a saga
  * compensated, or retryable for review when a saga is ambiguous. */
@@ -447,7 +450,7 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
     if (rc == MV_OK) {
         rc = mv_store_write(svc->o.store, archive_tx, j, err);
         if (rc != MV_OK && rc != MV_ACTION_CONFLICT) {
-            retry_arg a = {j, failure_words(err)};
+            retry_arg a = {j, "the result could not be recorded", "store_failed"};
             mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL);
         }
         return rc;
@@ -456,7 +459,8 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
         mv_store_write(svc->o.store, reset_tx, j, NULL);
         return mv_err_copy(err, &herr);
     }
-    retry_arg a = {j, failure_words(&herr)};
+    retry_arg a = {j, herr.message,
+                   herr.failure_code[0] ? herr.failure_code : mv_code_name(herr.code)};
     mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
     if (rc == MV_ACTION_NEEDS_REVIEW) {
         mv_err_copy(err, &herr);

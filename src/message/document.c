@@ -48,6 +48,17 @@ json_t *doc_from_row(mv_stmt *st) {
     json_object_set_new(d, "archivedAt", int_or_null(st, 25));
     json_object_set_new(d, "createdAt", int_or_null(st, 26));
     json_object_set_new(d, "updatedAt", int_or_null(st, 27));
+    /* lastFailure: what the handler said, only while the attempt is retryable */
+    const char *state = mv_stmt_text(st, 16);
+    if (state && strcmp(state, "retryable") == 0 && !mv_stmt_is_null(st, 22)) {
+        const char *code = mv_stmt_text(st, 28);
+        json_object_set_new(d, "lastFailure",
+                            json_pack("{s:s,s:s,s:o,s:o}", "code", code ? code : "handler_failed",
+                                      "message", mv_stmt_text(st, 22), "at", int_or_null(st, 29),
+                                      "actionAttemptId", text_or_null(st, 18)));
+    } else {
+        json_object_set_new(d, "lastFailure", json_null());
+    }
     json_object_set_new(d, "viewer", json_pack("{s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt"));
     return d;
 }
@@ -57,13 +68,13 @@ json_t *doc_new(const char *type, const char *template_cd, int64_t now) {
     mv_id_message(id);
     json_t *empty_content = json_pack("{s:s,s:s,s:s}", "title", "", "short", "", "long", "");
     return json_pack("{s:s,s:s,s:s,s:n,s:n,s:[],s:O,s:o,s:[],s:n,s:s,s:{},s:{},s:n,s:s,s:n,s:n,"
-                     "s:n,s:n,s:I,s:I,s:{s:n,s:n,s:n}}",
+                     "s:n,s:n,s:I,s:I,s:n,s:{s:n,s:n,s:n}}",
                      "id", id, "type", type, "templateCd", template_cd, "fromUser", "toUser",
                      "toRoles", "senderContent", empty_content, "receiverContent", empty_content,
                      "documents", "paymentSession", "paymentCd", "", "payload", "display",
                      "clientRequestId", "actionState", "active", "actionCd", "actionAttemptId",
                      "archivedBy", "archivedAt", "createdAt", (json_int_t)now, "updatedAt",
-                     (json_int_t)now, "viewer", "seenAt", "readAt", "dismissedAt");
+                     (json_int_t)now, "lastFailure", "viewer", "seenAt", "readAt", "dismissedAt");
 }
 
 static const char SQL_INSERT_MESSAGE[] =

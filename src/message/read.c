@@ -208,7 +208,7 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
         int r = 0;
         while (!*full && (r = mv_stmt_step(st, err)) == 1) {
             json_t *doc = doc_from_row(st);
-            json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 28));
+            json_object_set_new(doc, "viewer", inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
             size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);
             int64_t size = (int64_t)bytes + 1; /* and its comma */
             if (a->count > 0 && *used + size > budget) {

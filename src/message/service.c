@@ -142,10 +142,7 @@ bool svc_find_handler(mv_service *svc, const char *template_cd, const char *acti
 }
 
 mv_code mv_service_health(mv_service *svc, mv_err *err) {
-    bool failing = mv_store_write_failing(svc->o.store); /* before the check's own transaction */
-    mv_code rc = mv_store_check_schema(svc->o.store, err);
-    /* reading works; while writes fail (a full disk) the service is not healthy either */
-    if (rc == MV_OK && failing)
-        rc = mv_store_probe_write(svc->o.store, err);
-    return rc;
+    /* reading works; a store that cannot take a write (a full disk, a read-only or lost server)
+     * is not ready either */
+    return mv_store_ready(svc->o.store, err);
 }

@@ -64,7 +64,8 @@ bool svc_find_handler(mv_service *svc, const char *template_cd, const char *acti
     "documents, payment_session, payment_cd, payload, display, client_request_id, "                \
     "client_request_owner_id, client_request_item_index, action_state, action_cd, "               \
     "action_attempt_id, action_claimed_by, action_claimed_at, action_lease_expires_at, "           \
-    "action_failure_message, action_approval_id, archived_by, archived_at, created_at, updated_at"
+    "action_failure_message, action_approval_id, archived_by, archived_at, created_at, updated_at, " \
+    "action_failure_code, action_failed_at"
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
 json_t *doc_from_row(mv_stmt *st);

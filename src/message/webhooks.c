@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/callctx.h"
 #include "message/service.h"
 
 static json_t *user_json(const mv_user *u) {
@@ -23,6 +24,7 @@ mv_code webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input
                              "payload", in->payload);
     mv_webhook_response res = {0};
     mv_err e = {0};
+    mv__callctx_call("prepare", NULL, NULL, NULL);
     mv_code rc = mv_webhook_post(svc->o.webhook, url, body, in->idempotency_key, &res, &e);
     json_decref(body);
     if (rc == MV_OK && res.json_invalid) {
@@ -50,9 +52,23 @@ mv_code webhook_handler(mv_service *svc, const char *url, const mv_action_input 
                         json_t **result, mv_err *err) {
     json_t *body = handler_request(in);
     mv_webhook_response res = {0};
-    mv_code rc = mv_webhook_post(svc->o.webhook, url, body, in->attempt_id, &res, err);
+    mv_err e = {0};
+    mv__callctx_call("handler", mv_json_str(in->message, "id"), in->attempt_id, NULL);
+    mv_code rc = mv_webhook_post(svc->o.webhook, url, body, in->attempt_id, &res, &e);
     json_decref(body);
     if (rc == MV_OK) *result = res.json ? json_incref(res.json) : json_null();
+    if (rc == MV_UPSTREAM_FAILED) {
+        /* the client sees the handler's words (lastFailure); the log sees the URL too */
+        char code[65], words[256];
+        mv_webhook_failure_words(&res, code, words);
+        mv_err_set(err, rc, "%s", words);
+        if (err) {
+            mv_strlcpy(err->failure_code, code, sizeof err->failure_code);
+            mv_strlcpy(err->cause, e.message, sizeof err->cause);
+        }
+    } else if (rc != MV_OK) {
+        mv_err_copy(err, &e);
+    }
     mv_webhook_response_free(&res);
     return rc;
 }
@@ -74,6 +90,7 @@ static mv_code pay_call(payment_webhook *pw, json_t *body, const char *key, json
         if (rc != MV_OK) return rc;
         key = fresh;
     }
+    mv__callctx_call("payment", NULL, NULL, NULL);
     mv_code rc = mv_webhook_post(pw->wh, pw->url, body, key, &res, err);
     json_decref(body);
     if (rc != MV_OK) { /* refused (4xx) is definitive; no answer, a timeout or a 5xx is not */

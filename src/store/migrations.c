@@ -7,6 +7,7 @@ extern const mv_migration mv_migration_outbox;
 extern const mv_migration mv_migration_durable;
 extern const mv_migration mv_migration_tenants;
 extern const mv_migration mv_migration_inbox;
+extern const mv_migration mv_migration_operations;
 
 const mv_migration *const mv_migrations[] = {
     &mv_migration_messages,
@@ -14,5 +15,6 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_durable,
     &mv_migration_tenants,
     &mv_migration_inbox,
+    &mv_migration_operations,
     NULL,
 };

@@ -397,6 +397,33 @@ TEST(a_missing_file_is_an_io_error_naming_it) {
     CHECK(strstr(err.message, "/nonexistent/missive.json") != NULL);
 }
 
+/* Loads text (expected valid) and returns ui.enabled. */
+static bool ui_enabled(const char *text, const mv_config_overrides *ov) {
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(write_config("ui.json", text), ov, &c, &err), MV_OK, &err);
+    bool on = c && c->ui.enabled;
+    mv_config_free(c);
+    return on;
+}
+
+TEST(ui_is_on_by_default_on_a_loopback_address_and_off_on_a_public_one) {
+    CHECK(ui_enabled("{}", NULL));
+    CHECK(ui_enabled("{\"listen\": \"[::1]:8080\"}", NULL));
+    const char *pub = "{\"listen\": \"0.0.0.0:8080\", \"auth\": {\"trustProxyHeaders\": true}}";
+    CHECK(!ui_enabled(pub, NULL));
+    /* the default follows the final address, after --listen */
+    mv_config_overrides ov = {.listen = "127.0.0.1:9"};
+    CHECK(ui_enabled(pub, &ov));
+    CHECK(ui_enabled("{\"listen\": \"0.0.0.0:8080\", \"auth\": {\"trustProxyHeaders\": true}, "
+                     "\"ui\": {\"enabled\": true}}",
+                     NULL));
+    CHECK(!ui_enabled("{\"ui\": {\"enabled\": false}}", NULL));
+    expect_error("{\"ui\": {\"enabled\": \"yes\"}}", "\"ui.enabled\" must be true or false");
+    expect_error("{\"ui\": {\"path\": \"/srv\"}}", "unknown key \"ui.path\"");
+    expect_error("{\"ui\": true}", "\"ui\" must be an object");
+}
+
 TEST(stream_retention_and_cors_load_with_defaults_and_checks) {
     set_secrets();
     setenv("MISSIVE_STREAM_SECRET_T", SECRET32, 1);
@@ -451,5 +478,6 @@ int main(void) {
                      headers_auth_is_refused_on_a_public_address_unless_proxy_headers_are_trusted,
                      command_line_overrides_replace_listen_and_store_and_are_checked,
                      group_commit_is_on_by_default_and_store_options_can_turn_it_off,
-                     a_missing_file_is_an_io_error_naming_it);
+                     a_missing_file_is_an_io_error_naming_it,
+                     ui_is_on_by_default_on_a_loopback_address_and_off_on_a_public_one);
 }

@@ -64,6 +64,11 @@ static mv_code breaking_prepare(void *ctx, const mv_prepare_input *in, json_t **
     return fixture_prepare(NULL, in, items, err);
 }
 
+static mv_code checkpoint_tx(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    return mv_db_exec(db, "CHECKPOINT", err);
+}
+
 /* The fixture on the store of this kind: a private server for postgres, one connection for
  * sqlite (so the page limit set on it applies to every write). */
 static int open_faulty(fixture *fx, fault *f, const char *kind, const char *name) {
@@ -73,6 +78,9 @@ static int open_faulty(fixture *fx, fault *f, const char *kind, const char *name
     if (strcmp(kind, "postgres") == 0) {
         if (!pg_private_start(&f->pg)) return 0;
         if (!fixture_open_url(fx, f->pg.url, NULL, &o)) return 0;
+        /* the test cluster commits asynchronously: flush the migrations, or an immediate stop
+         * (a crash) may take the last ones with it */
+        if (mv_store_write(fx->store, checkpoint_tx, NULL, NULL) != MV_OK) return 0;
     } else {
         mv_store_options so = {.pool_size = 1};
         if (!fixture_open_url(fx, test_store_url(kind, name), &so, &o)) return 0;

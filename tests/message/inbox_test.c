@@ -5,6 +5,7 @@
 
 #include "fixture.h"
 #include "message/inbox_internal.h"
+#include "store/driver.h"
 #include "missive/inbox.h"
 
 static const char *OPS[] = {"ops"};
@@ -509,17 +510,25 @@ static const char SQL_DROP_VIEWERS[] = "DROP TABLE message_viewers";
 static const char SQL_DROP_EVENTS[] = "DROP TABLE stream_events";
 static const char SQL_DROP_PRUNED[] = "DROP TABLE stream_events_pruned";
 static const char SQL_DROP_TALLIES[] = "DROP TABLE inbox_tallies";
-static const char SQL_FORGET_5[] = "DELETE FROM schema_version WHERE version = 5";
 
 static mv_code back_to_4_tx(mv_db *db, void *ctx, mv_err *err) {
     (void)ctx;
-    const char *sql[] = {SQL_DROP_VIEWERS, SQL_DROP_EVENTS, SQL_DROP_PRUNED, SQL_DROP_TALLIES,
-                         SQL_FORGET_5};
-    for (int i = 0; i < 5; i++) {
+    const char *sql[] = {SQL_DROP_VIEWERS, SQL_DROP_EVENTS, SQL_DROP_PRUNED, SQL_DROP_TALLIES};
+    for (int i = 0; i < 4; i++) {
         mv_code rc = mv_db_execf(db, sql[i], NULL, err, "");
         if (rc != MV_OK) return rc;
     }
     return MV_OK;
+}
+
+extern const mv_migration mv_migration_inbox;
+
+static mv_code replay_migration_5_tx(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    return mv_db_exec(db,
+                      mv_db_kind(db) == MV_STORE_POSTGRES ? mv_migration_inbox.postgres_sql
+                                                           : mv_migration_inbox.sqlite_sql,
+                      err);
 }
 
 STORE_TEST(migrating_a_store_with_messages_fills_the_tallies_from_them) {
@@ -536,9 +545,9 @@ STORE_TEST(migrating_a_store_with_messages_fills_the_tallies_from_them) {
     CHECK_CODE(mv_action_handle(f.svc, &ar, &r, &err), MV_OK, &err); /* archived: not counted */
     json_decref(r);
     CHECK_CODE(mv_store_write(f.store, back_to_4_tx, NULL, &err), MV_OK, &err);
-    int applied = 0;
-    CHECK_CODE(mv_store_migrate(f.store, &applied, &err), MV_OK, &err);
-    CHECK_INT(applied, 1);
+    /* Later migrations stay applied, so migration 5 is replayed by itself, as it ran on a store
+     * that already held messages. */
+    CHECK_CODE(mv_store_write(f.store, replay_migration_5_tx, NULL, &err), MV_OK, &err);
     CHECK_COUNTS(counts(&f, &bob, NULL), 3, 3, 3);
     mv_user ana = {.id = "ana"};
     CHECK_COUNTS(counts(&f, &ana, NULL), 2, 2, 2);

@@ -9,8 +9,16 @@
 #include "missive/base.h"
 #include "missive/store.h"
 #include "store/db.h"
+#include "store/driver.h"
 #include "support/stores.h"
 #include "test.h"
+
+/* How many migrations there are (versions may have gaps while branches land). */
+static int migration_count(void) {
+    int n = 0;
+    while (mv_migrations[n]) n++;
+    return n;
+}
 
 static mv_store *open_url(const char *url, const mv_store_options *o) {
     mv_store *s = NULL;
@@ -34,7 +42,7 @@ STORE_TEST(migrate_creates_schema_and_is_idempotent_after_reopen) {
     CHECK_INT(v, 0);
     CHECK_CODE(mv_store_check_schema(s, &err), MV_STORE_UNAVAILABLE, &err);
     CHECK_CODE(mv_store_migrate(s, &applied, &err), MV_OK, &err);
-    CHECK_INT(applied, mv_store_latest_version());
+    CHECK_INT(applied, migration_count());
     mv_store_close(s);
     REQUIRE((s = open_url(url, NULL)));
     CHECK_CODE(mv_store_migrate(s, &applied, &err), MV_OK, &err);
@@ -92,7 +100,7 @@ STORE_TEST(processes_migrating_at_once_apply_each_migration_once) {
         mv_err err = {0};
         int64_t n[2] = {-1, -1};
         CHECK_CODE(mv_store_read(s, count_versions, n, &err), MV_OK, &err);
-        CHECK_INT(n[0], mv_store_latest_version());
+        CHECK_INT(n[0], migration_count());
         CHECK_INT(n[1], n[0]);
         CHECK_CODE(mv_store_check_schema(s, &err), MV_OK, &err);
         mv_store_close(s);
@@ -665,7 +673,7 @@ POSTGRES_TEST(migration_waits_for_another_migration_beyond_the_statement_timeout
     mv_err err = {0};
     int applied = -1;
     CHECK_CODE(mv_store_migrate(s, &applied, &err), MV_OK, &err);
-    CHECK_INT(applied, mv_store_latest_version());
+    CHECK_INT(applied, migration_count());
     pthread_join(th, NULL);
     CHECK_INT(h.rc, MV_OK);
     mv_store_close(h.store);

@@ -1,0 +1,93 @@
+/* routes_ui.c — GET /ui/ and GET /ui/{file}: the compiled-in web inbox and console.
+ *
+ * Nothing here reads the disk or the store: an answer is a lookup in the asset table and a few
+ * headers, so the routes are public and cost the same whoever asks. The security headers are the
+ * point of the file: the pages render message text that any sender controls, so besides the
+ * component's own rule (text, never HTML) the browser is told to run no inline script and to talk
+ * to this origin only. */
+#include <string.h>
+
+#include "http/request.h"
+#include "http/routes_ui.h"
+#include "missive/base.h"
+
+static const mv_ui_asset *find_asset(const mv_ui_routes *ui, const char *name) {
+    for (const mv_ui_asset *a = ui->assets; name && a->name; a++)
+        if (strcmp(a->name, name) == 0) return a;
+    return NULL;
+}
+
+/* If-None-Match holds a list of entity tags (or "*"); a weak W/ prefix still names our tag. */
+static bool not_modified(const mv_http_request *req, const mv_ui_asset *a) {
+    const char *inm = mv_http_header_get(req, "If-None-Match");
+    return inm && (strcmp(inm, "*") == 0 || strstr(inm, a->etag) != NULL);
+}
+
+static void security_headers(mv_http_response *res) {
+    mv_http_set_header(res, "Content-Security-Policy", MV_UI_CSP);
+    mv_http_set_header(res, "X-Content-Type-Options", "nosniff");
+    mv_http_set_header(res, "Referrer-Policy", "no-referrer");
+    mv_http_set_header(res, "Cross-Origin-Opener-Policy", "same-origin");
+    mv_http_set_header(res, "X-Frame-Options", "DENY");
+}
+
+static void serve(mv_http_request *req, mv_http_response *res, const mv_ui_asset *a) {
+    if (!a) {
+        mv_http_errorf(res, MV_NOT_FOUND, "no route for GET /ui/%s",
+                       mv_valid_token(mv_http_param(req, "file"), 200) ? mv_http_param(req, "file")
+                                                                       : "(this path)");
+        return;
+    }
+    security_headers(res);
+    mv_http_set_header(res, "Cache-Control", "no-cache");
+    mv_http_set_header(res, "ETag", a->etag);
+    if (not_modified(req, a)) {
+        res->status = 304;
+        return;
+    }
+    res->status = 200;
+    mv_http_set_header(res, "Content-Type", a->content_type);
+    res->body = (const char *)a->data; /* static, outlives the response */
+    res->body_len = a->len;
+}
+
+static void handle_index(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    const mv_ui_routes *ui = req->route_ctx;
+    serve(req, res, find_asset(ui, ui->index));
+}
+
+static void handle_file(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    serve(req, res, find_asset(req->route_ctx, mv_http_param(req, "file")));
+}
+
+/* The element has a route of its own: it is the address applications embed (and the one the API
+ * description names). */
+static void handle_element(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    serve(req, res, find_asset(req->route_ctx, "missive-inbox.js"));
+}
+
+static void handle_bare(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)req;
+    (void)app;
+    security_headers(res);
+    mv_http_set_header(res, "Location", "/ui/");
+    mv_http_text(res, 308, "text/plain; charset=utf-8", "/ui/\n", 5);
+}
+
+mv_code mv_ui_routes_add(mv_router *router, const mv_ui_routes *ui, mv_err *err) {
+    void *ctx = (void *)ui;
+    const mv_route table[] = {
+        {"GET", "/ui", handle_bare, true, false, NULL, ctx},
+        {"GET", "/ui/", handle_index, true, false, NULL, ctx},
+        {"GET", "/ui/{file}", handle_file, true, false, NULL, ctx},
+        {"GET", "/ui/missive-inbox.js", handle_element, true, false, NULL, ctx},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        mv_code rc = mv_router_add(router, &table[i], err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}

@@ -1,0 +1,248 @@
+// console.js — the operator console at /ui/: the inbox, pending approvals (approve / deny), sagas in
+// manual review (steps, states, record an outcome, then resume or compensate) and a message lookup
+// by id. It uses only the public HTTP API, through the same client as <missive-inbox>, and like it
+// puts data on the page as text only.
+import { MissiveApi, explain, h } from './missive-inbox.js';
+
+const $ = (id) => document.getElementById(id);
+const KEY = 'missive-console-identity';
+const FIELDS = ['user', 'roles', 'permissions', 'tenant', 'token'];
+
+function loadIdentity() {
+  const q = new URLSearchParams(location.search);
+  let who = {};
+  try { who = JSON.parse(sessionStorage.getItem(KEY) || '{}'); } catch { who = {}; }
+  for (const f of FIELDS) if (q.has(f)) who[f] = q.get(f);
+  return who;
+}
+
+let who = loadIdentity();
+let api = new MissiveApi({});
+
+function applyIdentity() {
+  api = new MissiveApi({ baseUrl: '', token: who.token || null, user: who.token ? null : who.user || null,
+    roles: who.roles || '', permissions: who.permissions || '', tenant: who.tenant || '' });
+  const inbox = $('inbox');
+  for (const f of ['user', 'roles', 'permissions', 'tenant']) {
+    if (who[f] && !who.token) inbox.setAttribute(f, who[f]); else inbox.removeAttribute(f);
+  }
+  if (who.tenant) inbox.setAttribute('tenant', who.tenant);
+  inbox.token = who.token || null;
+  for (const f of FIELDS) $(`who-${f}`).value = who[f] || '';
+  loadApprovals();
+  loadSagas();
+}
+
+$('who').addEventListener('submit', (e) => {
+  e.preventDefault();
+  who = {};
+  for (const f of FIELDS) if ($(`who-${f}`).value.trim()) who[f] = $(`who-${f}`).value.trim();
+  sessionStorage.setItem(KEY, JSON.stringify(who));
+  applyIdentity();
+});
+
+function say(id, text, kind = '') {
+  const el = $(id);
+  el.textContent = text || '';
+  el.className = `status ${kind}`;
+}
+
+function errorText(err) { return `${explain(err)} (${err.message})`; }
+
+function when(ms) { return ms ? new Date(ms).toLocaleString() : '—'; }
+
+/** Replaces ul's cards with one per item, keeping a card whose item has not changed (so a form
+ * being filled in survives the periodic refresh). */
+function reconcile(ul, items, key, version, build) {
+  const old = new Map([...ul.children].map((li) => [li.dataset.key, li]));
+  ul.replaceChildren(...items.map((it) => {
+    const li = old.get(key(it));
+    if (li && li.dataset.version === version(it)) return li;
+    const fresh = build(it);
+    fresh.dataset.key = key(it);
+    fresh.dataset.version = version(it);
+    return fresh;
+  }));
+}
+
+function meta(pairs) {
+  return h('dl', { class: 'meta' }, pairs.filter(([, v]) => v !== undefined && v !== null && v !== '')
+    .flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))]));
+}
+
+// ---- approvals ----------------------------------------------------------------------------------
+
+async function loadApprovals() {
+  if (!who.user && !who.token) { say('approvals-status', 'Say who you are above.'); $('approvals').replaceChildren(); return; }
+  try {
+    const { body } = await api.get('/approvals', { state: 'pending', limit: 50 });
+    const list = body.approvals || [];
+    reconcile($('approvals'), list, (a) => a.approvalId, (a) => a.state, approvalCard);
+    say('approvals-status', list.length ? '' : 'No approvals are waiting.');
+  } catch (err) {
+    $('approvals').replaceChildren();
+    say('approvals-status', err.status === 404 && err.code === 'not_found' ? 'This daemon does not offer the approval list.' : errorText(err), 'error');
+  }
+}
+
+function approvalCard(a) {
+  const out = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
+  const decide = async (decision, buttons) => {
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      const { body } = await api.post(`/approvals/${encodeURIComponent(a.approvalId)}/decision`, { decision });
+      out.textContent = `${body.state === 'approved' ? 'Approved' : 'Denied'}. The requester can now ${body.state === 'approved' ? 'continue' : 'see the answer'}.`;
+      out.className = 'status ok';
+      setTimeout(loadApprovals, 1500);
+    } catch (err) {
+      out.textContent = errorText(err);
+      out.className = 'status error';
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  };
+  const approve = h('button', { type: 'button', class: 'primary approve' }, 'Approve');
+  const deny = h('button', { type: 'button', class: 'danger deny' }, 'Deny');
+  approve.addEventListener('click', () => decide('approved', [approve, deny]));
+  deny.addEventListener('click', () => decide('denied', [approve, deny]));
+  const target = h('button', { type: 'button', class: 'link' }, 'Show message');
+  target.addEventListener('click', () => { $('search-id').value = a.target || ''; findMessage(); });
+  return h('li', { class: 'card approval', 'data-approval-id': a.approvalId },
+    h('h3', {}, a.capability || 'approval'),
+    meta([['asked by', a.principalId], ['message', a.target], ['created', when(a.createdAt)], ['expires', when(a.expiresAt)]]),
+    h('div', { class: 'row' }, approve, deny, a.target ? target : null), out);
+}
+
+$('approvals-refresh').addEventListener('click', loadApprovals);
+
+// ---- sagas --------------------------------------------------------------------------------------
+
+const touched = new Set(); // sagas the operator acted on: their cards stay until Refresh
+
+async function loadSagas() {
+  if (!who.user && !who.token) { say('sagas-status', 'Say who you are above.'); $('sagas').replaceChildren(); return; }
+  try {
+    const { body } = await api.get('/sagas', { state: 'manual-review', limit: 50 });
+    const list = body.sagas || [];
+    const full = await Promise.all(list.map((s) => (s.steps ? s : api.get(`/sagas/${encodeURIComponent(s.sagaId)}`).then((r) => r.body).catch(() => s))));
+    const keep = [...$('sagas').children].filter((li) => touched.has(li.dataset.key) && !full.some((s) => s.sagaId === li.dataset.key));
+    reconcile($('sagas'), full, (s) => s.sagaId, (s) => `${s.state}/${s.updatedAt}`, sagaCard);
+    $('sagas').append(...keep);
+    say('sagas-status', list.length || keep.length ? '' : 'No saga needs review.');
+  } catch (err) {
+    $('sagas').replaceChildren();
+    if (err.code === 'forbidden') say('sagas-status', 'Only admins see sagas.', '');
+    else say('sagas-status', err.status === 404 && err.code === 'not_found' ? 'This daemon does not offer the saga list.' : errorText(err), 'error');
+  }
+}
+
+function stepRow(s) {
+  return h('tr', { 'data-step': s.name },
+    h('td', {}, s.name), h('td', { class: `state state-${s.state}` }, s.state), h('td', {}, String(s.attempts ?? '')),
+    h('td', {}, s.errorCode || (s.result !== undefined ? JSON.stringify(s.result) : '')));
+}
+
+/** The resolve form for a step whose outcome the engine cannot know, or null. */
+function resolveForm(saga, s, card) {
+  let kind;
+  let outcomes;
+  let effectId;
+  if (s.state === 'executing' || s.state === 'ambiguous') {
+    kind = 'execution'; outcomes = ['committed', 'not-committed']; effectId = s.effectId;
+  } else if (s.state === 'compensating') {
+    kind = 'compensation'; outcomes = ['compensated', 'not-compensated']; effectId = s.compensationEffectId;
+  } else {
+    return null;
+  }
+  const outcome = h('select', { class: 'outcome', 'aria-label': `Outcome of ${s.name}` }, outcomes.map((o) => h('option', { value: o }, o)));
+  const result = h('textarea', { class: 'result', rows: 1, placeholder: '{"receipt": "…"}', 'aria-label': `Result of ${s.name} (JSON, optional)` });
+  const code = h('input', { type: 'text', class: 'error-code', placeholder: 'not_committed', 'aria-label': `Error code for ${s.name}` });
+  const record = h('button', { type: 'button', class: 'primary record' }, 'Record outcome');
+  record.addEventListener('click', async () => {
+    const body = { kind, step: s.name, effectId, outcome: outcome.value };
+    if (result.value.trim()) {
+      try { body.result = JSON.parse(result.value); } catch { card.say('The result must be JSON.', 'error'); result.focus(); return; }
+    }
+    if (code.value.trim()) body.errorCode = code.value.trim();
+    record.disabled = true;
+    try {
+      const { body: saga2 } = await api.post(`/sagas/${encodeURIComponent(saga.sagaId)}/resolve`, body);
+      card.update(saga2, `Recorded: ${s.name} ${outcome.value}. Now resume or compensate.`);
+    } catch (err) {
+      card.say(errorText(err), 'error');
+      record.disabled = false;
+    }
+  });
+  return h('div', { class: 'resolve', 'data-step': s.name },
+    h('span', {}, `${s.name}: ${kind}`), h('label', {}, 'Outcome', outcome),
+    kind === 'execution' ? h('label', {}, 'Result (JSON)', result) : null,
+    h('label', {}, 'Error code', code), record);
+}
+
+function sagaCard(saga) {
+  const li = h('li', { class: 'card saga', 'data-saga-id': saga.sagaId });
+  const out = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
+  const card = {
+    say(text, kind = '') { out.textContent = text; out.className = `status ${kind}`; touched.add(saga.sagaId); },
+    update(s, text) { render(s); card.say(text, 'ok'); },
+  };
+  const run = async (what, button) => {
+    button.disabled = true;
+    try {
+      const { body } = await api.post(`/sagas/${encodeURIComponent(saga.sagaId)}/${what}`);
+      render(body);
+      card.say(`${what === 'resume' ? 'Resumed' : 'Compensated'}: the saga is now ${body.state}.`, 'ok');
+    } catch (err) {
+      card.say(errorText(err), 'error');
+      button.disabled = false;
+    }
+  };
+  function render(s) {
+    saga = s;
+    const resume = h('button', { type: 'button', class: 'resume' }, 'Resume');
+    const compensate = h('button', { type: 'button', class: 'danger compensate' }, 'Compensate');
+    resume.addEventListener('click', () => run('resume', resume));
+    compensate.addEventListener('click', () => run('compensate', compensate));
+    const steps = s.steps || [];
+    li.dataset.state = s.state || '';
+    li.replaceChildren(
+      h('h3', {}, s.sagaId),
+      meta([['definition', s.definition], ['state', s.state], ['updated', when(s.updatedAt)]]),
+      h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'step'), h('th', {}, 'state'), h('th', {}, 'attempts'), h('th', {}, 'result / error'))),
+        h('tbody', {}, steps.map(stepRow))),
+      ...steps.map((st) => resolveForm(s, st, card)).filter(Boolean),
+      s.state === 'completed' || s.state === 'compensated' ? null : h('div', { class: 'row' }, resume, compensate),
+      out);
+  }
+  render(saga);
+  return li;
+}
+
+$('sagas-refresh').addEventListener('click', () => { touched.clear(); loadSagas(); });
+
+// ---- message lookup -----------------------------------------------------------------------------
+
+async function findMessage() {
+  const id = $('search-id').value.trim();
+  $('search-result').replaceChildren();
+  if (!/^[0-9a-f]{24}$/.test(id)) { say('search-status', 'A message id is 24 hexadecimal characters.', 'error'); return; }
+  say('search-status', 'Looking…');
+  try {
+    const m = await api.message(id);
+    const c = m.receiverContent || {};
+    say('search-status', '');
+    $('search-result').replaceChildren(h('div', { class: 'card message', 'data-id': m.id },
+      h('h3', {}, c.title || m.templateCd),
+      meta([['template', m.templateCd], ['state', m.actionState], ['from', m.fromUser], ['to', m.toUser || (m.toRoles || []).join(', ')],
+        ['action', m.actionCd], ['attempt', m.actionAttemptId], ['created', when(m.createdAt)], ['archived', m.archivedAt ? `${when(m.archivedAt)} by ${m.archivedBy || '?'}` : ''],
+        ['last failure', m.lastFailure ? `${m.lastFailure.code}: ${m.lastFailure.message}` : '']]),
+      c.short ? h('p', {}, c.short) : null,
+      h('details', {}, h('summary', {}, 'JSON'), h('pre', {}, JSON.stringify(m, null, 2)))));
+  } catch (err) {
+    say('search-status', err.code === 'message_not_found' ? 'No message with this id is visible to you.' : errorText(err), 'error');
+  }
+}
+
+$('search').addEventListener('submit', (e) => { e.preventDefault(); findMessage(); });
+
+applyIdentity();
+setInterval(() => { if (document.visibilityState === 'visible') { loadApprovals(); loadSagas(); } }, 4000);
