@@ -166,6 +166,9 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A file that may not grow (RLIMIT_FSIZE, a quota) is a write error the store reports as
+     * store_unavailable, not a reason to die. */
+    signal(SIGXFSZ, SIG_IGN);
 
     mv_config_overrides ov = {.listen = cli_flag(argc, argv, "--listen"),
                               .store = cli_flag(argc, argv, "--store")};
