@@ -171,6 +171,9 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A file that may not grow (RLIMIT_FSIZE, a quota) is a write error the store reports as
+     * store_unavailable, not a reason to die. */
+    signal(SIGXFSZ, SIG_IGN);
     /* Every connection is a descriptor: take all the kernel allows (maxConnections is capped
      * to fit what is left after the store and outgoing calls). */
     struct rlimit rl;

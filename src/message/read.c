@@ -8,8 +8,9 @@
  *
  * A page is also bounded in bytes (list.maxPageBytes): the page query returns ids with the size
  * of their stored content, the page is cut where the budget ends (never below one message), and
- * only the rows that fit are read, a chunk of ids at a time, each measured as the JSON it becomes.
- * So a page never holds more than its budget, whatever the messages weigh. */
+ * only the rows that fit are read, a chunk of ids at a time, each measured as the JSON it becomes
+ * and handed on at once (mv_message_list_each). So a page never holds more than its budget,
+ * whatever the messages weigh. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,9 +62,8 @@ static void build_sql(void) {
     char *p = sql_list;
     size_t left = sizeof sql_list;
     int n = snprintf(p, left,
-                     "SELECT messages.id, messages.created_at, " STORED_SIZE " "
-                     "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
-                     "AND vv.viewer_id = ? WHERE messages.id IN ("
+                     "SELECT messages.id, messages.created_at, " STORED_SIZE " FROM messages "
+                     "WHERE messages.id IN ("
                      "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")
                      " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET
                      INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "
@@ -260,7 +260,6 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     int archived = a->req->archived ? 1 : 0;
     int64_t inner = a->skip + a->limit + 1; /* one extra row tells whether a next page exists */
     int idx = 1;
-    mv_stmt_bind_text(st, idx++, a->user_id); /* the viewer state of the page */
     for (int branch = 0; branch < 2 + MV_MAX_ROLES; branch++) {
         const char *key = branch < 2 ? a->user_id
                           : (size_t)(branch - 2) < u->nroles ? u->roles[branch - 2]
