@@ -73,13 +73,6 @@ void mv__work_pool_submit(mv__work_pool *pool, mv__job *job) {
     pthread_mutex_unlock(&pool->mu);
 }
 
-size_t mv__work_pool_queued(mv__work_pool *pool) {
-    pthread_mutex_lock(&pool->mu);
-    size_t n = pool->queued;
-    pthread_mutex_unlock(&pool->mu);
-    return n;
-}
-
 void mv__work_pool_free(mv__work_pool *pool) {
     if (!pool) return;
     pthread_mutex_lock(&pool->mu);

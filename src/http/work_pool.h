@@ -20,8 +20,6 @@ typedef struct mv__work_pool mv__work_pool;
 mv__work_pool *mv__work_pool_new(int nthreads);
 /* Queues job; job->run(job) runs on a pool thread. job must stay valid until run starts. */
 void mv__work_pool_submit(mv__work_pool *pool, mv__job *job);
-/* Jobs queued and not yet started. */
-size_t mv__work_pool_queued(mv__work_pool *pool);
 /* Runs every job still queued, then joins the threads and frees the pool. NULL-safe. */
 void mv__work_pool_free(mv__work_pool *pool);
 
