@@ -13,7 +13,6 @@ struct mv__work_pool {
     pthread_mutex_t mu;
     pthread_cond_t ready;
     mv__job *head, *tail;
-    size_t queued;
     bool stopping;
     int nthreads;
     pthread_t threads[];
@@ -29,7 +28,6 @@ static void *worker(void *p) {
         if (!job) break; /* stopping and nothing left */
         pool->head = job->next;
         if (!pool->head) pool->tail = NULL;
-        pool->queued--;
         pthread_mutex_unlock(&pool->mu);
         job->next = NULL;
         job->run(job);
@@ -68,7 +66,6 @@ void mv__work_pool_submit(mv__work_pool *pool, mv__job *job) {
     else
         pool->head = job;
     pool->tail = job;
-    pool->queued++;
     pthread_cond_signal(&pool->ready);
     pthread_mutex_unlock(&pool->mu);
 }
