@@ -7,6 +7,12 @@
  *   get     GET <path> repeatedly
  *   cursor  (single request chain) walk GET <path>&cursor=… <pages> times and print the cursor
  *           reached, for the deep-page benchmark
+ * Hostile-load options: --fresh 1 opens a new connection for every request (a fresh client);
+ * --slowloris N first opens N connections that send a request head one byte per second and never
+ * finish it (from 127.0.0.2, 127.0.0.3, … 250 per address, as N attackers would) and reports how
+ * many the server still holds at the end; --drain 1 runs until the server refuses connections
+ * (it is being stopped with SIGTERM meanwhile) and counts requests answered 503 draining and
+ * requests reset — sent, but the connection closed without an answer.
  * Every response status is checked (201 for creates, 200 otherwise); anything else is an error,
  * counted and reported with the first offending status and body, and makes the exit status 1.
  * Latencies (one per operation) are kept in per-thread arrays, merged and sorted for p50/p99.
@@ -23,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +50,9 @@ typedef struct {
     const char *roles; /* X-User-Roles of get and cursor requests (NULL: none) */
     int pages;
     const char *label;
+    bool fresh;
+    int slowloris;
+    bool drain;
 } options;
 
 static options opt = {.host = "127.0.0.1",
@@ -58,6 +69,8 @@ static options opt = {.host = "127.0.0.1",
 
 static atomic_bool stop_flag;
 static atomic_long total_errors;
+static atomic_long total_resets, total_draining;
+static atomic_int workers_done;
 static pthread_mutex_t first_error_mu = PTHREAD_MUTEX_INITIALIZER;
 static char first_error[512];
 
@@ -95,6 +108,8 @@ static int conn_open(conn *c) {
     if (c->fd < 0) return -1;
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {.tv_sec = 15}; /* a server that never answers is an error, not a hang */
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port)};
     inet_pton(AF_INET, opt.host, &sa.sin_addr);
     if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
@@ -208,14 +223,17 @@ static int read_response(conn *c, bool *closes) {
     return status;
 }
 
-/* One request/response on the connection, reconnecting once if the server had closed it. */
+#define REFUSED (-2) /* connect refused: in --drain mode, the server has stopped */
+
+/* One request/response on the connection, reconnecting once if the server had closed it (in
+ * --drain mode every request sent without an answer is counted as a reset, retried or not). */
 static int roundtrip(conn *c, const char *req, size_t n) {
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (c->fd < 0 && conn_open(c) != 0) return -1;
+        if (c->fd < 0 && conn_open(c) != 0) return opt.drain ? REFUSED : -1;
         bool closes = false;
         int status = send_all(c->fd, req, n) == 0 ? read_response(c, &closes) : -1;
         if (status > 0) {
-            if (closes) {
+            if (closes || opt.fresh) {
                 close(c->fd);
                 c->fd = -1;
             }
@@ -223,6 +241,7 @@ static int roundtrip(conn *c, const char *req, size_t n) {
         }
         close(c->fd);
         c->fd = -1;
+        if (opt.drain) atomic_fetch_add(&total_resets, 1);
         if (attempt == 0 && c->len == 0) continue; /* a keep-alive close between requests */
     }
     return -1;
@@ -251,6 +270,11 @@ static void add_latency(worker *w, double seconds) {
 
 static bool check(worker *w, int status, int want, const char *what) {
     if (status == want) return true;
+    if (opt.drain && status == 503 && strstr(w->c.body, "\"draining\"")) {
+        atomic_fetch_add(&total_draining, 1);
+        return false;
+    }
+    if (opt.drain && status == REFUSED) return false;
     if (status < 0) record_error("%s: connection failed or response malformed", what);
     else record_error("%s: status %d (wanted %d): %.300s", what, status, want, w->c.body);
     return false;
@@ -323,9 +347,61 @@ static void *run_worker(void *arg) {
         if (ok) {
             add_latency(w, now_s() - t0);
             w->ops++;
+        } else if (opt.drain && w->c.fd < 0 && conn_open(&w->c) != 0) {
+            break; /* the server stopped accepting: this client is done */
         }
     }
+    atomic_fetch_add(&workers_done, 1);
     return NULL;
+}
+
+/* ---- slowloris --------------------------------------------------------------------------- */
+
+static int slow_fds[20000];
+static int nslow;
+
+static void *slowloris_trickle(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop_flag)) {
+        for (int i = 0; i < nslow; i++)
+            if (slow_fds[i] >= 0 && send(slow_fds[i], "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+                errno != EAGAIN) {
+                close(slow_fds[i]);
+                slow_fds[i] = -1;
+            }
+        for (int t = 0; t < 10 && !atomic_load(&stop_flag); t++) usleep(100000);
+    }
+    return NULL;
+}
+
+static void slowloris_open(int n) {
+    static const char head[] = "GET /messages HTTP/1.1\r\nHost: bench\r\nX-Slow: ";
+    for (int i = 0; i < n && i < (int)(sizeof slow_fds / sizeof slow_fds[0]); i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) break;
+        struct sockaddr_in src = {.sin_family = AF_INET};
+        src.sin_addr.s_addr = htonl(0x7f000002u + (uint32_t)(i / 250)); /* 127.0.0.2, … */
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port)};
+        inet_pton(AF_INET, opt.host, &sa.sin_addr);
+        if (bind(fd, (struct sockaddr *)&src, sizeof src) != 0 ||
+            connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(fd);
+            continue;
+        }
+        send(fd, head, sizeof head - 1, MSG_NOSIGNAL);
+        slow_fds[nslow++] = fd;
+    }
+}
+
+/* Slow connections the server still holds open (not closed or reset). */
+static int slowloris_open_count(void) {
+    int open = 0;
+    for (int i = 0; i < nslow; i++) {
+        if (slow_fds[i] < 0) continue;
+        struct pollfd p = {.fd = slow_fds[i], .events = POLLIN};
+        if (poll(&p, 1, 0) == 0) open++;
+    }
+    return open;
 }
 
 /* Walks opt.pages pages from opt.path; the cursor for the next page is left in w->cursor. */
@@ -372,7 +448,8 @@ static const char *mode_name(mode_t_ m) {
 static void usage(void) {
     fputs("usage: loadgen [--host H] [--port P] [--mode create|action|get|cursor] [--threads N]\n"
           "               [--seconds S] [--template CD] [--action CD] [--path PATH] [--user ID]\n"
-          "               [--roles R1,R2,...] [--pages N] [--label NAME]\n",
+          "               [--roles R1,R2,...] [--pages N] [--label NAME] [--fresh 0|1]\n"
+          "               [--slowloris N] [--drain 0|1]\n",
           stderr);
     exit(2);
 }
@@ -402,6 +479,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--roles")) opt.roles = v;
         else if (!strcmp(a, "--pages")) opt.pages = atoi(v);
         else if (!strcmp(a, "--label")) opt.label = v;
+        else if (!strcmp(a, "--fresh")) opt.fresh = atoi(v) != 0;
+        else if (!strcmp(a, "--slowloris")) opt.slowloris = atoi(v);
+        else if (!strcmp(a, "--drain")) opt.drain = atoi(v) != 0;
         else if (!strcmp(a, "--mode")) {
             if (!strcmp(v, "create")) opt.mode = MODE_CREATE;
             else if (!strcmp(v, "action")) opt.mode = MODE_ACTION;
@@ -423,6 +503,17 @@ int main(int argc, char **argv) {
         return ok ? 0 : 1;
     }
 
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    pthread_t trickle;
+    if (opt.slowloris > 0) {
+        slowloris_open(opt.slowloris);
+        pthread_create(&trickle, NULL, slowloris_trickle, NULL);
+        usleep(500000); /* let the server see them all */
+    }
     worker *ws = calloc((size_t)opt.threads, sizeof *ws);
     pthread_t *tids = calloc((size_t)opt.threads, sizeof *tids);
     if (!ws || !tids) return 1;
@@ -434,9 +525,16 @@ int main(int argc, char **argv) {
     }
     struct timespec ts = {(time_t)opt.seconds,
                           (long)((opt.seconds - (double)(time_t)opt.seconds) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    if (opt.drain) {
+        while (atomic_load(&workers_done) < opt.threads && now_s() - t0 < opt.seconds)
+            usleep(20000);
+    } else {
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
     }
+    int slow_open = opt.slowloris > 0 ? slowloris_open_count() : 0;
     atomic_store(&stop_flag, true);
+    if (opt.slowloris > 0) pthread_join(trickle, NULL);
     size_t n = 0;
     long ops = 0;
     for (int i = 0; i < opt.threads; i++) {
@@ -463,6 +561,10 @@ int main(int argc, char **argv) {
            opt.label ? opt.label : mode_name(opt.mode), mode_name(opt.mode), opt.threads, elapsed,
            ops, errors, (double)ops / elapsed, pct_ms(all, n, 0.50), pct_ms(all, n, 0.99),
            n ? all[n - 1] / 1000.0 : 0.0);
+    if (opt.slowloris > 0) printf(", \"slow_connections\": %d, \"slow_open\": %d", nslow, slow_open);
+    if (opt.drain)
+        printf(", \"draining_503\": %ld, \"resets\": %ld", atomic_load(&total_draining),
+               atomic_load(&total_resets));
     if (errors) {
         printf(", \"first_error\": \"");
         json_escape_print(first_error);
@@ -472,5 +574,7 @@ int main(int argc, char **argv) {
     free(all);
     free(ws);
     free(tids);
-    return errors || ops == 0 ? 1 : 0;
+    for (int i = 0; i < nslow; i++)
+        if (slow_fds[i] >= 0) close(slow_fds[i]);
+    return errors || ops == 0 || atomic_load(&total_resets) ? 1 : 0;
 }

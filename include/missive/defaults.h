@@ -42,9 +42,11 @@ extern "C" {
 #define MV_DEFAULT_RECONCILE_STALE_MS 60000
 
 /* the daemon (missived) */
-#define MV_DEFAULT_THREADS 8
-#define MV_DEFAULT_MAX_CONNECTIONS 1024
+#define MV_DEFAULT_THREADS 64
+#define MV_DEFAULT_MAX_CONNECTIONS 10000
+#define MV_DEFAULT_MAX_CONNECTIONS_PER_IP 512
 #define MV_DEFAULT_CONNECTION_TIMEOUT_MS 30000 /* an idle HTTP connection */
+#define MV_DEFAULT_HEADER_TIMEOUT_MS 10000     /* a request's headers */
 #define MV_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000
 
 #ifdef __cplusplus

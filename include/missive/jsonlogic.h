@@ -2,8 +2,9 @@
  *
  * A rule is compiled once: compilation checks every operator name (an unknown operator is an
  * error at load time, naming it), the number of arguments of each operator and the nesting depth
- * (at most MV_LOGIC_MAX_DEPTH operations and arrays inside one another); evaluation never fails
- * on data (missing variables are null). An object with exactly one key is an operation, any other
+ * (at most MV_LOGIC_MAX_DEPTH operations and arrays inside one another); evaluation fails on data
+ * only when it passes its work bounds (MV_LOGIC_MAX_STEPS, MV_LOGIC_MAX_BYTES; missing variables
+ * are null). An object with exactly one key is an operation, any other
  * object is a literal; arrays are evaluated element by element. Operators: var, missing,
  * missing_some, if, ?:, ==, ===, !=, !==, !, !!, or, and, <, <=, >, >= (with the 3-argument
  * "between" forms of < and <=), in, cat, substr, + - * / %, min, max, merge, map, filter, reduce,
@@ -25,6 +26,11 @@ extern "C" {
 typedef struct mv_logic mv_logic;
 
 #define MV_LOGIC_MAX_DEPTH 64
+/* The work of one evaluation: operations evaluated, and bytes of the strings and arrays it
+ * builds (concatenations, maps, merges). Beyond either, evaluation stops with
+ * MV_PAYLOAD_TOO_LARGE naming the bound; a condition that stops is false. */
+#define MV_LOGIC_MAX_STEPS 1000000
+#define MV_LOGIC_MAX_BYTES (16u * 1024 * 1024)
 
 /* Compiles rule (borrowed; the compiled form keeps what it needs). Errors: MV_INVALID_ARGUMENT
  * with "unknown operator \"foo\"", "operator \"==\" takes 2 arguments, got 1" or a message
@@ -32,7 +38,8 @@ typedef struct mv_logic mv_logic;
 mv_code mv_logic_compile(const json_t *rule, mv_logic **out, mv_err *err);
 
 /* Evaluates over data (NULL = null). *result is a new reference owned by the caller (it may
- * share values with data, never with the rule). Fails only on allocation failure. */
+ * share values with data, never with the rule). Fails on allocation failure and when the work
+ * bounds above are passed (MV_PAYLOAD_TOO_LARGE). */
 mv_code mv_logic_eval(const mv_logic *logic, const json_t *data, json_t **result, mv_err *err);
 
 /* Evaluates and reduces the result with JavaScript truthiness. Returns false on error (err set). */

@@ -108,7 +108,18 @@ typedef struct mv_service_options {
     void *find_saga_ctx;
     bool email;                    /* queue emails in the outbox (see docs/operations.md, "Email") */
     const json_t *email_exclusions; /* array of titles (trimmed, case-insensitive) */
+    /* Bounded work and memory (DESIGN "Security rules"): one message's payload plus rendered
+     * content (beyond: MV_PAYLOAD_TOO_LARGE), and the JSON of one list page (a page ends early,
+     * with a next cursor, rather than exceed it; it always holds at least one message). */
+    int64_t max_message_bytes; /* 0 → MV_DEFAULT_MESSAGE_BYTES */
+    int64_t max_page_bytes;    /* 0 → MV_DEFAULT_PAGE_BYTES */
+    /* Warnings for operators and template authors (an action condition stopped at its work
+     * bound: {"templateCd", "actionCd", "messageId", "error"}); called with hook_ctx. */
+    void (*on_warning)(void *ctx, const char *what, const json_t *fields);
 } mv_service_options;
+
+#define MV_DEFAULT_MESSAGE_BYTES 1048576
+#define MV_DEFAULT_PAGE_BYTES 4194304
 
 /* Validates options (limits: finite integers ≥ 1, default ≤ max — MV_INVALID_PAGINATION with the
  * reference's messages) and creates a service. Free with mv_service_free(). */
@@ -175,9 +186,17 @@ typedef struct mv_list_request {
     const struct mv_inbox_filter *filter; /* NULL = defaults (missive/inbox.h) */
 } mv_list_request;
 
-/* *messages: new array; *next_cursor: malloc'd cursor or NULL on the last page. */
+/* *messages: new array; *next_cursor: malloc'd cursor or NULL on the last page. A page holds at
+ * most the limit and at most max_page_bytes of JSON (at least one message). */
 mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **messages,
                         char **next_cursor, mv_err *err);
+/* Receives one message of a page (steals msg) and the length of its compact JSON; false stops
+ * the listing (out of memory). */
+typedef bool (*mv_message_sink)(void *ctx, json_t *msg, size_t json_bytes);
+/* mv_message_list handing each message to sink as soon as it is read, instead of collecting the
+ * page: a caller that writes each one out never holds a page twice. */
+mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err);
 /* Active messages visible to the user. */
 mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err);
 /* A message by id (active or archived). user NULL → no visibility check; otherwise

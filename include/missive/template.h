@@ -166,6 +166,22 @@ bool mv_action_allowed(const mv_action_def *action, const mv_user *user, const j
 mv_code mv_actions_filter(const mv_template *t, mv_usertype usertype, const mv_user *user,
                           const json_t *message, const json_t *data, json_t **out, mv_err *err);
 
+/* Told when an action's condition stopped at its work bound (MV_LOGIC_MAX_STEPS or
+ * MV_LOGIC_MAX_BYTES; why names it): the action is then not allowed, and the template's author
+ * should hear of it. */
+typedef struct mv_condition_warning {
+    void (*fn)(void *ctx, const mv_action_def *action, const mv_err *why);
+    void *ctx;
+} mv_condition_warning;
+
+/* mv_action_allowed and mv_actions_filter that report a condition stopped at its bound to w
+ * (may be NULL). */
+bool mv_action_allowed_warn(const mv_action_def *action, const mv_user *user,
+                            const json_t *message, const mv_condition_warning *w);
+mv_code mv_actions_filter_warn(const mv_template *t, mv_usertype usertype, const mv_user *user,
+                               const json_t *message, const json_t *data,
+                               const mv_condition_warning *w, json_t **out, mv_err *err);
+
 /* Renders a content block ({title, short, long}) with data, no escaping; a new JSON object. */
 mv_code mv_content_render(const mv_content_tpl *c, const json_t *data, json_t **out, mv_err *err);
 

@@ -225,7 +225,16 @@ void mv_logic_free(mv_logic *logic) {
 
 /* ---- evaluate ---------------------------------------------------------------------------- */
 
-static mv_code eval(const node *nd, const json_t *data, int depth, json_t **out, mv_err *err);
+/* The work one evaluation may do (DESIGN "Bounded work and memory"): operations evaluated, and
+ * bytes of strings and arrays it builds. A reduce or map over a large payload that concatenates
+ * as it goes would otherwise take seconds and gigabytes per call. */
+typedef struct eval_ctx {
+    mv_err *err;
+    unsigned long steps;
+    size_t bytes;
+} eval_ctx;
+
+static mv_code eval(const node *nd, const json_t *data, int depth, json_t **out, eval_ctx *c);
 
 /* Sets *out to v (a new reference, possibly NULL from a failed allocation). */
 static mv_code give(json_t *v, json_t **out, mv_err *err) {
@@ -504,17 +513,17 @@ static json_t *apply_eager(const node *nd, json_t *const *v, const json_t *data)
 }
 
 static mv_code eval_eager(const node *nd, const json_t *data, int depth, json_t **out,
-                          mv_err *err) {
+                          eval_ctx *c) {
     mv_code rc = MV_OK;
     json_t *small[4] = {0};
     json_t **vals = nd->n <= 4 ? small : calloc(nd->n, sizeof *vals);
-    if (!vals) return no_memory(err);
+    if (!vals) return no_memory(c->err);
     size_t done = 0;
     for (; done < nd->n; done++) {
-        rc = eval(nd->args[done], data, depth + 1, &vals[done], err);
+        rc = eval(nd->args[done], data, depth + 1, &vals[done], c);
         if (rc != MV_OK) goto out;
     }
-    rc = give(apply_eager(nd, vals, data), out, err);
+    rc = give(apply_eager(nd, vals, data), out, c->err);
 out:
     for (size_t i = 0; i < done; i++)
         json_decref(vals[i]);
@@ -522,29 +531,29 @@ out:
     return rc;
 }
 
-static mv_code eval_if(const node *nd, const json_t *data, int depth, json_t **out, mv_err *err) {
+static mv_code eval_if(const node *nd, const json_t *data, int depth, json_t **out, eval_ctx *c) {
     size_t i = 0;
     for (; i + 1 < nd->n; i += 2) {
         json_t *cond;
-        mv_code rc = eval(nd->args[i], data, depth + 1, &cond, err);
+        mv_code rc = eval(nd->args[i], data, depth + 1, &cond, c);
         if (rc != MV_OK) return rc;
         bool yes = mv_js_truthy(cond);
         json_decref(cond);
-        if (yes) return eval(nd->args[i + 1], data, depth + 1, out, err);
+        if (yes) return eval(nd->args[i + 1], data, depth + 1, out, c);
     }
-    if (i < nd->n) return eval(nd->args[i], data, depth + 1, out, err);
+    if (i < nd->n) return eval(nd->args[i], data, depth + 1, out, c);
     *out = json_null();
     return MV_OK;
 }
 
 /* "and" returns the first falsy value (or the last), "or" the first truthy one (or the last). */
 static mv_code eval_and_or(const node *nd, const json_t *data, int depth, json_t **out,
-                           mv_err *err) {
+                           eval_ctx *c) {
     bool stop_on = nd->op == OP_OR;
     json_t *cur = NULL;
     for (size_t i = 0; i < nd->n; i++) {
         json_decref(cur);
-        mv_code rc = eval(nd->args[i], data, depth + 1, &cur, err);
+        mv_code rc = eval(nd->args[i], data, depth + 1, &cur, c);
         if (rc != MV_OK) return rc;
         if (mv_js_truthy(cur) == stop_on) break;
     }
@@ -555,15 +564,15 @@ static mv_code eval_and_or(const node *nd, const json_t *data, int depth, json_t
 /* map, filter, reduce, all, none, some: the second argument is evaluated once per element of
  * the first, with that element (for reduce: {"current", "accumulator"}) as its data. */
 static mv_code eval_scoped(const node *nd, const json_t *data, int depth, json_t **out,
-                           mv_err *err) {
+                           eval_ctx *c) {
     json_t *list = NULL, *acc = NULL, *result = NULL, *scope = NULL, *v = NULL;
     if (nd->n < 2) /* compile never builds one (min_args is 2); whatever built the tree, as above */
-        return mv_err_set(err, MV_INTERNAL, "operator \"%s\" has %zu arguments", nd->name, nd->n);
-    mv_code rc = eval(nd->args[0], data, depth + 1, &list, err);
+        return mv_err_set(c->err, MV_INTERNAL, "operator \"%s\" has %zu arguments", nd->name, nd->n);
+    mv_code rc = eval(nd->args[0], data, depth + 1, &list, c);
     if (rc != MV_OK) return rc;
     if (nd->op == OP_REDUCE) {
         if (nd->n > 2)
-            rc = eval(nd->args[2], data, depth + 1, &acc, err);
+            rc = eval(nd->args[2], data, depth + 1, &acc, c);
         else
             acc = json_null();
         if (rc != MV_OK) goto fail;
@@ -577,7 +586,7 @@ static mv_code eval_scoped(const node *nd, const json_t *data, int depth, json_t
             if (!(scope = json_object()) || json_object_set(scope, "current", item) != 0 ||
                 json_object_set(scope, "accumulator", acc) != 0)
                 goto oom;
-            rc = eval(nd->args[1], scope, depth + 1, &v, err);
+            rc = eval(nd->args[1], scope, depth + 1, &v, c);
             json_decref(scope);
             scope = NULL;
             if (rc != MV_OK) goto fail;
@@ -586,7 +595,7 @@ static mv_code eval_scoped(const node *nd, const json_t *data, int depth, json_t
             v = NULL;
             continue;
         }
-        rc = eval(nd->args[1], item, depth + 1, &v, err);
+        rc = eval(nd->args[1], item, depth + 1, &v, c);
         if (rc != MV_OK) goto fail;
         if (nd->op == OP_MAP) {
             if (json_array_append(result, v) != 0) goto oom;
@@ -620,7 +629,7 @@ static mv_code eval_scoped(const node *nd, const json_t *data, int depth, json_t
     *out = result;
     return MV_OK;
 oom:
-    rc = no_memory(err);
+    rc = no_memory(c->err);
 fail:
     json_decref(v);
     json_decref(scope);
@@ -630,32 +639,66 @@ fail:
     return rc;
 }
 
-static mv_code eval(const node *nd, const json_t *data, int depth, json_t **out, mv_err *err) {
-    *out = NULL;
-    /* compile already bounds the nesting of operations and arrays; checked again here so that
-     * evaluation stays bounded whatever built the tree */
-    if (nd->op != OP_LITERAL && depth > MV_LOGIC_MAX_DEPTH)
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "rule evaluation exceeds the depth limit of %d",
-                          MV_LOGIC_MAX_DEPTH);
+/* Bytes a value built by an operation holds (strings by length, arrays by element slots). */
+static size_t built_bytes(logic_op op, const json_t *v) {
+    switch (op) {
+    case OP_CAT:
+    case OP_SUBSTR: return json_string_length(v);
+    case OP_ARRAY:
+    case OP_MAP:
+    case OP_FILTER:
+    case OP_MERGE:
+    case OP_MISSING:
+    case OP_MISSING_SOME: return json_array_size(v) * sizeof(void *);
+    default: return 0;
+    }
+}
+
+static mv_code eval_op(const node *nd, const json_t *data, int depth, json_t **out, eval_ctx *c) {
     switch (nd->op) {
-    case OP_LITERAL: return give(json_deep_copy(nd->literal), out, err);
-    case OP_IF: return eval_if(nd, data, depth, out, err);
+    case OP_LITERAL: return give(json_deep_copy(nd->literal), out, c->err);
+    case OP_IF: return eval_if(nd, data, depth, out, c);
     case OP_AND:
-    case OP_OR: return eval_and_or(nd, data, depth, out, err);
+    case OP_OR: return eval_and_or(nd, data, depth, out, c);
     case OP_MAP:
     case OP_FILTER:
     case OP_REDUCE:
     case OP_ALL:
     case OP_NONE:
-    case OP_SOME: return eval_scoped(nd, data, depth, out, err);
-    default: return eval_eager(nd, data, depth, out, err);
+    case OP_SOME: return eval_scoped(nd, data, depth, out, c);
+    default: return eval_eager(nd, data, depth, out, c);
     }
+}
+
+static mv_code eval(const node *nd, const json_t *data, int depth, json_t **out, eval_ctx *c) {
+    *out = NULL;
+    /* compile already bounds the nesting of operations and arrays; checked again here so that
+     * evaluation stays bounded whatever built the tree */
+    if (nd->op != OP_LITERAL && depth > MV_LOGIC_MAX_DEPTH)
+        return mv_err_set(c->err, MV_INVALID_ARGUMENT, "rule evaluation exceeds the depth limit of %d",
+                          MV_LOGIC_MAX_DEPTH);
+    if (++c->steps > MV_LOGIC_MAX_STEPS)
+        return mv_err_set(c->err, MV_PAYLOAD_TOO_LARGE,
+                          "rule evaluation stopped after %lu steps (too much work for the data)",
+                          (unsigned long)MV_LOGIC_MAX_STEPS);
+    mv_code rc = eval_op(nd, data, depth, out, c);
+    if (rc != MV_OK) return rc;
+    c->bytes += built_bytes(nd->op, *out);
+    if (c->bytes > MV_LOGIC_MAX_BYTES) {
+        json_decref(*out);
+        *out = NULL;
+        return mv_err_set(c->err, MV_PAYLOAD_TOO_LARGE,
+                          "rule evaluation stopped after building %lu bytes (too much for the data)",
+                          (unsigned long)MV_LOGIC_MAX_BYTES);
+    }
+    return MV_OK;
 }
 
 /* ---- public ------------------------------------------------------------------------------ */
 
 mv_code mv_logic_eval(const mv_logic *logic, const json_t *data, json_t **result, mv_err *err) {
-    return eval(logic->root, data ? data : json_null(), 1, result, err);
+    eval_ctx c = {.err = err};
+    return eval(logic->root, data ? data : json_null(), 1, result, &c);
 }
 
 bool mv_logic_test(const mv_logic *logic, const json_t *data, mv_err *err) {

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool mv_strbuf_add(mv_strbuf *b, const char *s, size_t n) {
+/* Room for n more bytes and the NUL. */
+static bool grow(mv_strbuf *b, size_t n) {
     if (b->oom) return false;
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
@@ -18,7 +19,21 @@ bool mv_strbuf_add(mv_strbuf *b, const char *s, size_t n) {
         b->data = grown;
         b->cap = cap;
     }
+    return true;
+}
+
+bool mv_strbuf_add(mv_strbuf *b, const char *s, size_t n) {
+    if (!grow(b, n)) return false;
     if (n) memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+bool mv_strbuf_reserve(mv_strbuf *b, size_t n, char **at) {
+    *at = NULL;
+    if (!grow(b, n)) return false;
+    *at = b->data + b->len;
     b->len += n;
     b->data[b->len] = '\0';
     return true;

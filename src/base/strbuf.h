@@ -14,6 +14,9 @@ typedef struct mv_strbuf {
 
 /* Appends n bytes (doubling the capacity as needed). Returns false when out of memory. */
 bool mv_strbuf_add(mv_strbuf *b, const char *s, size_t n);
+/* Appends n bytes the caller writes at *at (for writers that serialise in place). Returns false
+ * (and *at = NULL) when out of memory. */
+bool mv_strbuf_reserve(mv_strbuf *b, size_t n, char **at);
 /* Appends a NUL-terminated string. */
 bool mv_strbuf_adds(mv_strbuf *b, const char *s);
 /* The NUL-terminated contents (also for an empty buffer), which the caller now owns, or NULL

@@ -225,7 +225,8 @@ static const char *const TOP_KEYS[] = {
     "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
     "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
     "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "log", "recovery", "retention", "limits", "stream", "cors", "ui", "sagaEncryption", NULL};
+    "log", "recovery", "retention", "limits", "stream", "cors", "ui", "maxConnectionsPerIp",
+    "headerTimeoutMs", "sagaEncryption", NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -236,6 +237,8 @@ static mv_code load_server(loader *l, json_t *root) {
     TRY(get_int32(l, root, "", "threads", 1, 1024, &c->threads));
     TRY(get_int32(l, root, "", "maxConnections", 1, 1000000, &c->max_connections));
     TRY(get_int32(l, root, "", "connectionTimeoutMs", 1, 3600000, &c->connection_timeout_ms));
+    TRY(get_int32(l, root, "", "maxConnectionsPerIp", 0, 1000000, &c->max_connections_per_ip));
+    TRY(get_int32(l, root, "", "headerTimeoutMs", 1, 3600000, &c->header_timeout_ms));
     TRY(get_int(l, root, "", "shutdownTimeoutMs", 0, 3600000, &c->shutdown_timeout_ms));
     json_t *so;
     static const char *const SO_KEYS[] = {"poolSize", "synchronous", "busyTimeoutMs",
@@ -600,6 +603,8 @@ static void set_defaults(mv_config *c) {
     c->outbox.poll_ms = MV_DEFAULT_OUTBOX_POLL_MS;
     c->outbox.max_attempts = MV_DEFAULT_OUTBOX_MAX_ATTEMPTS;
     c->outbox.backoff_ms = MV_DEFAULT_OUTBOX_BACKOFF_MS;
+    c->max_connections_per_ip = MV_DEFAULT_MAX_CONNECTIONS_PER_IP;
+    c->header_timeout_ms = MV_DEFAULT_HEADER_TIMEOUT_MS;
     c->list.max_page_bytes = 4194304;
     c->limits.message_bytes = 1048576;
     c->auth.jwks_refresh_s = 300;

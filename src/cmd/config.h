@@ -36,9 +36,11 @@ typedef struct mv_config {
     } store_options;
     char *templates;      /* directory (resolved), NULL when absent */
     char *sagas;          /* directory (resolved), NULL when absent (sagas disabled) */
-    int threads;          /* HTTP polling threads, default 8 */
-    int max_connections;  /* default 1024 */
+    int threads;          /* threads for requests that write or call out, default 64 */
+    int max_connections;  /* default 10000 (capped by the descriptor limit) */
     int connection_timeout_ms; /* idle HTTP connection timeout, default 30000 */
+    int max_connections_per_ip; /* default 512; 0 = no limit */
+    int header_timeout_ms;      /* a connection's first request head, default 10000 */
 
     struct {
         bool jwt;                  /* mode "jwt"; false → "headers" */

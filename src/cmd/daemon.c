@@ -110,6 +110,11 @@ static void log_payment_compensation(void *ctx, const mv_payment_failure *ev) {
                      "error", ev->error, "templateCd", ev->template_cd));
 }
 
+static void log_warning(void *ctx, const char *what, const json_t *fields) {
+    (void)ctx;
+    mv_log("warn", what, json_deep_copy(fields));
+}
+
 static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     mv_code rc;
     d->registry = mv_registry_new();
@@ -169,6 +174,9 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .sagas = d->saga_engine,
         .find_saga = find_saga,
         .find_saga_ctx = d->sagas,
+        .max_message_bytes = cfg->limits.message_bytes,
+        .max_page_bytes = cfg->list.max_page_bytes,
+        .on_warning = log_warning,
     };
     rc = mv_service_new(&o, &d->service, err);
     json_decref(exclusions);

@@ -238,7 +238,7 @@ static void recovery_pass(mv_daemon *d) {
     else if (removed > 0)
         mv_log("debug", "client requests removed",
                json_pack("{s:I}", "removed", (json_int_t)removed));
-    /* Stream events (retention.streamEventsMs) are trimmed here too once the change log exists. */
+    /* The change log (retention.streamEventsMs) is trimmed by the live-update hub itself. */
 }
 
 static void *recovery_main(void *arg) {

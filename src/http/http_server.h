@@ -23,6 +23,9 @@ typedef struct mv_arena mv_arena;
  * also runs every registered cleanup, newest first. */
 mv_arena *mv_arena_new(void);
 void mv_arena_free(mv_arena *arena);
+/* Runs the cleanups and frees everything allocated, keeping one block for reuse: the arena is as
+ * new, without the malloc of its first block. */
+void mv_arena_reset(mv_arena *arena);
 /* n bytes aligned for any type, zeroed; NULL when out of memory. Valid until mv_arena_free. */
 void *mv_arena_alloc(mv_arena *arena, size_t n);
 /* Copies n bytes and adds a NUL. s may be NULL only when n == 0. */
@@ -45,7 +48,9 @@ typedef struct mv_http_header {
 typedef struct mv_principal mv_principal; /* auth.h */
 
 #define MV_HTTP_MAX_BODY (1024 * 1024)  /* bodies over 1 MiB → 413 payload_too_large */
-#define MV_HTTP_MAX_TARGET 8192         /* request target (path + query) */
+#define MV_HTTP_MAX_TARGET 8192         /* request target (path + query); longer → 414 */
+#define MV_HTTP_MAX_HEAD (21 * 1024)    /* request line + header fields; more → 431 */
+#define MV_HTTP_MAX_QUERY_PARAMS 256    /* query parameters; more → 400 */
 
 typedef struct mv_http_request {
     mv_arena *arena;
@@ -102,9 +107,15 @@ typedef struct mv_http_server mv_http_server;
 
 typedef struct mv_http_server_options {
     const char *listen;          /* "HOST:PORT", "[v6]:PORT"; port 0 picks a free port */
-    int threads;                 /* polling threads (0 → 8) */
-    int max_connections;         /* 0 → 1024 */
+    int threads;                 /* threads for requests that write or call out (0 → 64) */
+    int max_connections;         /* open connections at most (0 → 10000, capped by the
+                                    descriptor limit) */
     int connection_timeout_ms;   /* idle connection timeout (0 → 30000) */
+    int io_threads;              /* libmicrohttpd I/O threads (0 → one per core) */
+    int read_threads;            /* threads for GET/HEAD/OPTIONS requests (0 → 2 per core, ≥ 4) */
+    int max_connections_per_ip;  /* 0 → 512; negative → no limit */
+    int header_timeout_ms;       /* a connection's first request head must arrive within this
+                                    (0 → 10000); else 408 and closed */
 } mv_http_server_options;
 
 /* Starts serving router (which must outlive the server). Fails with MV_INVALID_ARGUMENT on a
@@ -116,9 +127,10 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
 int mv_http_server_port(const mv_http_server *server);
 /* Requests received and not yet answered. */
 int mv_http_server_in_flight(mv_http_server *server);
-/* Graceful stop, part one: stops accepting connections, answers further requests on open
- * connections with "Connection: close", and waits up to timeout_ms for in-flight requests.
- * Returns true when none is left. */
+/* Graceful stop, part one: requests already being handled run to the end (answered with
+ * "Connection: close"); requests that arrive meanwhile are answered 503 draining; then stops
+ * accepting connections and waits until every request received is answered, all within
+ * timeout_ms. Returns true when none is left. */
 bool mv_http_server_drain(mv_http_server *server, int64_t timeout_ms);
 /* Closes every connection and joins the threads (waits for handlers still running). NULL-safe. */
 void mv_http_server_free(mv_http_server *server);

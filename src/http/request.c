@@ -55,6 +55,30 @@ void mv_arena_free(mv_arena *arena) {
     free(arena);
 }
 
+void mv_arena_reset(mv_arena *arena) {
+    for (arena_cleanup *c = arena->cleanups; c;) {
+        arena_cleanup *next = c->next;
+        c->fn(c->ptr);
+        c = next;
+    }
+    arena->cleanups = NULL;
+    arena_block *keep = NULL;
+    for (arena_block *b = arena->blocks; b;) {
+        arena_block *next = b->next;
+        if (!keep && b->size == ARENA_BLOCK) {
+            keep = b;
+        } else {
+            free(b);
+        }
+        b = next;
+    }
+    if (keep) {
+        keep->used = 0;
+        keep->next = NULL;
+    }
+    arena->blocks = keep;
+}
+
 void *mv_arena_alloc(mv_arena *arena, size_t n) {
     const size_t align = sizeof(max_align_t);
     if (n > SIZE_MAX - align) return NULL;
@@ -327,20 +351,40 @@ void mv_http_text(mv_http_response *res, int status, const char *content_type, c
     set_content_type(res, content_type);
 }
 
-void mv_http_json(mv_http_response *res, int status, json_t *body) {
-    char *s = body ? mv_json_compact(body) : NULL;
-    json_decref(body);
-    if (body && !s) {
-        res->status = 500;
-        res->detail = "out of memory serialising the response";
-        static const char OOM[] = "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}";
-        res->body = OOM;
-        res->body_len = sizeof OOM - 1;
-        set_content_type(res, "application/json");
+static void out_of_memory(mv_http_response *res, const char *detail) {
+    static const char OOM[] = "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}";
+    res->status = 500;
+    res->detail = detail;
+    res->body = OOM;
+    res->body_len = sizeof OOM - 1;
+    set_content_type(res, "application/json");
+}
+
+void mv_http_adopt(mv_http_response *res, int status, const char *content_type, char *body,
+                   size_t len) {
+    if (!body || !mv_arena_defer(res->arena, free, body)) {
+        free(body);
+        out_of_memory(res, "out of memory keeping a response body");
         return;
     }
-    mv_http_text(res, status, "application/json", s ? s : "null", s ? strlen(s) : 4);
-    free(s);
+    res->status = status;
+    res->body = body;
+    res->body_len = len;
+    set_content_type(res, content_type);
+}
+
+void mv_http_json(mv_http_response *res, int status, json_t *body) {
+    if (!body) {
+        mv_http_text(res, status, "application/json", "null", 4);
+        return;
+    }
+    char *s = mv_json_compact(body);
+    json_decref(body);
+    if (!s) {
+        out_of_memory(res, "out of memory serialising the response");
+        return;
+    }
+    mv_http_adopt(res, status, "application/json", s, strlen(s)); /* serialised once, not copied */
 }
 
 /* A JSON string even from bytes that are not UTF-8 (those become '?'). */

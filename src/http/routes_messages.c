@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "http/request.h"
 #include "http/routes_inbox.h"
 #include "http/routes_messages.h"
@@ -124,6 +125,23 @@ static json_t *query_number(mv_http_request *req, const char *name) {
     return mv_arena_json(req->arena, out);
 }
 
+/* The page is written as it is read: each message is serialised into the response as soon as
+ * the service hands it over, and freed. A response never holds a page (list.maxPageBytes) twice. */
+typedef struct {
+    mv_strbuf out;
+    size_t n;
+} page_writer;
+
+static bool write_message(void *ctx, json_t *msg, size_t size) {
+    page_writer *w = ctx;
+    char *at = NULL;
+    if (mv_strbuf_add(&w->out, ",", w->n ? 1 : 0) && mv_strbuf_reserve(&w->out, size, &at))
+        json_dumpb(msg, at, size, JSON_COMPACT);
+    json_decref(msg);
+    w->n++;
+    return !w->out.oom;
+}
+
 static void list_messages(mv_http_request *req, mv_http_response *res, void *app) {
     mv_message_routes *r = req->route_ctx;
     (void)app;
@@ -143,16 +161,24 @@ static void list_messages(mv_http_request *req, mv_http_response *res, void *app
                           .cursor = mv_http_query_get(req, "cursor"),
                           .archived = archived,
                           .filter = &filter};
-    json_t *messages = NULL;
+    page_writer w = {0};
     char *next = NULL;
-    if (mv_message_list(r->service, &lr, &messages, &next, &err) != MV_OK) {
+    mv_strbuf_adds(&w.out, "{\"messages\":[");
+    if (mv_message_list_each(r->service, &lr, write_message, &w, &next, &err) != MV_OK) {
+        free(mv_strbuf_take(&w.out, NULL));
         mv_http_error(res, &err);
         return;
     }
-    json_t *body = json_pack("{s:o,s:o}", "messages", messages, "nextCursor",
-                             next ? json_string(next) : json_null());
+    /* a cursor is base64url: nothing in it needs escaping */
+    mv_strbuf_adds(&w.out, next ? "],\"nextCursor\":\"" : "],\"nextCursor\":null}");
+    if (next) {
+        mv_strbuf_adds(&w.out, next);
+        mv_strbuf_adds(&w.out, "\"}");
+    }
     free(next);
-    mv_http_json(res, 200, body);
+    size_t len = 0;
+    char *body = mv_strbuf_take(&w.out, &len);
+    mv_http_adopt(res, 200, "application/json", body, len);
 }
 
 static void count_messages(mv_http_request *req, mv_http_response *res, void *app) {

@@ -427,9 +427,19 @@ static mv_code check_action(action_job *j, mv_err *err) {
     if (!(j->action = mv_template_action(j->tpl, action_cd)))
         return mv_err_set(err, MV_ACTION_NOT_FOUND, "action \"%s\" not found in template \"%s\"",
                           action_cd, stored_cd);
-    if (!mv_action_allowed(j->action, req->user, j->message))
+    condition_report report = {j->svc, stored_cd, req->message_id};
+    mv_condition_warning w = {mv__svc_condition_stopped, &report};
+    if (!mv_action_allowed_warn(j->action, req->user, j->message, &w))
         return mv_err_set(err, MV_ACTION_NOT_ALLOWED, "not allowed");
     return MV_OK;
+}
+
+/* What a retryable attempt remembers as its failure (the message's lastFailure): the contract's
+ * words for an error whose text may name a URL, a host or driver text, else the handler's own. */
+static const char *failure_words(const mv_err *e) {
+    if (!e) return "archive failed";
+    const char *pub = mv_code_public_message(e->code);
+    return pub ? pub : e->message;
 }
 
 /* A handler that runs outside the store: claim, run it under a kept-alive lease, then archive —
@@ -448,7 +458,7 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
     if (rc == MV_OK) {
         rc = mv_store_write(svc->o.store, archive_tx, j, err);
         if (rc != MV_OK && rc != MV_ACTION_CONFLICT) {
-            retry_arg a = {j, "the result could not be recorded", "store_failed"};
+            retry_arg a = {j, failure_words(err), "store_failed"};
             mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL);
         }
         return rc;
@@ -457,7 +467,8 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
         mv_store_write(svc->o.store, reset_tx, j, NULL);
         return mv_err_copy(err, &herr);
     }
-    retry_arg a = {j, herr.message,
+    /* a webhook handler's own words (already free of its URL) win over the contract's */
+    retry_arg a = {j, herr.failure_code[0] ? herr.message : failure_words(&herr),
                    herr.failure_code[0] ? herr.failure_code : mv_code_name(herr.code)};
     mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
     if (rc == MV_ACTION_NEEDS_REVIEW) {

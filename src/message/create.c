@@ -168,6 +168,24 @@ static mv_code open_payment_session(create_job *job, const json_t *item, size_t 
     return MV_OK;
 }
 
+/* What limits.messageBytes counts: the payload, display and documents as stored (compact JSON)
+ * plus every rendered content string. */
+static int64_t message_bytes(const json_t *doc) {
+    int64_t n = 0;
+    static const char *const stored[] = {"payload", "display", "documents"};
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *v = json_object_get(doc, stored[i]);
+        if (v && !json_is_null(v)) n += (int64_t)json_dumpb(v, NULL, 0, JSON_COMPACT);
+    }
+    static const char *const contents[] = {"senderContent", "receiverContent"};
+    static const char *const fields[] = {"title", "short", "long"};
+    for (size_t c = 0; c < 2; c++)
+        for (size_t f = 0; f < 3; f++)
+            n += (int64_t)json_string_length(
+                json_object_get(json_object_get(doc, contents[c]), fields[f]));
+    return n;
+}
+
 static mv_code build_doc(create_job *job, const json_t *item, size_t index, json_t **out,
                          mv_err *err) {
     mv_service *svc = job->svc;
@@ -232,6 +250,14 @@ static mv_code build_doc(create_job *job, const json_t *item, size_t index, json
     json_t *display = json_object_get(item, "display");
     if (json_is_object(display)) json_object_set_new(doc, "display", json_deep_copy(display));
     if (job->crid[0]) json_object_set_new(doc, "clientRequestId", json_string(job->crid));
+    int64_t bytes = message_bytes(doc);
+    if (bytes > svc->o.max_message_bytes) {
+        rc = mv_err_set(err, MV_PAYLOAD_TOO_LARGE,
+                        "message %zu of template \"%s\" is %lld bytes (payload plus rendered "
+                        "content); at most %lld are allowed",
+                        index, t->template_cd, (long long)bytes, (long long)svc->o.max_message_bytes);
+        goto fail;
+    }
     *out = doc;
     return MV_OK;
 fail:

@@ -4,7 +4,13 @@
  * one bounded index range per branch (sender, recipient, each role), each already ordered by
  * (created_at DESC, id DESC) and cut at the page size, merged and cut again: its cost depends on
  * the page size and the number of roles, not on the number of messages or — with the cursor — on
- * the depth of the page. `skip` is kept for compatibility and costs skip + limit rows per branch. */
+ * the depth of the page. `skip` is kept for compatibility and costs skip + limit rows per branch.
+ *
+ * A page is also bounded in bytes (list.maxPageBytes): the page query returns ids with the size
+ * of their stored content, the page is cut where the budget ends (never below one message), and
+ * only the rows that fit are read, a chunk of ids at a time, each measured as the JSON it becomes
+ * and handed on at once (mv_message_list_each). So a page never holds more than its budget,
+ * whatever the messages weigh. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,10 +25,26 @@
  * walking it from the top (an OR of two comparisons would cost the depth of the page). */
 #define KEYSET "(%s, %s) < (?, ?)"
 
+/* The stored size of a message, as the page query reports it (characters of its JSON columns). */
+#define STORED_SIZE                                                                                \
+    "LENGTH(messages.payload) + LENGTH(messages.sender_content) + "                                \
+    "LENGTH(messages.receiver_content) + LENGTH(messages.documents) + LENGTH(messages.to_roles) + " \
+    "COALESCE(LENGTH(messages.display), 0)"
+
+/* The rows of a page are read by id, FETCH_CHUNK at a time (unused slots bind NULL), with the
+ * viewer's state of each (the first parameter). */
+#define FETCH_CHUNK 32
+#define FETCH_SLOTS "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+static const char SQL_FETCH_PAGE[] =
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
+    "AND vv.viewer_id = ? WHERE messages.id IN (" FETCH_SLOTS ") "
+    "ORDER BY messages.created_at DESC, messages.id DESC";
+
 /* Parameters of one list branch: the viewer join, tenant, key, archived, the keyset (2), the
- * filters, the branch's limit. A statement binds the page's viewer, its branches and LIMIT/OFFSET. */
+ * filters, the branch's limit. A statement binds its branches and LIMIT/OFFSET. */
 #define LIST_BRANCH_PARAMS (6 + INBOX_FILTER_PARAMS + 1)
-#define LIST_PARAMS (1 + (2 + MV_LIST_ROLE_SLOTS) * LIST_BRANCH_PARAMS + 2)
+#define LIST_PARAMS ((2 + MV_LIST_ROLE_SLOTS) * LIST_BRANCH_PARAMS + 2)
 /* visible_sql: tenant and user twice, tenant and archived of the role rows, every role slot. */
 #define VISIBLE_PARAMS (6 + MV_MAX_ROLES)
 #define COUNT_PARAMS (2 + VISIBLE_PARAMS + INBOX_FILTER_PARAMS)
@@ -33,9 +55,8 @@ _Static_assert(MARK_PARAMS <= MV_STMT_MAX_PARAMS, "the mark-all statement binds 
 _Static_assert(MV_LIST_ROLE_SLOTS <= MV_MAX_ROLES, "more role slots than roles");
 
 #define LIST_HEAD                                                                                  \
-    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "                          \
-    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "                    \
-    "AND vv.viewer_id = ? WHERE id IN ("                                                           \
+    "SELECT messages.id, messages.created_at, " STORED_SIZE " FROM messages "                     \
+    "WHERE messages.id IN ("                                                                       \
     "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")                        \
     " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET                    \
     INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "                       \
@@ -47,7 +68,7 @@ _Static_assert(MV_LIST_ROLE_SLOTS <= MV_MAX_ROLES, "more role slots than roles")
     "JOIN messages m ON m.id = g.message_id" INBOX_VIEWER_JOIN("g.message_id")                     \
     " WHERE g.tenant_id = ? AND g.role = ? AND g.archived = ? AND " KEYSET                         \
     INBOX_FILTER_SQL " ORDER BY g.created_at DESC, g.message_id DESC LIMIT ?) AS g%d"
-#define LIST_TAIL ") ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+#define LIST_TAIL ") ORDER BY messages.created_at DESC, messages.id DESC LIMIT ? OFFSET ?"
 #define VISIBLE_HEAD                                                                               \
     "((m.tenant_id = ? AND m.from_user = ?) OR (m.tenant_id = ? AND m.to_user = ?) "               \
     "OR m.id IN (SELECT message_id FROM message_roles WHERE tenant_id = ? AND "                    \
@@ -202,13 +223,73 @@ typedef struct {
     int64_t limit, skip;
     int64_t after_created;
     char after_id[25];
-    json_t *messages;
+    mv_message_sink sink; /* receives each message of the page, in order */
+    void *sink_ctx;
+    size_t count;         /* messages handed to the sink */
+    int64_t last_created; /* the last one's key, for the next cursor */
+    char last_id[25];
+    bool more; /* a next page exists */
 } list_arg;
 
-/* Runs the list statement for one slice of the user's roles (slice 0 also holds the user's own
- * sent and received messages): the newest `inner` visible messages after the keyset position per
- * branch, then `limit` of them from `offset` on. */
-static mv_code list_slice(mv_db *db, const list_arg *a, size_t slice, int64_t after_created,
+/* Reads the messages of ids[0..n) (in page order), handing each to the sink, while the page stays
+ * within budget bytes of JSON; *full = true when a message did not fit. */
+static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int64_t budget,
+                          int64_t *used, bool *full, mv_err *err) {
+    for (size_t base = 0; base < n && !*full; base += FETCH_CHUNK) {
+        mv_stmt *st;
+        mv_code rc = mv_db_prepare(db, SQL_FETCH_PAGE, &st, err);
+        if (rc != MV_OK) return rc;
+        mv_stmt_bind_text(st, 1, a->user_id);
+        for (size_t i = 0; i < FETCH_CHUNK; i++)
+            mv_stmt_bind_text(st, (int)i + 2, base + i < n ? ids[base + i] : NULL);
+        int r = 0;
+        while (!*full && (r = mv_stmt_step(st, err)) == 1) {
+            json_t *doc = mv__doc_from_row(st);
+            json_object_set_new(doc, "viewer", mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
+            size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);
+            int64_t size = (int64_t)bytes + 1; /* and its comma */
+            if (a->count > 0 && *used + size > budget) {
+                json_decref(doc);
+                *full = true;
+                break;
+            }
+            *used += size;
+            a->last_created = json_integer_value(json_object_get(doc, "createdAt"));
+            mv_strlcpy(a->last_id, mv_json_str(doc, "id"), sizeof a->last_id);
+            a->count++;
+            if (!a->sink(a->sink_ctx, doc, bytes)) {
+                mv_stmt_done(st);
+                return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
+            }
+        }
+        mv_stmt_done(st);
+        if (!*full && r < 0) return err ? err->code : MV_INTERNAL;
+    }
+    return MV_OK;
+}
+
+/* Admission of a page's bytes (see service.h): waits while other pages hold the budget. One page
+ * is always admitted, whatever its size, so nothing waits forever. */
+static void page_admit(mv_service *svc, int64_t bytes) {
+    int64_t limit = MV_PAGES_IN_FLIGHT * svc->o.max_page_bytes;
+    pthread_mutex_lock(&svc->page_mu);
+    while (svc->page_bytes_in_flight > 0 && svc->page_bytes_in_flight + bytes > limit)
+        pthread_cond_wait(&svc->page_cv, &svc->page_mu);
+    svc->page_bytes_in_flight += bytes;
+    pthread_mutex_unlock(&svc->page_mu);
+}
+
+static void page_release(mv_service *svc, int64_t bytes) {
+    pthread_mutex_lock(&svc->page_mu);
+    svc->page_bytes_in_flight -= bytes;
+    pthread_cond_broadcast(&svc->page_cv);
+    pthread_mutex_unlock(&svc->page_mu);
+}
+
+/* Appends the page keys ({"id", "createdAt", "size"}) the list statement finds for one slice of
+ * the user's roles (slice 0 also holds the user's own sent and received messages): the newest
+ * `inner` per branch after the keyset position, then `limit` of them from `offset` on. */
+static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t after_created,
                           const char *after_id, int64_t inner, int64_t limit, int64_t offset,
                           json_t *out, mv_err *err) {
     mv_stmt *st;
@@ -217,7 +298,6 @@ static mv_code list_slice(mv_db *db, const list_arg *a, size_t slice, int64_t af
     const mv_user *u = a->req->user;
     int archived = a->req->archived ? 1 : 0;
     int idx = 1;
-    mv_stmt_bind_text(st, idx++, a->user_id); /* the viewer state of the page */
     for (int branch = 0; branch < 2 + MV_LIST_ROLE_SLOTS; branch++) {
         size_t role = slice * MV_LIST_ROLE_SLOTS + (size_t)(branch - 2);
         /* a NULL key matches nothing */
@@ -237,9 +317,13 @@ static mv_code list_slice(mv_db *db, const list_arg *a, size_t slice, int64_t af
     mv_stmt_bind_int64(st, idx++, offset);
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
-        json_t *doc = mv__doc_from_row(st);
-        json_object_set_new(doc, "viewer", mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
-        json_array_append_new(out, doc);
+        json_t *key = json_pack("{s:s,s:I,s:I}", "id", mv_stmt_text(st, 0), "createdAt",
+                                (json_int_t)mv_stmt_int64(st, 1), "size",
+                                (json_int_t)mv_stmt_int64(st, 2));
+        if (!key || json_array_append_new(out, key) != 0) {
+            mv_stmt_done(st);
+            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        }
     }
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
@@ -253,25 +337,53 @@ typedef struct {
 static mv_code fetch_slice(void *ctx, size_t slice, int64_t after_created, const char *after_id,
                            int64_t n, json_t *out, mv_err *err) {
     slice_ctx *c = ctx;
-    return list_slice(c->db, c->a, slice, after_created, after_id, n, n, 0, out, err);
+    return slice_keys(c->db, c->a, slice, after_created, after_id, n, n, 0, out, err);
 }
 
 static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     list_arg *a = ctx;
+    /* the page's keys, one extra telling whether a next page exists; a user with more roles than
+     * one statement has slots runs one statement per slice, merged (visibility.c) */
+    json_t *keys = json_array();
+    if (!keys) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     size_t slices = mv__role_slices(a->req->user->nroles);
-    /* one extra row tells whether a next page exists */
-    if (slices == 1)
-        return list_slice(db, a, 0, a->after_created, a->after_id, a->skip + a->limit + 1,
-                          a->limit + 1, a->skip, a->messages, err);
-    /* more roles than one statement has slots: one statement per slice, merged (visibility.c) */
     slice_ctx c = {db, a};
-    return mv__visible_page(slices, fetch_slice, &c, a->after_created, a->after_id, a->skip,
-                            a->limit + 1, a->messages, err);
+    mv_code rc = slices == 1 ? slice_keys(db, a, 0, a->after_created, a->after_id,
+                                          a->skip + a->limit + 1, a->limit + 1, a->skip, keys, err)
+                             : mv__visible_page(slices, fetch_slice, &c, a->after_created,
+                                                a->after_id, a->skip, a->limit + 1, keys, err);
+    /* the page's ids, cut where the stored sizes pass the budget (at least one message) */
+    char(*ids)[25] = rc == MV_OK ? malloc((size_t)(a->limit + 1) * sizeof *ids) : NULL;
+    if (rc == MV_OK && !ids) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc != MV_OK) {
+        json_decref(keys);
+        return rc;
+    }
+    int64_t budget = a->svc->o.max_page_bytes, stored = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(keys); i++) {
+        json_t *k = json_array_get(keys, i);
+        int64_t size = json_integer_value(json_object_get(k, "size"));
+        if ((int64_t)n == a->limit || (n > 0 && stored + size > budget)) {
+            a->more = true;
+            break;
+        }
+        stored += size;
+        mv_strlcpy(ids[n++], mv_json_str(k, "id"), sizeof ids[0]);
+    }
+    json_decref(keys);
+    int64_t used = 0;
+    bool full = false;
+    page_admit(a->svc, stored);
+    rc = fetch_page(db, a, ids, n, budget, &used, &full, err);
+    page_release(a->svc, stored);
+    if (full) a->more = true;
+    free(ids);
+    return rc;
 }
 
-mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **messages,
-                        char **next_cursor, mv_err *err) {
-    *messages = NULL;
+mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err) {
     if (next_cursor) *next_cursor = NULL;
     pthread_once(&sql_once, build_sql);
     char uid[256];
@@ -283,7 +395,9 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
                   .req = req,
                   .user_id = uid,
                   .tenant = mv__svc_tenant(req->user),
-                  .after_created = INT64_MAX};
+                  .after_created = INT64_MAX,
+                  .sink = sink,
+                  .sink_ctx = sink_ctx};
     bool given;
     int64_t v = 0;
     if ((rc = int_param(req->limit, "limit", &given, &v, err))) return rc;
@@ -299,20 +413,33 @@ mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **me
                                                       "use the cursor for deep pages");
     if (req->cursor && !cursor_decode(req->cursor, &a.after_created, a.after_id))
         return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is malformed");
-    a.messages = json_array();
     rc = mv_store_read(svc->o.store, list_tx, &a, err);
+    if (rc == MV_OK && a.more && a.count > 0 && next_cursor &&
+        !(*next_cursor = cursor_encode(a.last_created, a.last_id)))
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    return rc;
+}
+
+static bool append_message(void *ctx, json_t *msg, size_t json_bytes) {
+    (void)json_bytes;
+    return json_array_append_new(ctx, msg) == 0;
+}
+
+mv_code mv_message_list(mv_service *svc, const mv_list_request *req, json_t **messages,
+                        char **next_cursor, mv_err *err) {
+    json_t *page = json_array();
+    *messages = NULL;
+    if (!page) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv_code rc = mv_message_list_each(svc, req, append_message, page, next_cursor, err);
     if (rc != MV_OK) {
-        json_decref(a.messages);
+        json_decref(page);
+        if (next_cursor) {
+            free(*next_cursor);
+            *next_cursor = NULL;
+        }
         return rc;
     }
-    if ((int64_t)json_array_size(a.messages) > a.limit) {
-        json_array_remove(a.messages, (size_t)a.limit);
-        json_t *last = json_array_get(a.messages, (size_t)a.limit - 1);
-        if (next_cursor)
-            *next_cursor = cursor_encode(json_integer_value(json_object_get(last, "createdAt")),
-                                         mv_json_str(last, "id"));
-    }
-    *messages = a.messages;
+    *messages = page;
     return MV_OK;
 }
 
@@ -450,7 +577,9 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
         actions = json_array();
     } else {
         json_t *payload = json_object_get(doc, "payload");
-        rc = mv_actions_filter(t, usertype, user, doc, payload, &actions, err);
+        condition_report report = {svc, template_cd, id};
+        mv_condition_warning w = {mv__svc_condition_stopped, &report};
+        rc = mv_actions_filter_warn(t, usertype, user, doc, payload, &w, &actions, err);
     }
     if (rc == MV_OK)
         *out = json_pack("{s:s,s:o}", "uiTemplate", mv_template_ui(t, usertype), "actions", actions);

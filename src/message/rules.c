@@ -74,22 +74,30 @@ bool mv_user_has_permission(const mv_user *user, const char *key) {
 
 /* ---- actions ------------------------------------------------------------------------------- */
 
-/* The part of the rules listing and running share: permission, then condition. */
+/* The part of the rules listing and running share: permission, then condition. A condition
+ * that stops at its work bound is false, and w hears why. */
 static bool permission_and_condition(const mv_action_def *action, const mv_user *user,
-                                     const json_t *message) {
+                                     const json_t *message, const mv_condition_warning *w) {
     if (action->permission && !mv_user_has_permission(user, action->permission)) return false;
     if (!action->condition) return true;
     json_t *empty = message ? NULL : json_object();
-    bool ok = mv_logic_test(action->condition, message ? message : empty, NULL);
+    mv_err why = {0};
+    bool ok = mv_logic_test(action->condition, message ? message : empty, &why);
     json_decref(empty);
+    if (!ok && why.code == MV_PAYLOAD_TOO_LARGE && w && w->fn) w->fn(w->ctx, action, &why);
     return ok;
 }
 
-bool mv_action_allowed(const mv_action_def *action, const mv_user *user, const json_t *message) {
+bool mv_action_allowed_warn(const mv_action_def *action, const mv_user *user,
+                            const json_t *message, const mv_condition_warning *w) {
     if (!action) return false;
     bool related = (action->receiver && mv_user_is_receiver(user, message)) ||
                    (action->sender && mv_user_is_sender(user, message));
-    return related && permission_and_condition(action, user, message);
+    return related && permission_and_condition(action, user, message, w);
+}
+
+bool mv_action_allowed(const mv_action_def *action, const mv_user *user, const json_t *message) {
+    return mv_action_allowed_warn(action, user, message, NULL);
 }
 
 /* Renders tpl with data into obj[key] (plain text). */
@@ -153,6 +161,12 @@ fail:
 
 mv_code mv_actions_filter(const mv_template *t, mv_usertype usertype, const mv_user *user,
                           const json_t *message, const json_t *data, json_t **out, mv_err *err) {
+    return mv_actions_filter_warn(t, usertype, user, message, data, NULL, out, err);
+}
+
+mv_code mv_actions_filter_warn(const mv_template *t, mv_usertype usertype, const mv_user *user,
+                               const json_t *message, const json_t *data,
+                               const mv_condition_warning *w, json_t **out, mv_err *err) {
     *out = NULL;
     json_t *list = json_array(), *empty = data ? NULL : json_object();
     mv_code rc = MV_OK;
@@ -163,7 +177,7 @@ mv_code mv_actions_filter(const mv_template *t, mv_usertype usertype, const mv_u
     for (size_t i = 0; t && i < t->nactions; i++) {
         const mv_action_def *a = &t->actions[i];
         if (!(usertype == MV_SENDER ? a->sender : a->receiver)) continue;
-        if (!permission_and_condition(a, user, message)) continue;
+        if (!permission_and_condition(a, user, message, w)) continue;
         json_t *item = NULL;
         if ((rc = render_action(a, data ? data : empty, &item, err)) != MV_OK) goto done;
         if (json_array_append_new(list, item) != 0) {

@@ -7,6 +7,16 @@
 
 int64_t mv__svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); }
 
+void mv__svc_condition_stopped(void *ctx, const mv_action_def *action, const mv_err *why) {
+    const condition_report *r = ctx;
+    if (!r->svc->o.on_warning) return;
+    json_t *fields = json_pack("{s:s?,s:s,s:s?,s:s}", "templateCd", r->template_cd, "actionCd",
+                               action->action_cd, "messageId", r->message_id, "error",
+                               why->message);
+    r->svc->o.on_warning(r->svc->o.hook_ctx, "action condition stopped at its work bound", fields);
+    json_decref(fields);
+}
+
 const char *mv__svc_tenant(const mv_user *user) {
     return user && user->tenant && *user->tenant ? user->tenant : MV_DEFAULT_TENANT;
 }
@@ -41,6 +51,8 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     else if (o.client_request_wait_ms == 0) o.client_request_wait_ms = MV_DEFAULT_CLIENT_REQUEST_WAIT_MS;
     if (o.client_request_poll_ms <= 0) o.client_request_poll_ms = MV_DEFAULT_CLIENT_REQUEST_POLL_MS;
     if (o.action_lease_ms <= 0) o.action_lease_ms = MV_DEFAULT_ACTION_LEASE_MS;
+    if (o.max_message_bytes <= 0) o.max_message_bytes = MV_DEFAULT_MESSAGE_BYTES;
+    if (o.max_page_bytes <= 0) o.max_page_bytes = MV_DEFAULT_PAGE_BYTES;
     if (o.nadmin_roles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d adminRoles", MV_MAX_ROLES);
 
@@ -54,6 +66,8 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     s->email_exclusions = o.email_exclusions ? json_deep_copy(o.email_exclusions) : json_array();
     s->o.email_exclusions = NULL;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->page_mu, NULL);
+    pthread_cond_init(&s->page_cv, NULL);
     *out = s;
     return MV_OK;
 }
@@ -70,6 +84,8 @@ void mv_service_free(mv_service *svc) {
         free(e);
     }
     pthread_mutex_destroy(&svc->mu);
+    pthread_mutex_destroy(&svc->page_mu);
+    pthread_cond_destroy(&svc->page_cv);
     free(svc);
 }
 

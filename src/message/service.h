@@ -39,9 +39,25 @@ struct mv_service {
     json_t *email_exclusions;
     pthread_mutex_t mu; /* guards overrides */
     override_entry *overrides;
+    /* Pages being read at once may hold at most MV_PAGES_IN_FLIGHT pages' worth of stored bytes
+     * (read.c): many clients listing large messages wait their turn instead of multiplying the
+     * memory a page costs. */
+    pthread_mutex_t page_mu;
+    pthread_cond_t page_cv;
+    int64_t page_bytes_in_flight;
 };
 
+#define MV_PAGES_IN_FLIGHT 2
+
 int64_t mv__svc_now(const mv_service *svc);
+
+/* Reports an action condition stopped at its work bound to the service's on_warning hook: the
+ * warning a template's author sees in the log. w->ctx must be a condition_report. */
+typedef struct condition_report {
+    mv_service *svc;
+    const char *template_cd, *message_id;
+} condition_report;
+void mv__svc_condition_stopped(void *ctx, const mv_action_def *action, const mv_err *why);
 
 /* The tenant a user acts in: user->tenant, "default" when NULL or empty. Every message read,
  * list, count, action and create is scoped to it (DESIGN "Security rules"). */

@@ -32,9 +32,13 @@ static mv_code sq_connect(const char *url, const mv_store_options *o, void **out
         return MV_STORE_UNAVAILABLE;
     }
     sqlite3_busy_timeout(db, o->busy_timeout_ms);
+    /* temp_store=MEMORY: the statement journals SQLite keeps for a statement inside a savepoint
+     * (every write under group commit) stay in memory instead of a temporary file created,
+     * written and unlinked per statement. */
     char pragmas[256];
     snprintf(pragmas, sizeof pragmas,
-             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;",
+             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; "
+             "PRAGMA temp_store=MEMORY;",
              o->synchronous);
     /* Switching a new file to WAL takes an exclusive lock without calling the busy handler, so
      * processes opening the same new file at once see SQLITE_BUSY here: retry for the timeout. */

@@ -4,7 +4,9 @@
  * Invariants: a connection is used by one thread at a time (checked out of the pool for the
  * length of one transaction); on SQLite, write transactions of one store are serialised by a
  * mutex (one writer per process, BEGIN IMMEDIATE between processes), so writers queue in memory
- * instead of spinning on SQLITE_BUSY. */
+ * instead of spinning on SQLITE_BUSY; with group commit (the default) one writer thread per store
+ * runs them all, and readers keep the other connections of the pool. */
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,7 +30,6 @@ struct mv_store {
     pthread_mutex_t write_mu; /* SQLite: one writer at a time */
     /* SQLite group commit: writers queue here; one of them leads a batch (see group_write). */
     pthread_mutex_t gc_mu;
-    pthread_cond_t gc_cv;
     struct write_job *queue_head, *queue_tail;
     bool leader_active;
     /* The last write transaction failed because the store could not take it (a full disk, an
@@ -113,7 +114,6 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
     pthread_mutex_init(&s->write_mu, NULL);
     pthread_mutex_init(&s->gc_mu, NULL);
     pthread_mutex_init(&s->hook_mu, NULL);
-    pthread_cond_init(&s->gc_cv, NULL);
     if (!s->url || !s->free_list) {
         mv_store_close(s);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
@@ -165,7 +165,6 @@ void mv_store_close(mv_store *store) {
     pthread_mutex_destroy(&store->write_mu);
     pthread_mutex_destroy(&store->gc_mu);
     pthread_mutex_destroy(&store->hook_mu);
-    pthread_cond_destroy(&store->gc_cv);
     free(store);
 }
 
@@ -230,11 +229,18 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
 /* ---- group commit (SQLite) -----------------------------------------------------------------
  *
  * With synchronous=FULL every commit waits for an fsync, so one-transaction-per-request caps
- * writes at the disk's flush rate. Concurrent writers therefore queue their callbacks; the first
- * to find no batch running becomes the leader, takes everything queued, and runs each callback
+ * writes at the disk's flush rate. Writers therefore queue their callbacks; one writer at a time
+ * holds the lead: it takes everything queued (up to GROUP_COMMIT_MAX) and runs each callback
  * inside its own SAVEPOINT of one transaction (a failing callback rolls back to its savepoint and
- * leaves the others intact), then commits once. Every writer returns only after the commit that
- * contains its work is durable, so durability is unchanged; the fsync is shared. */
+ * leaves the others intact), commits once, hands the lead to the oldest writer still waiting and
+ * wakes exactly the writers of its batch, each on its own semaphore (no broadcast that wakes every
+ * waiting writer only for most to sleep again). Every writer returns only after the commit that
+ * contains its work is durable, so durability is unchanged; the fsync is shared.
+ *
+ * Why not a dedicated writer thread: measured on the 2-core benchmark machine, a writer thread
+ * that every request must wake (and that then competes for a core with the request threads as
+ * one runnable thread among dozens) halved saga3 throughput (≈ 1,350 → ≈ 700 sagas/s, see
+ * bench/RESULTS.md); the batch runs faster on a thread that is already on a core. */
 
 #define GROUP_COMMIT_MAX 64
 
@@ -243,7 +249,8 @@ typedef struct write_job {
     void *ctx;
     mv_err err;
     mv_code rc;
-    bool done;
+    sem_t wake;     /* posted when done, or when this writer is handed the lead */
+    bool done, lead;
     struct write_job *next;
 } write_job;
 
@@ -299,32 +306,47 @@ static void enqueue(mv_store *s, write_job *job) {
     s->queue_tail = job;
 }
 
+/* Runs batches while this thread holds the lead, then hands the lead to the oldest waiting
+ * writer (or drops it when nobody waits) and wakes the writers of its batches. */
+static void lead(mv_store *s) {
+    pthread_mutex_lock(&s->gc_mu);
+    write_job *batch = s->queue_head, *last = batch;
+    for (int n = 1; n < GROUP_COMMIT_MAX && last->next; n++) last = last->next;
+    s->queue_head = last->next;
+    if (!s->queue_head) s->queue_tail = NULL;
+    last->next = NULL;
+    pthread_mutex_unlock(&s->gc_mu);
+    run_batch(s, batch);
+    pthread_mutex_lock(&s->gc_mu);
+    write_job *next_leader = s->queue_head;
+    if (next_leader) next_leader->lead = true;
+    else s->leader_active = false;
+    pthread_mutex_unlock(&s->gc_mu);
+    if (next_leader) sem_post(&next_leader->wake);
+    for (write_job *j = batch, *next; j; j = next) {
+        next = j->next; /* j belongs to its writer again once posted */
+        j->done = true;
+        sem_post(&j->wake);
+    }
+}
+
 static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
     write_job job = {.fn = fn, .ctx = ctx};
+    sem_init(&job.wake, 0, 0);
     pthread_mutex_lock(&s->gc_mu);
     enqueue(s, &job);
-    while (!job.done) {
-        if (s->leader_active) {
-            pthread_cond_wait(&s->gc_cv, &s->gc_mu);
-            continue;
-        }
-        s->leader_active = true;
-        write_job *batch = s->queue_head, *last = batch;
-        for (int n = 1; n < GROUP_COMMIT_MAX && last->next; n++) last = last->next;
-        s->queue_head = last->next;
-        if (!s->queue_head) s->queue_tail = NULL;
-        last->next = NULL;
-        pthread_mutex_unlock(&s->gc_mu);
-        run_batch(s, batch);
-        pthread_mutex_lock(&s->gc_mu);
-        for (write_job *j = batch, *next; j; j = next) {
-            next = j->next;
-            j->done = true;
-        }
-        s->leader_active = false;
-        pthread_cond_broadcast(&s->gc_cv);
-    }
+    if (!s->leader_active) s->leader_active = job.lead = true; /* the queue was empty */
     pthread_mutex_unlock(&s->gc_mu);
+    for (;;) {
+        if (job.lead) {
+            job.lead = false;
+            lead(s); /* our job is at the head: it is in this batch */
+        }
+        while (sem_wait(&job.wake) != 0) {
+        }
+        if (job.done) break;
+    }
+    sem_destroy(&job.wake);
     if (err) mv_err_copy(err, &job.err);
     return job.rc;
 }

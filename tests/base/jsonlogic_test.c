@@ -462,8 +462,60 @@ TEST(cli_logic_exits_1_on_an_unknown_operator_or_bad_json) {
     CHECK(strstr(out, "usage") != NULL);
 }
 
+/* 30,000 elements of ten characters, as a payload an attacker can send. */
+static json_t *big_items(size_t n) {
+    json_t *items = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(items, json_string("0123456789"));
+    return json_pack("{s:o}", "items", items);
+}
+
+TEST(a_reduce_that_concatenates_a_large_payload_stops_at_the_byte_bound_quickly) {
+    json_t *data = big_items(30000);
+    json_t *rule = json_loads("{\"reduce\": [{\"var\": \"items\"},"
+                              " {\"cat\": [{\"var\": \"accumulator\"}, {\"var\": \"current\"}]},"
+                              " \"\"]}",
+                              0, NULL);
+    REQUIRE(rule);
+    mv_logic *logic = NULL;
+    mv_err err = {0};
+    REQUIRE(mv_logic_compile(rule, &logic, &err) == MV_OK);
+    int64_t t0 = mv_now_ms();
+    json_t *r = NULL;
+    CHECK_CODE(mv_logic_eval(logic, data, &r, &err), MV_PAYLOAD_TOO_LARGE, &err);
+    CHECK(r == NULL);
+    CHECK(strstr(err.message, "bytes") != NULL);
+    CHECK(!mv_logic_test(logic, data, &err)); /* a condition that stops is false */
+    CHECK(mv_now_ms() - t0 < 2000);
+    mv_logic_free(logic);
+    json_decref(rule);
+    json_decref(data);
+}
+
+TEST(a_map_over_more_than_the_step_bound_stops_and_a_modest_one_runs) {
+    json_t *rule = json_loads("{\"some\": [{\"map\": [{\"var\": \"items\"}, {\"+\": [1, 1]}]},"
+                              " {\"==\": [{\"var\": \"\"}, 3]}]}",
+                              0, NULL);
+    mv_logic *logic = NULL;
+    mv_err err = {0};
+    REQUIRE(mv_logic_compile(rule, &logic, &err) == MV_OK);
+    json_t *big = big_items(MV_LOGIC_MAX_STEPS / 3), *modest = big_items(30000);
+    json_t *r = NULL;
+    CHECK_CODE(mv_logic_eval(logic, big, &r, &err), MV_PAYLOAD_TOO_LARGE, &err);
+    CHECK(strstr(err.message, "steps") != NULL);
+    CHECK_CODE(mv_logic_eval(logic, modest, &r, &err), MV_OK, &err);
+    CHECK(json_is_false(r)); /* 30,000 twos, none is 3 */
+    json_decref(r);
+    mv_logic_free(logic);
+    json_decref(rule);
+    json_decref(big);
+    json_decref(modest);
+}
+
 int main(void) {
-    return RUN_TESTS(every_case_of_the_shared_jsonlogic_suite_passes,
+    return RUN_TESTS(a_reduce_that_concatenates_a_large_payload_stops_at_the_byte_bound_quickly,
+                     a_map_over_more_than_the_step_bound_stops_and_a_modest_one_runs,
+                     every_case_of_the_shared_jsonlogic_suite_passes,
                      unknown_operator_is_rejected_at_compile_time_naming_it,
                      wrong_argument_counts_are_compile_errors,
                      nesting_deeper_than_the_depth_bound_is_an_error_not_a_crash,

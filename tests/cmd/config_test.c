@@ -115,7 +115,10 @@ TEST(an_empty_object_gives_the_documented_defaults) {
     CHECK_INT(c->webhooks.timeout_ms, 10000);
     CHECK_INT(c->webhooks.connect_timeout_ms, 2000);
     CHECK_INT(c->shutdown_timeout_ms, 30000);
-    CHECK_INT(c->threads, 8);
+    CHECK_INT(c->threads, 64);
+    CHECK_INT(c->max_connections, 10000);
+    CHECK_INT(c->max_connections_per_ip, 512);
+    CHECK_INT(c->header_timeout_ms, 10000);
     CHECK(!c->payment.enabled && !c->email.enabled && !c->approvals.enabled);
     CHECK(c->webhook_secret.env == NULL);
     CHECK_INT(c->outbox.max_attempts, 10);
@@ -134,6 +137,8 @@ TEST(unknown_keys_are_errors_naming_their_path) {
 
 TEST(values_of_the_wrong_type_or_range_name_their_key) {
     expect_error("{\"threads\": \"8\"}", "\"threads\" must be an integer");
+    expect_error("{\"maxConnectionsPerIp\": -1}", "\"maxConnectionsPerIp\" must be an integer");
+    expect_error("{\"headerTimeoutMs\": 0}", "\"headerTimeoutMs\" must be an integer");
     expect_error("{\"list\": {\"maxLimit\": 0}}", "\"list.maxLimit\" must be an integer from 1");
     expect_error("{\"auth\": {\"mode\": \"basic\"}}", "\"auth.mode\" must be \"headers\" or \"jwt\"");
     expect_error("{\"adminRoles\": \"admin\"}", "\"adminRoles\" must be an array");

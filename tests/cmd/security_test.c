@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "missive/base.h"
+#include "store/db.h"
 #include "support/daemon_proc.h"
 #include "support/http_sink.h"
 #include "support/stores.h"
@@ -18,6 +19,7 @@ typedef struct {
     pid_t pid;
     int port;
     char dir[600];
+    char store[600];
 } rig;
 
 /* extra: more top-level config members (",\"key\": …"), may be "". */
@@ -71,6 +73,16 @@ static int rig_start(rig *r, const char *kind, const char *name, const char *ext
             "   \"handler\": {\"webhook\": \"http://h:s3cr3t@%s/handler?token=t0k3n\"}}]}",
             authority))
         return 0;
+    /* item 8: a condition whose work grows with the payload */
+    snprintf(path, sizeof path, "%s/templates/cond.json", r->dir);
+    if (!test_write_file(
+            path, "{\"templateCd\": \"cond\", \"receiverContent\": {\"title\": \"c\"},"
+                  " \"prepare\": {\"toUser\": \"{{to}}\"},"
+                  " \"actions\": [{\"actionCd\": \"open\", \"name\": \"Open\", \"variant\": \"p\","
+                  "   \"receiver\": true, \"handler\": null, \"condition\": {\"!=\": [{\"reduce\":"
+                  "   [{\"var\": \"payload.items\"}, {\"cat\": [{\"var\": \"accumulator\"},"
+                  "   {\"var\": \"current\"}]}, \"\"]}, \"x\"]}}]}"))
+        return 0;
     snprintf(path, sizeof path, "%s/sagas", r->dir);
     if (mkdir(path, 0700)) return 0;
     snprintf(path, sizeof path, "%s/sagas/ship.json", r->dir);
@@ -82,6 +94,7 @@ static int rig_start(rig *r, const char *kind, const char *name, const char *ext
         return 0;
     const char *store = test_store_url(kind, name);
     if (!store) return 0;
+    mv_strlcpy(r->store, store, sizeof r->store);
     snprintf(config, sizeof config, "%s/missived.json", r->dir);
     if (!test_write_file(config,
                          "{\"store\": \"%s\", \"templates\": \"%s/templates\","
@@ -235,6 +248,61 @@ STORE_TEST(a_globex_admin_can_neither_read_nor_compensate_an_acme_saga) {
     CHECK_INT(t.status, 200);
     CHECK_STR(mv_json_str(t.json, "state"), "completed");
     test_reply_free(&t);
+    rig_stop(&r);
+}
+
+/* An HS256 token for claims (JSON text), signed with secret. */
+static const char *jwt_for(const char *claims, const char *secret) {
+    static char tok[2048];
+    const char *header = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    char h[128], c[1024], sig[64];
+    mv_b64url_encode(header, strlen(header), h);
+    mv_b64url_encode(claims, strlen(claims), c);
+    snprintf(tok, sizeof tok, "%s.%s", h, c);
+    unsigned char mac[32];
+    mv_hmac_sha256(secret, strlen(secret), tok, strlen(tok), mac);
+    mv_b64url_encode(mac, 32, sig);
+    size_t n = strlen(tok);
+    snprintf(tok + n, sizeof tok - n, ".%s", sig);
+    return tok;
+}
+
+STORE_TEST(a_jwt_of_another_tenant_sees_nothing_of_this_one) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "tenant_jwt", ""));
+    CHECK_INT(test_daemon_stop(r.pid), 0);
+    const char *secret = "a-jwt-secret-of-at-least-thirty-two-bytes";
+    setenv("MISSIVE_TEST_JWT_SECRET", secret, 1);
+    char config[800], log[800];
+    snprintf(config, sizeof config, "%s/missived.json", r.dir);
+    snprintf(log, sizeof log, "%s/daemon-jwt.log", r.dir);
+    REQUIRE(test_write_file(
+        config,
+        "{\"store\": \"%s\", \"templates\": \"%s/templates\","
+        " \"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"MISSIVE_TEST_JWT_SECRET\"},"
+        " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"},"
+        " \"payment\": {\"webhook\": \"%s/pay\"}, \"sagas\": \"%s/sagas\"}",
+        r.store, r.dir, http_sink_url(r.sink), r.dir));
+    r.pid = test_daemon_start(config, r.port, NULL, log);
+    REQUIRE(r.pid > 0);
+    char ana[2200], bob_acme[2200], bob_globex[2200];
+    snprintf(ana, sizeof ana, "Authorization: Bearer %s",
+             jwt_for("{\"sub\":\"ana\",\"tenant\":\"acme\",\"exp\":4102444800}", secret));
+    snprintf(bob_acme, sizeof bob_acme, "Authorization: Bearer %s",
+             jwt_for("{\"sub\":\"bob\",\"tenant\":\"acme\",\"exp\":4102444800}", secret));
+    snprintf(bob_globex, sizeof bob_globex, "Authorization: Bearer %s",
+             jwt_for("{\"sub\":\"bob\",\"tenant\":\"globex\",\"exp\":4102444800}", secret));
+    char *id = create(&r, "note", ana, "{\"to\": \"bob\", \"title\": \"acme only\"}");
+    REQUIRE(id);
+    CHECK_INT(listed(&r, bob_acme), 1);
+    CHECK_INT(listed(&r, bob_globex), 0);
+    CHECK_INT(count_of(&r, bob_globex), 0);
+    char path[256], code[64];
+    snprintf(path, sizeof path, "/messages/%s", id);
+    CHECK_INT(call(&r, "GET", path, bob_globex, NULL, code), 404);
+    CHECK_STR(code, "message_not_found");
+    CHECK_INT(call(&r, "GET", path, bob_acme, NULL, code), 200);
+    free(id);
     rig_stop(&r);
 }
 
@@ -401,6 +469,34 @@ static bool body_leaks(const rig *r, const test_reply *t) {
     return bad;
 }
 
+static const char SQL_FAILURE[] = "SELECT action_failure_message FROM messages WHERE id = ?";
+
+typedef struct {
+    const char *id;
+    char *out;
+    size_t size;
+} failure_arg;
+
+static mv_code failure_tx(mv_db *db, void *ctx, mv_err *err) {
+    failure_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_FAILURE, &st, err, "s", a->id);
+    if (st) mv_strlcpy(a->out, mv_stmt_text(st, 0), a->size);
+    mv_stmt_done(st);
+    return rc;
+}
+
+/* The failure text stored with a retryable attempt. */
+static bool stored_failure(const char *url, const char *id, char *out, size_t size) {
+    mv_store *s = NULL;
+    mv_err err = {0};
+    if (mv_store_open(url, NULL, &s, &err) != MV_OK) return false;
+    failure_arg a = {id, out, size};
+    mv_code rc = mv_store_read(s, failure_tx, &a, &err);
+    mv_store_close(s);
+    return rc == MV_OK;
+}
+
 /* The daemon log has the detail, but never the credentials or the query string. */
 static void check_log(const rig *r) {
     char path[800];
@@ -465,9 +561,67 @@ TEST(error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_d
     CHECK_STR(test_reply_code(&t), "action_retryable");
     CHECK(!body_leaks(&r, &t));
     test_reply_free(&t);
+    /* what the attempt remembers (the message's lastFailure) names no URL either */
+    char failure[512] = "";
+    CHECK(stored_failure(r.store, id, failure, sizeof failure));
+    CHECK(failure[0] && !strstr(failure, "http") && !strstr(failure, "127.0.0.1"));
     free(id);
     rig_stop(&r);
     check_log(&r);
+}
+
+/* ---- 8. bounded conditions ---------------------------------------------------------------- */
+
+TEST(
+    a_condition_over_a_huge_payload_stops_quickly_the_action_is_not_allowed_and_a_warning_is_logged) {
+    rig r;
+    REQUIRE(rig_start(&r, "sqlite", "logic_bound", ""));
+    /* small: the condition holds */
+    char *small = create(&r, "cond", "X-User-Id: mallory", "{\"to\": \"bob\", \"items\": [\"a\"]}");
+    REQUIRE(small);
+    char path[256];
+    snprintf(path, sizeof path, "/messages/%s/actions/receiver", small);
+    test_reply t = test_http(r.port, "GET", path, "X-User-Id: bob", NULL);
+    CHECK_INT(json_array_size(json_object_get(t.json, "actions")), 1);
+    test_reply_free(&t);
+    /* 30,000 items concatenated one by one: seconds and gigabytes without a bound */
+    size_t n = 30000;
+    char *body = malloc(n * 13 + 64);
+    size_t off = (size_t)sprintf(body, "{\"to\": \"bob\", \"items\": [");
+    for (size_t i = 0; i < n; i++)
+        off += (size_t)sprintf(body + off, "%s\"0123456789\"", i ? "," : "");
+    sprintf(body + off, "]}");
+    char *id = create(&r, "cond", "X-User-Id: mallory", body);
+    free(body);
+    REQUIRE(id);
+    int64_t t0 = mv_now_ms();
+    snprintf(path, sizeof path, "/messages/%s/actions/receiver", id);
+    t = test_http(r.port, "GET", path, "X-User-Id: bob", NULL);
+    CHECK_INT(t.status, 200);
+    CHECK_INT(json_array_size(json_object_get(t.json, "actions")), 0);
+    test_reply_free(&t);
+    char code[64];
+    snprintf(path, sizeof path, "/messages/%s/action/open", id);
+    CHECK_INT(call(&r, "POST", path, "X-User-Id: bob", "{}", code), 403);
+    CHECK_STR(code, "action_not_allowed");
+    int64_t took = mv_now_ms() - t0;
+    printf("logic bound: a reduce/cat over 30000 items answered in %lld ms (GET and POST)\n",
+           (long long)took);
+    CHECK(took < 3000);
+    rig_stop(&r);
+    char log_path[800];
+    snprintf(log_path, sizeof log_path, "%s/daemon.log", r.dir);
+    FILE *f = fopen(log_path, "r");
+    REQUIRE(f);
+    char line[4096];
+    int warned = 0;
+    while (fgets(line, sizeof line, f))
+        warned += strstr(line, "\"warn\"") && strstr(line, "work bound") &&
+                  strstr(line, "\"templateCd\":\"cond\"") && strstr(line, "\"actionCd\":\"open\"");
+    fclose(f);
+    CHECK(warned >= 2); /* the GET and the POST */
+    free(small);
+    free(id);
 }
 
 int main(void) {
@@ -476,9 +630,11 @@ int main(void) {
         another_tenants_user_neither_lists_counts_reads_nor_acts_on_a_message,
         the_same_idempotency_key_in_two_tenants_is_two_requests,
         a_globex_admin_can_neither_read_nor_compensate_an_acme_saga,
+        a_jwt_of_another_tenant_sees_nothing_of_this_one,
         a_message_the_caller_cannot_see_is_not_found_on_the_action_route_in_every_state,
         a_retry_of_an_approved_attempt_runs_only_for_its_principal_with_the_approved_input,
         the_principal_of_an_approval_cannot_decide_it_unless_configured,
         a_repeated_identity_header_is_refused_in_headers_mode,
-        error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_detail);
+        error_bodies_and_replays_carry_the_contracts_words_and_the_log_a_redacted_detail,
+        a_condition_over_a_huge_payload_stops_quickly_the_action_is_not_allowed_and_a_warning_is_logged);
 }

@@ -3,8 +3,11 @@
  * and leaves the key to its lease: pending while it lives, created by the retry after it — never
  * client_request_failed (issue 12 item 2). While the server is down every route answers 503
  * store_unavailable, /healthz included, and no body names the server's socket path, host or
- * driver text (items 3 and 6); when it is back everything works again. */
+ * driver text (items 3 and 6); when it is back everything works again. A SQLite daemon whose
+ * files cannot grow (RLIMIT_FSIZE set from outside: what a full disk does) answers 503 to writes
+ * and on /healthz, keeps serving reads, and recovers when the files may grow again. */
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "missive/base.h"
@@ -225,9 +228,83 @@ TEST(every_route_answers_503_store_unavailable_while_postgres_is_down_and_works_
     rig_stop(&r);
 }
 
+/* ---- SQLite whose files cannot grow (a full disk) ------------------------------------------ */
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* Sets the daemon's soft RLIMIT_FSIZE (bytes; RLIM_INFINITY lifts it, as far as the hard limit
+ * allows): its files cannot grow past it, as on a full disk (missived ignores SIGXFSZ, so a write
+ * fails instead of killing it). */
+static bool limit_file_size(pid_t pid, rlim_t bytes) {
+    struct rlimit rl;
+    if (prlimit(pid, RLIMIT_FSIZE, NULL, &rl) != 0) return false;
+    rl.rlim_cur = bytes < rl.rlim_max ? bytes : rl.rlim_max;
+    return prlimit(pid, RLIMIT_FSIZE, &rl, NULL) == 0;
+}
+
+TEST(sqlite_that_cannot_grow_is_503_on_writes_and_healthz_until_it_can_again) {
+    char dir[600], path[800], config[800], db[800];
+    mv_strlcpy(dir, test_tmp_path("full-disk"), sizeof dir);
+    snprintf(path, sizeof path, "%s/templates", dir);
+    REQUIRE(mkdir(dir, 0700) == 0 && mkdir(path, 0700) == 0);
+    snprintf(path, sizeof path, "%s/templates/note.json", dir);
+    REQUIRE(test_write_file(path, "{\"templateCd\": \"note\", \"receiverContent\": {\"title\":"
+                                  " \"{{text}}\"}, \"prepare\": {\"toUser\": \"bob\"},"
+                                  " \"actions\": []}"));
+    snprintf(db, sizeof db, "%s/m.db", dir);
+    snprintf(config, sizeof config, "%s/missived.json", dir);
+    REQUIRE(test_write_file(config,
+                            "{\"store\": \"sqlite:%s\", \"templates\": \"%s/templates\","
+                            " \"auth\": {\"mode\": \"headers\"}}",
+                            db, dir));
+    int port = test_free_port();
+    pid_t pid = test_daemon_start(config, port, NULL, NULL);
+    REQUIRE(pid > 0);
+    test_reply t =
+        test_http(port, "POST", "/messages/new/note", "X-User-Id: ana", "{\"text\": \"a\"}");
+    CHECK_INT(t.status, 201);
+    test_reply_free(&t);
+    /* from now on no file of the store may grow */
+    char wal[820], shm[820];
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    snprintf(shm, sizeof shm, "%s-shm", db);
+    long biggest = file_size(db);
+    if (file_size(wal) > biggest) biggest = file_size(wal);
+    if (file_size(shm) > biggest) biggest = file_size(shm);
+    CHECK(limit_file_size(pid, (rlim_t)biggest));
+    static char body[200000];
+    int n = snprintf(body, sizeof body, "{\"text\": \"");
+    memset(body + n, 'x', 150000);
+    snprintf(body + n + 150000, sizeof body - (size_t)n - 150000, "\"}");
+    t = test_http(port, "POST", "/messages/new/note", "X-User-Id: ana", body);
+    CHECK_INT(t.status, 503);
+    CHECK_STR(test_reply_code(&t), "store_unavailable");
+    test_reply_free(&t);
+    t = test_http(port, "GET", "/healthz", NULL, NULL);
+    CHECK_INT(t.status, 503);
+    test_reply_free(&t);
+    t = test_http(port, "GET", "/messages/count", "X-User-Id: bob", NULL); /* reads still work */
+    CHECK_INT(t.status, 200);
+    CHECK_INT(json_integer_value(json_object_get(t.json, "count")), 1);
+    test_reply_free(&t);
+    /* room again */
+    CHECK(limit_file_size(pid, RLIM_INFINITY));
+    t = test_http(port, "GET", "/healthz", NULL, NULL);
+    CHECK_INT(t.status, 200);
+    test_reply_free(&t);
+    t = test_http(port, "POST", "/messages/new/note", "X-User-Id: ana", body);
+    CHECK_INT(t.status, 201);
+    test_reply_free(&t);
+    CHECK_INT(test_daemon_stop(pid), 0);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     return RUN_TESTS(
+        sqlite_that_cannot_grow_is_503_on_writes_and_healthz_until_it_can_again,
         a_postgres_restart_during_a_create_is_503_and_the_key_is_taken_over_after_its_lease,
         every_route_answers_503_store_unavailable_while_postgres_is_down_and_works_after);
 }

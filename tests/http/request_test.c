@@ -111,6 +111,7 @@ TEST(every_code_maps_to_its_table_status) {
         {MV_CLIENT_REQUEST_MISMATCH, 422, "client_request_mismatch"},
         {MV_PAYMENT_COMPENSATION_FAILED, 500, "payment_compensation_failed"},
         {MV_PREPARE_FAILED, 502, "prepare_failed"},     {MV_STORE_UNAVAILABLE, 503, "store_unavailable"},
+        {MV_DRAINING, 503, "draining"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mv_err err = {0};
@@ -163,11 +164,40 @@ TEST(log_lines_are_single_json_objects) {
     CHECK_INT(n, 2);
 }
 
+static int cleanups_run;
+
+static void count_cleanup(void *p) {
+    (void)p;
+    cleanups_run++;
+}
+
+TEST(a_reset_arena_runs_its_cleanups_and_serves_new_allocations) {
+    mv_arena *a = mv_arena_new();
+    REQUIRE(a);
+    for (int round = 0; round < 3; round++) {
+        cleanups_run = 0;
+        char *small = mv_arena_strdup(a, "kept block");
+        char *big = mv_arena_alloc(a, 100000); /* an oversized block: freed by the reset */
+        REQUIRE(small && big);
+        memset(big, 'x', 100000);
+        CHECK(mv_arena_defer(a, count_cleanup, NULL));
+        CHECK(mv_arena_json(a, json_string("released on reset")) != NULL);
+        CHECK_STR(small, "kept block");
+        mv_arena_reset(a);
+        CHECK_INT(cleanups_run, 1);
+        char *z = mv_arena_alloc(a, 64); /* zeroed, as from a new arena */
+        REQUIRE(z);
+        CHECK(z[0] == 0 && z[63] == 0);
+    }
+    mv_arena_free(a);
+}
+
 int main(void) {
     return RUN_TESTS(error_body_has_code_message_and_the_fields_the_error_carries,
                      approval_fields_include_token_and_expiry_as_integer_ms,
                      client_request_pending_adds_retry_after_of_at_least_one_second,
                      internal_errors_are_masked_and_keep_the_real_message_for_the_log,
                      every_code_maps_to_its_table_status, non_utf8_error_messages_still_give_valid_json,
-                     log_lines_are_single_json_objects);
+                     log_lines_are_single_json_objects,
+                     a_reset_arena_runs_its_cleanups_and_serves_new_allocations);
 }

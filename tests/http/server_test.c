@@ -1,9 +1,16 @@
-/* server_test.c — the libmicrohttpd layer over real sockets on 127.0.0.1 with libcurl: body limits
- * (Content-Length and chunked), keep-alive, raw path parameters, and the graceful drain. */
+/* server_test.c — the libmicrohttpd layer over real sockets on 127.0.0.1 with libcurl and raw
+ * sockets: body limits (Content-Length and chunked), keep-alive, raw path parameters, the graceful
+ * drain, and hostile clients (slow heads, malformed heads, connection limits, slow handlers). */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "http/auth.h"
 #include "http/ops.h"
@@ -23,11 +30,15 @@ static void echo_len(mv_http_request *req, mv_http_response *res, void *app) {
                                      mv_http_param(req, "id")));
 }
 
+static atomic_int slow_running;
+
 static void slow(mv_http_request *req, mv_http_response *res, void *app) {
     (void)req;
     (void)app;
     atomic_store(&slow_started, 1);
+    atomic_fetch_add(&slow_running, 1);
     mv_sleep_ms(atomic_load(&slow_ms));
+    atomic_fetch_sub(&slow_running, 1);
     mv_http_json(res, 200, json_pack("{s:b}", "slow", 1));
 }
 
@@ -36,10 +47,11 @@ typedef struct fixture {
     mv_auth *auth;
     mv_http_ops ops;
     mv_http_server *server;
+    int port;
     char base[64];
 } fixture;
 
-static bool fixture_start(fixture *f) {
+static bool fixture_start_with(fixture *f, mv_http_server_options so) {
     memset(f, 0, sizeof *f);
     f->router = mv_router_new(NULL);
     mv_auth_options ao = {.mode = MV_AUTH_HEADERS};
@@ -50,16 +62,22 @@ static bool fixture_start(fixture *f) {
         {.method = "POST", .pattern = "/echo", .handler = echo_len, .json_body = true},
         {.method = "GET", .pattern = "/things/{id}", .handler = echo_len},
         {.method = "GET", .pattern = "/slow", .handler = slow, .public_route = true},
+        {.method = "POST", .pattern = "/slow", .handler = slow, .public_route = true},
     };
-    for (size_t i = 0; i < 3; i++) mv_router_add(f->router, &routes[i], NULL);
-    mv_http_server_options so = {.listen = "127.0.0.1:0", .threads = 2};
+    for (size_t i = 0; i < 4; i++) mv_router_add(f->router, &routes[i], NULL);
+    so.listen = "127.0.0.1:0";
     mv_err err = {0};
     if (mv_http_server_start(&so, f->router, &f->server, &err) != MV_OK) {
         fprintf(stderr, "server start: %s\n", err.message);
         return false;
     }
-    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%d", mv_http_server_port(f->server));
+    f->port = mv_http_server_port(f->server);
+    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%d", f->port);
     return true;
+}
+
+static bool fixture_start(fixture *f) {
+    return fixture_start_with(f, (mv_http_server_options){.threads = 2});
 }
 
 static void fixture_stop(fixture *f) {
@@ -303,6 +321,391 @@ static void *client_thread(void *p) {
     return NULL;
 }
 
+
+/* ---- raw sockets ------------------------------------------------------------------------- */
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A connection to the fixture from source address src (NULL: the kernel's choice). */
+static int raw_connect(fixture *f, const char *src) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    if (src) {
+        struct sockaddr_in sa = {.sin_family = AF_INET};
+        inet_pton(AF_INET, src, &sa.sin_addr);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)f->port)};
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    if (connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static bool send_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0) return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Reads one response (head + Content-Length body) within timeout_ms into buf; returns the status,
+ * 0 on close/timeout before a whole response. */
+static int read_response(int fd, char *buf, size_t size, int timeout_ms) {
+    size_t len = 0;
+    int64_t end = now_ms() + timeout_ms;
+    buf[0] = '\0';
+    for (;;) {
+        char *head_end = strstr(buf, "\r\n\r\n");
+        if (head_end) {
+            const char *cl = strcasestr(buf, "Content-Length:");
+            size_t want = (size_t)(head_end + 4 - buf) + (cl ? strtoul(cl + 15, NULL, 10) : 0);
+            if (len >= want) return atoi(buf + 9);
+        }
+        int left = (int)(end - now_ms());
+        if (left <= 0 || len + 1 >= size) return 0;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, left) <= 0) return 0;
+        ssize_t r = recv(fd, buf + len, size - 1 - len, 0);
+        if (r <= 0) return 0;
+        len += (size_t)r;
+        buf[len] = '\0';
+    }
+}
+
+static bool is_closed(int fd, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, timeout_ms) <= 0) return false;
+    char c;
+    return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+/* Sends a raw request on a fresh connection (or, with keep_alive_first, after one good request on
+ * the same connection) and returns the status; the body goes to out. */
+static int raw_exchange(fixture *f, const char *req, size_t n, bool keep_alive_first, char *out,
+                        size_t size) {
+    int fd = raw_connect(f, NULL);
+    if (fd < 0) return -1;
+    if (keep_alive_first) {
+        const char *ok = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+        if (!send_all(fd, ok, strlen(ok)) || read_response(fd, out, size, 2000) != 200) {
+            close(fd);
+            return -2;
+        }
+    }
+    int status = send_all(fd, req, n) ? read_response(fd, out, size, 2000) : -3;
+    close(fd);
+    return status;
+}
+
+static char *repeat(const char *prefix, const char *unit, size_t times, const char *suffix) {
+    size_t pl = strlen(prefix), ul = strlen(unit), sl = strlen(suffix);
+    char *b = malloc(pl + ul * times + sl + 1);
+    memcpy(b, prefix, pl);
+    for (size_t i = 0; i < times; i++) memcpy(b + pl + i * ul, unit, ul);
+    memcpy(b + pl + ul * times, suffix, sl + 1);
+    return b;
+}
+
+TEST(malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape) {
+    fixture f;
+    REQUIRE(fixture_start(&f));
+    struct {
+        char *req;
+        int status;
+    } cases[] = {
+        {repeat("GET /healthz?x=", "a", 9000, " HTTP/1.1\r\nHost: t\r\n\r\n"), 414},
+        {repeat("GET /healthz HTTP/1.1\r\nHost: t\r\n", "X-Filler: aaaaaaaaaaaaaaaaaaaaaaaa\r\n", 600,
+                "\r\n"),
+         431},
+        {strdup("GET /healthz HTTP/2.0\r\nHost: t\r\n\r\n"), 505},
+        {strdup("POST /echo HTTP/1.1\r\nHost: t\r\nX-User-Id: u1\r\nTransfer-Encoding: gzip\r\n\r\nxx"),
+         501},
+        {repeat("GET /healthz?", "&", 2500, " HTTP/1.1\r\nHost: t\r\n\r\n"), 400},
+        {strdup("GET /healthz HTTP/1.1\r\nHost: t\r\nBad Header\r\n\r\n"), 400},
+        {strdup("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"),
+         400},
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int ka = 0; ka < 2; ka++) {
+            int64_t t0 = now_ms();
+            int st = raw_exchange(&f, cases[i].req, strlen(cases[i].req), ka, out, sizeof out);
+            if (st != cases[i].status)
+                fprintf(stderr, "case %zu (keep-alive %d): status %d, reply %.300s\n", i, ka, st, out);
+            /* after a first request libmicrohttpd parses the head itself: a version it refuses
+             * and a malformed header line keep its own (HTML) body */
+            if (ka && (cases[i].status == 505 || i == 5)) {
+                CHECK(st >= 400);
+                continue;
+            }
+            CHECK_INT(st, cases[i].status);
+            CHECK(strstr(out, "Content-Type: application/json") != NULL);
+            CHECK(strstr(out, "{\"error\":{\"code\":\"") != NULL);
+            if (i == 6) CHECK(strstr(out, "conflicting") != NULL);
+            CHECK(now_ms() - t0 < 1000);
+        }
+        free(cases[i].req);
+    }
+    fixture_stop(&f);
+}
+
+TEST(a_head_that_does_not_arrive_in_time_is_answered_408_and_closed) {
+    fixture f;
+    REQUIRE(fixture_start_with(&f, (mv_http_server_options){.threads = 2, .header_timeout_ms = 300}));
+    int fd = raw_connect(&f, NULL);
+    REQUIRE(fd >= 0);
+    const char *part = "GET /healthz HTTP/1.1\r\nHost: t\r\n";
+    CHECK(send_all(fd, part, strlen(part)));
+    char out[2048];
+    int64_t t0 = now_ms();
+    /* trickle bytes, as a slowloris client does: each byte must not extend the deadline */
+    for (int i = 0; i < 4; i++) {
+        mv_sleep_ms(100);
+        send(fd, "X", 1, MSG_NOSIGNAL);
+    }
+    CHECK_INT(read_response(fd, out, sizeof out, 2000), 408);
+    CHECK(strstr(out, "\"code\":\"invalid_argument\"") != NULL);
+    CHECK(now_ms() - t0 < 1500);
+    CHECK(is_closed(fd, 2000));
+    close(fd);
+    fixture_stop(&f);
+}
+
+TEST(slow_heads_neither_delay_nor_lock_out_a_fresh_client) {
+    /* 300 connections that never finish their head, from three addresses, against a server
+     * that holds at most 200: the oldest are dropped to make room, and a fresh client is
+     * answered at once, every time. */
+    fixture f;
+    REQUIRE(fixture_start_with(&f, (mv_http_server_options){.threads = 2, .max_connections = 200}));
+    int slow_fds[300];
+    const char *srcs[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4"};
+    int opened = 0;
+    for (int i = 0; i < 300; i++) {
+        slow_fds[i] = raw_connect(&f, srcs[i % 3]);
+        if (slow_fds[i] >= 0) {
+            send_all(slow_fds[i], "GET /healthz HTTP/1.1\r\nHost:", 28);
+            opened++;
+        }
+    }
+    CHECK_INT(opened, 300);
+    mv_sleep_ms(100);
+    int64_t worst = 0;
+    char out[2048];
+    for (int i = 0; i < 20; i++) {
+        int64_t t0 = now_ms();
+        const char *req = "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+        CHECK_INT(raw_exchange(&f, req, strlen(req), false, out, sizeof out), 200);
+        int64_t d = now_ms() - t0;
+        if (d > worst) worst = d;
+    }
+    CHECK(worst < 200);
+    /* the first slow connections were dropped to make room */
+    CHECK(is_closed(slow_fds[0], 1000));
+    for (int i = 0; i < 300; i++)
+        if (slow_fds[i] >= 0) close(slow_fds[i]);
+    fixture_stop(&f);
+}
+
+TEST(connections_beyond_the_per_address_limit_are_closed_at_once) {
+    fixture f;
+    REQUIRE(fixture_start_with(&f, (mv_http_server_options){.threads = 2, .max_connections_per_ip = 5}));
+    int fds[6];
+    for (int i = 0; i < 6; i++) {
+        fds[i] = raw_connect(&f, "127.0.0.5");
+        REQUIRE(fds[i] >= 0);
+        mv_sleep_ms(20); /* in order */
+    }
+    CHECK(is_closed(fds[5], 1000));
+    CHECK(!is_closed(fds[0], 100));
+    /* another address is not affected, and a closed connection frees its place */
+    char out[2048];
+    const char *req = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    CHECK_INT(raw_exchange(&f, req, strlen(req), false, out, sizeof out), 200);
+    close(fds[0]);
+    close(fds[5]);
+    mv_sleep_ms(50);
+    int again = raw_connect(&f, "127.0.0.5");
+    REQUIRE(again >= 0);
+    CHECK(send_all(again, req, strlen(req)));
+    CHECK_INT(read_response(again, out, sizeof out, 2000), 200);
+    close(again);
+    for (int i = 1; i < 5; i++) close(fds[i]);
+    fixture_stop(&f);
+}
+
+typedef struct slow_post {
+    fixture *f;
+    int status;
+} slow_post;
+
+static void *slow_post_thread(void *p) {
+    slow_post *sp = p;
+    char out[2048];
+    const char *req = "POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n";
+    sp->status = raw_exchange(sp->f, req, strlen(req), false, out, sizeof out);
+    return NULL;
+}
+
+TEST(twelve_slow_handlers_run_at_once_and_never_delay_a_health_check) {
+    fixture f;
+    REQUIRE(fixture_start_with(&f, (mv_http_server_options){.threads = 16}));
+    atomic_store(&slow_ms, 800);
+    atomic_store(&slow_running, 0);
+    slow_post sp[12];
+    pthread_t th[12];
+    int64_t t0 = now_ms();
+    for (int i = 0; i < 12; i++) {
+        sp[i].f = &f;
+        pthread_create(&th[i], NULL, slow_post_thread, &sp[i]);
+    }
+    while (atomic_load(&slow_running) < 12 && now_ms() - t0 < 2000) mv_sleep_ms(5);
+    CHECK_INT(atomic_load(&slow_running), 12);
+    int64_t worst = 0;
+    char out[2048];
+    for (int i = 0; i < 10; i++) {
+        int64_t a = now_ms();
+        const char *req = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+        CHECK_INT(raw_exchange(&f, req, strlen(req), false, out, sizeof out), 200);
+        if (now_ms() - a > worst) worst = now_ms() - a;
+    }
+    CHECK(worst < 100);
+    for (int i = 0; i < 12; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_INT(sp[i].status, 200);
+    }
+    CHECK(now_ms() - t0 < 1800); /* together, not one after another */
+    atomic_store(&slow_ms, 300);
+    fixture_stop(&f);
+}
+
+typedef struct drain_arg {
+    mv_http_server *s;
+    bool ok;
+} drain_arg;
+
+static void *drain_thread(void *p) {
+    drain_arg *d = p;
+    d->ok = mv_http_server_drain(d->s, 5000);
+    return NULL;
+}
+
+TEST(a_request_arriving_during_the_drain_is_answered_503_draining) {
+    fixture f;
+    REQUIRE(fixture_start(&f));
+    atomic_store(&slow_started, 0);
+    atomic_store(&slow_ms, 500);
+    /* a keep-alive connection opened before the drain */
+    int fd = raw_connect(&f, NULL);
+    REQUIRE(fd >= 0);
+    char out[2048];
+    const char *hz = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    CHECK(send_all(fd, hz, strlen(hz)));
+    CHECK_INT(read_response(fd, out, sizeof out, 2000), 200);
+    char url[128];
+    snprintf(url, sizeof url, "%s/slow", f.base);
+    client_arg a = {.url = url};
+    pthread_t th;
+    pthread_create(&th, NULL, client_thread, &a);
+    while (!atomic_load(&slow_started)) mv_sleep_ms(2);
+    drain_arg d = {.s = f.server};
+    pthread_t dt;
+    pthread_create(&dt, NULL, drain_thread, &d);
+    mv_sleep_ms(100); /* the drain has begun; the slow request is still running */
+    CHECK(send_all(fd, hz, strlen(hz)));
+    CHECK_INT(read_response(fd, out, sizeof out, 2000), 503);
+    CHECK(strstr(out, "\"code\":\"draining\"") != NULL);
+    CHECK(strcasestr(out, "Connection: close") != NULL);
+    close(fd);
+    pthread_join(th, NULL);
+    CHECK_INT(a.r.status, 200);
+    pthread_join(dt, NULL);
+    CHECK(d.ok);
+    CHECK(raw_connect(&f, NULL) < 0); /* refused once drained */
+    atomic_store(&slow_ms, 300);
+    fixture_stop(&f);
+}
+
+typedef struct hammer {
+    fixture *f;
+    atomic_bool *go;
+    int answered, draining, resets;
+} hammer;
+
+/* A client that sends requests back to back — over one connection while the server keeps it,
+ * over a new one when told "Connection: close" — until connecting is refused. */
+static void *hammer_thread(void *p) {
+    hammer *h = p;
+    const char *req = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    char out[2048];
+    int fd = -1;
+    while (atomic_load(h->go)) {
+        if (fd < 0 && (fd = raw_connect(h->f, NULL)) < 0) break; /* refused: the server is gone */
+        int st = send_all(fd, req, strlen(req)) ? read_response(fd, out, sizeof out, 3000) : 0;
+        if (st == 200) h->answered++;
+        else if (st == 503 && strstr(out, "\"draining\"")) h->draining++;
+        else h->resets++;
+        if (st == 0 || strcasestr(out, "Connection: close")) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+
+TEST(a_drain_under_load_answers_every_request_it_received) {
+    fixture f;
+    REQUIRE(fixture_start(&f));
+    atomic_bool go = true;
+    hammer h[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        h[i] = (hammer){.f = &f, .go = &go};
+        pthread_create(&th[i], NULL, hammer_thread, &h[i]);
+    }
+    /* a slow request keeps the drain going while the others are answered 503 and reconnect,
+     * so connections are arriving at the moment the server stops accepting */
+    atomic_store(&slow_started, 0);
+    atomic_store(&slow_ms, 400);
+    char url[128];
+    snprintf(url, sizeof url, "%s/slow", f.base);
+    client_arg a = {.url = url};
+    pthread_t slow_th;
+    pthread_create(&slow_th, NULL, client_thread, &a);
+    while (!atomic_load(&slow_started)) mv_sleep_ms(2);
+    CHECK(mv_http_server_drain(f.server, 5000));
+    mv_http_server_free(f.server); /* at once, as missived does, while the clients still run */
+    f.server = NULL;
+    pthread_join(slow_th, NULL);
+    CHECK_INT(a.r.status, 200);
+    atomic_store(&slow_ms, 300);
+    int answered = 0, draining = 0, resets = 0;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL); /* each ends when its connect is refused */
+        answered += h[i].answered;
+        draining += h[i].draining;
+        resets += h[i].resets;
+    }
+    atomic_store(&go, false);
+    CHECK(answered > 0);
+    CHECK(draining > 0);
+    CHECK_INT(resets, 0);
+    fixture_stop(&f);
+}
+
 TEST(graceful_stop_waits_for_an_in_flight_request_and_accepts_no_more) {
     fixture f;
     REQUIRE(fixture_start(&f));
@@ -400,6 +803,13 @@ int main(void) {
                        graceful_stop_waits_for_an_in_flight_request_and_accepts_no_more,
                        drain_reports_requests_still_running_at_the_timeout,
                        listen_addresses_parse_and_loopback_is_recognised,
+                       malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape,
+                       a_head_that_does_not_arrive_in_time_is_answered_408_and_closed,
+                       slow_heads_neither_delay_nor_lock_out_a_fresh_client,
+                       connections_beyond_the_per_address_limit_are_closed_at_once,
+                       twelve_slow_handlers_run_at_once_and_never_delay_a_health_check,
+                       a_request_arriving_during_the_drain_is_answered_503_draining,
+                       a_drain_under_load_answers_every_request_it_received,
                        a_port_in_use_fails_with_an_io_error);
     curl_global_cleanup();
     return rc;

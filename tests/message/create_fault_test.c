@@ -94,19 +94,25 @@ static void close_faulty(fixture *fx, fault *f) {
     pg_private_remove(&f->pg);
 }
 
-static json_t *create_big(fixture *fx, const char *key, mv_code *rc, mv_err *err) {
+/* An idempotent create whose payload (20 KB) needs new pages: a full file cannot take it. */
+static json_t *create_big_replayed(fixture *fx, const char *key, bool *replayed, mv_code *rc,
+                                   mv_err *err) {
     mv_user u = {.id = "u1"};
     static char big[20000];
-    memset(big, 'x', sizeof big - 1); /* needs new pages: a full file cannot take it */
+    memset(big, 'x', sizeof big - 1);
     json_t *payload = json_pack("{s:s,s:s,s:s}", "name", "Widget", "toUser", "u2", "blob", big);
     json_t *id = json_string(key);
     mv_create_request req = {
         .template_cd = "svc-test", .user = &u, .payload = payload, .client_request_id = id};
     json_t *msgs = NULL;
-    *rc = mv_message_create(fx->svc, &req, &msgs, NULL, err);
+    *rc = mv_message_create(fx->svc, &req, &msgs, replayed, err);
     json_decref(payload);
     json_decref(id);
     return msgs;
+}
+
+static json_t *create_big(fixture *fx, const char *key, mv_code *rc, mv_err *err) {
+    return create_big_replayed(fx, key, NULL, rc, err);
 }
 
 STORE_TEST(a_store_failure_mid_create_leaves_the_key_to_its_lease_and_a_retry_takes_over) {
@@ -134,19 +140,8 @@ STORE_TEST(a_store_failure_mid_create_leaves_the_key_to_its_lease_and_a_retry_ta
     CHECK_INT(json_array_size(m), 1);
     json_decref(m);
     bool replayed = false;
-    m = NULL;
-    {
-        mv_user u = {.id = "u1"};
-        json_t *id = json_string("k-1");
-        static char big[20000];
-        memset(big, 'x', sizeof big - 1);
-        json_t *payload = json_pack("{s:s,s:s,s:s}", "name", "Widget", "toUser", "u2", "blob", big);
-        mv_create_request req = {
-            .template_cd = "svc-test", .user = &u, .payload = payload, .client_request_id = id};
-        CHECK_CODE(mv_message_create(fx.svc, &req, &m, &replayed, &err), MV_OK, &err);
-        json_decref(payload);
-        json_decref(id);
-    }
+    m = create_big_replayed(&fx, "k-1", &replayed, &rc, &err);
+    CHECK_CODE(rc, MV_OK, &err);
     CHECK(replayed);
     json_decref(m);
     CHECK_INT(fixture_rows(f.store, 'm'), 1);

@@ -49,7 +49,7 @@ static bool pg_ctl(const pg_private *pg, const char *args) {
 
 bool pg_private_restart(pg_private *pg) { return pg_ctl(pg, "-m fast restart"); }
 
-bool pg_private_stop_server(pg_private *pg) { return pg_ctl(pg, "-m immediate stop"); }
+bool pg_private_stop_server(pg_private *pg) { return pg_ctl(pg, "-m fast stop"); }
 
 bool pg_private_start_server(pg_private *pg) {
     char path[300], port[32] = "";

@@ -21,7 +21,8 @@ typedef struct pg_private {
 bool pg_private_start(pg_private *pg);
 /* pg_ctl restart -m fast: the server goes away and comes back; open connections are cut. */
 bool pg_private_restart(pg_private *pg);
-/* pg_ctl stop -m immediate (as a crash) / start again on the same port and socket. */
+/* pg_ctl stop -m fast (the server goes away, nothing committed is lost) / start again on the
+ * same port and socket. */
 bool pg_private_stop_server(pg_private *pg);
 bool pg_private_start_server(pg_private *pg);
 /* Stops the server and removes its directory. NULL-safe on a cluster that never started. */

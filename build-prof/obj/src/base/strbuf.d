@@ -1,0 +1,2 @@
+build-prof/obj/src/base/strbuf.o: src/base/strbuf.c src/base/strbuf.h
+src/base/strbuf.h:

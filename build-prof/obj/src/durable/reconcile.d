@@ -1,0 +1,10 @@
+build-prof/obj/src/durable/reconcile.o: src/durable/reconcile.c \
+ src/durable/durable_internal.h include/missive/durable.h \
+ include/missive/base.h include/missive/error.h include/missive/store.h \
+ src/store/db.h
+src/durable/durable_internal.h:
+include/missive/durable.h:
+include/missive/base.h:
+include/missive/error.h:
+include/missive/store.h:
+src/store/db.h:

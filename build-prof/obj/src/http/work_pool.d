@@ -1,0 +1,3 @@
+build-prof/obj/src/http/work_pool.o: src/http/work_pool.c \
+ src/http/work_pool.h
+src/http/work_pool.h:

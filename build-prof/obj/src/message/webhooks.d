@@ -1,0 +1,17 @@
+build-prof/obj/src/message/webhooks.o: src/message/webhooks.c \
+ src/message/service.h include/missive/message.h include/missive/base.h \
+ include/missive/error.h include/missive/deliver.h \
+ include/missive/store.h include/missive/durable.h \
+ include/missive/template.h include/missive/jsonlogic.h \
+ include/missive/mustache.h src/store/db.h
+src/message/service.h:
+include/missive/message.h:
+include/missive/base.h:
+include/missive/error.h:
+include/missive/deliver.h:
+include/missive/store.h:
+include/missive/durable.h:
+include/missive/template.h:
+include/missive/jsonlogic.h:
+include/missive/mustache.h:
+src/store/db.h:
