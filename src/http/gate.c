@@ -383,7 +383,7 @@ static void on_readable(mv__gate *g, pending *p) {
 
 static void accept_all(mv__gate *g) {
     for (;;) {
-        struct sockaddr_storage ss;
+        struct sockaddr_storage ss = {0}; /* accept4 fills it; the analyzer cannot see that */
         socklen_t sl = sizeof ss;
         int fd = accept4(g->o.listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
