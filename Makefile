@@ -95,6 +95,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The browser suite again, writing its screenshots into docs/img (the pictures docs/web-inbox.md shows).
+screenshots: all
+	@MISSIVE_SCREENSHOT_DIR=$(CURDIR)/docs/img BUILD=$(BUILD) tests/browser/browser_test.sh
+
 test: all $(TEST_BIN)
 	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
 
@@ -195,6 +199,7 @@ deb:
 clean:
 	rm -rf build build-asan build-release build-fuzz var
 
-.PHONY: all test asan run lint clean fuzz bench bench-bin install uninstall deb
+
+.PHONY: all test screenshots asan run lint clean fuzz bench bench-bin install uninstall deb
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
