@@ -99,6 +99,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUP_OBJ) $(CMD_OBJ) $(LIB)
 $(BUILD)/tests/base/torture_test: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
     -Wl,--wrap=free,--wrap=strdup,--wrap=strndup
 
+# The browser suite again, writing its screenshots into docs/img (the pictures docs/web-inbox.md shows).
+screenshots: all
+	@MISSIVE_SCREENSHOT_DIR=$(CURDIR)/docs/img BUILD=$(BUILD) tests/browser/browser_test.sh
+
 test: all $(TEST_BIN)
 	@BUILD=$(BUILD) scripts/run-tests $(TEST_BIN)
 
@@ -217,7 +221,7 @@ deb:
 clean:
 	rm -rf build build-asan build-release build-fuzz var
 
-.PHONY: all test asan run lint format-check clean fuzz fuzz-deps bench bench-bin install uninstall deb
+.PHONY: all test screenshots asan run lint format-check clean fuzz fuzz-deps bench bench-bin install uninstall deb
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 -include $(shell find build-fuzz/obj -name '*.d' 2>/dev/null)

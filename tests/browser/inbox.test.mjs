@@ -18,7 +18,11 @@ const repo = path.resolve(here, '../..');
 const build = path.resolve(repo, process.env.BUILD || 'build');
 const daemonBin = path.join(build, 'missived');
 const chromiumBin = process.env.CHROMIUM || '/usr/bin/chromium';
-const imgDir = path.join(repo, 'docs', 'img');
+// Each run writes its pictures under the build directory, so `make test` leaves the tree clean;
+// `make screenshots` runs the suite with MISSIVE_SCREENSHOT_DIR=docs/img to refresh the docs' copies.
+const imgDir = process.env.MISSIVE_SCREENSHOT_DIR
+  ? path.resolve(process.env.MISSIVE_SCREENSHOT_DIR)
+  : path.join(repo, process.env.BUILD || 'build', 'screenshots');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'missive-browser-'));
 
 // ---- fixtures: templates, a saga, a webhook server -----------------------------------------------

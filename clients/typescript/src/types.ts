@@ -49,10 +49,10 @@ export interface Message {
   archivedAt: Millis | null;
   createdAt: Millis;
   updatedAt: Millis;
-  /** Present once the inbox-state feature is deployed. */
-  viewer?: Viewer;
-  /** Present once the operations feature is deployed; null unless actionState is retryable. */
-  lastFailure?: LastFailure | null;
+  /** The requesting user's own inbox state. */
+  viewer: Viewer;
+  /** What the handler said about the last failed attempt; null unless actionState is retryable. */
+  lastFailure: LastFailure | null;
 }
 
 export interface MessageList {
@@ -62,8 +62,8 @@ export interface MessageList {
 
 export interface Counts {
   count: number;
-  unseen?: number;
-  unread?: number;
+  unseen: number;
+  unread: number;
 }
 
 export interface ActionView {

@@ -1,7 +1,9 @@
 // client.test.mjs — missive-client against a live missived (started here on a free port):
-// every route on this branch once, an idempotent replay, two 409 races, a 422 mismatch, a
-// webhook verified by verifyWebhook and by the standardwebhooks package (rotation included),
-// approvals, sagas, and cursor iteration over 250 messages.
+// every route of api/openapi.json at least once, an idempotent replay, two 409 races, a 422
+// mismatch, a webhook verified by verifyWebhook and by the standardwebhooks package (rotation
+// included), approvals, sagas, cursor iteration over 250 messages, the inbox marks and counts,
+// the event stream (ticket, a live message.created, resuming with Last-Event-ID), the saga and
+// approval lists, /livez and /readyz, and the /ui files.
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -217,6 +219,133 @@ describe('messages', () => {
   });
 });
 
+describe('inbox', () => {
+  test('seen, read, unread, dismiss and undismiss change only the caller\'s viewer state, and counts follow the filters', async () => {
+    const dora = as('dora');
+    const { messages: [m1] } = await ana.messages.create('note', { to: 'dora', title: 'one' });
+    const { messages: [m2] } = await ana.messages.create('note', { to: 'dora', title: 'two' });
+    const { messages: [m3] } = await ana.messages.create('note', { to: 'dora', title: 'three' });
+    assert.deepEqual((await dora.messages.get(m1.id)).viewer, { seenAt: null, readAt: null, dismissedAt: null });
+    assert.equal(m1.lastFailure, null);
+    assert.deepEqual(await dora.messages.count(), { count: 3, unseen: 3, unread: 3 });
+
+    const seen = await dora.messages.markSeen(m1.id);
+    assert.equal(seen.id, m1.id);
+    assert.equal(typeof seen.viewer.seenAt, 'number');
+    assert.equal(seen.viewer.readAt, null);
+    assert.equal(seen.actionState, 'active', 'viewer state never changes actionState');
+    const again = await dora.messages.markSeen(m1.id);
+    assert.equal(again.viewer.seenAt, seen.viewer.seenAt, 'marking again keeps the first timestamp');
+    assert.deepEqual(await dora.messages.count(), { count: 3, unseen: 2, unread: 3 });
+    assert.equal((await dora.messages.count({ seen: false })).count, 2);
+    assert.equal((await dora.messages.count({ seen: true })).count, 1);
+
+    const read = await dora.messages.markRead(m2.id);
+    assert.equal(typeof read.viewer.readAt, 'number');
+    assert.equal(typeof read.viewer.seenAt, 'number', 'read implies seen');
+    assert.deepEqual(await dora.messages.count(), { count: 3, unseen: 1, unread: 2 });
+    assert.equal((await dora.messages.count({ read: true })).count, 1);
+    const unread = await dora.messages.markUnread(m2.id);
+    assert.equal(unread.viewer.readAt, null);
+    assert.equal(unread.viewer.seenAt, read.viewer.seenAt, 'unread clears readAt only');
+
+    const dismissed = await dora.messages.dismiss(m3.id);
+    assert.equal(typeof dismissed.viewer.dismissedAt, 'number');
+    assert.equal((await dora.messages.count()).count, 2, 'dismissed messages leave the inbox');
+    assert.equal((await dora.messages.count({ dismissed: true })).count, 1);
+    assert.deepEqual((await dora.messages.list({ dismissed: true })).messages.map((m) => m.id), [m3.id]);
+    assert.equal((await ana.messages.get(m3.id)).viewer.dismissedAt, null, 'the sender\'s state is their own');
+    const back = await dora.messages.undismiss(m3.id);
+    assert.equal(back.viewer.dismissedAt, null);
+    assert.equal((await dora.messages.count()).count, 3);
+
+    assert.equal((await dora.messages.count({ type: 'info', templateCd: 'note' })).count, 3);
+    assert.equal((await dora.messages.count({ templateCd: 'bulk' })).count, 0);
+    await assert.rejects(dora.messages.count({ read: 'maybe' }), (e) => e.status === 400 && e.code === 'invalid_argument');
+    await assert.rejects(as('mallory').messages.markSeen(m1.id), (e) => e.status === 404 && e.code === 'message_not_found');
+    await assert.rejects(dora.messages.markRead('nope'), (e) => e.status === 400 && e.code === 'invalid_argument');
+  });
+
+  test('seen-all and read-all mark what the caller sees, filtered, and answer how many changed', async () => {
+    const erin = as('erin');
+    await ana.messages.create('note', { to: 'erin', title: 'a' });
+    const { messages: [b] } = await ana.messages.create('note', { to: 'erin', title: 'b' });
+    await ana.messages.create('bulk', { items: [{ to: 'erin', n: 1 }] });
+    await erin.messages.markSeen(b.id);
+    assert.deepEqual(await erin.messages.markAllSeen({ templateCd: 'note' }), { updated: 1 });
+    assert.deepEqual(await erin.messages.count(), { count: 3, unseen: 1, unread: 3 });
+    assert.deepEqual(await erin.messages.markAllRead({ before: 0 }), { updated: 0 });
+    assert.deepEqual(await erin.messages.markAllRead(), { updated: 3 });
+    assert.deepEqual(await erin.messages.count(), { count: 3, unseen: 0, unread: 0 });
+    assert.deepEqual(await erin.messages.markAllSeen(), { updated: 0 });
+    assert.equal((await bob.messages.get(b.id).catch((e) => e)).status, 404, 'another user\'s inbox is untouched (and invisible)');
+  });
+});
+
+describe('live updates', () => {
+  /** The next event matching pred, or a rejection after ms. */
+  async function nextEvent(it, pred, ms = 5000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('no matching event in time');
+      let timer;
+      const r = await Promise.race([it.next(), new Promise((_, rej) => { timer = setTimeout(() => rej(new Error('no matching event in time')), left); })]);
+      clearTimeout(timer);
+      if (r.done) throw new Error('the stream ended');
+      if (pred(r.value)) return r.value;
+    }
+  }
+
+  test('a stream-ticket stream receives message.created for a message created after connecting, and resumes with Last-Event-ID', async () => {
+    const ticket = await as('fay').messages.createStreamTicket();
+    assert.equal(typeof ticket.ticket, 'string');
+    assert.ok(ticket.expiresAt > Date.now() && ticket.expiresAt <= Date.now() + 61000, 'valid for about 60 s');
+    const anonymous = new Missive({ baseUrl: daemon.baseUrl, fetch: fetcher });
+    await assert.rejects(anonymous.messages.count(), (e) => e.status === 401, 'no other route accepts a ticket');
+
+    const stream = anonymous.messages.stream({ ticket: ticket.ticket, reconnect: false });
+    const it = stream[Symbol.asyncIterator]();
+    try {
+      const first = await nextEvent(it, () => true);
+      assert.equal(first.event, 'counts', 'a new stream starts with the counts');
+      assert.deepEqual(first.data, { count: 0, unseen: 0, unread: 0 });
+      const { messages: [m1] } = await ana.messages.create('note', { to: 'fay', title: 'live one' });
+      const created = await nextEvent(it, (e) => e.event === 'message.created');
+      assert.equal(created.data.id, m1.id);
+      assert.equal(created.data.receiverContent.title, 'live one');
+      assert.deepEqual(created.data.viewer, { seenAt: null, readAt: null, dismissedAt: null });
+      assert.match(created.id, /^\d+$/);
+      const counts = await nextEvent(it, (e) => e.event === 'counts');
+      assert.deepEqual(counts.data, { count: 1, unseen: 1, unread: 1 });
+      stream.close();
+
+      // while nobody listens: a second message and a mark; resuming replays both, in order
+      const { messages: [m2] } = await ana.messages.create('note', { to: 'fay', title: 'missed' });
+      await as('fay').messages.markRead(m1.id);
+      const resumed = as('fay').messages.stream({ lastEventId: created.id, reconnect: false });
+      const rit = resumed[Symbol.asyncIterator]();
+      try {
+        const replayed = await nextEvent(rit, (e) => e.event !== 'counts');
+        assert.equal(replayed.event, 'message.created');
+        assert.equal(replayed.data.id, m2.id, 'the first event after the resume point, not m1 again');
+        assert.ok(Number(replayed.id) > Number(created.id));
+        const updated = await nextEvent(rit, (e) => e.event !== 'counts');
+        assert.equal(updated.event, 'message.updated');
+        assert.equal(updated.data.id, m1.id);
+        assert.equal(typeof updated.data.viewer.readAt, 'number');
+        assert.equal(resumed.lastEventId, updated.id);
+      } finally {
+        resumed.close();
+      }
+    } finally {
+      stream.close();
+    }
+    await assert.rejects(async () => { for await (const _ of anonymous.messages.stream({ ticket: 'v1.forged.ticket', reconnect: false })) { /* nothing */ } },
+      (e) => e instanceof MissiveError && e.status === 401);
+  });
+});
+
 describe('approvals', () => {
   test('an action needing approval: 202, get, decide, then resume with the token', async () => {
     const { messages: [m] } = await ana.messages.create('note', { to: 'bob', title: 'refund?' });
@@ -235,6 +364,20 @@ describe('approvals', () => {
     receiver.handlers['/hooks/refund'] = () => ({ status: 200, body: { refunded: 900 } });
     const done = await bob.messages.act(m.id, 'refund', { amount: 900 }, { resumeToken: pending.resumeToken });
     assert.deepEqual(done, { status: 'done', result: { refunded: 900 } });
+  });
+  test('the approval list: approvers see the tenant\'s, a principal their own, anyone else none', async () => {
+    const { messages: [m] } = await ana.messages.create('note', { to: 'bob', title: 'refund again?' });
+    const pending = await bob.messages.act(m.id, 'refund', { amount: 50 });
+    assert.equal(pending.status, 'approval_required');
+    const forBoss = await boss.approvals.list({ state: 'pending' });
+    assert.ok(forBoss.approvals.some((a) => a.approvalId === pending.approvalId));
+    assert.ok(forBoss.approvals.every((a) => a.state === 'pending'));
+    const own = await bob.approvals.list({ state: 'pending' });
+    assert.deepEqual(own.approvals.map((a) => a.approvalId), [pending.approvalId]);
+    assert.deepEqual((await as('mallory').approvals.list()).approvals, []);
+    const consumed = await boss.approvals.list({ state: 'consumed' });
+    assert.ok(consumed.approvals.length >= 1 && consumed.approvals.every((a) => a.state === 'consumed'));
+    await assert.rejects(boss.approvals.list({ state: 'maybe' }), (e) => e.status === 400);
   });
 });
 
@@ -264,6 +407,22 @@ describe('sagas', () => {
     assert.equal(got.definition, 'trip');
     await assert.rejects(admin.sagas.get('no-such-saga'), (e) => e.status === 404 && e.code === 'saga_not_found');
   });
+  test('the saga list pages by cursor, filters by state and definition, and is for admins only', async () => {
+    receiver.handlers['/saga/pay'] = () => ({ status: 200, body: { paid: true } });
+    const s2 = await admin.sagas.start('trip', 'trip-2', { city: 'Faro' });
+    assert.equal(s2.state, 'completed');
+    const first = await admin.sagas.list({ limit: 1 });
+    assert.equal(first.sagas.length, 1);
+    assert.equal(typeof first.nextCursor, 'string');
+    const second = await admin.sagas.list({ limit: 1, cursor: first.nextCursor });
+    assert.equal(second.sagas.length, 1);
+    assert.deepEqual(new Set([first.sagas[0].sagaId, second.sagas[0].sagaId]), new Set(['trip-1', 'trip-2']));
+    const done = await admin.sagas.list({ state: 'completed', definition: 'trip' });
+    assert.deepEqual(done.sagas.map((x) => x.sagaId).sort(), ['trip-1', 'trip-2']);
+    assert.deepEqual((await admin.sagas.list({ state: 'manual-review' })).sagas, []);
+    await assert.rejects(ana.sagas.list(), (e) => e.status === 403 && e.code === 'forbidden');
+    await assert.rejects(admin.sagas.list({ cursor: '!!' }), (e) => e.status === 400 && e.code === 'invalid_pagination');
+  });
 });
 
 describe('operations', () => {
@@ -273,5 +432,31 @@ describe('operations', () => {
     const doc = await ana.ops.openapi();
     assert.equal(doc.openapi, '3.1.0');
     assert.ok(doc.paths['/messages/new/{templateCd}']);
+  });
+  test('livez and readyz answer ok without credentials', async () => {
+    const anonymous = new Missive({ baseUrl: daemon.baseUrl, fetch: fetcher });
+    assert.deepEqual(await anonymous.ops.live(), { status: 'ok' });
+    assert.deepEqual(await anonymous.ops.ready(), { status: 'ok' });
+  });
+
+  test('the /ui files: a redirect, the console, the element and a static file, each with its content type', async () => {
+    const get = (path) => fetcher(`${daemon.baseUrl}${path}`, { method: 'GET', redirect: 'manual' });
+    const bare = await get('/ui');
+    assert.equal(bare.status, 308);
+    assert.equal(bare.headers.get('location'), '/ui/');
+    const index = await get('/ui/');
+    assert.equal(index.status, 200);
+    assert.match(index.headers.get('content-type'), /^text\/html/);
+    assert.match(index.headers.get('content-security-policy') ?? '', /script-src/);
+    const element = await get('/ui/missive-inbox.js');
+    assert.equal(element.status, 200);
+    assert.match(element.headers.get('content-type'), /^text\/javascript/);
+    assert.match(await element.text(), /customElements\.define\(\s*['"]missive-inbox['"]/);
+    const css = await get('/ui/example.css');
+    assert.equal(css.status, 200);
+    assert.match(css.headers.get('content-type'), /^text\/css/);
+    const missing = await get('/ui/no-such-file.js');
+    assert.equal(missing.status, 404);
+    assert.equal((await missing.json()).error.code, 'not_found');
   });
 });

@@ -1,7 +1,7 @@
 // stream.test.mjs — messages.stream() against a local server speaking the contract's
 // text/event-stream (DESIGN "Live updates"): typed events, comments skipped, CRLF and split
 // chunks, reconnection that resumes with Last-Event-ID, `reset`, and errors that do not retry.
-// (The same test against missived itself belongs with the inbox branch, which adds the route.)
+// (The same client against missived itself: test/client.test.mjs, "live updates".)
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { after, before, test } from 'node:test';

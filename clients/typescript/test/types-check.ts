@@ -25,13 +25,13 @@ export async function typicalUse(baseUrl: string, token: string): Promise<number
   }
   let n = 0;
   for await (const m of client.messages.listAll({ templateCd: 'booking-request', read: false })) {
-    n += m.viewer?.readAt === null ? 1 : 0;
+    n += m.viewer.readAt === null ? 1 : 0;
   }
   const counts: Counts = await client.messages.count({ dismissed: false });
   const stream = client.messages.stream({ lastEventId: '42' });
   for await (const e of stream) {
     const ev: StreamEvent = e;
-    if (ev.event === 'counts') n += ev.data.unread ?? 0;
+    if (ev.event === 'counts') n += ev.data.unread;
     else if (ev.event === 'message.created') n += ev.data.toRoles.length;
     stream.close();
   }
@@ -43,4 +43,19 @@ export async function typicalUse(baseUrl: string, token: string): Promise<number
   }
   const ok: boolean = await verifyWebhook(['whsec_aGVsbG8=', 'old'], new Headers(), '{}');
   return n + counts.count + (ok ? 1 : 0);
+}
+
+/** The inbox, operations and list routes, typed as an application would call them. */
+export async function inboxAndOperations(client: Missive, id: string): Promise<number> {
+  const m: Message = await client.messages.markRead(id);
+  const read: number | null = m.viewer.readAt;
+  const { updated } = await client.messages.markAllSeen({ templateCd: 'note', before: Date.now() });
+  const ticket: string = (await client.messages.createStreamTicket()).ticket;
+  const live: string = (await client.ops.live()).status;
+  const ready: string = (await client.ops.ready()).status;
+  const sagas = await client.sagas.list({ state: 'manual-review', limit: 10 });
+  const approvals = await client.approvals.list({ state: 'pending' });
+  const next: string | null = sagas.nextCursor;
+  return (read ?? 0) + updated + ticket.length + live.length + ready.length + sagas.sagas.length +
+    approvals.approvals.length + (next ? 1 : 0) + (m.lastFailure?.at ?? 0);
 }
