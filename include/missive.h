@@ -7,20 +7,20 @@
 #define MISSIVE_H
 
 /* clang-format off: in layering order, bottom first */
-#include "missive/version.h"
-#include "missive/error.h"
-#include "missive/defaults.h"
 #include "missive/base.h"
-#include "missive/store.h"
-#include "missive/mustache.h"
-#include "missive/jsonlogic.h"
-#include "missive/template.h"
+#include "missive/defaults.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
+#include "missive/error.h"
+#include "missive/inbox.h"
+#include "missive/jsonlogic.h"
+#include "missive/message.h"
+#include "missive/mustache.h"
+#include "missive/operations.h"
 #include "missive/reconcile.h"
 #include "missive/saga_webhook.h"
-#include "missive/message.h"
-#include "missive/operations.h"
-#include "missive/inbox.h"
+#include "missive/store.h"
+#include "missive/template.h"
+#include "missive/version.h"
 
 #endif

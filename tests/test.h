@@ -83,7 +83,8 @@ static inline void test_case(int ok, const char *suite, const char *name, const 
         test_passed_++;
     } else {
         test_failed_++;
-        fprintf(stderr, "FAIL %s: %s%s%s\n", suite, name, detail ? " — " : "", detail ? detail : "");
+        fprintf(stderr, "FAIL %s: %s%s%s\n", suite, name, detail ? " — " : "",
+                detail ? detail : "");
     }
 }
 
@@ -116,8 +117,10 @@ static inline int test_run_(const test_entry_ *tests, size_t n, const char *prog
         test_current_name_ = tests[i].name;
         test_current_failed_ = 0;
         tests[i].fn();
-        if (test_current_failed_) test_failed_++;
-        else test_passed_++;
+        if (test_current_failed_)
+            test_failed_++;
+        else
+            test_passed_++;
     }
     printf("%s: %d passed, %d failed\n", prog, test_passed_, test_failed_);
     return test_failed_ ? 1 : 0;
@@ -133,7 +136,8 @@ static inline int test_run_(const test_entry_ *tests, size_t n, const char *prog
         memcpy(namebuf_, names_, sizeof namebuf_);                                                 \
         char *p_ = namebuf_;                                                                       \
         for (size_t i_ = 0; i_ < sizeof fns_ / sizeof fns_[0]; i_++) {                             \
-            while (*p_ == ' ' || *p_ == '\n' || *p_ == '\t') p_++;                                 \
+            while (*p_ == ' ' || *p_ == '\n' || *p_ == '\t')                                       \
+                p_++;                                                                              \
             entries_[i_].name = p_;                                                                \
             entries_[i_].fn = fns_[i_];                                                            \
             char *c_ = strchr(p_, ',');                                                            \

@@ -28,14 +28,15 @@ extern "C" {
  * logs and metrics). Strings are borrowed for the duration of the callback; ids are "" when the
  * call context (base/callctx.h) has none. */
 typedef struct mv_webhook_call_info {
-    const char *kind;    /* "handler", "prepare", "payment", "saga_step", "saga_compensation",
-                            "outbox", "email", "directory", or "webhook" when unlabelled */
-    const char *method;  /* "POST" or "GET" */
-    const char *url;     /* without credentials, query string or fragment */
-    long status;         /* 0 when no answer came */
-    int outcome;         /* mv_webhook_outcome */
+    const char *kind;   /* "handler", "prepare", "payment", "saga_step", "saga_compensation",
+                           "outbox", "email", "directory", or "webhook" when unlabelled */
+    const char *method; /* "POST" or "GET" */
+    const char *url;    /* without credentials, query string or fragment */
+    long status;        /* 0 when no answer came */
+    int outcome;        /* mv_webhook_outcome */
     double duration_s;
-    const char *failure; /* NULL on 2xx, else the failure in a few words ("HTTP 500", "timed out") */
+    const char
+        *failure; /* NULL on 2xx, else the failure in a few words ("HTTP 500", "timed out") */
     const char *message_id, *attempt_id, *saga_id, *traceparent;
 } mv_webhook_call_info;
 
@@ -51,7 +52,7 @@ typedef struct mv_webhook_secret {
  * each gives one `v1,` entry of `webhook-signature`; the first also keys `X-Missive-Signature`.
  * Rotation: put the new secret first and keep the old one until every receiver has the new. */
 typedef struct mv_webhook_config {
-    const void *secret;        /* HMAC-SHA256 key bytes; NULL or secret_len 0 → no signature header */
+    const void *secret; /* HMAC-SHA256 key bytes; NULL or secret_len 0 → no signature header */
     size_t secret_len;
     const mv_webhook_secret *secrets; /* optional list (rotation); overrides secret */
     size_t nsecrets;
@@ -228,13 +229,13 @@ typedef struct mv_outbox_event {
 } mv_outbox_event;
 
 typedef struct mv_outbox_config {
-    const mv_clock *clock;          /* NULL → real clock; row times and backoff use it */
+    const mv_clock *clock;            /* NULL → real clock; row times and backoff use it */
     const mv_webhook_config *webhook; /* webhook rows and the email webhook; NULL → defaults */
-    const mv_email_config *email;   /* NULL → email rows are left pending (email disabled) */
-    int max_attempts;               /* 0 → MV_DEFAULT_OUTBOX_MAX_ATTEMPTS (10) */
-    int64_t backoff_base_ms;        /* 0 → 1000: delay before attempt n+1 is base·2^(n−1) … */
-    int64_t backoff_cap_ms;         /* 0 → 300000: … capped here, then jittered to [d/2, d] */
-    int64_t lease_ms;               /* 0 → 60000; must exceed one delivery's timeout */
+    const mv_email_config *email;     /* NULL → email rows are left pending (email disabled) */
+    int max_attempts;                 /* 0 → MV_DEFAULT_OUTBOX_MAX_ATTEMPTS (10) */
+    int64_t backoff_base_ms; /* 0 → 1000: delay before attempt n+1 is base·2^(n−1) … */
+    int64_t backoff_cap_ms;  /* 0 → 300000: … capped here, then jittered to [d/2, d] */
+    int64_t lease_ms;        /* 0 → 60000; must exceed one delivery's timeout */
     void (*on_event)(void *ctx, const mv_outbox_event *ev); /* optional; never inside a tx */
     void *on_event_ctx;
 } mv_outbox_config;

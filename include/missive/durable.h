@@ -500,8 +500,8 @@ mv_code mv_saga_execute_in(mv_saga_engine *engine, const char *tenant,
                            const mv_saga_definition *def, const char *saga_id, const json_t *input,
                            mv_abort *abort, json_t **record, mv_err *err);
 mv_code mv_saga_start_in(mv_saga_engine *engine, const char *tenant, const mv_saga_definition *def,
-                         const char *saga_id, const json_t *input, mv_abort *abort,
-                         json_t **record, bool *replayed, mv_err *err);
+                         const char *saga_id, const json_t *input, mv_abort *abort, json_t **record,
+                         bool *replayed, mv_err *err);
 /* The saga's tenant into out (256 bytes); MV_SAGA_NOT_FOUND when absent. */
 mv_code mv_saga_tenant(mv_saga_engine *engine, const char *saga_id, char out[256], mv_err *err);
 

@@ -89,16 +89,16 @@ typedef enum mv_code {
 typedef struct mv_err {
     mv_code code;
     char message[512];
-    char attempt_id[64];   /* action_retryable, action_needs_review */
-    char approval_id[64];  /* approval_required */
-    char resume_token[512];/* approval_required */
-    int64_t expires_at;    /* approval_required, ms since epoch */
-    char saga_id[160];     /* action_needs_review, saga_* */
-    char session_id[160];  /* payment_compensation_failed */
-    char operation[16];    /* payment_compensation_failed: "expire" */
-    char cause[512];       /* the original error, when one error wraps another */
-    int retry_after_s;     /* client_request_pending */
-    char failure_code[65]; /* a failed handler's own error code (lastFailure), "" when none */
+    char attempt_id[64];    /* action_retryable, action_needs_review */
+    char approval_id[64];   /* approval_required */
+    char resume_token[512]; /* approval_required */
+    int64_t expires_at;     /* approval_required, ms since epoch */
+    char saga_id[160];      /* action_needs_review, saga_* */
+    char session_id[160];   /* payment_compensation_failed */
+    char operation[16];     /* payment_compensation_failed: "expire" */
+    char cause[512];        /* the original error, when one error wraps another */
+    int retry_after_s;      /* client_request_pending */
+    char failure_code[65];  /* a failed handler's own error code (lastFailure), "" when none */
 } mv_err;
 
 /* Resets every field of err (NULL-safe). */

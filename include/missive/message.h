@@ -73,8 +73,7 @@ typedef struct mv_action_input {
     const json_t *input; /* the request body, {} when none */
     mv_abort *abort;     /* fired when the claim's lease could not be extended: stop early */
 } mv_action_input;
-typedef mv_code (*mv_action_fn)(void *ctx, const mv_action_input *in, json_t **result,
-                                mv_err *err);
+typedef mv_code (*mv_action_fn)(void *ctx, const mv_action_input *in, json_t **result, mv_err *err);
 
 /* Runs an action whose template names a handler the message layer does not run itself (a saga);
  * the daemon supplies it. Same contract as mv_action_fn. */
@@ -84,29 +83,29 @@ typedef struct mv_handler_runner {
 } mv_handler_runner;
 
 typedef struct mv_service_options {
-    mv_store *store;        /* required, borrowed */
-    mv_registry *registry;  /* required, borrowed */
-    const mv_clock *clock;  /* NULL = real time */
+    mv_store *store;                /* required, borrowed */
+    mv_registry *registry;          /* required, borrowed */
+    const mv_clock *clock;          /* NULL = real time */
     const char *const *admin_roles; /* roles given to messages whose prepare gives none */
     size_t nadmin_roles;
-    int default_list_limit; /* 0 → 50 */
-    int max_list_limit;     /* 0 → 100 */
-    int64_t client_request_lease_ms; /* 0 → 30000 */
-    int64_t client_request_wait_ms;  /* < 0 → 0; 0 → 5000 unless wait_zero */
-    bool client_request_wait_zero;   /* make the wait exactly 0 (one attempt) */
-    int64_t client_request_poll_ms;  /* 0 → 200 */
-    int64_t action_lease_ms;         /* 0 → 30000 */
+    int default_list_limit;             /* 0 → 50 */
+    int max_list_limit;                 /* 0 → 100 */
+    int64_t client_request_lease_ms;    /* 0 → 30000 */
+    int64_t client_request_wait_ms;     /* < 0 → 0; 0 → 5000 unless wait_zero */
+    bool client_request_wait_zero;      /* make the wait exactly 0 (one attempt) */
+    int64_t client_request_poll_ms;     /* 0 → 200 */
+    int64_t action_lease_ms;            /* 0 → 30000 */
     const mv_payment_provider *payment; /* NULL = no payments */
     void (*on_payment_compensation_failure)(void *ctx, const mv_payment_failure *ev);
     void *hook_ctx;
     const mv_webhook_config *webhook; /* prepare and handler webhooks; NULL = defaults, unsigned */
-    mv_handler_runner handlers;    /* runs handlers of other kinds (none today) */
-    mv_approvals *approvals;       /* actions with "approval"; NULL = such actions fail */
-    mv_saga_engine *sagas;         /* {"saga": NAME} handlers; NULL = such actions fail */
+    mv_handler_runner handlers;       /* runs handlers of other kinds (none today) */
+    mv_approvals *approvals;          /* actions with "approval"; NULL = such actions fail */
+    mv_saga_engine *sagas;            /* {"saga": NAME} handlers; NULL = such actions fail */
     /* Looks up a saga definition by name (e.g. mv_saga_book_find). */
     const mv_saga_definition *(*find_saga)(void *ctx, const char *name);
     void *find_saga_ctx;
-    bool email;                    /* queue emails in the outbox (see docs/operations.md, "Email") */
+    bool email; /* queue emails in the outbox (see docs/operations.md, "Email") */
     const json_t *email_exclusions; /* array of titles (trimmed, case-insensitive) */
     /* Bounded work and memory (DESIGN "Security rules"): one message's payload plus rendered
      * content (beyond: MV_PAYLOAD_TOO_LARGE), and the JSON of one list page (a page ends early,
@@ -143,8 +142,8 @@ void mv_payment_webhook_free(mv_payment_provider *p);
 typedef struct mv_create_request {
     const char *template_cd;
     const mv_user *user;
-    const json_t *payload;       /* object; NULL = {} */
-    const mv_user *payer;        /* NULL = user */
+    const json_t *payload;           /* object; NULL = {} */
+    const mv_user *payer;            /* NULL = user */
     const json_t *client_request_id; /* NULL = none; otherwise must be a string (normalised) */
 } mv_create_request;
 
@@ -179,10 +178,10 @@ mv_code mv_service_health(mv_service *svc, mv_err *err);
 
 typedef struct mv_list_request {
     const mv_user *user;
-    const json_t *limit;  /* NULL = default; must be a finite integer; clamped to [1, max] */
-    const json_t *skip;   /* NULL = 0; must be a finite integer; negative → 0 */
-    const char *cursor;   /* opaque keyset cursor from a previous page, NULL = first page */
-    bool archived;        /* false: the inbox (active); true: archived messages */
+    const json_t *limit; /* NULL = default; must be a finite integer; clamped to [1, max] */
+    const json_t *skip;  /* NULL = 0; must be a finite integer; negative → 0 */
+    const char *cursor;  /* opaque keyset cursor from a previous page, NULL = first page */
+    bool archived;       /* false: the inbox (active); true: archived messages */
     const struct mv_inbox_filter *filter; /* NULL = defaults (missive/inbox.h) */
 } mv_list_request;
 
@@ -217,9 +216,9 @@ typedef struct mv_action_request {
     const char *template_cd; /* NULL = the message's own */
     const char *action_cd;
     const mv_user *user;
-    const json_t *input;         /* request body; NULL = {} */
-    const char *resume_token;    /* X-Resume-Token, for actions that need approval */
-    bool is_admin;               /* the caller is an admin: sees every message of its tenant */
+    const json_t *input;      /* request body; NULL = {} */
+    const char *resume_token; /* X-Resume-Token, for actions that need approval */
+    bool is_admin;            /* the caller is an admin: sees every message of its tenant */
 } mv_action_request;
 
 /* handleAction. *result: new reference (the handler's result, json null when none).

@@ -27,8 +27,8 @@ typedef struct mv_tpl mv_tpl;
 
 typedef enum mv_escape { MV_ESCAPE_NONE, MV_ESCAPE_HTML } mv_escape;
 
-#define MV_TPL_MAX_SOURCE (256 * 1024) /* bytes of template text */
-#define MV_TPL_MAX_DEPTH 32            /* nested sections */
+#define MV_TPL_MAX_SOURCE (256 * 1024)  /* bytes of template text */
+#define MV_TPL_MAX_DEPTH 32             /* nested sections */
 #define MV_TPL_MAX_OUTPUT (1024 * 1024) /* bytes of rendered output */
 
 /* Compiles src (len bytes, need not be NUL-terminated). On a malformed template returns

@@ -77,7 +77,8 @@ bool mv_store_write_failing(const mv_store *store);
  * take writes now, else MV_STORE_UNAVAILABLE. The readiness check runs it while writes fail. */
 mv_code mv_store_probe_write(mv_store *store, mv_err *err);
 /* Readiness (/readyz): the schema is current and a small write commits (the probe above instead
- * while writes are failing). MV_STORE_UNAVAILABLE (or the schema's error) with the reason in err. */
+ * while writes are failing). MV_STORE_UNAVAILABLE (or the schema's error) with the reason in err.
+ */
 mv_code mv_store_ready(mv_store *store, mv_err *err);
 
 #ifdef __cplusplus

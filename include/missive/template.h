@@ -33,12 +33,12 @@ typedef enum mv_usertype { MV_SENDER, MV_RECEIVER } mv_usertype;
  * everything the call reads or writes: messages, their reservations, sagas and approvals of
  * another tenant do not exist for this user. */
 typedef struct mv_user {
-    const char *id;               /* compared trimmed; empty or NULL is "no user" */
-    const char *const *roles;     /* nroles entries */
+    const char *id;           /* compared trimmed; empty or NULL is "no user" */
+    const char *const *roles; /* nroles entries */
     size_t nroles;
-    const json_t *permissions;    /* object: key → truthy value; NULL = none */
-    const char *tenant;           /* NULL → "default" */
-    const json_t *identity;       /* free-form object passed to prepare hooks; NULL = {} */
+    const json_t *permissions; /* object: key → truthy value; NULL = none */
+    const char *tenant;        /* NULL → "default" */
+    const json_t *identity;    /* free-form object passed to prepare hooks; NULL = {} */
 } mv_user;
 
 typedef struct mv_content_tpl {
@@ -58,19 +58,20 @@ typedef struct mv_action_def {
     char *variant;
     bool is_default, has_is_default; /* has_is_default: the key was present */
     bool sender, receiver;
-    char *permission;     /* NULL = none */
-    mv_logic *condition;  /* NULL = none */
+    char *permission;    /* NULL = none */
+    mv_logic *condition; /* NULL = none */
     json_t *condition_json;
     bool has_confirmation;
     mv_tpl *confirm_title, *confirm_message, *confirm_notes_label; /* notes label may be NULL */
     json_t *confirm_require_notes, *confirm_documents;             /* raw, may be NULL */
-    json_t *payload;      /* passed through verbatim, may be NULL */
+    json_t *payload; /* passed through verbatim, may be NULL */
     mv_handler_kind handler;
-    char *handler_target; /* URL, "refund"/"expire", or saga name */
+    char *handler_target;         /* URL, "refund"/"expire", or saga name */
     bool has_sender_notification; /* string form fills long and short with the same template */
-    mv_tpl *notify_title, *notify_short, *notify_long; /* title may be NULL → message's sender title */
-    char *approval_capability;    /* NULL = no approval */
-    int64_t approval_ttl_ms;      /* 0 = the configured default */
+    mv_tpl *notify_title, *notify_short,
+        *notify_long;          /* title may be NULL → message's sender title */
+    char *approval_capability; /* NULL = no approval */
+    int64_t approval_ttl_ms;   /* 0 = the configured default */
 } mv_action_def;
 
 typedef enum mv_prepare_kind { MV_PREPARE_DECLARATIVE, MV_PREPARE_WEBHOOK } mv_prepare_kind;
@@ -83,14 +84,14 @@ typedef struct mv_template {
     mv_content_tpl sender_content, receiver_content;
     json_t *ui_template; /* a string or {"sender": …, "receiver": …} */
     mv_prepare_kind prepare;
-    mv_tpl *prepare_to_user;     /* declarative: rendered from the item data; NULL = no toUser */
-    json_t *prepare_to_roles;    /* declarative: array of strings (may be empty) */
-    char *prepare_fan_out;       /* declarative: dotted path to an array, NULL = none */
-    char *prepare_webhook;       /* webhook: URL */
+    mv_tpl *prepare_to_user;  /* declarative: rendered from the item data; NULL = no toUser */
+    json_t *prepare_to_roles; /* declarative: array of strings (may be empty) */
+    char *prepare_fan_out;    /* declarative: dotted path to an array, NULL = none */
+    char *prepare_webhook;    /* webhook: URL */
     mv_action_def *actions;
     size_t nactions;
-    json_t *source;              /* the template JSON as loaded (read-only) */
-    int refs_;                   /* internal */
+    json_t *source; /* the template JSON as loaded (read-only) */
+    int refs_;      /* internal */
 } mv_template;
 
 typedef struct mv_registry mv_registry;
@@ -176,8 +177,8 @@ typedef struct mv_condition_warning {
 
 /* mv_action_allowed and mv_actions_filter that report a condition stopped at its bound to w
  * (may be NULL). */
-bool mv_action_allowed_warn(const mv_action_def *action, const mv_user *user,
-                            const json_t *message, const mv_condition_warning *w);
+bool mv_action_allowed_warn(const mv_action_def *action, const mv_user *user, const json_t *message,
+                            const mv_condition_warning *w);
 mv_code mv_actions_filter_warn(const mv_template *t, mv_usertype usertype, const mv_user *user,
                                const json_t *message, const json_t *data,
                                const mv_condition_warning *w, json_t **out, mv_err *err);

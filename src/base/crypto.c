@@ -37,7 +37,8 @@ bool mv_ct_equal(const void *a, size_t alen, const void *b, size_t blen) {
     if (alen != blen) return false;
     const unsigned char *x = a, *y = b;
     unsigned char acc = 0;
-    for (size_t i = 0; i < alen; i++) acc |= (unsigned char)(x[i] ^ y[i]);
+    for (size_t i = 0; i < alen; i++)
+        acc |= (unsigned char)(x[i] ^ y[i]);
     return acc == 0;
 }
 

@@ -99,8 +99,8 @@ bool mv_code_is_definitive(mv_code code) {
 }
 
 static bool url_start(const char *p) {
-    static const char *const schemes[] = {"http://", "https://", "postgres://", "postgresql://",
-                                          "smtp://", "smtps://"};
+    static const char *const schemes[] = {"http://",       "https://", "postgres://",
+                                          "postgresql://", "smtp://",  "smtps://"};
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
         if (strncmp(p, schemes[i], strlen(schemes[i])) == 0) return true;
     return false;
@@ -121,11 +121,13 @@ void mv_redact_urls(const char *text, char *out, size_t size) {
             continue;
         }
         const char *scheme_end = strstr(p, "://") + 3, *end = scheme_end;
-        while (!url_end(*end)) end++;
+        while (!url_end(*end))
+            end++;
         const char *at = NULL; /* userinfo ends at the last '@' before the path */
         for (const char *q = scheme_end; q < end && *q != '/' && *q != '?' && *q != '#'; q++)
             if (*q == '@') at = q;
-        for (const char *q = p; q < scheme_end && n + 1 < size; q++) out[n++] = *q;
+        for (const char *q = p; q < scheme_end && n + 1 < size; q++)
+            out[n++] = *q;
         for (const char *q = at ? at + 1 : scheme_end; q < end && *q != '?' && *q != '#'; q++)
             if (n + 1 < size) out[n++] = *q;
         p = end;

@@ -17,9 +17,11 @@ static void id_init(void) {
         /* The OS random source failing is near impossible; fall back to time so ids stay unique
          * within the process thanks to the counter. */
         uint64_t t = (uint64_t)mv_now_ms();
-        for (int i = 0; i < 8; i++) seed[i] = (unsigned char)(t >> (i * 8));
+        for (int i = 0; i < 8; i++)
+            seed[i] = (unsigned char)(t >> (i * 8));
     }
-    for (int i = 0; i < 5; i++) process_random[i] = seed[i];
+    for (int i = 0; i < 5; i++)
+        process_random[i] = seed[i];
     atomic_store(&id_counter, (unsigned)seed[5] << 16 | (unsigned)seed[6] << 8 | seed[7]);
 }
 
@@ -32,7 +34,8 @@ void mv_id_message(char out[25]) {
     b[1] = (unsigned char)(secs >> 16);
     b[2] = (unsigned char)(secs >> 8);
     b[3] = (unsigned char)secs;
-    for (int i = 0; i < 5; i++) b[4 + i] = process_random[i];
+    for (int i = 0; i < 5; i++)
+        b[4 + i] = process_random[i];
     b[9] = (unsigned char)(c >> 16);
     b[10] = (unsigned char)(c >> 8);
     b[11] = (unsigned char)c;
@@ -45,9 +48,8 @@ mv_code mv_id_uuid(char out[37], mv_err *err) {
     if (rc != MV_OK) return rc;
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
     return MV_OK;
 }

@@ -234,9 +234,7 @@ json_t *mv_js_number(double d) {
 
 /* ---- truthiness and comparison ----------------------------------------------------------- */
 
-bool mv_js_boolean(const json_t *v) {
-    return json_is_array(v) || mv_js_truthy(v);
-}
+bool mv_js_boolean(const json_t *v) { return json_is_array(v) || mv_js_truthy(v); }
 
 bool mv_js_truthy(const json_t *v) {
     if (!v) return false;

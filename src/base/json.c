@@ -50,9 +50,7 @@ char *mv_json_canonical(const json_t *v) {
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
-char *mv_json_compact(const json_t *v) {
-    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-}
+char *mv_json_compact(const json_t *v) { return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY); }
 
 void mv_json_fingerprint(const json_t *v, char out[65]) {
     char *s = mv_json_canonical(v);

@@ -567,7 +567,8 @@ static mv_code eval_scoped(const node *nd, const json_t *data, int depth, json_t
                            eval_ctx *c) {
     json_t *list = NULL, *acc = NULL, *result = NULL, *scope = NULL, *v = NULL;
     if (nd->n < 2) /* compile never builds one (min_args is 2); whatever built the tree, as above */
-        return mv_err_set(c->err, MV_INTERNAL, "operator \"%s\" has %zu arguments", nd->name, nd->n);
+        return mv_err_set(c->err, MV_INTERNAL, "operator \"%s\" has %zu arguments", nd->name,
+                          nd->n);
     mv_code rc = eval(nd->args[0], data, depth + 1, &list, c);
     if (rc != MV_OK) return rc;
     if (nd->op == OP_REDUCE) {
@@ -675,8 +676,8 @@ static mv_code eval(const node *nd, const json_t *data, int depth, json_t **out,
     /* compile already bounds the nesting of operations and arrays; checked again here so that
      * evaluation stays bounded whatever built the tree */
     if (nd->op != OP_LITERAL && depth > MV_LOGIC_MAX_DEPTH)
-        return mv_err_set(c->err, MV_INVALID_ARGUMENT, "rule evaluation exceeds the depth limit of %d",
-                          MV_LOGIC_MAX_DEPTH);
+        return mv_err_set(c->err, MV_INVALID_ARGUMENT,
+                          "rule evaluation exceeds the depth limit of %d", MV_LOGIC_MAX_DEPTH);
     if (++c->steps > MV_LOGIC_MAX_STEPS)
         return mv_err_set(c->err, MV_PAYLOAD_TOO_LARGE,
                           "rule evaluation stopped after %lu steps (too much work for the data)",
@@ -687,9 +688,10 @@ static mv_code eval(const node *nd, const json_t *data, int depth, json_t **out,
     if (c->bytes > MV_LOGIC_MAX_BYTES) {
         json_decref(*out);
         *out = NULL;
-        return mv_err_set(c->err, MV_PAYLOAD_TOO_LARGE,
-                          "rule evaluation stopped after building %lu bytes (too much for the data)",
-                          (unsigned long)MV_LOGIC_MAX_BYTES);
+        return mv_err_set(
+            c->err, MV_PAYLOAD_TOO_LARGE,
+            "rule evaluation stopped after building %lu bytes (too much for the data)",
+            (unsigned long)MV_LOGIC_MAX_BYTES);
     }
     return MV_OK;
 }

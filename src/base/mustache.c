@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "base/js_value.h"
-#include "base/strbuf.h"
 #include "base/mustache_node.h"
+#include "base/strbuf.h"
 
 /* Nested loops over large data can take unbounded time without printing anything, which the
  * output limit would not catch; this bounds the work of one render. */

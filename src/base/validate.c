@@ -1,15 +1,15 @@
-/* validate.c — the shapes accepted at every boundary (route parameters, tokens, codes). Hand-written
- * matchers instead of regex: each pattern is a few lines and allocation-free. */
+/* validate.c — the shapes accepted at every boundary (route parameters, tokens, codes).
+ * Hand-written matchers instead of regex: each pattern is a few lines and allocation-free. */
 #include <string.h>
 
 #include "missive/base.h"
 
 static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_alnum(char c) {
-    return is_lower(c) || is_digit(c) || (c >= 'A' && c <= 'Z');
+static bool is_alnum(char c) { return is_lower(c) || is_digit(c) || (c >= 'A' && c <= 'Z'); }
+static bool is_hex(char c) {
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
-static bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 bool mv_valid_token(const char *s, size_t max) {
     if (!s || !*s) return false;
@@ -50,7 +50,8 @@ bool mv_valid_error_code(const char *s) {
     if (!s || !is_lower(*s)) return false;
     size_t n = 1;
     for (; s[n]; n++)
-        if (n > 63 || !(is_lower(s[n]) || is_digit(s[n]) || s[n] == '_' || s[n] == '.' || s[n] == '-'))
+        if (n > 63 ||
+            !(is_lower(s[n]) || is_digit(s[n]) || s[n] == '_' || s[n] == '.' || s[n] == '-'))
             return false;
     return true;
 }

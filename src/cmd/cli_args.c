@@ -26,15 +26,19 @@ bool cli_flags_ok(int argc, char **argv, const char *const *valued, const char *
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--", 2) != 0) continue; /* a positional argument */
         bool ok = false;
-        for (size_t k = 0; bare && bare[k] && !ok; k++) ok = strcmp(argv[i], bare[k]) == 0;
+        for (size_t k = 0; bare && bare[k] && !ok; k++)
+            ok = strcmp(argv[i], bare[k]) == 0;
         for (size_t k = 0; valued && valued[k] && !ok; k++) {
             size_t n = strlen(valued[k]);
             if (strncmp(argv[i], valued[k], n) != 0) continue;
-            if (argv[i][n] == '=') ok = true;
-            else if (argv[i][n] == '\0' && i + 1 < argc) ok = true, i++; /* skips its value */
+            if (argv[i][n] == '=')
+                ok = true;
+            else if (argv[i][n] == '\0' && i + 1 < argc)
+                ok = true, i++; /* skips its value */
         }
         if (!ok) {
-            fprintf(stderr, "missive %s: unknown flag or missing value: \"%s\"\n", argv[0], argv[i]);
+            fprintf(stderr, "missive %s: unknown flag or missing value: \"%s\"\n", argv[0],
+                    argv[i]);
             return false;
         }
     }

@@ -179,7 +179,8 @@ int cli_reconcile(int argc, char **argv) {
     char *end = NULL;
     long long stale_ms = stale ? strtoll(stale, &end, 10) : MV_DEFAULT_RECONCILE_STALE_MS;
     static const char *const FLAGS[] = {"--store", "--kind", "--stale-ms", NULL};
-    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url || (stale && (!*stale || *end || stale_ms < 0))) {
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url ||
+        (stale && (!*stale || *end || stale_ms < 0))) {
         fprintf(stderr, "usage: missive reconcile --store URL "
                         "[--kind effects|sagas|actions|requests|outbox] [--stale-ms N]\n");
         return 2;
@@ -219,7 +220,8 @@ int cli_approvals(int argc, char **argv) {
     const char *url = cli_flag(argc, argv, "--store"), *tenant = cli_flag(argc, argv, "--tenant"),
                *by = cli_flag(argc, argv, "--by");
     static const char *const FLAGS[] = {"--store", "--tenant", "--by", NULL};
-    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "decide") != 0 || !id || !decision || !url || !tenant || !by) {
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "decide") != 0 || !id ||
+        !decision || !url || !tenant || !by) {
         fprintf(stderr, "usage: missive approvals decide --store URL ID approved|denied "
                         "--tenant T --by U\n");
         return 2;
@@ -323,10 +325,11 @@ int cli_saga(int argc, char **argv) {
                               .effect_id = cli_flag(argc, argv, "--effect"),
                               .outcome = cli_flag(argc, argv, "--outcome"),
                               .error_code = cli_flag(argc, argv, "--error-code")};
-    static const char *const FLAGS[] = {"--store", "--config", "--saga",   "--kind",       "--step",
-                                        "--effect", "--outcome", "--result", "--error-code", NULL};
-    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "resolve") != 0 || !saga || !res.kind || !res.step ||
-        !res.effect_id || !res.outcome || !url == !config) {
+    static const char *const FLAGS[] = {"--store",      "--config", "--saga",    "--kind",
+                                        "--step",       "--effect", "--outcome", "--result",
+                                        "--error-code", NULL};
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "resolve") != 0 || !saga ||
+        !res.kind || !res.step || !res.effect_id || !res.outcome || !url == !config) {
         fprintf(stderr, "usage: missive saga resolve --config FILE|--store URL --saga ID --kind "
                         "execution|compensation --step S --effect E --outcome O [--result JSON] "
                         "[--error-code C]\n");

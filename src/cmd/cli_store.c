@@ -24,8 +24,8 @@ int cli_migrate(int argc, char **argv) {
         return 1;
     }
     if (applied)
-        printf("applied %d migration%s; schema is at version %d\n", applied, applied == 1 ? "" : "s",
-               version);
+        printf("applied %d migration%s; schema is at version %d\n", applied,
+               applied == 1 ? "" : "s", version);
     else
         printf("schema is up to date (version %d); nothing to do\n", version);
     mv_store_close(store);
@@ -40,14 +40,16 @@ int cli_gc(int argc, char **argv) {
     char *end = NULL;
     long long retention = older ? strtoll(older, &end, 10) : 86400000LL;
     static const char *const FLAGS[] = {"--store", "--older-than-ms", NULL};
-    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url || (older && (!*older || *end || retention < 0))) {
+    if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url ||
+        (older && (!*older || *end || retention < 0))) {
         fprintf(stderr, "usage: missive gc --store URL [--older-than-ms N]\n");
         return 2;
     }
     mv_err err = {0};
     mv_store *store = NULL;
     int64_t removed = 0;
-    if (mv_store_open(url, NULL, &store, &err) != MV_OK || mv_store_check_schema(store, &err) != MV_OK ||
+    if (mv_store_open(url, NULL, &store, &err) != MV_OK ||
+        mv_store_check_schema(store, &err) != MV_OK ||
         mv_requests_gc(store, mv_now_ms() - retention, &removed, &err) != MV_OK) {
         fprintf(stderr, "missive gc: %s\n", err.message);
         mv_store_close(store);

@@ -32,8 +32,10 @@ static mv_code fail(loader *l, const char *fmt, ...) {
 }
 
 static void key_path(char *out, size_t n, const char *prefix, const char *key) {
-    if (prefix && *prefix) snprintf(out, n, "%s.%s", prefix, key);
-    else snprintf(out, n, "%s", key);
+    if (prefix && *prefix)
+        snprintf(out, n, "%s.%s", prefix, key);
+    else
+        snprintf(out, n, "%s", key);
 }
 
 static mv_code check_keys(loader *l, json_t *obj, const char *prefix, const char *const *known) {
@@ -41,7 +43,8 @@ static mv_code check_keys(loader *l, json_t *obj, const char *prefix, const char
     json_t *v;
     json_object_foreach(obj, k, v) {
         bool ok = false;
-        for (size_t i = 0; known[i] && !ok; i++) ok = strcmp(known[i], k) == 0;
+        for (size_t i = 0; known[i] && !ok; i++)
+            ok = strcmp(known[i], k) == 0;
         if (!ok) {
             char p[256];
             key_path(p, sizeof p, prefix, k);
@@ -167,7 +170,8 @@ static mv_code resolve_store(loader *l, char **url) {
 static mv_code check_url(loader *l, const char *key, const char *url, const char *const *schemes) {
     if (!url) return MV_OK;
     for (size_t i = 0; schemes[i]; i++)
-        if (strncmp(url, schemes[i], strlen(schemes[i])) == 0 && url[strlen(schemes[i])]) return MV_OK;
+        if (strncmp(url, schemes[i], strlen(schemes[i])) == 0 && url[strlen(schemes[i])])
+            return MV_OK;
     return fail(l, "\"%s\" must be a URL starting with %s%s%s", key, schemes[0],
                 schemes[1] ? " or " : "", schemes[1] ? schemes[1] : "");
 }
@@ -176,17 +180,20 @@ static mv_code check_url(loader *l, const char *key, const char *url, const char
 static mv_code decode_whsec(loader *l, const char *key, mv_config_secret *s, const char *v) {
     const char *b = v + 6;
     size_t n = strlen(b);
-    while (n > 0 && b[n - 1] == '=') n--;
+    while (n > 0 && b[n - 1] == '=')
+        n--;
     char *url = malloc(n + 1);
     unsigned char *out = malloc(n * 3 / 4 + 2);
     bool ok = url && out;
-    for (size_t i = 0; ok && i < n; i++) url[i] = b[i] == '+' ? '-' : b[i] == '/' ? '_' : b[i];
+    for (size_t i = 0; ok && i < n; i++)
+        url[i] = b[i] == '+' ? '-' : b[i] == '/' ? '_' : b[i];
     size_t len = 0;
     if (ok) ok = strpbrk(b, "-_") == NULL && mv_b64url_decode(url, n, out, &len) && len > 0;
     free(url);
     if (!ok) {
         free(out);
-        return fail(l, "environment variable %s (named by \"%s\") starts with whsec_ but the rest "
+        return fail(l,
+                    "environment variable %s (named by \"%s\") starts with whsec_ but the rest "
                     "is not base64",
                     s->env, key);
     }
@@ -204,7 +211,8 @@ static mv_code read_secret(loader *l, const char *key, mv_config_secret *s, size
         return decode_whsec(l, key, s, v);
     size_t n = strlen(v);
     if (n < min_len)
-        return fail(l, "environment variable %s (named by \"%s\") must hold at least %zu bytes, "
+        return fail(l,
+                    "environment variable %s (named by \"%s\") must hold at least %zu bytes, "
                     "it has %zu",
                     s->env, key, min_len, n);
     s->bytes = (unsigned char *)strdup(v);
@@ -221,12 +229,37 @@ static mv_code read_secret(loader *l, const char *key, mv_config_secret *s, size
         if (rc_ != MV_OK) return rc_;                                                              \
     } while (0)
 
-static const char *const TOP_KEYS[] = {
-    "listen", "store", "storeOptions", "templates", "sagas", "threads", "maxConnections",
-    "connectionTimeoutMs", "auth", "adminRoles", "adminPermissionKey", "list", "leases",
-    "webhookSecretEnv", "webhooks", "shutdownTimeoutMs", "payment", "email", "approvals", "outbox",
-    "log", "recovery", "retention", "limits", "stream", "cors", "ui", "maxConnectionsPerIp",
-    "headerTimeoutMs", "sagaEncryption", NULL};
+static const char *const TOP_KEYS[] = {"listen",
+                                       "store",
+                                       "storeOptions",
+                                       "templates",
+                                       "sagas",
+                                       "threads",
+                                       "maxConnections",
+                                       "connectionTimeoutMs",
+                                       "auth",
+                                       "adminRoles",
+                                       "adminPermissionKey",
+                                       "list",
+                                       "leases",
+                                       "webhookSecretEnv",
+                                       "webhooks",
+                                       "shutdownTimeoutMs",
+                                       "payment",
+                                       "email",
+                                       "approvals",
+                                       "outbox",
+                                       "log",
+                                       "recovery",
+                                       "retention",
+                                       "limits",
+                                       "stream",
+                                       "cors",
+                                       "ui",
+                                       "maxConnectionsPerIp",
+                                       "headerTimeoutMs",
+                                       "sagaEncryption",
+                                       NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
     mv_config *c = l->cfg;
@@ -241,7 +274,7 @@ static mv_code load_server(loader *l, json_t *root) {
     TRY(get_int32(l, root, "", "headerTimeoutMs", 1, 3600000, &c->header_timeout_ms));
     TRY(get_int(l, root, "", "shutdownTimeoutMs", 0, 3600000, &c->shutdown_timeout_ms));
     json_t *so;
-    static const char *const SO_KEYS[] = {"poolSize", "synchronous", "busyTimeoutMs",
+    static const char *const SO_KEYS[] = {"poolSize",           "synchronous", "busyTimeoutMs",
                                           "statementTimeoutMs", "groupCommit", NULL};
     TRY(get_obj(l, root, "", "storeOptions", SO_KEYS, &so));
     if (so) {
@@ -270,7 +303,8 @@ static mv_code load_identity(loader *l, json_t *a) {
     static const char *const NAMES[] = {"RS256", "ES256", "EdDSA", "HS256"}; /* mv_jwt_alg order */
     for (size_t i = 0; i < n; i++) {
         size_t k = 0;
-        while (k < 4 && strcmp(algs[i], NAMES[k]) != 0) k++;
+        while (k < 4 && strcmp(algs[i], NAMES[k]) != 0)
+            k++;
         if (k == 4 && rc == MV_OK)
             rc = fail(l, "\"auth.algorithms[%zu]\" must be one of RS256, ES256, EdDSA, HS256", i);
         if (k < 4) c->auth.algorithms |= 1u << k;
@@ -302,17 +336,19 @@ static mv_code load_identity(loader *l, json_t *a) {
 static mv_code load_auth(loader *l, json_t *root) {
     mv_config *c = l->cfg;
     json_t *a;
-    static const char *const KEYS[] = {"mode",     "trustProxyHeaders", "secretEnv",
-                                       "algorithms", "jwksFile",         "jwksUrl",
-                                       "jwksRefreshS", "issuer",         "audience",
-                                       "leewaySeconds", "claims",        NULL};
+    static const char *const KEYS[] = {
+        "mode",     "trustProxyHeaders", "secretEnv",    "algorithms",
+        "jwksFile", "jwksUrl",           "jwksRefreshS", "issuer",
+        "audience", "leewaySeconds",     "claims",       NULL};
     TRY(get_obj(l, root, "", "auth", KEYS, &a));
     if (!a) return MV_OK;
     char *mode = NULL;
     mv_code rc = get_str(l, a, "auth", "mode", &mode);
     if (rc == MV_OK && mode) {
-        if (strcmp(mode, "jwt") == 0) c->auth.jwt = true;
-        else if (strcmp(mode, "headers") != 0) rc = fail(l, "\"auth.mode\" must be \"headers\" or \"jwt\"");
+        if (strcmp(mode, "jwt") == 0)
+            c->auth.jwt = true;
+        else if (strcmp(mode, "headers") != 0)
+            rc = fail(l, "\"auth.mode\" must be \"headers\" or \"jwt\"");
     }
     free(mode);
     TRY(rc);
@@ -336,7 +372,8 @@ static mv_code load_messages(loader *l, json_t *root) {
     json_t *lim;
     static const char *const LIMIT_KEYS[] = {"messageBytes", NULL};
     TRY(get_obj(l, root, "", "limits", LIMIT_KEYS, &lim));
-    if (lim) TRY(get_int(l, lim, "limits", "messageBytes", 1024, 1LL << 30, &c->limits.message_bytes));
+    if (lim)
+        TRY(get_int(l, lim, "limits", "messageBytes", 1024, 1LL << 30, &c->limits.message_bytes));
     if (c->list.default_limit > c->list.max_limit && !json_object_get(o, "defaultLimit"))
         c->list.default_limit = c->list.max_limit;
     if (c->list.default_limit > c->list.max_limit)
@@ -348,8 +385,10 @@ static mv_code load_messages(loader *l, json_t *root) {
     if (o) {
         const int64_t day = 86400000;
         TRY(get_int(l, o, "leases", "clientRequestMs", 1, day, &c->leases.client_request_ms));
-        TRY(get_int(l, o, "leases", "clientRequestWaitMs", 0, day, &c->leases.client_request_wait_ms));
-        TRY(get_int(l, o, "leases", "clientRequestPollMs", 1, day, &c->leases.client_request_poll_ms));
+        TRY(get_int(l, o, "leases", "clientRequestWaitMs", 0, day,
+                    &c->leases.client_request_wait_ms));
+        TRY(get_int(l, o, "leases", "clientRequestPollMs", 1, day,
+                    &c->leases.client_request_poll_ms));
         TRY(get_int(l, o, "leases", "actionMs", 1, day, &c->leases.action_ms));
     }
     return MV_OK;
@@ -367,9 +406,12 @@ static mv_code load_delivery(loader *l, json_t *root) {
         if (rc == MV_OK && n > 1 && !(c->webhook_more = calloc(n - 1, sizeof *c->webhook_more)))
             rc = mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
         for (size_t i = 0; i < n; i++) {
-            if (rc == MV_OK && i == 0) c->webhook_secret.env = names[i];
-            else if (rc == MV_OK) c->webhook_more[c->n_webhook_more++].env = names[i];
-            else free(names[i]);
+            if (rc == MV_OK && i == 0)
+                c->webhook_secret.env = names[i];
+            else if (rc == MV_OK)
+                c->webhook_more[c->n_webhook_more++].env = names[i];
+            else
+                free(names[i]);
         }
         free(names);
         TRY(rc);
@@ -377,7 +419,8 @@ static mv_code load_delivery(loader *l, json_t *root) {
         TRY(get_str(l, root, "", "webhookSecretEnv", &c->webhook_secret.env));
     }
     json_t *o;
-    static const char *const WH_KEYS[] = {"connectTimeoutMs", "timeoutMs", "maxResponseBytes", NULL};
+    static const char *const WH_KEYS[] = {"connectTimeoutMs", "timeoutMs", "maxResponseBytes",
+                                          NULL};
     TRY(get_obj(l, root, "", "webhooks", WH_KEYS, &o));
     if (o) {
         TRY(get_int32(l, o, "webhooks", "connectTimeoutMs", 1, 600000,
@@ -396,15 +439,16 @@ static mv_code load_delivery(loader *l, json_t *root) {
         if (!c->payment.webhook) return fail(l, "\"payment.webhook\" is required");
     }
 
-    static const char *const EMAIL_KEYS[] = {"smtp", "webhook", "from", "directory", "exclusions",
-                                             NULL};
+    static const char *const EMAIL_KEYS[] = {"smtp",      "webhook",    "from",
+                                             "directory", "exclusions", NULL};
     TRY(get_obj(l, root, "", "email", EMAIL_KEYS, &o));
     if (o) {
         c->email.enabled = true;
         TRY(get_str(l, o, "email", "smtp", &c->email.smtp));
         TRY(get_str(l, o, "email", "webhook", &c->email.webhook));
         TRY(get_str(l, o, "email", "from", &c->email.from));
-        TRY(get_str_array(l, o, "email", "exclusions", &c->email.exclusions, &c->email.n_exclusions));
+        TRY(get_str_array(l, o, "email", "exclusions", &c->email.exclusions,
+                          &c->email.n_exclusions));
         if (!c->email.smtp == !c->email.webhook)
             return fail(l, "\"email\" needs exactly one of \"smtp\" and \"webhook\"");
         if ((c->email.smtp && !c->email.from) || (c->email.from && !strchr(c->email.from, '@')))
@@ -512,7 +556,7 @@ static mv_code load_live(loader *l, json_t *root) {
                 (strncmp(c->cors.origins[i], "https://", 8) != 0 &&
                  strncmp(c->cors.origins[i], "http://", 7) != 0))
                 return fail(l, "\"cors.allowedOrigins\" entries must be origins such as "
-                            "https://app.example.com (no wildcard)");
+                               "https://app.example.com (no wildcard)");
     }
     return MV_OK;
 }
@@ -524,11 +568,13 @@ static mv_code check_identity(loader *l) {
     if (c->auth.jwks_file && c->auth.jwks_url)
         return fail(l, "give \"auth.jwksFile\" or \"auth.jwksUrl\", not both");
     if (c->auth.jwt && !c->auth.secret.env && !jwks)
-        return fail(l, "auth mode \"jwt\" needs \"auth.secretEnv\", \"auth.jwksFile\" or \"auth.jwksUrl\"");
+        return fail(
+            l, "auth mode \"jwt\" needs \"auth.secretEnv\", \"auth.jwksFile\" or \"auth.jwksUrl\"");
     if ((c->auth.algorithms & hs) && !c->auth.secret.env)
         return fail(l, "\"auth.algorithms\" lists HS256, which needs \"auth.secretEnv\"");
     if ((c->auth.algorithms & asym) && !jwks)
-        return fail(l, "\"auth.algorithms\" lists RS256, ES256 or EdDSA, which need \"auth.jwksFile\" "
+        return fail(l,
+                    "\"auth.algorithms\" lists RS256, ES256 or EdDSA, which need \"auth.jwksFile\" "
                     "or \"auth.jwksUrl\"");
     static const char *const HTTP[] = {"http://", "https://", NULL};
     return check_url(l, "auth.jwksUrl", c->auth.jwks_url, HTTP);
@@ -544,15 +590,17 @@ static mv_code check_whole(loader *l) {
         return fail(l, "\"listen\": %s", perr.message);
     if (!c->ui.set) c->ui.enabled = mv_http_host_is_loopback(host);
     if (!c->auth.jwt && !c->auth.trust_proxy_headers && !mv_http_host_is_loopback(host))
-        return fail(l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
-                    "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
-                    "sets those headers");
+        return fail(
+            l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
+               "a loopback address, or set \"auth.trustProxyHeaders\": true behind a proxy that "
+               "sets those headers");
     TRY(check_identity(l));
     if (strncmp(c->store, "sqlite:", 7) != 0 && strncmp(c->store, "postgres://", 11) != 0 &&
         strncmp(c->store, "postgresql://", 13) != 0)
         return fail(l, "\"store\" must be sqlite:PATH or postgres://…");
     if (c->leases.action_ms <= c->webhooks.timeout_ms)
-        return fail(l, "\"leases.actionMs\" (%lld) must exceed \"webhooks.timeoutMs\" (%d), or an "
+        return fail(l,
+                    "\"leases.actionMs\" (%lld) must exceed \"webhooks.timeoutMs\" (%d), or an "
                     "action's lease would expire while its handler is still running",
                     (long long)c->leases.action_ms, c->webhooks.timeout_ms);
     if (c->webhooks.connect_timeout_ms > c->webhooks.timeout_ms)
@@ -574,12 +622,14 @@ static mv_code check_whole(loader *l) {
         if (!c->webhook_keys) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
         c->webhook_keys[0] = (mv_webhook_secret){c->webhook_secret.bytes, c->webhook_secret.len};
         for (size_t i = 0; i < c->n_webhook_more; i++)
-            c->webhook_keys[i + 1] = (mv_webhook_secret){c->webhook_more[i].bytes, c->webhook_more[i].len};
+            c->webhook_keys[i + 1] =
+                (mv_webhook_secret){c->webhook_more[i].bytes, c->webhook_more[i].len};
         c->n_webhook_keys = c->n_webhook_more + 1;
     }
     TRY(read_secret(l, "sagaEncryption.keyEnv", &c->saga_encryption.key, MV_SAGA_KEY_BYTES));
     if (c->saga_encryption.key.env && c->saga_encryption.key.len != MV_SAGA_KEY_BYTES)
-        return fail(l, "environment variable %s (named by \"sagaEncryption.keyEnv\") must hold "
+        return fail(l,
+                    "environment variable %s (named by \"sagaEncryption.keyEnv\") must hold "
                     "exactly %d raw bytes (an AES-256 key), it has %zu",
                     c->saga_encryption.key.env, MV_SAGA_KEY_BYTES, c->saga_encryption.key.len);
     return MV_OK;
@@ -660,11 +710,13 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     TRY(resolve(l, &c->sagas));
     if (ov && ov->listen) {
         free(c->listen);
-        if (!(c->listen = strdup(ov->listen))) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        if (!(c->listen = strdup(ov->listen)))
+            return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
     }
     if (ov && ov->store) {
         free(c->store);
-        if (!(c->store = strdup(ov->store))) return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
+        if (!(c->store = strdup(ov->store)))
+            return mv_err_set(l->err, MV_NO_MEMORY, "out of memory");
     }
     return check_whole(l);
 }
@@ -690,13 +742,15 @@ static void free_secret(mv_config_secret *s) {
     free(s->env);
     if (s->bytes) {
         volatile unsigned char *p = s->bytes;
-        for (size_t i = 0; i < s->len; i++) p[i] = 0;
+        for (size_t i = 0; i < s->len; i++)
+            p[i] = 0;
         free(s->bytes);
     }
 }
 
 static void free_strings(char **a, size_t n) {
-    for (size_t i = 0; a && i < n; i++) free(a[i]);
+    for (size_t i = 0; a && i < n; i++)
+        free(a[i]);
     free(a);
 }
 
@@ -721,7 +775,8 @@ void mv_config_free(mv_config *c) {
     free_strings(c->admin_roles, c->n_admin_roles);
     free(c->admin_permission_key);
     free_secret(&c->webhook_secret);
-    for (size_t i = 0; i < c->n_webhook_more; i++) free_secret(&c->webhook_more[i]);
+    for (size_t i = 0; i < c->n_webhook_more; i++)
+        free_secret(&c->webhook_more[i]);
     free(c->webhook_more);
     free(c->webhook_keys);
     free(c->payment.webhook);

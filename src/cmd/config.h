@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "missive/durable.h"
 #include "missive/deliver.h"
+#include "missive/durable.h"
 #include "missive/error.h"
 
 typedef struct mv_config_secret {
@@ -22,46 +22,46 @@ typedef struct mv_config_secret {
 } mv_config_secret;
 
 typedef struct mv_config {
-    char *path;           /* the config file as given */
-    char *dir;            /* its directory: the base of relative paths */
+    char *path; /* the config file as given */
+    char *dir;  /* its directory: the base of relative paths */
 
-    char *listen;         /* "127.0.0.1:8080" */
-    char *store;          /* store URL; a relative sqlite: path is resolved */
+    char *listen; /* "127.0.0.1:8080" */
+    char *store;  /* store URL; a relative sqlite: path is resolved */
     struct {
-        int pool_size;          /* 0 → the store's default */
-        char *synchronous;      /* "FULL" (default), "NORMAL", "OFF" */
-        int busy_timeout_ms;    /* 0 → default */
+        int pool_size;       /* 0 → the store's default */
+        char *synchronous;   /* "FULL" (default), "NORMAL", "OFF" */
+        int busy_timeout_ms; /* 0 → default */
         int statement_timeout_ms;
-        bool no_group_commit;   /* "groupCommit": false (benchmark baseline) */
+        bool no_group_commit; /* "groupCommit": false (benchmark baseline) */
     } store_options;
-    char *templates;      /* directory (resolved), NULL when absent */
-    char *sagas;          /* directory (resolved), NULL when absent (sagas disabled) */
-    int threads;          /* threads for requests that write or call out, default 64 */
-    int max_connections;  /* default 10000 (capped by the descriptor limit) */
-    int connection_timeout_ms; /* idle HTTP connection timeout, default 30000 */
+    char *templates;            /* directory (resolved), NULL when absent */
+    char *sagas;                /* directory (resolved), NULL when absent (sagas disabled) */
+    int threads;                /* threads for requests that write or call out, default 64 */
+    int max_connections;        /* default 10000 (capped by the descriptor limit) */
+    int connection_timeout_ms;  /* idle HTTP connection timeout, default 30000 */
     int max_connections_per_ip; /* default 512; 0 = no limit */
     int header_timeout_ms;      /* a connection's first request head, default 10000 */
 
     struct {
-        bool jwt;                  /* mode "jwt"; false → "headers" */
-        bool trust_proxy_headers;  /* headers mode on a non-loopback address */
-        mv_config_secret secret;   /* jwt: from secretEnv (at least 32 bytes) */
-        unsigned algorithms;       /* bit (1u << mv_jwt_alg) each; 0 → by key material */
-        char *jwks_file;           /* resolved path, or NULL */
-        char *jwks_url;            /* http(s) URL, or NULL */
-        int jwks_refresh_s;        /* 300 */
-        char *issuer, *audience;   /* NULL → not checked */
-        int leeway_s;              /* 30 */
+        bool jwt;                 /* mode "jwt"; false → "headers" */
+        bool trust_proxy_headers; /* headers mode on a non-loopback address */
+        mv_config_secret secret;  /* jwt: from secretEnv (at least 32 bytes) */
+        unsigned algorithms;      /* bit (1u << mv_jwt_alg) each; 0 → by key material */
+        char *jwks_file;          /* resolved path, or NULL */
+        char *jwks_url;           /* http(s) URL, or NULL */
+        int jwks_refresh_s;       /* 300 */
+        char *issuer, *audience;  /* NULL → not checked */
+        int leeway_s;             /* 30 */
         char *claim_user, *claim_roles, *claim_permissions, *claim_tenant; /* NULL → defaults */
     } auth;
 
-    char **admin_roles;   /* default none */
+    char **admin_roles; /* default none */
     size_t n_admin_roles;
     char *admin_permission_key; /* "is.admin" */
 
     struct {
-        int default_limit; /* 50 */
-        int max_limit;     /* 100 */
+        int default_limit;      /* 50 */
+        int max_limit;          /* 100 */
         int64_t max_page_bytes; /* 4194304: a page ends early rather than exceed it */
     } list;
     struct {
@@ -84,7 +84,7 @@ typedef struct mv_config {
         int timeout_ms;            /* 10000 */
         size_t max_response_bytes; /* 1048576 */
     } webhooks;
-    int64_t shutdown_timeout_ms;   /* 30000 */
+    int64_t shutdown_timeout_ms; /* 30000 */
 
     struct {
         bool enabled;
@@ -92,27 +92,27 @@ typedef struct mv_config {
     } payment;
     struct {
         bool enabled;
-        char *smtp;                /* exactly one of smtp and webhook */
-        char *webhook;             /* POST {"email": {…}} instead of SMTP */
-        char *from;                /* required with smtp */
-        char *directory_webhook;   /* exactly one of these two */
-        char *directory_file;      /* JSON file {"userId": "address"} (resolved) */
+        char *smtp;              /* exactly one of smtp and webhook */
+        char *webhook;           /* POST {"email": {…}} instead of SMTP */
+        char *from;              /* required with smtp */
+        char *directory_webhook; /* exactly one of these two */
+        char *directory_file;    /* JSON file {"userId": "address"} (resolved) */
         char **exclusions;
         size_t n_exclusions;
     } email;
     struct {
         bool enabled;
-        mv_config_secret secret;   /* at least 32 bytes */
-        int64_t ttl_ms;            /* 900000 */
-        bool allow_self_approval;  /* false: a principal cannot decide their own approval */
+        mv_config_secret secret;  /* at least 32 bytes */
+        int64_t ttl_ms;           /* 900000 */
+        bool allow_self_approval; /* false: a principal cannot decide their own approval */
     } approvals;
     struct {
         mv_config_secret key; /* sagaEncryption.keyEnv: exactly MV_SAGA_KEY_BYTES; NULL env = off */
     } saga_encryption;
     struct {
-        int poll_ms;       /* 1000 */
-        int max_attempts;  /* 10 */
-        int backoff_ms;    /* 1000 (doubles per attempt) */
+        int poll_ms;      /* 1000 */
+        int max_attempts; /* 10 */
+        int backoff_ms;   /* 1000 (doubles per attempt) */
     } outbox;
     struct {
         bool enabled; /* /ui/ served; default: true on a loopback listen address */
@@ -126,14 +126,14 @@ typedef struct mv_config {
         int64_t stream_events_ms;   /* 86400000 */
     } retention;
     struct {
-        int max_connections;       /* 1000: beyond → 503 stream_capacity */
-        int64_t heartbeat_ms;      /* 15000 */
-        mv_config_secret secret;   /* stream tickets; else approvals.secretEnv's */
+        int max_connections;     /* 1000: beyond → 503 stream_capacity */
+        int64_t heartbeat_ms;    /* 15000 */
+        mv_config_secret secret; /* stream tickets; else approvals.secretEnv's */
     } stream;
     struct {
-        char **origins;            /* allowed origins, exact match; none by default */
+        char **origins; /* allowed origins, exact match; none by default */
         size_t n_origins;
-        int max_age_s;             /* 600 */
+        int max_age_s; /* 600 */
     } cors;
 } mv_config;
 

@@ -131,7 +131,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
                                      .max_response_bytes = cfg->webhooks.max_response_bytes,
                                      .on_call = mv_daemon_on_webhook,
                                      .on_call_ctx = d};
-    if (cfg->payment.enabled && !(d->payment = mv_payment_webhook_new(cfg->payment.webhook, &d->webhook)))
+    if (cfg->payment.enabled &&
+        !(d->payment = mv_payment_webhook_new(cfg->payment.webhook, &d->webhook)))
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (cfg->approvals.enabled) {
         mv_approvals_options ao = {.secret = cfg->approvals.secret.bytes,
@@ -248,8 +249,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
     if (rc == MV_OK) rc = start_outbox(d, cfg, err);
     if (rc == MV_OK) rc = mv_recovery_loop_start(d, &d->recovery, err);
     if (rc == MV_OK) {
-        const mv_config_secret *ts = cfg->stream.secret.env ? &cfg->stream.secret
-                                                            : &cfg->approvals.secret;
+        const mv_config_secret *ts =
+            cfg->stream.secret.env ? &cfg->stream.secret : &cfg->approvals.secret;
         mv_stream_hub_options ho = {.service = d->service,
                                     .store = d->store,
                                     .max_connections = cfg->stream.max_connections,
@@ -264,10 +265,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
         return rc;
     }
     mv_daemon_metrics_init(d);
-    d->ops = (mv_http_ops){.health = daemon_health,
-                           .health_ctx = d,
-                           .metrics = d->metrics,
-                           .draining = &d->draining};
+    d->ops = (mv_http_ops){
+        .health = daemon_health, .health_ctx = d, .metrics = d->metrics, .draining = &d->draining};
     d->list_routes = (mv_list_routes){.store = d->store,
                                       .engine = d->saga_engine,
                                       .approvals = d->approvals != NULL,

@@ -26,24 +26,24 @@ typedef struct mv_daemon {
     const mv_config *cfg; /* borrowed */
     mv_store *store;
     mv_auth *auth;
-    mv_webhook_config jwks_http;      /* limits of the JWKS fetch (auth keeps a copy) */
+    mv_webhook_config jwks_http; /* limits of the JWKS fetch (auth keeps a copy) */
     mv_metrics *metrics;
-    mv_http_ops ops;      /* /healthz and /metrics */
+    mv_http_ops ops; /* /healthz and /metrics */
     mv_registry *registry;
-    mv_webhook_config webhook;        /* limits and signing key of every outgoing call */
-    mv_payment_provider *payment;     /* NULL when "payment" is not configured */
-    mv_email_settings *email;         /* NULL when "email" is not configured */
-    mv_outbox_worker *outbox;         /* delivers the outbox while the daemon runs */
-    mv_approvals *approvals;          /* NULL when "approvals" is not configured */
-    mv_saga_book *sagas;              /* NULL when "sagas" is not configured */
+    mv_webhook_config webhook;    /* limits and signing key of every outgoing call */
+    mv_payment_provider *payment; /* NULL when "payment" is not configured */
+    mv_email_settings *email;     /* NULL when "email" is not configured */
+    mv_outbox_worker *outbox;     /* delivers the outbox while the daemon runs */
+    mv_approvals *approvals;      /* NULL when "approvals" is not configured */
+    mv_saga_book *sagas;          /* NULL when "sagas" is not configured */
     mv_saga_engine *saga_engine;
     mv_service *service;
     mv_message_routes message_routes;
     mv_durable_routes durable_routes;
-    mv_list_routes list_routes;       /* GET /sagas, GET /approvals */
+    mv_list_routes list_routes;        /* GET /sagas, GET /approvals */
     struct mv_recovery_loop *recovery; /* resumes sagas whose runner died; retention */
-    atomic_bool draining;             /* set on SIGTERM: /readyz answers 503 */
-    mv_stream_hub *streams;           /* GET /messages/stream: the change log fanned out */
+    atomic_bool draining;              /* set on SIGTERM: /readyz answers 503 */
+    mv_stream_hub *streams;            /* GET /messages/stream: the change log fanned out */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

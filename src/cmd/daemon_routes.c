@@ -20,6 +20,7 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
     if (rc == MV_OK) rc = mv_list_routes_add(router, &d->list_routes, err);
     if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
-    if (rc == MV_OK && (!d->cfg || d->cfg->ui.enabled)) rc = mv_ui_routes_add(router, &ui_routes, err);
+    if (rc == MV_OK && (!d->cfg || d->cfg->ui.enabled))
+        rc = mv_ui_routes_add(router, &ui_routes, err);
     return rc;
 }

@@ -17,7 +17,8 @@ static const struct {
     {"logic", cli_logic, "logic --rule JSON [--data JSON]"},
     {"reconcile", cli_reconcile,
      "reconcile --store URL [--kind effects|sagas|actions|requests|outbox] [--stale-ms N]"},
-    {"approvals", cli_approvals, "approvals decide --store URL ID approved|denied --tenant T --by U"},
+    {"approvals", cli_approvals,
+     "approvals decide --store URL ID approved|denied --tenant T --by U"},
     {"saga", cli_saga,
      "saga resolve --config FILE --saga ID --kind K --step S --effect E --outcome O "
      "[--result JSON] [--error-code C]"},

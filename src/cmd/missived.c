@@ -8,12 +8,12 @@
  * NOTIFY_SOCKET set) it reports READY=1 once it listens and STOPPING=1 when the drain starts;
  * without NOTIFY_SOCKET sd_notify does nothing. */
 #include <pthread.h>
-#include <systemd/sd-daemon.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 #ifdef __GLIBC__ /* defined by the headers above */
 #include <malloc.h>
@@ -42,8 +42,10 @@ static const char *unknown_arg(int argc, char **argv) {
         for (size_t k = 0; VALUED[k] && !ok; k++) {
             size_t n = strlen(VALUED[k]);
             if (strncmp(argv[i], VALUED[k], n) != 0) continue;
-            if (argv[i][n] == '=') ok = true;
-            else if (argv[i][n] == '\0' && i + 1 < argc) ok = true, i++;
+            if (argv[i][n] == '=')
+                ok = true;
+            else if (argv[i][n] == '\0' && i + 1 < argc)
+                ok = true, i++;
         }
         if (!ok) return argv[i];
     }
@@ -51,8 +53,8 @@ static const char *unknown_arg(int argc, char **argv) {
 }
 
 static int log_error(const char *msg, const mv_err *err) {
-    mv_log("error", msg, json_pack("{s:s,s:s}", "code", mv_code_name(err->code), "error",
-                                   err->message));
+    mv_log("error", msg,
+           json_pack("{s:s,s:s}", "code", mv_code_name(err->code), "error", err->message));
     return 1;
 }
 
@@ -92,9 +94,8 @@ static int serve(const mv_config *cfg, bool migrate) {
                                  .threads = cfg->threads,
                                  .max_connections = cfg->max_connections,
                                  .connection_timeout_ms = cfg->connection_timeout_ms,
-                                 .max_connections_per_ip = cfg->max_connections_per_ip
-                                                               ? cfg->max_connections_per_ip
-                                                               : -1,
+                                 .max_connections_per_ip =
+                                     cfg->max_connections_per_ip ? cfg->max_connections_per_ip : -1,
                                  .header_timeout_ms = cfg->header_timeout_ms};
     if (mv_http_server_start(&so, router, &server, &err) != MV_OK) {
         log_error("cannot start", &err);
@@ -119,7 +120,7 @@ static int serve(const mv_config *cfg, bool migrate) {
                      mv_http_server_in_flight(server), "timeoutMs",
                      (json_int_t)cfg->shutdown_timeout_ms));
     atomic_store(&d.draining, true); /* /readyz answers 503 on connections still open */
-    mv_stream_hub_drain(d.streams); /* event streams end cleanly; clients reconnect elsewhere */
+    mv_stream_hub_drain(d.streams);  /* event streams end cleanly; clients reconnect elsewhere */
     if (!mv_http_server_drain(server, cfg->shutdown_timeout_ms)) {
         /* Handlers still running cannot be interrupted; leave without joining them. */
         mv_log("warn", "abandoning in-flight requests",
@@ -186,7 +187,8 @@ int main(int argc, char **argv) {
                               .store = cli_flag(argc, argv, "--store")};
     mv_config *cfg = NULL;
     mv_err err = {0};
-    if (mv_config_load(path, &ov, &cfg, &err) != MV_OK) return log_error("invalid configuration", &err);
+    if (mv_config_load(path, &ov, &cfg, &err) != MV_OK)
+        return log_error("invalid configuration", &err);
     int status = serve(cfg, !cli_has(argc, argv, "--no-migrate"));
     mv_config_free(cfg);
     return status;

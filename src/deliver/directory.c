@@ -13,9 +13,9 @@
 #include "missive/deliver.h"
 
 struct mv_directory {
-    char *url;             /* webhook source, or NULL */
-    mv_webhook_config wh;  /* secret borrowed */
-    json_t *map;           /* file/map source, or NULL */
+    char *url;            /* webhook source, or NULL */
+    mv_webhook_config wh; /* secret borrowed */
+    json_t *map;          /* file/map source, or NULL */
 };
 
 mv_code mv_directory_open_webhook(const char *url, const mv_webhook_config *wh, mv_directory **out,
@@ -30,7 +30,8 @@ mv_code mv_directory_open_webhook(const char *url, const mv_webhook_config *wh, 
         return mv_err_set(err, MV_NO_MEMORY, "out of memory opening the directory");
     }
     size_t n = strlen(d->url);
-    while (n > 0 && d->url[n - 1] == '/') d->url[--n] = '\0'; /* we add the separator */
+    while (n > 0 && d->url[n - 1] == '/')
+        d->url[--n] = '\0'; /* we add the separator */
     if (wh) d->wh = *wh;
     *out = d;
     return MV_OK;
@@ -39,15 +40,16 @@ mv_code mv_directory_open_webhook(const char *url, const mv_webhook_config *wh, 
 static mv_code open_map(json_t *map, const char *what, mv_directory **out, mv_err *err) {
     if (!json_is_object(map)) {
         json_decref(map);
-        return mv_err_set(err, MV_INVALID_CONFIG, "%s must be a JSON object {\"userId\": \"address\"}",
-                          what);
+        return mv_err_set(err, MV_INVALID_CONFIG,
+                          "%s must be a JSON object {\"userId\": \"address\"}", what);
     }
     const char *k;
     json_t *v;
     json_object_foreach(map, k, v) {
         if (!json_is_string(v)) {
-            mv_err_set(err, MV_INVALID_CONFIG, "%s: the address of user \"%.100s\" must be a string",
-                       what, k); /* before the decref: k lives in map */
+            mv_err_set(err, MV_INVALID_CONFIG,
+                       "%s: the address of user \"%.100s\" must be a string", what,
+                       k); /* before the decref: k lives in map */
             json_decref(map);
             return MV_INVALID_CONFIG;
         }
@@ -88,7 +90,8 @@ void mv_directory_close(mv_directory *dir) {
 
 static char *dup_address(const char *s) {
     /* Surrounding whitespace is not part of an address; an empty one means "no address". */
-    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+        s++;
     size_t n = strlen(s);
     while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
         n--;

@@ -11,13 +11,17 @@
 
 #include "missive/deliver.h"
 
-static bool is_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
+static bool is_blank(unsigned char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
 
 /* The trimmed span of s. */
 static const char *trim_span(const char *s, size_t *len) {
-    while (*s && is_blank((unsigned char)*s)) s++;
+    while (*s && is_blank((unsigned char)*s))
+        s++;
     size_t n = strlen(s);
-    while (n > 0 && is_blank((unsigned char)s[n - 1])) n--;
+    while (n > 0 && is_blank((unsigned char)s[n - 1]))
+        n--;
     *len = n;
     return s;
 }
@@ -83,7 +87,8 @@ static mv_code string_member(const json_t *obj, const char *key, const char *whe
     }
     if (!json_is_string(v) || json_string_length(v) == 0)
         return mv_err_set(err, MV_INVALID_CONFIG, "%s.%s must be a non-empty string", where, key);
-    if (!(*out = strdup(json_string_value(v)))) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (!(*out = strdup(json_string_value(v))))
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     return MV_OK;
 }
 
@@ -99,8 +104,10 @@ static mv_code load_directory(const json_t *d, const char *base_dir, const mv_we
         return mv_err_set(err, MV_INVALID_CONFIG,
                           "email.directory must be {\"webhook\": URL} or {\"file\": PATH}");
     char path[4096];
-    if (file[0] != '/' && base_dir && *base_dir) snprintf(path, sizeof path, "%s/%s", base_dir, file);
-    else mv_strlcpy(path, file, sizeof path);
+    if (file[0] != '/' && base_dir && *base_dir)
+        snprintf(path, sizeof path, "%s/%s", base_dir, file);
+    else
+        mv_strlcpy(path, file, sizeof path);
     mv_code rc = mv_directory_open_file(path, out, err);
     if (rc) mv_err_prefix(err, "email.directory.file");
     return rc;
@@ -109,13 +116,15 @@ static mv_code load_directory(const json_t *d, const char *base_dir, const mv_we
 mv_code mv_email_settings_load(const json_t *section, const char *base_dir,
                                const mv_webhook_config *wh, mv_email_settings **out, mv_err *err) {
     *out = NULL;
-    if (!json_is_object(section)) return mv_err_set(err, MV_INVALID_CONFIG, "email must be an object");
+    if (!json_is_object(section))
+        return mv_err_set(err, MV_INVALID_CONFIG, "email must be an object");
     static const char *known[] = {"smtp", "from", "directory", "exclusions", "webhook"};
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)section, key, v) {
         bool ok = false;
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= strcmp(key, known[i]) == 0;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            ok |= strcmp(key, known[i]) == 0;
         if (!ok) return mv_err_set(err, MV_INVALID_CONFIG, "unknown key \"email.%.100s\"", key);
     }
     mv_email_settings *s = calloc(1, sizeof *s);
@@ -129,13 +138,15 @@ mv_code mv_email_settings_load(const json_t *section, const char *base_dir,
         rc = mv_err_set(err, MV_INVALID_CONFIG, "email needs \"smtp\" (or \"webhook\")");
         goto fail;
     }
-    if (s->smtp_url && strncmp(s->smtp_url, "smtp://", 7) != 0 && strncmp(s->smtp_url, "smtps://", 8) != 0) {
+    if (s->smtp_url && strncmp(s->smtp_url, "smtp://", 7) != 0 &&
+        strncmp(s->smtp_url, "smtps://", 8) != 0) {
         rc = mv_err_set(err, MV_INVALID_CONFIG, "email.smtp must start with smtp:// or smtps://");
         goto fail;
     }
     if (s->webhook_url && strncmp(s->webhook_url, "http://", 7) != 0 &&
         strncmp(s->webhook_url, "https://", 8) != 0) {
-        rc = mv_err_set(err, MV_INVALID_CONFIG, "email.webhook must start with http:// or https://");
+        rc =
+            mv_err_set(err, MV_INVALID_CONFIG, "email.webhook must start with http:// or https://");
         goto fail;
     }
     if (s->from && (!strchr(s->from, '@') || strpbrk(s->from, " <>\r\n,;"))) {
@@ -158,7 +169,8 @@ mv_code mv_email_settings_load(const json_t *section, const char *base_dir,
         }
         json_array_foreach(ex, i, e) {
             if (!json_is_string(e)) {
-                rc = mv_err_set(err, MV_INVALID_CONFIG, "email.exclusions[%zu] must be a string", i);
+                rc =
+                    mv_err_set(err, MV_INVALID_CONFIG, "email.exclusions[%zu] must be a string", i);
                 goto fail;
             }
         }

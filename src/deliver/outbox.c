@@ -51,26 +51,31 @@ static const char SQL_SCAN[] =
     "WHERE (state = 'failed' OR (state = 'delivering' AND lease_expires_at <= ?)) AND id > ? "
     "ORDER BY id LIMIT ?";
 
-static const char *kind_name(mv_outbox_kind k) { return k == MV_OUTBOX_EMAIL ? "email" : "webhook"; }
+static const char *kind_name(mv_outbox_kind k) {
+    return k == MV_OUTBOX_EMAIL ? "email" : "webhook";
+}
 
 /* ---- adding rows ------------------------------------------------------------------------- */
 
 static mv_code check_payload(mv_outbox_kind kind, const json_t *p, mv_err *err) {
-    if (!json_is_object(p)) return mv_err_set(err, MV_INVALID_ARGUMENT, "outbox payload must be a JSON object");
+    if (!json_is_object(p))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "outbox payload must be a JSON object");
     if (kind == MV_OUTBOX_EMAIL) {
         static const char *fields[] = {"messageId", "toUser", "title", "body"};
         for (size_t i = 0; i < 4; i++)
             if (!mv_json_str(p, fields[i]))
-                return mv_err_set(err, MV_INVALID_ARGUMENT, "email outbox payload needs a string \"%s\"",
-                                  fields[i]);
+                return mv_err_set(err, MV_INVALID_ARGUMENT,
+                                  "email outbox payload needs a string \"%s\"", fields[i]);
         if (!*mv_json_str(p, "toUser"))
-            return mv_err_set(err, MV_INVALID_ARGUMENT, "email outbox payload has an empty \"toUser\"");
+            return mv_err_set(err, MV_INVALID_ARGUMENT,
+                              "email outbox payload has an empty \"toUser\"");
         return MV_OK;
     }
     const char *url = mv_json_str(p, "url");
     if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
-        return mv_err_set(err, MV_INVALID_ARGUMENT,
-                          "webhook outbox payload needs a \"url\" starting with http:// or https://");
+        return mv_err_set(
+            err, MV_INVALID_ARGUMENT,
+            "webhook outbox payload needs a \"url\" starting with http:// or https://");
     if (!json_object_get(p, "body"))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "webhook outbox payload needs a \"body\"");
     json_t *key = json_object_get(p, "idempotencyKey");
@@ -120,7 +125,8 @@ static mv_code find_due(mv_db *db, void *ctx, mv_err *err) {
                   (int64_t)c->limit);
     int r;
     c->n = 0;
-    while ((r = mv_stmt_step(st, err)) == 1 && c->n < c->limit) mv_strlcpy(c->ids[c->n++], mv_stmt_text(st, 0), 37);
+    while ((r = mv_stmt_step(st, err)) == 1 && c->n < c->limit)
+        mv_strlcpy(c->ids[c->n++], mv_stmt_text(st, 0), 37);
     mv_stmt_done(st);
     return r < 0 ? err->code : MV_OK;
 }
@@ -161,10 +167,10 @@ static mv_code claim_row(mv_db *db, void *ctx, mv_err *err) {
 
 typedef struct finish_ctx {
     const char *id, *owner;
-    const char *state;      /* sent, skipped, failed; NULL → retry */
+    const char *state; /* sent, skipped, failed; NULL → retry */
     const char *error, *stage;
     int64_t now, next_at;
-    bool kept;              /* false: our lease was taken over, nothing written */
+    bool kept; /* false: our lease was taken over, nothing written */
 } finish_ctx;
 
 static mv_code finish_row(mv_db *db, void *ctx, mv_err *err) {
@@ -172,11 +178,11 @@ static mv_code finish_row(mv_db *db, void *ctx, mv_err *err) {
     int64_t changes = 0;
     mv_code rc;
     if (c->state)
-        rc = mv_db_execf(db, SQL_FINISH, &changes, err, "sssiss", c->state, c->error, c->stage, c->now,
-                         c->id, c->owner);
+        rc = mv_db_execf(db, SQL_FINISH, &changes, err, "sssiss", c->state, c->error, c->stage,
+                         c->now, c->id, c->owner);
     else
-        rc = mv_db_execf(db, SQL_RETRY, &changes, err, "ississ", c->next_at, c->error, c->stage, c->now,
-                         c->id, c->owner);
+        rc = mv_db_execf(db, SQL_RETRY, &changes, err, "ississ", c->next_at, c->error, c->stage,
+                         c->now, c->id, c->owner);
     c->kept = changes == 1;
     return rc;
 }
@@ -191,9 +197,7 @@ typedef struct attempt {
     mv_err err;
 } attempt;
 
-static bool permanent(mv_code c) {
-    return c == MV_INVALID_ARGUMENT || c == MV_INVALID_CONFIG;
-}
+static bool permanent(mv_code c) { return c == MV_INVALID_ARGUMENT || c == MV_INVALID_CONFIG; }
 
 static void deliver_email(const mv_outbox_config *cfg, const char *row_id, const json_t *p,
                           attempt *a) {
@@ -214,7 +218,8 @@ static void deliver_email(const mv_outbox_config *cfg, const char *row_id, const
     const char *title = mv_json_str(p, "title");
     const char *body = mv_json_str(p, "body");
     /* The subject is the trimmed title, case preserved (SEMANTICS §1.10). */
-    while (*title == ' ' || *title == '\t' || *title == '\r' || *title == '\n') title++;
+    while (*title == ' ' || *title == '\t' || *title == '\r' || *title == '\n')
+        title++;
     size_t tn = strlen(title);
     while (tn > 0 && (title[tn - 1] == ' ' || title[tn - 1] == '\t' || title[tn - 1] == '\r' ||
                       title[tn - 1] == '\n'))
@@ -227,9 +232,9 @@ static void deliver_email(const mv_outbox_config *cfg, const char *row_id, const
         return;
     }
     if (ec->webhook_url) {
-        json_t *req = json_pack("{s:{s:s, s:s, s:s, s:s, s:s}}", "email", "to", address, "subject",
-                                subject, "body", body, "messageId", mv_json_str(p, "messageId"),
-                                "toUser", to_user);
+        json_t *req =
+            json_pack("{s:{s:s, s:s, s:s, s:s, s:s}}", "email", "to", address, "subject", subject,
+                      "body", body, "messageId", mv_json_str(p, "messageId"), "toUser", to_user);
         mv_webhook_response res;
         mv__callctx_call("email", mv_json_str(p, "messageId"), NULL, NULL);
         rc = req ? mv_webhook_post(cfg->webhook, ec->webhook_url, req, row_id, &res, &a->err)
@@ -252,10 +257,12 @@ static void deliver_webhook(const mv_outbox_config *cfg, const char *row_id, con
     mv__callctx_call("outbox", NULL, NULL, NULL);
     mv_code rc = mv_webhook_post(cfg->webhook, mv_json_str(p, "url"), json_object_get(p, "body"),
                                  key ? key : row_id, &res, &a->err);
-    if (rc == MV_OK) a->v = DONE_SENT;
+    if (rc == MV_OK)
+        a->v = DONE_SENT;
     else if (res.outcome == MV_WEBHOOK_REJECTED && res.status != 408 && res.status != 429)
         a->v = GIVE_UP; /* 4xx: the receiver refuses it; asking again will not change that */
-    else a->v = permanent(rc) ? GIVE_UP : RETRY;
+    else
+        a->v = permanent(rc) ? GIVE_UP : RETRY;
     mv_webhook_response_free(&res);
 }
 
@@ -305,8 +312,11 @@ static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const c
     if (!json_is_object(cc.payload)) {
         mv_err_set(&a.err, MV_INTERNAL, "outbox row %s has an unreadable payload", id);
     } else if (cc.kind == MV_OUTBOX_EMAIL) {
-        if (cfg->email) deliver_email(cfg, id, cc.payload, &a);
-        else mv_err_set(&a.err, MV_INVALID_CONFIG, "email is not configured"); /* not claimed normally */
+        if (cfg->email)
+            deliver_email(cfg, id, cc.payload, &a);
+        else
+            mv_err_set(&a.err, MV_INVALID_CONFIG,
+                       "email is not configured"); /* not claimed normally */
     } else {
         deliver_webhook(cfg, id, cc.payload, &a);
     }
@@ -322,16 +332,21 @@ static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const c
     case GIVE_UP:
         fc.error = a.err.message;
         fc.stage = a.stage;
-        if (a.v == GIVE_UP || cc.attempts >= cfg->max_attempts) fc.state = "failed";
-        else fc.next_at = fc.now + backoff_ms(cfg, cc.attempts);
+        if (a.v == GIVE_UP || cc.attempts >= cfg->max_attempts)
+            fc.state = "failed";
+        else
+            fc.next_at = fc.now + backoff_ms(cfg, cc.attempts);
         break;
     }
     rc = mv_store_write(store, finish_row, &fc, err);
     if (rc == MV_OK && fc.kept) {
         *delivered = a.v == DONE_SENT || a.v == DONE_SKIPPED;
         if ((a.v == RETRY || a.v == GIVE_UP) && cfg->on_event) {
-            mv_outbox_event ev = {.row_id = id, .kind = cc.kind, .stage = a.stage,
-                                  .error = a.err.message, .attempt = cc.attempts,
+            mv_outbox_event ev = {.row_id = id,
+                                  .kind = cc.kind,
+                                  .stage = a.stage,
+                                  .error = a.err.message,
+                                  .attempt = cc.attempts,
                                   .final = fc.state != NULL};
             if (cc.kind == MV_OUTBOX_EMAIL && json_is_object(cc.payload)) {
                 ev.message_id = mv_json_str(cc.payload, "messageId");
@@ -472,7 +487,8 @@ static mv_code scan_rows(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt_bindf(st, "isi", c->older_than, c->after, (int64_t)c->limit);
     int r = 0;
     c->count = 0;
-    while (c->count < c->limit && (r = mv_stmt_step(st, err)) == 1) read_row(st, &c->rows[c->count++]);
+    while (c->count < c->limit && (r = mv_stmt_step(st, err)) == 1)
+        read_row(st, &c->rows[c->count++]);
     mv_stmt_done(st);
     return r < 0 ? err->code : MV_OK;
 }
@@ -483,8 +499,11 @@ mv_code mv_outbox_scan(mv_store *store, int64_t now, int64_t stale_ms, const cha
     if (count) *count = 0;
     if (limit < 1 || limit > 1000)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "limit must be between 1 and 1000");
-    scan_ctx c = {.older_than = now - (stale_ms > 0 ? stale_ms : 0), .after = after_id ? after_id : "",
-                  .limit = limit, .fn = fn, .ctx = ctx};
+    scan_ctx c = {.older_than = now - (stale_ms > 0 ? stale_ms : 0),
+                  .after = after_id ? after_id : "",
+                  .limit = limit,
+                  .fn = fn,
+                  .ctx = ctx};
     c.rows = calloc((size_t)limit, sizeof *c.rows);
     if (!c.rows) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     /* Rows are copied out and fn runs after the transaction: a callback may do anything. */

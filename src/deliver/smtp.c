@@ -16,11 +16,11 @@
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 
-
 static bool header_safe_address(const char *a) {
     if (!a || !*a || !strchr(a, '@')) return false;
     for (const unsigned char *p = (const unsigned char *)a; *p; p++)
-        if (*p <= ' ' || *p == '<' || *p == '>' || *p == 0x7f || *p == ',' || *p == ';') return false;
+        if (*p <= ' ' || *p == '<' || *p == '>' || *p == 0x7f || *p == ',' || *p == ';')
+            return false;
     return true;
 }
 
@@ -54,7 +54,8 @@ static void add_subject(mv_strbuf *b, const char *subject) {
         size_t i = 0;
         while (i < n) {
             size_t end = i + 39 < n ? i + 39 : n; /* 52 base64 chars: lines stay under 78 */
-            while (end > i + 1 && end < n && ((unsigned char)clean[end] & 0xC0) == 0x80) end--;
+            while (end > i + 1 && end < n && ((unsigned char)clean[end] & 0xC0) == 0x80)
+                end--;
             unsigned char enc[64];
             int len = EVP_EncodeBlock(enc, (const unsigned char *)clean + i, (int)(end - i));
             if (i > 0) mv_strbuf_adds(b, "\r\n ");
@@ -80,15 +81,18 @@ static void add_qp_body(mv_strbuf *b, const char *body) {
             continue;
         }
         bool at_eol = p[1] == '\0' || p[1] == '\r' || p[1] == '\n';
-        bool literal = (*p >= 33 && *p <= 126 && *p != '=') || ((*p == ' ' || *p == '\t') && !at_eol);
+        bool literal =
+            (*p >= 33 && *p <= 126 && *p != '=') || ((*p == ' ' || *p == '\t') && !at_eol);
         char enc[3] = {'=', hex[*p >> 4], hex[*p & 15]};
         size_t w = literal ? 1 : 3;
         if (col + w > 75) {
             mv_strbuf_adds(b, "=\r\n");
             col = 0;
         }
-        if (literal) mv_strbuf_add(b, (const char *)p, 1);
-        else mv_strbuf_add(b, enc, 3);
+        if (literal)
+            mv_strbuf_add(b, (const char *)p, 1);
+        else
+            mv_strbuf_add(b, enc, 3);
         col += w;
     }
     mv_strbuf_adds(b, "\r\n");
@@ -125,13 +129,15 @@ mv_code mv_smtp_send(const mv_smtp_config *cfg, const char *to, const char *subj
                      const char *body, const char *message_id, mv_err *err) {
     if (!cfg || !cfg->url ||
         (strncasecmp(cfg->url, "smtp://", 7) != 0 && strncasecmp(cfg->url, "smtps://", 8) != 0))
-        return mv_err_set(err, MV_INVALID_CONFIG, "email smtp URL must start with smtp:// or smtps://");
+        return mv_err_set(err, MV_INVALID_CONFIG,
+                          "email smtp URL must start with smtp:// or smtps://");
     if (!header_safe_address(cfg->from))
-        return mv_err_set(err, MV_INVALID_CONFIG, "email from address \"%s\" is not a plain addr@domain",
+        return mv_err_set(err, MV_INVALID_CONFIG,
+                          "email from address \"%s\" is not a plain addr@domain",
                           cfg->from ? cfg->from : "");
     if (!header_safe_address(to))
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "recipient address \"%.200s\" is not a plain addr@domain",
-                          to ? to : "");
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "recipient address \"%.200s\" is not a plain addr@domain", to ? to : "");
     char fresh_id[37];
     if (!message_id) {
         mv_code rc = mv_id_uuid(fresh_id, err);
@@ -139,7 +145,8 @@ mv_code mv_smtp_send(const mv_smtp_config *cfg, const char *to, const char *subj
         message_id = fresh_id;
     }
     if (!header_safe_token(message_id))
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "Message-ID must be printable without spaces or <>");
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "Message-ID must be printable without spaces or <>");
     if (!mv_curl_ready()) return mv_err_set(err, MV_INTERNAL, "libcurl failed to initialise");
 
     char shown[512];
@@ -160,7 +167,7 @@ mv_code mv_smtp_send(const mv_smtp_config *cfg, const char *to, const char *subj
         mv_strbuf_adds(&msg, domain);
     }
     mv_strbuf_adds(&msg, ">\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                 "Content-Transfer-Encoding: quoted-printable\r\n\r\n");
+                         "Content-Transfer-Encoding: quoted-printable\r\n\r\n");
     add_qp_body(&msg, body ? body : "");
     if (msg.oom) {
         free(msg.data);
@@ -183,8 +190,10 @@ mv_code mv_smtp_send(const mv_smtp_config *cfg, const char *to, const char *subj
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_USE_SSL, (long)CURLUSESSL_TRY);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : MV_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(cfg->timeout_ms > 0 ? cfg->timeout_ms : MV_DEFAULT_WEBHOOK_TIMEOUT_MS));
+                     (long)(cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms
+                                                        : MV_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                     (long)(cfg->timeout_ms > 0 ? cfg->timeout_ms : MV_DEFAULT_WEBHOOK_TIMEOUT_MS));
     curl_easy_setopt(h, CURLOPT_MAIL_FROM, from_env);
     curl_easy_setopt(h, CURLOPT_MAIL_RCPT, rcpt);
     curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);

@@ -20,7 +20,6 @@
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 
-
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_global_rc = CURLE_OK;
 
@@ -168,7 +167,8 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *ud) {
     }
     if (b->len + add + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + add + 1) cap *= 2;
+        while (cap < b->len + add + 1)
+            cap *= 2;
         char *p = realloc(b->data, cap);
         if (!p) return 0;
         b->data = p;
@@ -240,8 +240,8 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     char shown[512];
     url_for_log(url ? url : "", shown, sizeof shown);
     if (!http_url(url)) {
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "webhook URL \"%s\" must start with http:// or https://",
-                          shown);
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "webhook URL \"%s\" must start with http:// or https://", shown);
     }
     if (!mv_curl_ready()) return mv_err_set(err, MV_INTERNAL, "libcurl failed to initialise");
 
@@ -314,9 +314,8 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     } else if (buf.too_large || cc == CURLE_FILESIZE_EXCEEDED) {
         res->outcome = MV_WEBHOOK_AMBIGUOUS;
         res->failure = "response too large";
-        rc = mv_err_set(err, MV_UPSTREAM_FAILED,
-                        "%s %s: response larger than %zu bytes (HTTP %ld)", method, shown,
-                        c.max_response_bytes, status);
+        rc = mv_err_set(err, MV_UPSTREAM_FAILED, "%s %s: response larger than %zu bytes (HTTP %ld)",
+                        method, shown, c.max_response_bytes, status);
         goto done;
     } else {
         /* CURLE_UNSUPPORTED_PROTOCOL is not in the list: libcurl also answers it to a reply
@@ -344,7 +343,8 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
         goto done;
     }
     size_t i = 0;
-    while (i < res->body_len && isspace((unsigned char)res->body[i])) i++;
+    while (i < res->body_len && isspace((unsigned char)res->body[i]))
+        i++;
     if (i < res->body_len) {
         json_error_t je;
         res->json = json_loadb(res->body, res->body_len, JSON_DECODE_ANY, &je);

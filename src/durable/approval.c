@@ -410,8 +410,8 @@ static mv_code decide_fn(mv_db *db, void *ctx, mv_err *err) {
             return mv_err_set(err, MV_APPROVAL_BINDING,
                               "an approval cannot be decided by the principal who requested it");
     }
-    rc = mv_db_execf(db, SQL_DECIDE_APPROVAL, &changes, err, "ssissi", t->decision, t->by,
-                             t->now, t->id, t->tenant, t->now);
+    rc = mv_db_execf(db, SQL_DECIDE_APPROVAL, &changes, err, "ssissi", t->decision, t->by, t->now,
+                     t->id, t->tenant, t->now);
     if (rc) return rc;
     if (changes != 1)
         return mv_err_set(err, MV_APPROVAL_DECISION_REJECTED, "approval decision rejected");

@@ -29,13 +29,11 @@ void mv_effect_emit(const mv_effect_observer *observers, size_t n, const mv_effe
 #define MV__EFFECT_ANY 0x1fu
 
 /* Inserts the effect in admission (in is trusted: callers validate it). */
-mv_code mv__journal_insert_tx(mv_db *db, const mv_effect_intent *in, int64_t now,
-                              mv_err *err);
+mv_code mv__journal_insert_tx(mv_db *db, const mv_effect_intent *in, int64_t now, mv_err *err);
 /* Moves effect id from any state in from_mask to `to` (error_code may be NULL: kept). A missing
  * row is MV_EFFECT_TRANSITION, or a no-op when missing_ok. */
-mv_code mv__journal_move_tx(mv_db *db, const char *id, unsigned from_mask,
-                            mv_effect_state to, const char *error_code, int64_t now,
-                            bool missing_ok, mv_err *err);
+mv_code mv__journal_move_tx(mv_db *db, const char *id, unsigned from_mask, mv_effect_state to,
+                            const char *error_code, int64_t now, bool missing_ok, mv_err *err);
 
 /* Reconciliation keyset scans (reconcile.c): one state at a time, (updated_at, id) order. */
 extern const char mv_sql_scan_effects[];

@@ -122,9 +122,9 @@ typedef struct {
 
 mv_code mv__journal_insert_tx(mv_db *db, const mv_effect_intent *in, int64_t now, mv_err *err) {
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_INSERT_EFFECT, &changes, err, "ssssssii", in->effect_id,
-                             in->capability, in->target, in->digest, in->tenant_id,
-                             in->principal_id, now, now);
+    mv_code rc =
+        mv_db_execf(db, SQL_INSERT_EFFECT, &changes, err, "ssssssii", in->effect_id, in->capability,
+                    in->target, in->digest, in->tenant_id, in->principal_id, now, now);
     if (rc) return rc;
     if (changes != 1)
         return mv_err_set(err, MV_EFFECT_TRANSITION,

@@ -27,7 +27,6 @@ const char mv_sql_scan_sagas[] =
 
 static const char *const effect_states[] = {"admission", "executing", "unknown"};
 
-
 void mv_reconcile_page_clear(mv_reconcile_page *page) {
     if (!page) return;
     json_decref(page->findings);

@@ -55,22 +55,23 @@ static const char SQL_CAS_SAGA[] =
 static const char SQL_TAKE_RUNNER[] =
     "UPDATE sagas SET runner_id = ?, runner_expires_at = ? "
     "WHERE saga_id = ? AND (runner_id IS NULL OR runner_expires_at <= ?)";
-static const char SQL_DROP_RUNNER[] =
-    "UPDATE sagas SET runner_id = NULL, runner_expires_at = NULL WHERE saga_id = ? AND runner_id = ?";
+static const char SQL_DROP_RUNNER[] = "UPDATE sagas SET runner_id = NULL, runner_expires_at = NULL "
+                                      "WHERE saga_id = ? AND runner_id = ?";
 
 /* ---- the two state machines: names and transitions ------------------------------------- */
 
 static const char *const saga_state_names[MV_SAGA_STATE_COUNT] = {
     "running", "compensating", "completed", "compensated", "manual-review"};
 static const char *const step_state_names[MV_STEP_STATE_COUNT] = {
-    "executing",   "committed",           "failed", "ambiguous", "compensating",
+    "executing",   "committed",          "failed", "ambiguous", "compensating",
     "compensated", "compensation-failed"};
 
 #define TO(s) (1u << (s))
 /* Where each saga state may go (a save that keeps the state is always allowed). Manual review
  * ends when an operator's resolution lets the saga run or compensate again. */
 static const unsigned saga_moves[MV_SAGA_STATE_COUNT] = {
-    [MV_SAGA_RUNNING] = TO(MV_SAGA_COMPENSATING) | TO(MV_SAGA_COMPLETED) | TO(MV_SAGA_MANUAL_REVIEW),
+    [MV_SAGA_RUNNING] =
+        TO(MV_SAGA_COMPENSATING) | TO(MV_SAGA_COMPLETED) | TO(MV_SAGA_MANUAL_REVIEW),
     [MV_SAGA_COMPENSATING] = TO(MV_SAGA_COMPENSATED) | TO(MV_SAGA_MANUAL_REVIEW),
     [MV_SAGA_COMPLETED] = 0,
     [MV_SAGA_COMPENSATED] = 0,
@@ -430,8 +431,8 @@ static mv_code note_fn(mv_db *db, const journal_note *n, int64_t now, mv_err *er
     if (!n->insert) /* a step saved before steps were journaled has no row: nothing to move */
         return mv__journal_move_tx(db, n->effect_id, n->from_mask, n->to, n->error_code, now, true,
                                    err);
-    mv_effect_intent in = {.effect_id = n->effect_id, .capability = n->capability,
-                           .target = n->target};
+    mv_effect_intent in = {
+        .effect_id = n->effect_id, .capability = n->capability, .target = n->target};
     mv_code rc = mv__journal_insert_tx(db, &in, now, err);
     if (rc) return rc;
     return mv__journal_move_tx(db, n->effect_id, MV__EFFECT_MASK(MV_EFFECT_ADMISSION),
@@ -553,15 +554,15 @@ static mv_code with(mv_saga_engine *e, const json_t *rec, int state, int index, 
     return MV_OK;
 }
 
-static mv_code save_with_noted(mv_saga_engine *e, json_t **rec, int state, int index,
-                               json_t *step, const journal_note *note, mv_err *err) {
+static mv_code save_with_noted(mv_saga_engine *e, json_t **rec, int state, int index, json_t *step,
+                               const journal_note *note, mv_err *err) {
     json_t *next;
     mv_code rc = with(e, *rec, state, index, step, &next, err);
     return rc ? rc : save_noted(e, rec, next, note, err);
 }
 
-static mv_code save_with(mv_saga_engine *e, json_t **rec, int state, int index,
-                         json_t *step, mv_err *err) {
+static mv_code save_with(mv_saga_engine *e, json_t **rec, int state, int index, json_t *step,
+                         mv_err *err) {
     return save_with_noted(e, rec, state, index, step, NULL, err);
 }
 
@@ -765,8 +766,9 @@ static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *
                                       MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
                          .to = known ? MV_EFFECT_FAILED : MV_EFFECT_UNKNOWN,
                          .error_code = f->error_code};
-    return save_with_noted(r->ctx->e, r->ctx->rec, known ? MV_SAGA_COMPENSATING : MV_SAGA_MANUAL_REVIEW, index,
-                           step, &note, err);
+    return save_with_noted(r->ctx->e, r->ctx->rec,
+                           known ? MV_SAGA_COMPENSATING : MV_SAGA_MANUAL_REVIEW, index, step, &note,
+                           err);
 }
 
 static mv_code step_execute(const mv_effect_context *c, void *p, json_t **result, mv_err *err) {
@@ -926,8 +928,8 @@ static mv_code comp_failed(const mv_effect_context *c, const mv_effect_failure *
         if (!rc) json_object_set_new(failed, "nextAttemptAt", json_integer(next));
     }
     if (!rc)
-        rc = save_with(r->e, r->rec, exhausted ? MV_SAGA_MANUAL_REVIEW : MV_SAGA_COMPENSATING, r->index, failed,
-                       &r->transition_error);
+        rc = save_with(r->e, r->rec, exhausted ? MV_SAGA_MANUAL_REVIEW : MV_SAGA_COMPENSATING,
+                       r->index, failed, &r->transition_error);
     else
         json_decref(failed);
     if (!rc) return MV_OK;
@@ -987,7 +989,8 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
             return mv_err_set(err, MV_ABORTED, "%s",
                               abort->reason[0] ? abort->reason : "saga execution aborted");
         json_t *step = json_array_get(json_object_get(*rec, "steps"), (size_t)index);
-        if (!step_is(step, MV_STEP_COMMITTED) && !step_is(step, MV_STEP_COMPENSATION_FAILED)) continue;
+        if (!step_is(step, MV_STEP_COMMITTED) && !step_is(step, MV_STEP_COMPENSATION_FAILED))
+            continue;
         int64_t now;
         if ((rc = now_ms(e, &now, err))) return rc;
         json_t *next_at = json_object_get(step, "nextAttemptAt");
@@ -1076,7 +1079,8 @@ static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, j
         if ((rc = load(e, saga_id, &fresh, err))) return rc;
         json_decref(*rec);
         *rec = fresh;
-        if (saga_is(fresh, MV_SAGA_RUNNING)) return save_with(e, rec, MV_SAGA_COMPLETED, 0, NULL, err);
+        if (saga_is(fresh, MV_SAGA_RUNNING))
+            return save_with(e, rec, MV_SAGA_COMPLETED, 0, NULL, err);
         return MV_OK;
     }
     if (run_err.code == MV_OK) run_err.code = rc;
@@ -1086,7 +1090,8 @@ static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, j
     if (lrc) return lrc;
     json_decref(*rec);
     *rec = fresh;
-    if (!saga_is(fresh, MV_SAGA_MANUAL_REVIEW) && (lrc = compensate_loaded(e, def, rec, abort, err)))
+    if (!saga_is(fresh, MV_SAGA_MANUAL_REVIEW) &&
+        (lrc = compensate_loaded(e, def, rec, abort, err)))
         return lrc;
     return mv_err_copy(err, &run_err);
 }
@@ -1106,9 +1111,9 @@ typedef struct {
 static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiis", t->id, t->definition,
-                             t->input, t->fingerprint, (int64_t)t->max_attempts, t->now, t->now,
-                             t->tenant);
+    mv_code rc =
+        mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiis", t->id, t->definition, t->input,
+                    t->fingerprint, (int64_t)t->max_attempts, t->now, t->now, t->tenant);
     t->created = changes == 1;
     return rc;
 }
@@ -1147,7 +1152,8 @@ mv_code mv_saga_execute_in(mv_saga_engine *e, const char *tenant, const mv_saga_
     bool created = false;
     if (record) *record = NULL;
     if (tenant && !mv_valid_token(tenant, 128))
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga tenant must be a bounded printable token");
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "saga tenant must be a bounded printable token");
     if ((rc = check_call(def, saga_id, abort, err))) return rc; /* nothing persisted */
     if ((rc = create(e, tenant, def, saga_id, input, &created, err))) return rc;
     if (!created) {
@@ -1165,14 +1171,15 @@ mv_code mv_saga_start(mv_saga_engine *e, const mv_saga_definition *def, const ch
 }
 
 mv_code mv_saga_start_in(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
-                         const char *saga_id, const json_t *input, mv_abort *abort,
-                         json_t **record, bool *replayed, mv_err *err) {
+                         const char *saga_id, const json_t *input, mv_abort *abort, json_t **record,
+                         bool *replayed, mv_err *err) {
     mv_code rc;
     bool created = false;
     if (record) *record = NULL;
     if (replayed) *replayed = false;
     if (tenant && !mv_valid_token(tenant, 128))
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga tenant must be a bounded printable token");
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "saga tenant must be a bounded printable token");
     if ((rc = check_call(def, saga_id, abort, err))) return rc;
     if ((rc = create(e, tenant, def, saga_id, input, &created, err))) return rc;
     if (created) return mv_saga_resume(e, def, saga_id, abort, record, err);
@@ -1327,7 +1334,8 @@ mv_code mv_saga_tenant(mv_saga_engine *e, const char *saga_id, char out[256], mv
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga id must be a bounded printable token");
     tenant_tx t = {saga_id, out, false};
     mv_code rc = mv_store_read(e->store, tenant_fn, &t, err);
-    if (rc == MV_OK && !t.found) rc = mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", saga_id);
+    if (rc == MV_OK && !t.found)
+        rc = mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", saga_id);
     return rc;
 }
 

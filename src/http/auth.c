@@ -4,8 +4,8 @@
  * reads a claim; this file then maps the claims found at the configured paths to the principal
  * (user required; roles, permissions, tenant typed). Error messages never echo the token. */
 #include <math.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -37,8 +37,10 @@ mv_code mv_auth_new(const mv_auth_options *opts, mv_auth **out, mv_err *err) {
     if (!a->claim_user || !a->claim_roles || !a->claim_permissions || !a->claim_tenant)
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK && opts->mode == MV_AUTH_JWT) {
-        mv_jwt_options jo = {.secret = opts->secret, .secret_len = opts->secret_len,
-                             .clock = opts->clock, .leeway_s = MV_AUTH_LEEWAY_S};
+        mv_jwt_options jo = {.secret = opts->secret,
+                             .secret_len = opts->secret_len,
+                             .clock = opts->clock,
+                             .leeway_s = MV_AUTH_LEEWAY_S};
         if (opts->jwt) {
             jo = *opts->jwt;
             if (!jo.clock) jo.clock = opts->clock;
@@ -46,7 +48,8 @@ mv_code mv_auth_new(const mv_auth_options *opts, mv_auth **out, mv_err *err) {
         }
         if (!opts->jwt && (!opts->secret || opts->secret_len == 0))
             rc = mv_err_set(err, MV_INVALID_ARGUMENT, "jwt authentication needs a secret");
-        else rc = mv_jwt_verifier_new(&jo, &a->jwt, err);
+        else
+            rc = mv_jwt_verifier_new(&jo, &a->jwt, err);
     }
     if (rc != MV_OK) {
         mv_auth_free(a);
@@ -68,9 +71,7 @@ void mv_auth_free(mv_auth *auth) {
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static bool is_space(char c) {
-    return c == ' ' || c == '\t';
-}
+static bool is_space(char c) { return c == ' ' || c == '\t'; }
 
 /* Splits a comma-separated list into trimmed, non-empty items in the arena. */
 static mv_code split_list(mv_arena *arena, const char *s, const char ***items, size_t *n,
@@ -79,7 +80,8 @@ static mv_code split_list(mv_arena *arena, const char *s, const char ***items, s
     *n = 0;
     if (!s) return MV_OK;
     size_t cap = 1;
-    for (const char *p = s; *p; p++) cap += *p == ',';
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
     if (cap > MAX_ROLES)
         return mv_err_set(err, MV_UNAUTHENTICATED, "too many comma-separated items (at most %d)",
                           MAX_ROLES);
@@ -90,9 +92,11 @@ static mv_code split_list(mv_arena *arena, const char *s, const char ***items, s
         const char *comma = strchr(p, ',');
         const char *end = comma ? comma : p + strlen(p);
         const char *b = p;
-        while (b < end && is_space(*b)) b++;
+        while (b < end && is_space(*b))
+            b++;
         const char *e = end;
-        while (e > b && is_space(e[-1])) e--;
+        while (e > b && is_space(e[-1]))
+            e--;
         if (e > b) {
             arr[*n] = mv_arena_strndup(arena, b, (size_t)(e - b));
             if (!arr[*n]) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
@@ -107,9 +111,11 @@ static mv_code split_list(mv_arena *arena, const char *s, const char ***items, s
 
 static const char *trimmed(mv_arena *arena, const char *s) {
     if (!s) return NULL;
-    while (is_space(*s)) s++;
+    while (is_space(*s))
+        s++;
     size_t n = strlen(s);
-    while (n > 0 && is_space(s[n - 1])) n--;
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
     return n ? mv_arena_strndup(arena, s, n) : NULL;
 }
 
@@ -149,8 +155,8 @@ static mv_code auth_headers(mv_http_request *req, mv_principal *out, mv_err *err
     out->user_id = trimmed(a, mv_http_header_get(req, "X-User-Id"));
     if (!out->user_id)
         return mv_err_set(err, MV_UNAUTHENTICATED, "authentication required: X-User-Id is missing");
-    mv_code rc = split_list(a, mv_http_header_get(req, "X-User-Roles"), &out->roles, &out->nroles,
-                            err);
+    mv_code rc =
+        split_list(a, mv_http_header_get(req, "X-User-Roles"), &out->roles, &out->nroles, err);
     if (rc != MV_OK) return rc;
     const char **perms;
     size_t nperms;
@@ -175,7 +181,8 @@ static mv_code auth_headers(mv_http_request *req, mv_principal *out, mv_err *err
         json_decref(out->identity);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     }
-    for (size_t i = 0; i < nperms; i++) json_object_set_new(out->permissions, perms[i], json_true());
+    for (size_t i = 0; i < nperms; i++)
+        json_object_set_new(out->permissions, perms[i], json_true());
     json_object_set_new(out->identity, "id", json_string(out->user_id));
     json_object_set_new(out->identity, "roles", mv_principal_roles_json(out));
     json_object_set_new(out->identity, "tenant", json_string(out->tenant));
@@ -185,7 +192,8 @@ static mv_code auth_headers(mv_http_request *req, mv_principal *out, mv_err *err
 /* ---- jwt mode ---------------------------------------------------------------------------- */
 
 static mv_code bad_claim(mv_err *err, const char *path, const char *what) {
-    return mv_err_set(err, MV_UNAUTHENTICATED, "invalid bearer token: claim %s must be %s", path, what);
+    return mv_err_set(err, MV_UNAUTHENTICATED, "invalid bearer token: claim %s must be %s", path,
+                      what);
 }
 
 /* Roles: an array of strings, or one string of space-separated names (OAuth scope style). */
@@ -196,14 +204,17 @@ static mv_code claim_roles(const mv_auth *auth, mv_arena *a, json_t *roles, mv_p
     if (json_is_string(roles)) {
         const char *s = json_string_value(roles);
         size_t cap = 1;
-        for (const char *p = s; *p; p++) cap += *p == ' ';
+        for (const char *p = s; *p; p++)
+            cap += *p == ' ';
         if (cap > MAX_ROLES) return bad_claim(err, path, "at most 256 names");
         out->roles = mv_arena_alloc(a, cap * sizeof *out->roles);
         if (!out->roles) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
         for (const char *p = s; *p;) {
-            while (*p == ' ') p++;
+            while (*p == ' ')
+                p++;
             const char *e = p;
-            while (*e && *e != ' ') e++;
+            while (*e && *e != ' ')
+                e++;
             if (e > p && !(out->roles[out->nroles++] = mv_arena_strndup(a, p, (size_t)(e - p))))
                 return mv_err_set(err, MV_NO_MEMORY, "out of memory");
             p = e;
@@ -217,7 +228,8 @@ static mv_code claim_roles(const mv_auth *auth, mv_arena *a, json_t *roles, mv_p
     size_t i;
     json_t *r;
     json_array_foreach(roles, i, r) {
-        if (!json_is_string(r)) return bad_claim(err, path, "an array of strings or a space-separated string");
+        if (!json_is_string(r))
+            return bad_claim(err, path, "an array of strings or a space-separated string");
         const char *t2 = trimmed(a, json_string_value(r));
         if (t2) out->roles[out->nroles++] = t2;
     }
@@ -285,19 +297,21 @@ static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_p
     return finish_principal(a, out, err);
 }
 
-static mv_code auth_jwt(const mv_auth *auth, mv_http_request *req, mv_principal *out,
-                        mv_err *err) {
+static mv_code auth_jwt(const mv_auth *auth, mv_http_request *req, mv_principal *out, mv_err *err) {
     const char *h = mv_http_header_get(req, "Authorization");
     if (!h)
         return mv_err_set(err, MV_UNAUTHENTICATED,
                           "authentication required: Authorization: Bearer <token> is missing");
-    while (is_space(*h)) h++;
+    while (is_space(*h))
+        h++;
     if (strncasecmp(h, "Bearer", 6) != 0 || !is_space(h[6]))
         return mv_err_set(err, MV_UNAUTHENTICATED, "Authorization must be \"Bearer <token>\"");
     const char *tok = h + 7;
-    while (is_space(*tok)) tok++;
+    while (is_space(*tok))
+        tok++;
     size_t len = strlen(tok);
-    while (len > 0 && is_space(tok[len - 1])) len--;
+    while (len > 0 && is_space(tok[len - 1]))
+        len--;
     json_t *claims = NULL;
     mv_code rc = mv_jwt_verify(auth->jwt, tok, len, &claims, err);
     if (rc != MV_OK) return rc;
@@ -328,6 +342,7 @@ bool mv_principal_has_role(const mv_principal *p, const char *role) {
 
 json_t *mv_principal_roles_json(const mv_principal *p) {
     json_t *a = json_array();
-    for (size_t i = 0; p && a && i < p->nroles; i++) json_array_append_new(a, json_string(p->roles[i]));
+    for (size_t i = 0; p && a && i < p->nroles; i++)
+        json_array_append_new(a, json_string(p->roles[i]));
     return a;
 }

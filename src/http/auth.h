@@ -25,12 +25,12 @@ typedef struct mv_auth mv_auth;
 
 /* The caller of a request. Everything lives in the request's arena. */
 struct mv_principal {
-    const char *user_id;     /* trimmed, non-empty */
-    const char **roles;      /* trimmed, non-empty */
+    const char *user_id; /* trimmed, non-empty */
+    const char **roles;  /* trimmed, non-empty */
     size_t nroles;
-    json_t *permissions;     /* object: permission key → true */
-    const char *tenant;      /* "default" unless given */
-    json_t *identity;        /* jwt: the verified claims; headers: {"id", "roles", "tenant"} */
+    json_t *permissions; /* object: permission key → true */
+    const char *tenant;  /* "default" unless given */
+    json_t *identity;    /* jwt: the verified claims; headers: {"id", "roles", "tenant"} */
 };
 
 /* Where the principal's fields are in the claims: dotted paths; NULL → the default name. */
@@ -43,9 +43,9 @@ typedef struct mv_auth_claims {
 
 typedef struct mv_auth_options {
     mv_auth_mode mode;
-    const void *secret;      /* jwt: HMAC key bytes (copied); used when jwt is NULL (HS256 only) */
+    const void *secret; /* jwt: HMAC key bytes (copied); used when jwt is NULL (HS256 only) */
     size_t secret_len;
-    const mv_clock *clock;   /* NULL → real clock (exp / nbf) */
+    const mv_clock *clock;     /* NULL → real clock (exp / nbf) */
     const mv_jwt_options *jwt; /* jwt mode: algorithms, JWKS, issuer, audience, leeway */
     mv_auth_claims claims;
 } mv_auth_options;

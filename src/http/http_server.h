@@ -47,42 +47,42 @@ typedef struct mv_http_header {
 
 typedef struct mv_principal mv_principal; /* auth.h */
 
-#define MV_HTTP_MAX_BODY (1024 * 1024)  /* bodies over 1 MiB → 413 payload_too_large */
-#define MV_HTTP_MAX_TARGET 8192         /* request target (path + query); longer → 414 */
-#define MV_HTTP_MAX_HEAD (21 * 1024)    /* request line + header fields; more → 431 */
-#define MV_HTTP_MAX_QUERY_PARAMS 256    /* query parameters; more → 400 */
+#define MV_HTTP_MAX_BODY (1024 * 1024) /* bodies over 1 MiB → 413 payload_too_large */
+#define MV_HTTP_MAX_TARGET 8192        /* request target (path + query); longer → 414 */
+#define MV_HTTP_MAX_HEAD (21 * 1024)   /* request line + header fields; more → 431 */
+#define MV_HTTP_MAX_QUERY_PARAMS 256   /* query parameters; more → 400 */
 
 typedef struct mv_http_request {
     mv_arena *arena;
-    const char *method;       /* "GET", "POST", ... */
-    const char *path;         /* raw path, still percent-encoded, without the query */
-    mv_http_header *query;    /* decoded query parameters, in order; value "" when absent */
+    const char *method;    /* "GET", "POST", ... */
+    const char *path;      /* raw path, still percent-encoded, without the query */
+    mv_http_header *query; /* decoded query parameters, in order; value "" when absent */
     size_t nquery;
-    mv_http_header *headers;  /* as received; look up with mv_http_header_get (case-insensitive) */
+    mv_http_header *headers; /* as received; look up with mv_http_header_get (case-insensitive) */
     size_t nheaders, cap_headers;
-    const char *body;         /* body bytes (NUL-terminated for convenience), or NULL */
+    const char *body; /* body bytes (NUL-terminated for convenience), or NULL */
     size_t body_len;
-    bool body_too_large;      /* set by the server: the body exceeded MV_HTTP_MAX_BODY */
+    bool body_too_large; /* set by the server: the body exceeded MV_HTTP_MAX_BODY */
 
     /* Filled by mv_http_dispatch before the handler runs. */
-    const char *route;        /* the matched pattern ("/messages/{id}"), NULL when none */
-    void *route_ctx;          /* the matched route's ctx */
-    mv_http_header *params;   /* decoded path parameters by pattern name */
+    const char *route;      /* the matched pattern ("/messages/{id}"), NULL when none */
+    void *route_ctx;        /* the matched route's ctx */
+    mv_http_header *params; /* decoded path parameters by pattern name */
     size_t nparams;
     const mv_principal *principal; /* NULL on public routes */
-    json_t *json;             /* parsed body on routes that take one ({} when empty); borrowed */
+    json_t *json; /* parsed body on routes that take one ({} when empty); borrowed */
     char request_id[48];
 } mv_http_request;
 
 typedef struct mv_http_response {
     mv_arena *arena;
-    int status;               /* 0 until a handler sets it */
+    int status; /* 0 until a handler sets it */
     mv_http_header *headers;
     size_t nheaders, cap_headers;
-    const char *body;         /* in the arena */
+    const char *body; /* in the arena */
     size_t body_len;
-    const char *detail;       /* for the request log only: the real message behind a masked 500 */
-    const char *error_code;   /* for the request log: the code of an error response */
+    const char *detail;     /* for the request log only: the real message behind a masked 500 */
+    const char *error_code; /* for the request log: the code of an error response */
     struct mv_sse_stream *stream; /* set by a streaming handler (sse.h): the body is this event
                                    * stream, not `body`; the response holds one reference */
 } mv_http_response;
@@ -106,16 +106,16 @@ typedef struct mv_router mv_router;
 typedef struct mv_http_server mv_http_server;
 
 typedef struct mv_http_server_options {
-    const char *listen;          /* "HOST:PORT", "[v6]:PORT"; port 0 picks a free port */
-    int threads;                 /* threads for requests that write or call out (0 → 64) */
-    int max_connections;         /* open connections at most (0 → 10000, capped by the
-                                    descriptor limit) */
-    int connection_timeout_ms;   /* idle connection timeout (0 → 30000) */
-    int io_threads;              /* libmicrohttpd I/O threads (0 → one per core) */
-    int read_threads;            /* threads for GET/HEAD/OPTIONS requests (0 → 2 per core, ≥ 4) */
-    int max_connections_per_ip;  /* 0 → 512; negative → no limit */
-    int header_timeout_ms;       /* a connection's first request head must arrive within this
-                                    (0 → 10000); else 408 and closed */
+    const char *listen;        /* "HOST:PORT", "[v6]:PORT"; port 0 picks a free port */
+    int threads;               /* threads for requests that write or call out (0 → 64) */
+    int max_connections;       /* open connections at most (0 → 10000, capped by the
+                                  descriptor limit) */
+    int connection_timeout_ms; /* idle connection timeout (0 → 30000) */
+    int io_threads;            /* libmicrohttpd I/O threads (0 → one per core) */
+    int read_threads;          /* threads for GET/HEAD/OPTIONS requests (0 → 2 per core, ≥ 4) */
+    int max_connections_per_ip; /* 0 → 512; negative → no limit */
+    int header_timeout_ms;      /* a connection's first request head must arrive within this
+                                   (0 → 10000); else 408 and closed */
 } mv_http_server_options;
 
 /* Starts serving router (which must outlive the server). Fails with MV_INVALID_ARGUMENT on a

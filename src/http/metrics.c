@@ -4,9 +4,9 @@
  * label set is escaped once, at the update, and rendering is a plain walk. Families keep their
  * registration order, which keeps the output stable for people and tests. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +47,8 @@ mv_metrics *mv_metrics_new(void) {
 void mv_metrics_free(mv_metrics *m) {
     if (!m) return;
     for (size_t i = 0; i < m->n; i++) {
-        for (size_t j = 0; j < m->f[i].n; j++) free(m->f[i].s[j].labels);
+        for (size_t j = 0; j < m->f[i].n; j++)
+            free(m->f[i].s[j].labels);
         free(m->f[i].s);
         free(m->f[i].name);
         free(m->f[i].type);
@@ -67,8 +68,6 @@ void mv_metrics_set_collector(mv_metrics *m, mv_metrics_collector fn, void *ctx)
 
 /* ---- growable text ----------------------------------------------------------------------- */
 
-
-
 static void buf_fmt(mv_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void buf_fmt(mv_strbuf *b, const char *fmt, ...) {
     char tmp[256];
@@ -80,10 +79,14 @@ static void buf_fmt(mv_strbuf *b, const char *fmt, ...) {
 }
 
 static void buf_value(mv_strbuf *b, double v) {
-    if (isnan(v)) mv_strbuf_adds(b, "NaN");
-    else if (isinf(v)) mv_strbuf_adds(b, v > 0 ? "+Inf" : "-Inf");
-    else if (v == floor(v) && fabs(v) < 1e15) buf_fmt(b, "%.0f", v);
-    else buf_fmt(b, "%.15g", v);
+    if (isnan(v))
+        mv_strbuf_adds(b, "NaN");
+    else if (isinf(v))
+        mv_strbuf_adds(b, v > 0 ? "+Inf" : "-Inf");
+    else if (v == floor(v) && fabs(v) < 1e15)
+        buf_fmt(b, "%.0f", v);
+    else
+        buf_fmt(b, "%.15g", v);
 }
 
 /* {a="x",b="y"} with \, " and newline escaped; "" for no labels. */
@@ -95,10 +98,14 @@ static char *render_labels(const char *const *labels) {
         mv_strbuf_adds(&b, labels[i]);
         mv_strbuf_adds(&b, "=\"");
         for (const char *v = labels[i + 1]; *v; v++) {
-            if (*v == '\\') mv_strbuf_adds(&b, "\\\\");
-            else if (*v == '"') mv_strbuf_adds(&b, "\\\"");
-            else if (*v == '\n') mv_strbuf_adds(&b, "\\n");
-            else mv_strbuf_add(&b, v, 1);
+            if (*v == '\\')
+                mv_strbuf_adds(&b, "\\\\");
+            else if (*v == '"')
+                mv_strbuf_adds(&b, "\\\"");
+            else if (*v == '\n')
+                mv_strbuf_adds(&b, "\\n");
+            else
+                mv_strbuf_add(&b, v, 1);
         }
         mv_strbuf_adds(&b, "\"");
         if (!labels[i + 2] || !labels[i + 3]) mv_strbuf_adds(&b, "}");

@@ -36,9 +36,7 @@ struct mv_arena {
 
 #define ARENA_BLOCK 8192
 
-mv_arena *mv_arena_new(void) {
-    return calloc(1, sizeof(mv_arena));
-}
+mv_arena *mv_arena_new(void) { return calloc(1, sizeof(mv_arena)); }
 
 void mv_arena_free(mv_arena *arena) {
     if (!arena) return;
@@ -143,9 +141,7 @@ bool mv_arena_defer(mv_arena *arena, void (*fn)(void *), void *ptr) {
     return true;
 }
 
-static void decref_cleanup(void *p) {
-    json_decref(p);
-}
+static void decref_cleanup(void *p) { json_decref(p); }
 
 json_t *mv_arena_json(mv_arena *arena, json_t *v) {
     if (!v) return NULL;
@@ -174,7 +170,8 @@ static char *decode(mv_arena *arena, const char *s, size_t n, bool plus_space, s
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '%' && i + 2 < n && hexval((unsigned char)s[i + 1]) >= 0 &&
             hexval((unsigned char)s[i + 2]) >= 0) {
-            out[j++] = (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
+            out[j++] =
+                (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
             i += 2;
         } else if (plus_space && s[i] == '+') {
             out[j++] = ' ';
@@ -221,7 +218,8 @@ mv_code mv_http_request_init(mv_http_request *req, mv_arena *arena, const char *
     size_t i = 0;
     while (i <= qlen) {
         size_t j = i;
-        while (j < qlen && qs[j] != '&') j++;
+        while (j < qlen && qs[j] != '&')
+            j++;
         if (j > i) {
             const char *eq = memchr(qs + i, '=', j - i);
             size_t klen = eq ? (size_t)(eq - (qs + i)) : j - i;
@@ -272,7 +270,8 @@ const char *mv_http_header_get(const mv_http_request *req, const char *name) {
 
 size_t mv_http_header_count(const mv_http_request *req, const char *name) {
     size_t n = 0;
-    for (size_t i = 0; i < req->nheaders; i++) n += strcasecmp(req->headers[i].name, name) == 0;
+    for (size_t i = 0; i < req->nheaders; i++)
+        n += strcasecmp(req->headers[i].name, name) == 0;
     return n;
 }
 
@@ -290,12 +289,14 @@ const char *mv_http_param(const mv_http_request *req, const char *name) {
 
 /* application/json, optionally followed by parameters ("; charset=utf-8"). */
 static bool content_type_is_json(const char *ct) {
-    while (*ct == ' ' || *ct == '\t') ct++;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
     static const char JSON_TYPE[] = "application/json";
     size_t n = sizeof JSON_TYPE - 1;
     if (strncasecmp(ct, JSON_TYPE, n) != 0) return false;
     ct += n;
-    while (*ct == ' ' || *ct == '\t') ct++;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
     return *ct == '\0' || *ct == ';';
 }
 
@@ -394,7 +395,8 @@ static json_t *string_lossy(const char *s) {
     size_t n = strlen(s);
     char *copy = malloc(n + 1);
     if (!copy) return NULL;
-    for (size_t i = 0; i <= n; i++) copy[i] = (unsigned char)s[i] >= 0x80 ? '?' : s[i];
+    for (size_t i = 0; i <= n; i++)
+        copy[i] = (unsigned char)s[i] >= 0x80 ? '?' : s[i];
     v = json_string(copy);
     free(copy);
     return v;
@@ -485,9 +487,7 @@ void mv_log_set_level(int level) { atomic_store(&log_min, level); }
 
 bool mv_log_enabled(const char *level) { return level_rank(level) >= atomic_load(&log_min); }
 
-int mv_log_set_fd(int fd) {
-    return atomic_exchange(&log_fd, fd);
-}
+int mv_log_set_fd(int fd) { return atomic_exchange(&log_fd, fd); }
 
 void mv_log(const char *level, const char *msg, json_t *fields) {
     int fd = atomic_load(&log_fd);

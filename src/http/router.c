@@ -51,14 +51,17 @@ mv_router *mv_router_new(void *app) {
 static void entry_free(route_entry *e) {
     free(e->pattern);
     free(e->method);
-    for (int i = 0; i < e->nseg; i++) free(e->seg[i]);
+    for (int i = 0; i < e->nseg; i++)
+        free(e->seg[i]);
 }
 
 void mv_router_free(mv_router *router) {
     if (!router) return;
-    for (size_t i = 0; i < router->ncors; i++) free(router->cors_origins[i]);
+    for (size_t i = 0; i < router->ncors; i++)
+        free(router->cors_origins[i]);
     free(router->cors_origins);
-    for (size_t i = 0; i < router->nroutes; i++) entry_free(&router->routes[i]);
+    for (size_t i = 0; i < router->nroutes; i++)
+        entry_free(&router->routes[i]);
     free(router->routes);
     free(router);
 }
@@ -69,9 +72,7 @@ void mv_router_each(const mv_router *router,
         fn(ctx, router->routes[i].method, router->routes[i].pattern);
 }
 
-void mv_router_set_auth(mv_router *router, const mv_auth *auth) {
-    router->auth = auth;
-}
+void mv_router_set_auth(mv_router *router, const mv_auth *auth) { router->auth = auth; }
 
 void mv_router_set_metrics(mv_router *router, mv_metrics *metrics) {
     router->metrics = metrics;
@@ -93,11 +94,13 @@ mv_code mv_router_set_cors(mv_router *router, const char *const *origins, size_t
     if (n && !copy) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < n; i++)
         if (!(copy[i] = strdup(origins[i]))) {
-            while (i--) free(copy[i]);
+            while (i--)
+                free(copy[i]);
             free(copy);
             return mv_err_set(err, MV_NO_MEMORY, "out of memory");
         }
-    for (size_t i = 0; i < router->ncors; i++) free(router->cors_origins[i]);
+    for (size_t i = 0; i < router->ncors; i++)
+        free(router->cors_origins[i]);
     free(router->cors_origins);
     router->cors_origins = copy;
     router->ncors = n;
@@ -105,13 +108,12 @@ mv_code mv_router_set_cors(mv_router *router, const char *const *origins, size_t
     return MV_OK;
 }
 
-void mv_router_set_logging(mv_router *router, bool on) {
-    router->logging = on;
-}
+void mv_router_set_logging(mv_router *router, bool on) { router->logging = on; }
 
 mv_code mv_router_add(mv_router *router, const mv_route *route, mv_err *err) {
     if (!route || !route->method || !route->pattern || !route->handler)
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "route needs a method, a pattern and a handler");
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "route needs a method, a pattern and a handler");
     const char *p = route->pattern;
     if (p[0] != '/')
         return mv_err_set(err, MV_INVALID_ARGUMENT, "route pattern \"%s\" must start with '/'", p);
@@ -133,8 +135,8 @@ mv_code mv_router_add(mv_router *router, const mv_route *route, mv_err *err) {
         size_t n = slash ? (size_t)(slash - s) : strlen(s);
         if (e.nseg == MAX_SEGMENTS) {
             entry_free(&e);
-            return mv_err_set(err, MV_INVALID_ARGUMENT, "route pattern \"%s\" has too many segments",
-                              p);
+            return mv_err_set(err, MV_INVALID_ARGUMENT,
+                              "route pattern \"%s\" has too many segments", p);
         }
         bool param = n >= 2 && s[0] == '{' && s[n - 1] == '}';
         if ((!param && (memchr(s, '{', n) || memchr(s, '}', n))) || (param && n == 2) ||
@@ -199,7 +201,7 @@ static const route_entry *match(mv_router *router, mv_http_request *req) {
         size_t dlen;
         decoded[i] = mv_http_decode_segment(req->arena, ps.seg[i], ps.len[i], &dlen);
         if (!decoded[i] || strlen(decoded[i]) != dlen) return NULL; /* %00 matches nothing */
-        if (i < ps.n - 1 && ps.len[i] == 0) return NULL;           /* "//" */
+        if (i < ps.n - 1 && ps.len[i] == 0) return NULL;            /* "//" */
     }
     const route_entry *best = NULL;
     unsigned best_score = 0;
@@ -223,7 +225,8 @@ static const route_entry *match(mv_router *router, mv_http_request *req) {
     }
     if (!best) return NULL;
     int nparams = 0;
-    for (int i = 0; i < best->nseg; i++) nparams += best->is_param[i];
+    for (int i = 0; i < best->nseg; i++)
+        nparams += best->is_param[i];
     if (nparams) {
         req->params = mv_arena_alloc(req->arena, (size_t)nparams * sizeof *req->params);
         if (!req->params) return NULL;
@@ -302,8 +305,8 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
         return;
     }
     e->r.handler(req, res, router->app);
-    if (res->status == 0) mv_http_errorf(res, MV_INTERNAL, "handler for %s gave no response",
-                                         e->pattern);
+    if (res->status == 0)
+        mv_http_errorf(res, MV_INTERNAL, "handler for %s gave no response", e->pattern);
 }
 
 /* ---- CORS -------------------------------------------------------------------------------- */

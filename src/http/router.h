@@ -25,15 +25,15 @@ typedef struct mv_metrics mv_metrics; /* metrics.h */
 typedef mv_code (*mv_http_param_check)(const mv_http_request *req, mv_err *err);
 
 typedef struct mv_route {
-    const char *method;           /* "GET", "POST", ... */
-    const char *pattern;          /* "/messages/{id}" — copied */
+    const char *method;  /* "GET", "POST", ... */
+    const char *pattern; /* "/messages/{id}" — copied */
     mv_http_handler handler;
-    bool public_route;            /* no authentication (health, metrics) */
-    bool json_body;               /* parse the body into req->json ({} when empty) */
+    bool public_route;                /* no authentication (health, metrics) */
+    bool json_body;                   /* parse the body into req->json ({} when empty) */
     mv_http_param_check check_params; /* may be NULL */
-    void *ctx;                    /* handed to the handler as req->route_ctx */
-    bool accepts_ticket;          /* a `ticket` query parameter may authenticate (event streams:
-                                   * browsers' EventSource cannot send headers); no other route */
+    void *ctx;                        /* handed to the handler as req->route_ctx */
+    bool accepts_ticket;              /* a `ticket` query parameter may authenticate (event streams:
+                                       * browsers' EventSource cannot send headers); no other route */
 } mv_route;
 
 /* A new router; app is passed to every handler. Free with mv_router_free (NULL-safe). */

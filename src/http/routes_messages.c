@@ -198,8 +198,9 @@ static void count_messages(mv_http_request *req, mv_http_response *res, void *ap
         mv_http_error(res, &err);
         return;
     }
-    mv_http_json(res, 200, json_pack("{s:I,s:I,s:I}", "count", (json_int_t)c.count, "unseen",
-                                     (json_int_t)c.unseen, "unread", (json_int_t)c.unread));
+    mv_http_json(res, 200,
+                 json_pack("{s:I,s:I,s:I}", "count", (json_int_t)c.count, "unseen",
+                           (json_int_t)c.unseen, "unread", (json_int_t)c.unread));
 }
 
 static void get_message(mv_http_request *req, mv_http_response *res, void *app) {
@@ -247,8 +248,8 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
                             .user = &user,
                             .input = req->json,
                             .resume_token = mv_http_header_get(req, "X-Resume-Token"),
-                            .is_admin = mv_principal_has_permission(req->principal,
-                                                                    r->admin_permission)};
+                            .is_admin =
+                                mv_principal_has_permission(req->principal, r->admin_permission)};
     json_t *result = NULL;
     mv_err err = {0};
     mv_code rc = mv_action_handle(r->service, &ar, &result, &err);
@@ -272,12 +273,15 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
 
 mv_code mv_message_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {
     const mv_route table[] = {
-        {"POST", "/messages/new/{templateCd}", create_message, false, true, check_template_cd, routes},
+        {"POST", "/messages/new/{templateCd}", create_message, false, true, check_template_cd,
+         routes},
         {"GET", "/messages", list_messages, false, false, NULL, routes},
         {"GET", "/messages/count", count_messages, false, false, NULL, routes},
         {"GET", "/messages/{id}", get_message, false, false, check_id, routes},
-        {"GET", "/messages/{id}/actions/{usertype}", get_actions, false, false, check_usertype, routes},
-        {"POST", "/messages/{id}/action/{actionCd}", handle_action, false, true, check_action, routes},
+        {"GET", "/messages/{id}/actions/{usertype}", get_actions, false, false, check_usertype,
+         routes},
+        {"POST", "/messages/{id}/action/{actionCd}", handle_action, false, true, check_action,
+         routes},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         mv_code rc = mv_router_add(router, &table[i], err);

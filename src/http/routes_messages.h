@@ -8,9 +8,9 @@
 #include "missive/message.h"
 
 typedef struct mv_message_routes {
-    mv_service *service;            /* borrowed */
-    const char *admin_permission;   /* "is.admin" */
-    mv_metrics *metrics;            /* may be NULL: counts actions by outcome */
+    mv_service *service;          /* borrowed */
+    const char *admin_permission; /* "is.admin" */
+    mv_metrics *metrics;          /* may be NULL: counts actions by outcome */
 } mv_message_routes;
 
 /* The acting user of a request (borrows from the principal, roles array in the arena). */

@@ -24,10 +24,10 @@
  * arrives during the drain is answered 503 draining with "Connection: close"; when the admitted
  * ones are done the gate stops accepting, and the drain waits (up to its timeout) until every
  * request received has been answered. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
-#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -43,8 +43,8 @@
 #include "http/jwt.h"
 #include "http/request.h"
 #include "http/router.h"
-#include "http/work_pool.h"
 #include "http/sse.h"
+#include "http/work_pool.h"
 
 #define DISCARD_LIMIT (16 * MV_HTTP_MAX_BODY)
 #define CONNECTION_MEMORY (64 * 1024) /* request line + headers must fit, with read buffer */
@@ -64,8 +64,8 @@ struct mv_http_server {
     atomic_bool stopping;
     pthread_mutex_t mu;
     pthread_cond_t idle;
-    int in_flight; /* guarded by mu: requests received and not yet answered */
-    int admitted;  /* guarded by mu: requests handed to a pool and not yet answered */
+    int in_flight;              /* guarded by mu: requests received and not yet answered */
+    int admitted;               /* guarded by mu: requests handed to a pool and not yet answered */
     struct conn_request *spare; /* guarded by mu: finished requests kept for reuse */
     int nspare;
 };
@@ -89,7 +89,7 @@ typedef struct conn_request {
     size_t received;
     size_t expected; /* Content-Length, 0 when absent */
     bool too_large;
-    bool started;  /* the access handler has seen the request */
+    bool started;               /* the access handler has seen the request */
     const char *content_length; /* while collecting headers: the first Content-Length */
     bool framing_conflict;      /* two different Content-Lengths */
     bool admitted;
@@ -108,8 +108,8 @@ mv_code mv_http_parse_listen(const char *listen, char *host, size_t host_size, i
     if (listen[0] == '[') {
         const char *close = strchr(listen, ']');
         if (!close || close[1] != ':')
-            return mv_err_set(err, MV_INVALID_ARGUMENT,
-                              "listen address \"%s\" must be [IPV6]:PORT", listen);
+            return mv_err_set(err, MV_INVALID_ARGUMENT, "listen address \"%s\" must be [IPV6]:PORT",
+                              listen);
         h = listen + 1;
         hlen = (size_t)(close - h);
         colon = close + 1;
@@ -117,7 +117,8 @@ mv_code mv_http_parse_listen(const char *listen, char *host, size_t host_size, i
         colon = strrchr(listen, ':');
         if (!colon || memchr(listen, ':', (size_t)(colon - listen)))
             return mv_err_set(err, MV_INVALID_ARGUMENT,
-                              "listen address \"%s\" must be HOST:PORT (IPv6 as [ADDR]:PORT)", listen);
+                              "listen address \"%s\" must be HOST:PORT (IPv6 as [ADDR]:PORT)",
+                              listen);
         hlen = (size_t)(colon - listen);
     }
     if (hlen == 0 || hlen >= host_size)
@@ -125,7 +126,8 @@ mv_code mv_http_parse_listen(const char *listen, char *host, size_t host_size, i
     char *end;
     errno = 0;
     long p = strtol(colon + 1, &end, 10);
-    if (colon[1] == '\0' || *end || errno || p < 0 || p > 65535 || colon[1] == '-' || colon[1] == '+')
+    if (colon[1] == '\0' || *end || errno || p < 0 || p > 65535 || colon[1] == '-' ||
+        colon[1] == '+')
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "listen address \"%s\": port must be a number from 0 to 65535", listen);
     memcpy(host, h, hlen);
@@ -189,7 +191,8 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
             cr->framing_conflict = true;
         cr->content_length = value ? value : "";
     }
-    if (!cr->init_failed && mv_http_request_add_header(&cr->req, key, value, &cr->init_err) != MV_OK)
+    if (!cr->init_failed &&
+        mv_http_request_add_header(&cr->req, key, value, &cr->init_err) != MV_OK)
         cr->init_failed = true;
     return MHD_YES;
 }
@@ -276,7 +279,8 @@ static enum MHD_Result queue(mv_http_server *srv, struct MHD_Connection *c, mv_h
 
 /* Answers on the I/O thread: errors found while building the request, 413s that need no store,
  * and 503 draining. */
-static enum MHD_Result respond_now(mv_http_server *srv, struct MHD_Connection *c, conn_request *cr) {
+static enum MHD_Result respond_now(mv_http_server *srv, struct MHD_Connection *c,
+                                   conn_request *cr) {
     mv_http_response_init(&cr->res, cr->arena);
     if (atomic_load(&srv->stopping) && !cr->init_failed && !cr->too_large) {
         mv_http_errorf(&cr->res, MV_DRAINING, "the server is shutting down; retry elsewhere");
@@ -373,9 +377,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls) {
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
     (void)version;
     mv_http_server *srv = cls;
     conn_request *cr = *con_cls;
@@ -420,7 +423,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             /* first allocation: the announced size exactly (a small body stays a small
              * allocation), else 4 KiB; then doubling */
             size_t ncap = cr->cap ? cr->cap : cr->expected ? cr->expected + 1 : 4096;
-            while (ncap < cr->len + n + 1) ncap *= 2;
+            while (ncap < cr->len + n + 1)
+                ncap *= 2;
             char *nb = realloc(cr->body, ncap);
             if (!nb) return MHD_NO;
             cr->body = nb;
@@ -467,7 +471,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
     mv_http_server *srv = cls;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ci || !ci->client_addr) return;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         *socket_context = srv; /* the gate counted it when it accepted it */
@@ -500,7 +505,8 @@ static mv_code open_listener(const char *listen_addr, int *fd_out, int *port_out
     int port;
     mv_code rc = mv_http_parse_listen(listen_addr, host, sizeof host, &port, err);
     if (rc != MV_OK) return rc;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
     struct addrinfo *ai = NULL;
     char portstr[8];
@@ -554,7 +560,8 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         (rlim_t)limit + 256 > rl.rlim_cur)
-        limit = rl.rlim_cur > 512 ? (int)(rl.rlim_cur - 256) : 256; /* room for store and webhooks */
+        limit =
+            rl.rlim_cur > 512 ? (int)(rl.rlim_cur - 256) : 256; /* room for store and webhooks */
     int timeout_ms = opts->connection_timeout_ms > 0 ? opts->connection_timeout_ms : 30000;
     unsigned timeout_s = (unsigned)((timeout_ms + 999) / 1000);
 
@@ -568,15 +575,11 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
     srv->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, srv,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)io_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)io_threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)limit, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
         MHD_OPTION_END);
     if (!srv->daemon) {
         close(listen_fd);
@@ -604,9 +607,7 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
     return MV_OK;
 }
 
-int mv_http_server_port(const mv_http_server *server) {
-    return server->port;
-}
+int mv_http_server_port(const mv_http_server *server) { return server->port; }
 
 int mv_http_server_in_flight(mv_http_server *server) {
     pthread_mutex_lock(&server->mu);
@@ -650,7 +651,8 @@ bool mv_http_server_drain(mv_http_server *server, int64_t timeout_ms) {
      * a moment to close (every answer now says "Connection: close"): a request already on its
      * way on a kept-alive connection is answered 503 rather than reset when the server stops */
     mv__gate_stop_accepting(server->gate);
-    struct timespec grace = deadline_after(timeout_ms < DRAIN_GRACE_MS ? timeout_ms : DRAIN_GRACE_MS);
+    struct timespec grace =
+        deadline_after(timeout_ms < DRAIN_GRACE_MS ? timeout_ms : DRAIN_GRACE_MS);
     pthread_mutex_lock(&server->mu);
     for (;;) {
         bool idle = server->in_flight == 0;

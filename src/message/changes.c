@@ -35,8 +35,8 @@ static const char SQL_GC_MARK[] =
 
 static const char *const KIND_NAMES[] = {"created", "updated", "viewer"};
 
-mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id, mv_change_kind kind,
-                      const char *viewer_id, int64_t now, mv_err *err) {
+mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
+                          mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err) {
     mv_code rc;
     if (mv_db_kind(db) == MV_STORE_POSTGRES) {
         if ((rc = mv_db_execf(db, SQL_PG_ORDER_LOCK, NULL, err, "")) != MV_OK) return rc;
@@ -144,9 +144,7 @@ struct mv_change_waiter {
     mv__listener *l;
 };
 
-static void wake_on_commit(void *ctx) {
-    mv__listener_wake(ctx);
-}
+static void wake_on_commit(void *ctx) { mv__listener_wake(ctx); }
 
 mv_code mv_change_waiter_new(mv_store *store, mv_change_waiter **out, mv_err *err) {
     *out = calloc(1, sizeof **out);
@@ -162,9 +160,7 @@ mv_code mv_change_waiter_new(mv_store *store, mv_change_waiter **out, mv_err *er
     return MV_OK;
 }
 
-void mv_change_waiter_wake(mv_change_waiter *w) {
-    mv__listener_wake(w->l);
-}
+void mv_change_waiter_wake(mv_change_waiter *w) { mv__listener_wake(w->l); }
 
 bool mv_change_waiter_wait(mv_change_waiter *w, int timeout_ms) {
     return mv__listener_wait(w->l, timeout_ms);

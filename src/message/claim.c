@@ -49,7 +49,8 @@ static const char SQL_ARCHIVE[] =
     "UPDATE messages SET action_state = 'archived', archived = 1, archived_by = ?, "
     "archived_at = ?, action_lease_expires_at = NULL, updated_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
-static const char SQL_ARCHIVE_ROLES[] = "UPDATE message_roles SET archived = 1 WHERE message_id = ?";
+static const char SQL_ARCHIVE_ROLES[] =
+    "UPDATE message_roles SET archived = 1 WHERE message_id = ?";
 static const char SQL_EXTEND_LEASE[] =
     "UPDATE messages SET action_lease_expires_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
@@ -64,20 +65,20 @@ typedef struct action_job {
     mv_service *svc;
     const mv_action_request *req;
     const char *user_id;
-    json_t *message; /* as loaded */
+    json_t *message;  /* as loaded */
     mv_template *tpl; /* a reference, released at the end */
     const mv_action_def *action;
     char attempt_id[64];
     char approval_id[64];
     bool new_attempt;
     json_t *result;
-    json_t *notification; /* sender notification document, when any */
-    mv_abort abort;       /* fired by the lease keeper when the claim is lost */
-    attempt_info stored;            /* the claim columns as loaded */
-    bool consume_approval;          /* consume the resume token inside the claim transaction */
-    mv_approval_request approval;   /* what the approval is bound to */
+    json_t *notification;         /* sender notification document, when any */
+    mv_abort abort;               /* fired by the lease keeper when the claim is lost */
+    attempt_info stored;          /* the claim columns as loaded */
+    bool consume_approval;        /* consume the resume token inside the claim transaction */
+    mv_approval_request approval; /* what the approval is bound to */
     char digest[65];
-    char effect_id[37];             /* the approval's effect id */
+    char effect_id[37]; /* the approval's effect id */
 } action_job;
 
 /* ---- claim ------------------------------------------------------------------------------- */
@@ -99,8 +100,8 @@ static mv_code read_attempt(mv_db *db, const char *id, attempt_info *a, mv_err *
 
 /* Every action-state change is a change-log row in its own transaction (streams). */
 static mv_code message_changed(mv_db *db, action_job *j, int64_t now, mv_err *err) {
-    return mv__change_add_tx(db, mv__svc_tenant(j->req->user), j->req->message_id, MV_CHANGE_UPDATED,
-                         NULL, now, err);
+    return mv__change_add_tx(db, mv__svc_tenant(j->req->user), j->req->message_id,
+                             MV_CHANGE_UPDATED, NULL, now, err);
 }
 
 static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
@@ -131,7 +132,8 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     if (changes == 1) return message_changed(db, j, now, err);
     if (strcmp(a.state, "archived") == 0)
         return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
-    return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress", id);
+    return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress",
+                      id);
 }
 
 /* ---- handler ----------------------------------------------------------------------------- */
@@ -143,8 +145,9 @@ static mv_code run_payment(action_job *j, mv_err *err) {
     bool refund = strcmp(j->action->handler_target, "refund") == 0;
     mv_code rc = refund ? (p->refund_payment ? p->refund_payment(p->ctx, session, err) : MV_OK)
                         : (p->expire_session ? p->expire_session(p->ctx, session, err) : MV_OK);
-    if (rc == MV_OK) j->result = json_pack("{s:s,s:s}", "paymentSession", session, "operation",
-                                          j->action->handler_target);
+    if (rc == MV_OK)
+        j->result = json_pack("{s:s,s:s}", "paymentSession", session, "operation",
+                              j->action->handler_target);
     return rc;
 }
 
@@ -156,8 +159,9 @@ static mv_code run_handler(action_job *j, mv_err *err) {
     mv_code rc = mv_tpl_render(j->action->name, json_object_get(j->message, "payload"),
                                MV_ESCAPE_NONE, &name, NULL, err);
     if (rc != MV_OK) goto done;
-    mv_action_input in = {j->message, j->action, name, j->req->user, j->attempt_id,
-                          j->req->input ? j->req->input : empty, &j->abort};
+    mv_action_input in = {j->message,   j->action,     name,
+                          j->req->user, j->attempt_id, j->req->input ? j->req->input : empty,
+                          &j->abort};
     /* the calls the handler makes (a webhook, a saga's steps) are logged with these ids */
     mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
     if (mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
@@ -250,8 +254,8 @@ static mv_code mark_retryable_tx(mv_db *db, void *ctx, mv_err *err) {
     mv_webhook_public_text(a->failure, words, sizeof words);
     int64_t now = mv__svc_now(a->j->svc), changes = 0;
     mv_code rc = mv_db_execf(db, SQL_MARK_RETRYABLE, &changes, err, "ssiiss", words,
-                             a->code ? a->code : "handler_failed", now, now,
-                             a->j->req->message_id, a->j->attempt_id);
+                             a->code ? a->code : "handler_failed", now, now, a->j->req->message_id,
+                             a->j->attempt_id);
     return rc == MV_OK && changes == 1 ? message_changed(db, a->j, now, err) : rc;
 }
 
@@ -277,13 +281,15 @@ static mv_code build_notification(action_job *j, mv_err *err) {
     json_object_set(data, "result", j->result ? j->result : json_null());
     char *title = NULL, *shrt = NULL, *lng = NULL;
     mv_code rc = MV_OK;
-    if (a->notify_title) rc = mv_tpl_render(a->notify_title, data, MV_ESCAPE_NONE, &title, NULL, err);
+    if (a->notify_title)
+        rc = mv_tpl_render(a->notify_title, data, MV_ESCAPE_NONE, &title, NULL, err);
     if (rc == MV_OK && a->notify_long)
         rc = mv_tpl_render(a->notify_long, data, MV_ESCAPE_NONE, &lng, NULL, err);
     if (rc == MV_OK && a->notify_short)
         rc = mv_tpl_render(a->notify_short, data, MV_ESCAPE_NONE, &shrt, NULL, err);
     if (rc == MV_OK) {
-        const char *sender_title = mv_json_str(json_object_get(j->message, "senderContent"), "title");
+        const char *sender_title =
+            mv_json_str(json_object_get(j->message, "senderContent"), "title");
         const char *t = title && *title ? title : sender_title ? sender_title : "";
         const char *l = lng ? lng : "";
         const char *s = shrt && *shrt ? shrt : l;
@@ -312,14 +318,14 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
     if ((rc = mv_db_execf(db, SQL_ARCHIVE_ROLES, NULL, err, "s", id)) != MV_OK) return rc;
     if ((rc = mv__tally_archived_tx(db, mv__svc_tenant(j->req->user), id, err)) != MV_OK) return rc;
     if (j->notification) {
-        if ((rc = mv__doc_insert(db, j->notification, mv__svc_tenant(j->req->user), NULL, -1, err)) !=
-            MV_OK)
+        if ((rc = mv__doc_insert(db, j->notification, mv__svc_tenant(j->req->user), NULL, -1,
+                                 err)) != MV_OK)
             return rc;
         if ((rc = mv__doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
     }
     if ((rc = message_changed(db, j, now, err)) != MV_OK || !j->notification) return rc;
     return mv__change_add_tx(db, mv__svc_tenant(j->req->user), mv_json_str(j->notification, "id"),
-                         MV_CHANGE_CREATED, NULL, now, err);
+                             MV_CHANGE_CREATED, NULL, now, err);
 }
 
 static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
@@ -333,7 +339,8 @@ static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
 
 static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    mv_code rc = mv__doc_load(db, j->req->message_id, mv__svc_tenant(j->req->user), &j->message, err);
+    mv_code rc =
+        mv__doc_load(db, j->req->message_id, mv__svc_tenant(j->req->user), &j->message, err);
     return rc == MV_OK && j->message ? read_attempt(db, j->req->message_id, &j->stored, err) : rc;
 }
 
@@ -358,9 +365,8 @@ static mv_code approved_retry(action_job *j, mv_err *err) {
     mv_err e = {0};
     mv_code rc = mv_approval_get(j->svc->o.approvals, j->stored.approval_id,
                                  mv__svc_tenant(j->req->user), &rec, &e);
-    if (rc == MV_APPROVAL_NOT_FOUND ||
-        (rc == MV_OK && (strcmp(rec.principal_id, j->user_id) != 0 ||
-                         strcmp(rec.digest, j->digest) != 0)))
+    if (rc == MV_APPROVAL_NOT_FOUND || (rc == MV_OK && (strcmp(rec.principal_id, j->user_id) != 0 ||
+                                                        strcmp(rec.digest, j->digest) != 0)))
         return mv_err_set(err, MV_APPROVAL_BINDING,
                           "this attempt was approved for another principal or another input");
     return rc == MV_OK ? MV_OK : mv_err_copy(err, &e);
@@ -374,8 +380,8 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
     mv_service *svc = j->svc;
     if (!a->approval_capability) return MV_OK;
     if (!svc->o.approvals)
-        return mv_err_set(err, MV_INTERNAL, "action \"%s\" needs approvals, which are not configured",
-                          a->action_cd);
+        return mv_err_set(err, MV_INTERNAL,
+                          "action \"%s\" needs approvals, which are not configured", a->action_cd);
     const attempt_info *s = &j->stored;
     json_t *bound = j->req->input /* "O" takes its own reference: a fresh {} there would leak */
                         ? json_pack("{s:s,s:O}", "actionCd", a->action_cd, "input", j->req->input)
@@ -388,15 +394,15 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
     if (retry) return approved_retry(j, err);
     mv_code rc = mv_id_uuid(j->effect_id, err);
     if (rc != MV_OK) return rc;
-    j->approval = (mv_approval_request){.effect_id = j->effect_id,
-                                        .capability = a->approval_capability,
-                                        .target = j->req->message_id,
-                                        .digest = j->digest,
-                                        .tenant_id = j->req->user->tenant ? j->req->user->tenant
-                                                                          : "default",
-                                        .principal_id = j->user_id,
-                                        .resume_token = j->req->resume_token,
-                                        .ttl_ms = a->approval_ttl_ms};
+    j->approval =
+        (mv_approval_request){.effect_id = j->effect_id,
+                              .capability = a->approval_capability,
+                              .target = j->req->message_id,
+                              .digest = j->digest,
+                              .tenant_id = j->req->user->tenant ? j->req->user->tenant : "default",
+                              .principal_id = j->user_id,
+                              .resume_token = j->req->resume_token,
+                              .ttl_ms = a->approval_ttl_ms};
     if (!j->req->resume_token) {
         return mv_approval_authorize(svc->o.approvals, &j->approval, err);
     }
@@ -503,7 +509,7 @@ mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t *
         void *custom_ctx;
         bool inline_only = j.action->handler == MV_HANDLER_NONE &&
                            !mv__svc_find_handler(svc, j.tpl->template_cd, j.action->action_cd,
-                                             &custom, &custom_ctx);
+                                                 &custom, &custom_ctx);
         /* nothing runs outside: claim, notify and archive in one transaction */
         rc = inline_only ? mv_store_write(svc->o.store, claim_and_archive_tx, &j, err)
                          : claim_run_archive(&j, err);

@@ -35,8 +35,10 @@ mv_code mv_client_request_id_normalize(const json_t *value, char out[129], mv_er
                           "clientRequestId must be a string when provided");
     const char *s = json_string_value(value);
     size_t n = json_string_length(value);
-    while (n && isspace((unsigned char)*s)) s++, n--;
-    while (n && isspace((unsigned char)s[n - 1])) n--;
+    while (n && isspace((unsigned char)*s))
+        s++, n--;
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
     if (n == 0)
         return mv_err_set(err, MV_INVALID_CLIENT_REQUEST_ID,
                           "clientRequestId must be a non-empty string after trimming whitespace");
@@ -110,8 +112,8 @@ static mv_code run_prepare(create_job *job, json_t **items, mv_err *err) {
     if (t->prepare_fan_out) {
         json_t *list = mv_json_path(job->payload, t->prepare_fan_out);
         if (!json_is_array(list))
-            return mv_err_set(err, MV_PREPARE_FAILED, "fanOut \"%s\" is not an array in the payload",
-                              t->prepare_fan_out);
+            return mv_err_set(err, MV_PREPARE_FAILED,
+                              "fanOut \"%s\" is not an array in the payload", t->prepare_fan_out);
         json_t *arr = json_array();
         size_t i;
         json_t *el;
@@ -154,8 +156,9 @@ static mv_code open_payment_session(create_job *job, const json_t *item, size_t 
         free(*session);
         *session = NULL;
         /* a refusal stays definitive; anything else (no answer, the provider's store) is not */
-        mv_code code = rc == MV_PAYMENT_FAILED || mv_code_is_definitive(rc) ? MV_PAYMENT_FAILED
-                                                                            : MV_PAYMENT_UNAVAILABLE;
+        mv_code code = rc == MV_PAYMENT_FAILED || mv_code_is_definitive(rc)
+                           ? MV_PAYMENT_FAILED
+                           : MV_PAYMENT_UNAVAILABLE;
         if (err) err->code = code;
         return code;
     }
@@ -219,7 +222,8 @@ static mv_code build_doc(create_job *job, const json_t *item, size_t index, json
     const char *payment_cd = nonempty_str(item, "paymentCd");
     if (!payment_cd) payment_cd = t->payment_cd;
     json_object_set_new(doc, "paymentCd", json_string(payment_cd));
-    if (*payment_cd && svc->o.payment && (to_user || json_array_size(json_object_get(doc, "toRoles")))) {
+    if (*payment_cd && svc->o.payment &&
+        (to_user || json_array_size(json_object_get(doc, "toRoles")))) {
         char *session = NULL;
         if ((rc = open_payment_session(job, item, index, payment_cd, &session, err)) != MV_OK)
             goto fail;
@@ -255,7 +259,8 @@ static mv_code build_doc(create_job *job, const json_t *item, size_t index, json
         rc = mv_err_set(err, MV_PAYLOAD_TOO_LARGE,
                         "message %zu of template \"%s\" is %lld bytes (payload plus rendered "
                         "content); at most %lld are allowed",
-                        index, t->template_cd, (long long)bytes, (long long)svc->o.max_message_bytes);
+                        index, t->template_cd, (long long)bytes,
+                        (long long)svc->o.max_message_bytes);
         goto fail;
     }
     *out = doc;
@@ -308,15 +313,19 @@ static mv_code compensate(create_job *job, const mv_err *original, mv_err *err) 
         if (p->expire_session(p->ctx, json_string_value(sid), &e) == MV_OK) continue;
         if (result != MV_OK) continue;
         if (job->svc->o.on_payment_compensation_failure) {
-            mv_payment_failure ev = {"expire", json_string_value(sid), e.message,
+            mv_payment_failure ev = {"expire",
+                                     json_string_value(sid),
+                                     e.message,
                                      original ? original->message : "",
                                      job->crid[0] ? job->crid : NULL,
-                                     job->crid[0] ? job->user_id : NULL, job->tpl->template_cd};
+                                     job->crid[0] ? job->user_id : NULL,
+                                     job->tpl->template_cd};
             job->svc->o.on_payment_compensation_failure(job->svc->o.hook_ctx, &ev);
         }
-        result = mv_err_set(err, MV_PAYMENT_COMPENSATION_FAILED,
-                            "payment session compensation failed for session \"%s\" during expire: %s",
-                            json_string_value(sid), e.message);
+        result =
+            mv_err_set(err, MV_PAYMENT_COMPENSATION_FAILED,
+                       "payment session compensation failed for session \"%s\" during expire: %s",
+                       json_string_value(sid), e.message);
         if (err) {
             mv_strlcpy(err->session_id, json_string_value(sid), sizeof err->session_id);
             mv_strlcpy(err->operation, "expire", sizeof err->operation);
@@ -333,7 +342,7 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     json_t *doc;
     json_array_foreach(job->docs, i, doc) {
         mv_code rc = mv__doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
-                                job->crid[0] ? (int64_t)i : -1, err);
+                                    job->crid[0] ? (int64_t)i : -1, err);
         if (rc == MV_OK) rc = mv__doc_enqueue_email(job->svc, db, doc, err);
         if (rc != MV_OK) return rc;
     }
@@ -345,13 +354,14 @@ static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
     mv_code rc = insert_docs_tx(db, job, err);
     if (rc == MV_OK && job->crid[0])
         rc = mv__request_complete_tx(db, &job->scope, job->lease_owner,
-                                 (int64_t)json_array_size(job->docs), mv__svc_now(job->svc), err);
+                                     (int64_t)json_array_size(job->docs), mv__svc_now(job->svc),
+                                     err);
     size_t i;
     json_t *doc;
     json_array_foreach(job->docs, i, doc) {
         if (rc != MV_OK) break;
-        rc = mv__change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED, NULL,
-                           mv__svc_now(job->svc), err);
+        rc = mv__change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED,
+                               NULL, mv__svc_now(job->svc), err);
     }
     return rc;
 }
@@ -391,8 +401,10 @@ static mv_code build_and_persist(create_job *job, mv_err *err) {
     if (rc == MV_OK) rc = mv_store_write(job->svc->o.store, persist_tx, job, &e);
     if (rc == MV_OK) return MV_OK;
     mv_code crc = compensate(job, &e, err);
-    if (crc == MV_OK) mv_err_copy(err, &e);
-    else rc = crc;
+    if (crc == MV_OK)
+        mv_err_copy(err, &e);
+    else
+        rc = crc;
     if (job->crid[0] && mv_code_is_definitive(e.code)) {
         fail_arg a = {job, &e};
         mv_store_write(job->svc->o.store, fail_tx, &a, NULL); /* best effort: the lease expires */
@@ -412,16 +424,17 @@ typedef struct {
 static mv_code acquire_tx(mv_db *db, void *ctx, mv_err *err) {
     acquire_arg *a = ctx;
     int64_t now = mv__svc_now(a->job->svc);
-    mv_code rc = mv__request_acquire_tx(db, &a->job->scope, a->job->lease_owner,
-                                    a->job->svc->o.client_request_lease_ms, now, &a->acquired, err);
+    mv_code rc =
+        mv__request_acquire_tx(db, &a->job->scope, a->job->lease_owner,
+                               a->job->svc->o.client_request_lease_ms, now, &a->acquired, err);
     if (rc != MV_OK || a->acquired) return rc;
     return mv__request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left, now, err);
 }
 
 static mv_code replay_tx(mv_db *db, void *ctx, mv_err *err) {
     acquire_arg *a = ctx;
-    return mv__request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left, mv__svc_now(a->job->svc),
-                             err);
+    return mv__request_replay_tx(db, &a->job->scope, &a->replay, &a->lease_left,
+                                 mv__svc_now(a->job->svc), err);
 }
 
 /* True when building the messages calls nothing outside: a declarative prepare and no payment
@@ -569,7 +582,7 @@ static mv_code notify_tx(mv_db *db, void *ctx, mv_err *err) {
     if (rc == MV_OK) rc = mv__doc_enqueue_email(a->svc, db, a->doc, err);
     if (rc != MV_OK) return rc;
     return mv__change_add_tx(db, a->tenant, mv_json_str(a->doc, "id"), MV_CHANGE_CREATED, NULL,
-                         mv__svc_now(a->svc), err);
+                             mv__svc_now(a->svc), err);
 }
 
 static json_t *content_from(const json_t *c) {
@@ -583,14 +596,17 @@ static json_t *content_from(const json_t *c) {
 }
 
 json_t *mv__notification_doc(mv_service *svc, const json_t *params) {
-    json_t *doc = mv__doc_new("notification", MV_GENERIC_NOTIFICATION_TEMPLATE_CD, mv__svc_now(svc));
+    json_t *doc =
+        mv__doc_new("notification", MV_GENERIC_NOTIFICATION_TEMPLATE_CD, mv__svc_now(svc));
     const char *from = mv_json_str(params, "fromUser"), *to = mv_json_str(params, "toUser");
     if (from) json_object_set_new(doc, "fromUser", json_string(from));
     if (to) json_object_set_new(doc, "toUser", json_string(to));
     json_t *roles = json_object_get(params, "toRoles");
     if (json_is_array(roles)) json_object_set_new(doc, "toRoles", json_deep_copy(roles));
-    json_object_set_new(doc, "receiverContent", content_from(json_object_get(params, "receiverContent")));
-    json_object_set_new(doc, "senderContent", content_from(json_object_get(params, "senderContent")));
+    json_object_set_new(doc, "receiverContent",
+                        content_from(json_object_get(params, "receiverContent")));
+    json_object_set_new(doc, "senderContent",
+                        content_from(json_object_get(params, "senderContent")));
     json_t *documents = json_object_get(params, "documents");
     if (json_is_array(documents)) json_object_set_new(doc, "documents", json_deep_copy(documents));
     return doc;
@@ -607,7 +623,9 @@ mv_code mv_notification_create(mv_service *svc, const json_t *params, json_t **m
                           "tenantId must be 1 to 128 printable characters without spaces");
     notify_arg a = {svc, mv__notification_doc(svc, params), tenant};
     mv_code rc = mv_store_write(svc->o.store, notify_tx, &a, err);
-    if (rc == MV_OK) *message = a.doc;
-    else json_decref(a.doc);
+    if (rc == MV_OK)
+        *message = a.doc;
+    else
+        json_decref(a.doc);
     return rc;
 }

@@ -1,6 +1,6 @@
 /* document.c — the one place that knows how a message row maps to the message JSON of the API
- * (docs/http-api.md, "Messages"). Structured fields (roles, contents, payload…) are stored as JSON text;
- * times are integer milliseconds. */
+ * (docs/http-api.md, "Messages"). Structured fields (roles, contents, payload…) are stored as JSON
+ * text; times are integer milliseconds. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,12 +88,12 @@ static const char SQL_INSERT_ROLE[] =
     "VALUES (?, ?, 0, ?, ?) ON CONFLICT DO NOTHING";
 
 mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
-                   int64_t item_index, mv_err *err) {
+                       int64_t item_index, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_INSERT_MESSAGE, &st, err);
     if (rc != MV_OK) return rc;
-    const char *json_fields[] = {"toRoles", "senderContent", "receiverContent", "documents",
-                                 "payload", "display"};
+    const char *json_fields[] = {"toRoles",   "senderContent", "receiverContent",
+                                 "documents", "payload",       "display"};
     char *texts[6] = {0};
     for (int i = 0; i < 6; i++) {
         json_t *v = json_object_get(doc, json_fields[i]);
@@ -108,14 +108,17 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
                   mv_json_str(doc, "paymentCd") ? mv_json_str(doc, "paymentCd") : "",
                   texts[4] ? texts[4] : "{}", texts[5], mv_json_str(doc, "clientRequestId"));
     mv_stmt_bind_text(st, 15, owner_id);
-    if (item_index >= 0) mv_stmt_bind_int64(st, 16, item_index);
-    else mv_stmt_bind_null(st, 16);
+    if (item_index >= 0)
+        mv_stmt_bind_int64(st, 16, item_index);
+    else
+        mv_stmt_bind_null(st, 16);
     mv_stmt_bind_int64(st, 17, created);
     mv_stmt_bind_int64(st, 18, json_integer_value(json_object_get(doc, "updatedAt")));
     mv_stmt_bind_text(st, 19, tenant ? tenant : MV_DEFAULT_TENANT);
     int r = mv_stmt_step(st, err);
     mv_stmt_done(st);
-    for (int i = 0; i < 6; i++) free(texts[i]);
+    for (int i = 0; i < 6; i++)
+        free(texts[i]);
     if (r < 0) return err ? err->code : MV_INTERNAL;
 
     size_t i;
@@ -147,12 +150,14 @@ mv_code mv__doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_
     const json_t *content = json_object_get(doc, "receiverContent");
     const char *to = mv_json_str(doc, "toUser"), *title = mv_json_str(content, "title");
     if (!mv_email_should_send(to, title, svc->email_exclusions)) return MV_OK;
-    while (*title && strchr(" \t\r\n", *title)) title++;
+    while (*title && strchr(" \t\r\n", *title))
+        title++;
     size_t n = strlen(title);
-    while (n && strchr(" \t\r\n", title[n - 1])) n--;
-    json_t *row = json_pack("{s:s,s:s,s:s%,s:s}", "messageId", mv_json_str(doc, "id"), "toUser", to,
-                            "title", title, n, "body",
-                            mv_email_body(mv_json_str(content, "long"), mv_json_str(content, "short")));
+    while (n && strchr(" \t\r\n", title[n - 1]))
+        n--;
+    json_t *row = json_pack(
+        "{s:s,s:s,s:s%,s:s}", "messageId", mv_json_str(doc, "id"), "toUser", to, "title", title, n,
+        "body", mv_email_body(mv_json_str(content, "long"), mv_json_str(content, "short")));
     mv_code rc = mv_outbox_add_tx(db, MV_OUTBOX_EMAIL, row, mv__svc_now(svc), err);
     json_decref(row);
     return rc;

@@ -9,8 +9,8 @@
 /* Appends one change-log row (and, on PostgreSQL, takes the commit-order lock and queues the
  * wake-up). Call it as the last statement of the transaction that made the change. viewer_id is
  * stored for MV_CHANGE_VIEWER only. */
-mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id, mv_change_kind kind,
-                      const char *viewer_id, int64_t now, mv_err *err);
+mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
+                          mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err);
 
 /* The viewer join and the filter of every inbox query, over messages aliased `m`: one LEFT JOIN
  * (binds the viewer id) and INBOX_FILTER_PARAMS placeholders bound by mv__inbox_filter_bind. A
@@ -48,7 +48,7 @@ typedef struct tally_message {
 /* Reads the address of message id in tenant (m->found false when absent); lock first takes the
  * message's row lock, which every viewer-state change and the archive take before reading. */
 mv_code mv__tally_message_load(mv_db *db, const char *tenant, const char *id, bool lock,
-                           tally_message *m, mv_err *err);
+                               tally_message *m, mv_err *err);
 void mv__tally_message_clear(tally_message *m);
 /* Flags from three columns (seen_at, read_at, dismissed_at) starting at col. */
 tally_flags mv__tally_flags_from_row(mv_stmt *st, int col);
@@ -58,15 +58,17 @@ mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, m
 mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err);
 /* user's marks on m went from before to after (nothing when m is archived). */
 mv_code mv__tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *m, const char *user,
-                        tally_flags before, tally_flags after, mv_err *err);
+                            tally_flags before, tally_flags after, mv_err *err);
 /* The unfiltered counts of the user's inbox from the tallies. */
 mv_code mv__tally_counts_tx(mv_db *db, const mv_user *user, const char *uid, mv_inbox_counts *out,
-                        mv_err *err);
+                            mv_err *err);
 
 /* read.c: the visibility predicate lives with the list query, and so do the statements that
- * repeat it. mv__visibility_bind binds its placeholders (user id twice, archived, the role slots). */
+ * repeat it. mv__visibility_bind binds its placeholders (user id twice, archived, the role slots).
+ */
 const char *mv__message_counts_sql(void);
 const char *mv__message_mark_candidates_sql(void);
-void mv__visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived);
+void mv__visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user,
+                         bool archived);
 
 #endif

@@ -28,13 +28,16 @@
 /* The stored size of a message, as the page query reports it (characters of its JSON columns). */
 #define STORED_SIZE                                                                                \
     "LENGTH(messages.payload) + LENGTH(messages.sender_content) + "                                \
-    "LENGTH(messages.receiver_content) + LENGTH(messages.documents) + LENGTH(messages.to_roles) + " \
+    "LENGTH(messages.receiver_content) + LENGTH(messages.documents) + LENGTH(messages.to_roles) "  \
+    "+ "                                                                                           \
     "COALESCE(LENGTH(messages.display), 0)"
 
 /* The rows of a page are read by id, FETCH_CHUNK at a time (unused slots bind NULL), with the
  * viewer's state of each (the first parameter). */
 #define FETCH_CHUNK 32
-#define FETCH_SLOTS "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+#define FETCH_SLOTS                                                                                \
+    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "   \
+    "?, ?"
 static const char SQL_FETCH_PAGE[] =
     "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
     "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
@@ -55,19 +58,20 @@ _Static_assert(MARK_PARAMS <= MV_STMT_MAX_PARAMS, "the mark-all statement binds 
 _Static_assert(MV_LIST_ROLE_SLOTS <= MV_MAX_ROLES, "more role slots than roles");
 
 #define LIST_HEAD                                                                                  \
-    "SELECT messages.id, messages.created_at, " STORED_SIZE " FROM messages "                     \
+    "SELECT messages.id, messages.created_at, " STORED_SIZE " FROM messages "                      \
     "WHERE messages.id IN ("                                                                       \
-    "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")                        \
-    " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET                    \
-    INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "                       \
-    "UNION ALL SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id")              \
-    " WHERE m.tenant_id = ? AND m.to_user = ? AND m.archived = ? AND " KEYSET                      \
-    INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS r"
+    "SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN(                               \
+        "m.id") " WHERE m.tenant_id = ? AND m.from_user = ? AND m.archived = ? AND " KEYSET        \
+        INBOX_FILTER_SQL " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS s "                   \
+                "UNION ALL SELECT id FROM (SELECT m.id FROM messages m" INBOX_VIEWER_JOIN(         \
+                    "m.id") " WHERE m.tenant_id = ? AND m.to_user = ? AND m.archived = ? "         \
+                            "AND " KEYSET INBOX_FILTER_SQL                                         \
+                            " ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS r"
 #define LIST_ROLE_BRANCH                                                                           \
     " UNION ALL SELECT message_id FROM (SELECT g.message_id FROM message_roles g "                 \
-    "JOIN messages m ON m.id = g.message_id" INBOX_VIEWER_JOIN("g.message_id")                     \
-    " WHERE g.tenant_id = ? AND g.role = ? AND g.archived = ? AND " KEYSET                         \
-    INBOX_FILTER_SQL " ORDER BY g.created_at DESC, g.message_id DESC LIMIT ?) AS g%d"
+    "JOIN messages m ON m.id = g.message_id" INBOX_VIEWER_JOIN(                                    \
+        "g.message_id") " WHERE g.tenant_id = ? AND g.role = ? AND g.archived = ? AND " KEYSET     \
+        INBOX_FILTER_SQL " ORDER BY g.created_at DESC, g.message_id DESC LIMIT ?) AS g%d"
 #define LIST_TAIL ") ORDER BY messages.created_at DESC, messages.id DESC LIMIT ? OFFSET ?"
 #define VISIBLE_HEAD                                                                               \
     "((m.tenant_id = ? AND m.from_user = ?) OR (m.tenant_id = ? AND m.to_user = ?) "               \
@@ -77,7 +81,8 @@ _Static_assert(MV_LIST_ROLE_SLOTS <= MV_MAX_ROLES, "more role slots than roles")
     "SELECT COUNT(*), COALESCE(SUM(CASE WHEN v.seen_at IS NULL THEN 1 ELSE 0 END), 0), "           \
     "COALESCE(SUM(CASE WHEN v.read_at IS NULL THEN 1 ELSE 0 END), 0) "                             \
     "FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = ? AND "
-#define MARK_HEAD "SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = 0 AND "
+#define MARK_HEAD                                                                                  \
+    "SELECT m.id FROM messages m" INBOX_VIEWER_JOIN("m.id") " WHERE m.archived = 0 AND "
 #define MARK_TAIL                                                                                  \
     INBOX_FILTER_SQL " AND (CAST(? AS BIGINT) < 0 OR m.created_at < ?) ORDER BY m.id LIMIT ?"
 /* Each %s / %d of the formats above adds at most 16 characters. */
@@ -85,8 +90,8 @@ _Static_assert(MV_LIST_ROLE_SLOTS <= MV_MAX_ROLES, "more role slots than roles")
 
 /* Each buffer holds its statement, by the sizes of the pieces it is built from (sql_add stops
  * rather than run a cut query if that were ever wrong). */
-static char sql_list[sizeof LIST_HEAD + 4 * 16 + MV_LIST_ROLE_SLOTS * (sizeof LIST_ROLE_BRANCH + 3 * 16) +
-                     sizeof LIST_TAIL];
+static char sql_list[sizeof LIST_HEAD + 4 * 16 +
+                     MV_LIST_ROLE_SLOTS * (sizeof LIST_ROLE_BRANCH + 3 * 16) + sizeof LIST_TAIL];
 static char sql_count[sizeof COUNT_HEAD + VISIBLE_BYTES + sizeof INBOX_FILTER_SQL];
 static char sql_mark_candidates[sizeof MARK_HEAD + VISIBLE_BYTES + sizeof MARK_TAIL];
 static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
@@ -114,7 +119,8 @@ static void visible_sql(sql_text *t) {
     /* the tenant inside each branch (role rows carry their message's tenant): SQLite then seeks
      * each index; an outer tenant_id = ? made it scan the whole tenant instead */
     sql_add(t, "%s", VISIBLE_HEAD);
-    for (int i = 0; i < MV_MAX_ROLES; i++) sql_add(t, "%s", i ? ", ?" : "?");
+    for (int i = 0; i < MV_MAX_ROLES; i++)
+        sql_add(t, "%s", i ? ", ?" : "?");
     sql_add(t, "%s", ")))");
 }
 
@@ -146,16 +152,15 @@ const char *mv__message_count_sql(void) {
     return sql_count;
 }
 
-const char *mv__message_counts_sql(void) {
-    return mv__message_count_sql();
-}
+const char *mv__message_counts_sql(void) { return mv__message_count_sql(); }
 
 const char *mv__message_mark_candidates_sql(void) {
     pthread_once(&sql_once, build_sql);
     return sql_mark_candidates;
 }
 
-void mv__visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user, bool archived) {
+void mv__visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *user,
+                         bool archived) {
     const char *tenant = mv__svc_tenant(user);
     mv_stmt_bind_text(st, (*idx)++, tenant);
     mv_stmt_bind_text(st, (*idx)++, uid);
@@ -197,7 +202,8 @@ static bool cursor_decode(const char *cursor, int64_t *created_at, char id[25]) 
 
 /* ---- pagination values -------------------------------------------------------------------- */
 
-static mv_code int_param(const json_t *v, const char *name, bool *given, int64_t *out, mv_err *err) {
+static mv_code int_param(const json_t *v, const char *name, bool *given, int64_t *out,
+                         mv_err *err) {
     *given = v && !json_is_null(v);
     if (!*given) return MV_OK;
     if (json_is_integer(v)) {
@@ -245,7 +251,8 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
         int r = 0;
         while (!*full && (r = mv_stmt_step(st, err)) == 1) {
             json_t *doc = mv__doc_from_row(st);
-            json_object_set_new(doc, "viewer", mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
+            json_object_set_new(doc, "viewer",
+                                mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
             size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);
             int64_t size = (int64_t)bytes + 1; /* and its comma */
             if (a->count > 0 && *used + size > budget) {
@@ -301,7 +308,7 @@ static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t af
     for (int branch = 0; branch < 2 + MV_LIST_ROLE_SLOTS; branch++) {
         size_t role = slice * MV_LIST_ROLE_SLOTS + (size_t)(branch - 2);
         /* a NULL key matches nothing */
-        const char *key = branch < 2 ? (slice == 0 ? a->user_id : NULL)
+        const char *key = branch < 2         ? (slice == 0 ? a->user_id : NULL)
                           : role < u->nroles ? u->roles[role]
                                              : NULL;
         mv_stmt_bind_text(st, idx++, a->user_id);
@@ -317,9 +324,9 @@ static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t af
     mv_stmt_bind_int64(st, idx++, offset);
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
-        json_t *key = json_pack("{s:s,s:I,s:I}", "id", mv_stmt_text(st, 0), "createdAt",
-                                (json_int_t)mv_stmt_int64(st, 1), "size",
-                                (json_int_t)mv_stmt_int64(st, 2));
+        json_t *key =
+            json_pack("{s:s,s:I,s:I}", "id", mv_stmt_text(st, 0), "createdAt",
+                      (json_int_t)mv_stmt_int64(st, 1), "size", (json_int_t)mv_stmt_int64(st, 2));
         if (!key || json_array_append_new(out, key) != 0) {
             mv_stmt_done(st);
             return mv_err_set(err, MV_NO_MEMORY, "out of memory");
@@ -401,16 +408,17 @@ mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_mes
     bool given;
     int64_t v = 0;
     if ((rc = int_param(req->limit, "limit", &given, &v, err))) return rc;
-    a.limit = !given ? svc->o.default_list_limit
-              : v < 1 ? 1
+    a.limit = !given                      ? svc->o.default_list_limit
+              : v < 1                     ? 1
               : v > svc->o.max_list_limit ? svc->o.max_list_limit
                                           : v;
     v = 0;
     if ((rc = int_param(req->skip, "skip", &given, &v, err))) return rc;
     a.skip = v < 0 ? 0 : v;
     if (a.skip > 1000000)
-        return mv_err_set(err, MV_INVALID_PAGINATION, "listMessages skip must be at most 1000000; "
-                                                      "use the cursor for deep pages");
+        return mv_err_set(err, MV_INVALID_PAGINATION,
+                          "listMessages skip must be at most 1000000; "
+                          "use the cursor for deep pages");
     if (req->cursor && !cursor_decode(req->cursor, &a.after_created, a.after_id))
         return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is malformed");
     rc = mv_store_read(svc->o.store, list_tx, &a, err);
@@ -473,8 +481,8 @@ static mv_code count_tx(mv_db *db, void *ctx, mv_err *err) {
     mv__inbox_filter_bind(st, &idx, a->filter);
     int r = mv_stmt_step(st, err);
     if (r == 1)
-        a->counts = (mv_inbox_counts){mv_stmt_int64(st, 0), mv_stmt_int64(st, 1),
-                                      mv_stmt_int64(st, 2)};
+        a->counts =
+            (mv_inbox_counts){mv_stmt_int64(st, 0), mv_stmt_int64(st, 1), mv_stmt_int64(st, 2)};
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
@@ -555,8 +563,8 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
     if (rc != MV_OK) return rc;
     char uid[256];
     if ((rc = mv__svc_require_user(user, uid, err)) != MV_OK) goto done;
-    if (!is_admin && !(usertype == MV_SENDER ? mv_user_is_sender(user, doc)
-                                             : mv_user_is_receiver(user, doc))) {
+    if (!is_admin &&
+        !(usertype == MV_SENDER ? mv_user_is_sender(user, doc) : mv_user_is_receiver(user, doc))) {
         rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id);
         goto done;
     }
@@ -582,7 +590,8 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
         rc = mv_actions_filter_warn(t, usertype, user, doc, payload, &w, &actions, err);
     }
     if (rc == MV_OK)
-        *out = json_pack("{s:s,s:o}", "uiTemplate", mv_template_ui(t, usertype), "actions", actions);
+        *out =
+            json_pack("{s:s,s:o}", "uiTemplate", mv_template_ui(t, usertype), "actions", actions);
     mv_template_release(t);
 done:
     json_decref(doc);

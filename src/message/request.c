@@ -63,8 +63,8 @@ static mv_code inconsistent(const request_scope *s, mv_err *err, const char *det
 }
 
 /* findCompletedClientRequestReplay, plus the fingerprint check. */
-mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay, int64_t *lease_left,
-                          int64_t now, mv_err *err) {
+mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay,
+                              int64_t *lease_left, int64_t now, mv_err *err) {
     *replay = NULL;
     mv_stmt *st;
     mv_code rc =
@@ -92,8 +92,8 @@ mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay
     mv_stmt_bindf(st, "ssss", s->tenant, s->owner, s->template_cd, s->id);
     while ((r = mv_stmt_step(st, err)) == 1) {
         json_array_append_new(docs, mv__doc_from_row(st));
-        json_array_append_new(indexes, mv_stmt_is_null(st, 15) ? json_null()
-                                                               : json_integer(mv_stmt_int64(st, 15)));
+        json_array_append_new(
+            indexes, mv_stmt_is_null(st, 15) ? json_null() : json_integer(mv_stmt_int64(st, 15)));
     }
     mv_stmt_done(st);
     if (r < 0) {
@@ -112,8 +112,8 @@ mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay
         goto fail;
     }
     if (strcmp(state, "failed") == 0) {
-        rc = mv_err_set(err, MV_CLIENT_REQUEST_FAILED, "clientRequestId \"%s\" previously failed: %s",
-                        s->id, failure);
+        rc = mv_err_set(err, MV_CLIENT_REQUEST_FAILED,
+                        "clientRequestId \"%s\" previously failed: %s", s->id, failure);
         goto fail;
     }
     if (strcmp(state, "completed") != 0) {
@@ -135,7 +135,8 @@ mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay
     if (!exact) {
         char *found_json = mv_json_compact(indexes);
         char detail[300];
-        snprintf(detail, sizeof detail, "completed reservation expects item indexes 0..%lld but found %s",
+        snprintf(detail, sizeof detail,
+                 "completed reservation expects item indexes 0..%lld but found %s",
                  (long long)(count - 1), found_json ? found_json : "[]");
         free(found_json);
         rc = inconsistent(s, err, detail);
@@ -151,12 +152,12 @@ fail:
 }
 
 mv_code mv__request_acquire_tx(mv_db *db, const request_scope *s, const char *lease_owner,
-                           int64_t lease_ms, int64_t now, bool *acquired, mv_err *err) {
+                               int64_t lease_ms, int64_t now, bool *acquired, mv_err *err) {
     int64_t changes = 0;
     *acquired = false;
-    mv_code rc = mv_db_execf(db, SQL_RESERVE, &changes, err, "ssssssiii", s->tenant, s->owner,
-                             s->template_cd,
-                             s->id, s->fingerprint, lease_owner, now + lease_ms, now, now);
+    mv_code rc =
+        mv_db_execf(db, SQL_RESERVE, &changes, err, "ssssssiii", s->tenant, s->owner,
+                    s->template_cd, s->id, s->fingerprint, lease_owner, now + lease_ms, now, now);
     if (rc != MV_OK) return rc;
     if (changes == 0)
         rc = mv_db_execf(db, SQL_TAKEOVER, &changes, err, "siisssssi", lease_owner, now + lease_ms,
@@ -166,7 +167,7 @@ mv_code mv__request_acquire_tx(mv_db *db, const request_scope *s, const char *le
 }
 
 mv_code mv__request_complete_tx(mv_db *db, const request_scope *s, const char *lease_owner,
-                            int64_t item_count, int64_t now, mv_err *err) {
+                                int64_t item_count, int64_t now, mv_err *err) {
     int64_t changes = 0;
     mv_code rc = mv_db_execf(db, SQL_COMPLETE, &changes, err, "iiisssss", item_count, now, now,
                              s->tenant, s->owner, s->template_cd, s->id, lease_owner);
@@ -179,9 +180,8 @@ mv_code mv__request_complete_tx(mv_db *db, const request_scope *s, const char *l
 }
 
 mv_code mv__request_fail_tx(mv_db *db, const request_scope *s, const char *lease_owner,
-                        const char *failure, int64_t now, mv_err *err) {
-    return mv_db_execf(db, SQL_FAIL, NULL, err, "isisssss", now, failure, now, s->tenant,
-                       s->owner,
+                            const char *failure, int64_t now, mv_err *err) {
+    return mv_db_execf(db, SQL_FAIL, NULL, err, "isisssss", now, failure, now, s->tenant, s->owner,
                        s->template_cd, s->id, lease_owner);
 }
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "missive/base.h"
 #include "base/js_value.h"
+#include "missive/base.h"
 #include "missive/template.h"
 
 /* ---- identity ------------------------------------------------------------------------------ */
@@ -88,8 +88,8 @@ static bool permission_and_condition(const mv_action_def *action, const mv_user 
     return ok;
 }
 
-bool mv_action_allowed_warn(const mv_action_def *action, const mv_user *user,
-                            const json_t *message, const mv_condition_warning *w) {
+bool mv_action_allowed_warn(const mv_action_def *action, const mv_user *user, const json_t *message,
+                            const mv_condition_warning *w) {
     if (!action) return false;
     bool related = (action->receiver && mv_user_is_receiver(user, message)) ||
                    (action->sender && mv_user_is_sender(user, message));

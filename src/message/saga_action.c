@@ -19,10 +19,11 @@ static json_t *step_results(const json_t *record) {
 }
 
 mv_code mv__saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
-                        json_t **result, mv_err *err) {
+                            json_t **result, mv_err *err) {
     const mv_saga_definition *def =
         svc->o.find_saga && svc->o.sagas ? svc->o.find_saga(svc->o.find_saga_ctx, name) : NULL;
-    if (!def) return mv_err_set(err, MV_SAGA_DEFINITION_NOT_FOUND, "saga \"%s\" is not defined", name);
+    if (!def)
+        return mv_err_set(err, MV_SAGA_DEFINITION_NOT_FOUND, "saga \"%s\" is not defined", name);
     mv_saga_engine *engine = svc->o.sagas;
     json_t *record = NULL;
     mv_err e = {0};
@@ -40,8 +41,10 @@ mv_code mv__saga_action_run(mv_service *svc, const char *name, const mv_action_i
         if (running || compensating) {
             json_decref(record);
             record = NULL;
-            if (running) mv_saga_resume(engine, def, in->attempt_id, in->abort, &record, &e);
-            else mv_saga_compensate(engine, def, in->attempt_id, in->abort, &record, &e);
+            if (running)
+                mv_saga_resume(engine, def, in->attempt_id, in->abort, &record, &e);
+            else
+                mv_saga_compensate(engine, def, in->attempt_id, in->abort, &record, &e);
         }
     }
     if (!record) return mv_err_copy(err, &e); /* nothing known: the attempt is retryable */

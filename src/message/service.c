@@ -10,9 +10,9 @@ int64_t mv__svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); 
 void mv__svc_condition_stopped(void *ctx, const mv_action_def *action, const mv_err *why) {
     const condition_report *r = ctx;
     if (!r->svc->o.on_warning) return;
-    json_t *fields = json_pack("{s:s?,s:s,s:s?,s:s}", "templateCd", r->template_cd, "actionCd",
-                               action->action_cd, "messageId", r->message_id, "error",
-                               why->message);
+    json_t *fields =
+        json_pack("{s:s?,s:s,s:s?,s:s}", "templateCd", r->template_cd, "actionCd",
+                  action->action_cd, "messageId", r->message_id, "error", why->message);
     r->svc->o.on_warning(r->svc->o.hook_ctx, "action condition stopped at its work bound", fields);
     json_decref(fields);
 }
@@ -35,7 +35,8 @@ static mv_code check_limit(const char *name, int value, mv_err *err) {
 mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err *err) {
     *out = NULL;
     if (!opts || !opts->store || !opts->registry)
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "a message service needs a store and a registry");
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "a message service needs a store and a registry");
     mv_service_options o = *opts;
     if (!o.max_list_limit) o.max_list_limit = MV_DEFAULT_MAX_LIST_LIMIT;
     if (!o.default_list_limit) o.default_list_limit = MV_DEFAULT_LIST_LIMIT;
@@ -46,9 +47,12 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     if (o.default_list_limit > o.max_list_limit)
         return mv_err_set(err, MV_INVALID_PAGINATION,
                           "defaultListLimit must be less than or equal to maxListLimit");
-    if (o.client_request_lease_ms <= 0) o.client_request_lease_ms = MV_DEFAULT_CLIENT_REQUEST_LEASE_MS;
-    if (o.client_request_wait_zero || o.client_request_wait_ms < 0) o.client_request_wait_ms = 0;
-    else if (o.client_request_wait_ms == 0) o.client_request_wait_ms = MV_DEFAULT_CLIENT_REQUEST_WAIT_MS;
+    if (o.client_request_lease_ms <= 0)
+        o.client_request_lease_ms = MV_DEFAULT_CLIENT_REQUEST_LEASE_MS;
+    if (o.client_request_wait_zero || o.client_request_wait_ms < 0)
+        o.client_request_wait_ms = 0;
+    else if (o.client_request_wait_ms == 0)
+        o.client_request_wait_ms = MV_DEFAULT_CLIENT_REQUEST_WAIT_MS;
     if (o.client_request_poll_ms <= 0) o.client_request_poll_ms = MV_DEFAULT_CLIENT_REQUEST_POLL_MS;
     if (o.action_lease_ms <= 0) o.action_lease_ms = MV_DEFAULT_ACTION_LEASE_MS;
     if (o.max_message_bytes <= 0) o.max_message_bytes = MV_DEFAULT_MESSAGE_BYTES;
@@ -74,7 +78,8 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
 
 void mv_service_free(mv_service *svc) {
     if (!svc) return;
-    for (size_t i = 0; i < svc->nadmin_roles; i++) free(svc->admin_roles[i]);
+    for (size_t i = 0; i < svc->nadmin_roles; i++)
+        free(svc->admin_roles[i]);
     free(svc->admin_roles);
     json_decref(svc->email_exclusions);
     for (override_entry *e = svc->overrides, *n; e; e = n) {
@@ -133,7 +138,7 @@ bool mv__svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_f
 }
 
 bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *action_cd,
-                      mv_action_fn *fn, void **ctx) {
+                          mv_action_fn *fn, void **ctx) {
     override_entry *e = find_override(svc, template_cd, action_cd);
     if (!e) return false;
     *fn = e->handler;

@@ -69,7 +69,7 @@ mv_code mv__svc_require_user(const mv_user *user, char buf[256], mv_err *err);
 /* C overrides registered with mv_service_set_prepare / _set_handler (NULL when none). */
 bool mv__svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *fn, void **ctx);
 bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *action_cd,
-                      mv_action_fn *fn, void **ctx);
+                          mv_action_fn *fn, void **ctx);
 
 /* ---- document.c: the messages table <-> message JSON ---- */
 
@@ -77,9 +77,10 @@ bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *
 #define MESSAGE_COLUMNS                                                                            \
     "id, type, template_cd, from_user, to_user, to_roles, sender_content, receiver_content, "      \
     "documents, payment_session, payment_cd, payload, display, client_request_id, "                \
-    "client_request_owner_id, client_request_item_index, action_state, action_cd, "               \
+    "client_request_owner_id, client_request_item_index, action_state, action_cd, "                \
     "action_attempt_id, action_claimed_by, action_claimed_at, action_lease_expires_at, "           \
-    "action_failure_message, action_approval_id, archived_by, archived_at, created_at, updated_at, " \
+    "action_failure_message, action_approval_id, archived_by, archived_at, created_at, "           \
+    "updated_at, "                                                                                 \
     "action_failure_code, action_failed_at"
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
@@ -88,7 +89,7 @@ json_t *mv__doc_from_row(mv_stmt *st);
  * (NULL = "default"). owner_id and item_index (< 0 = none) are the client request's, stored but
  * not part of the JSON shape. */
 mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
-                   int64_t item_index, mv_err *err);
+                       int64_t item_index, mv_err *err);
 /* Loads one message by id inside a transaction; *doc NULL when absent or (tenant non-NULL) when
  * it belongs to another tenant. tenant NULL: any tenant (operators, internal). */
 mv_code mv__doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err);
@@ -103,16 +104,16 @@ const char *mv__message_count_sql(void);
 
 /* webhooks.c: prepare hooks and action handlers over HTTP. */
 mv_code mv__webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
-                        json_t **items, mv_err *err);
+                            json_t **items, mv_err *err);
 mv_code mv__webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
-                        json_t **result, mv_err *err);
+                            json_t **result, mv_err *err);
 
 /* The body every handler gets: {message, action: {actionCd, name}, user, input, attemptId}. */
 json_t *mv__handler_request(const mv_action_input *in);
 
 /* saga_action.c: runs a {"saga": NAME} handler (saga id = attempt id). */
 mv_code mv__saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
-                        json_t **result, mv_err *err);
+                            json_t **result, mv_err *err);
 
 /* A generic-notification document from createNotification params (not stored). */
 json_t *mv__notification_doc(mv_service *svc, const json_t *params);

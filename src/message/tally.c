@@ -78,7 +78,7 @@ static mv_code count_message(mv_db *db, const char *tenant, const tally_message 
 }
 
 mv_code mv__tally_message_load(mv_db *db, const char *tenant, const char *id, bool lock,
-                           tally_message *m, mv_err *err) {
+                               tally_message *m, mv_err *err) {
     memset(m, 0, sizeof *m);
     mv_code rc;
     if (lock && (rc = mv_db_execf(db, SQL_LOCK_MESSAGE, NULL, err, "ss", id, tenant)) != MV_OK)
@@ -147,8 +147,8 @@ mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_
         if (r < 0) rc = err ? err->code : MV_INTERNAL;
         for (size_t i = 0; i < n; i++) {
             if (rc == MV_OK && marks[i].user)
-                rc = mv__tally_viewer_tx(db, tenant, &m, marks[i].user, marks[i].f, (tally_flags){0},
-                                     err);
+                rc = mv__tally_viewer_tx(db, tenant, &m, marks[i].user, marks[i].f,
+                                         (tally_flags){0}, err);
             free(marks[i].user);
         }
         free(marks);
@@ -158,7 +158,7 @@ mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_
 }
 
 mv_code mv__tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *m, const char *user,
-                        tally_flags before, tally_flags after, mv_err *err) {
+                            tally_flags before, tally_flags after, mv_err *err) {
     if (!m->found || m->archived) return MV_OK; /* archived messages are not counted */
     bool direct = is_direct(m, user);
     if (!direct && !has_roles(m)) return MV_OK;
@@ -184,7 +184,7 @@ static bool meets(const char *role_set, const mv_user *user) {
 }
 
 mv_code mv__tally_counts_tx(mv_db *db, const mv_user *user, const char *uid, mv_inbox_counts *out,
-                        mv_err *err) {
+                            mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_TALLY_ROWS, &st, err);
     if (rc != MV_OK) return rc;

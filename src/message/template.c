@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "missive/base.h"
 #include "base/js_value.h"
+#include "missive/base.h"
 #include "missive/template.h"
 
 /* Where an error happened: "<source>: template "X" action "Y" <what>". */

@@ -9,19 +9,18 @@
 
 static json_t *user_json(const mv_user *u) {
     json_t *roles = json_array();
-    for (size_t i = 0; i < u->nroles; i++) json_array_append_new(roles, json_string(u->roles[i]));
+    for (size_t i = 0; i < u->nroles; i++)
+        json_array_append_new(roles, json_string(u->roles[i]));
     return json_pack("{s:s,s:o}", "id", u->id ? u->id : "", "roles", roles);
 }
 
 mv_code mv__webhook_prepare(mv_service *svc, const char *url, const mv_prepare_input *in,
-                        json_t **items, mv_err *err) {
+                            json_t **items, mv_err *err) {
     const mv_user *u = in->user;
-    json_t *body = json_pack("{s:s,s:o,s:o,s:o,s:O}", "templateCd", in->template_cd, "user",
-                             user_json(u), "identity",
-                             u->identity ? json_deep_copy(u->identity) : json_object(),
-                             "permissions",
-                             u->permissions ? json_deep_copy(u->permissions) : json_object(),
-                             "payload", in->payload);
+    json_t *body = json_pack(
+        "{s:s,s:o,s:o,s:o,s:O}", "templateCd", in->template_cd, "user", user_json(u), "identity",
+        u->identity ? json_deep_copy(u->identity) : json_object(), "permissions",
+        u->permissions ? json_deep_copy(u->permissions) : json_object(), "payload", in->payload);
     mv_webhook_response res = {0};
     mv_err e = {0};
     mv__callctx_call("prepare", NULL, NULL, NULL);
@@ -49,7 +48,7 @@ json_t *mv__handler_request(const mv_action_input *in) {
 }
 
 mv_code mv__webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
-                        json_t **result, mv_err *err) {
+                            json_t **result, mv_err *err) {
     json_t *body = mv__handler_request(in);
     mv_webhook_response res = {0};
     mv_err e = {0};

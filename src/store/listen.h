@@ -1,6 +1,7 @@
 /* store/listen.h — waiting for a wake-up that another connection (in any process) sends on commit:
  * PostgreSQL LISTEN on a dedicated connection; on SQLite there is no such channel, so a wait is a
- * sleep (cut short by a commit in this process) and the caller polls. The store knows no domain words: the channel name is the caller's. */
+ * sleep (cut short by a commit in this process) and the caller polls. The store knows no domain
+ * words: the channel name is the caller's. */
 #ifndef MISSIVE_STORE_LISTEN_H
 #define MISSIVE_STORE_LISTEN_H
 

@@ -36,21 +36,24 @@
     " n_seen BIGINT NOT NULL,"                                                                     \
     " n_read BIGINT NOT NULL,"                                                                     \
     " PRIMARY KEY (tenant_id, owner, role_set));"                                                  \
-    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, n_seen, n_read)" \
+    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, n_seen, "       \
+    "n_read)"                                                                                      \
     " SELECT tenant_id, u, '', COUNT(*), 0, 0, 0 FROM ("                                           \
     "  SELECT tenant_id, id, from_user AS u FROM messages"                                         \
     "   WHERE archived = 0 AND from_user IS NOT NULL AND from_user <> ''"                          \
     "  UNION SELECT tenant_id, id, to_user AS u FROM messages"                                     \
     "   WHERE archived = 0 AND to_user IS NOT NULL AND to_user <> '') AS d"                        \
     " GROUP BY tenant_id, u;"                                                                      \
-    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, n_seen, n_read)" \
+    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, n_seen, "       \
+    "n_read)"                                                                                      \
     " SELECT tenant_id, u, to_roles, COUNT(*), 0, 0, 0 FROM ("                                     \
     "  SELECT tenant_id, id, from_user AS u, to_roles FROM messages"                               \
     "   WHERE archived = 0 AND from_user IS NOT NULL AND from_user <> '' AND to_roles <> '[]'"     \
     "  UNION SELECT tenant_id, id, to_user AS u, to_roles FROM messages"                           \
     "   WHERE archived = 0 AND to_user IS NOT NULL AND to_user <> '' AND to_roles <> '[]') AS d"   \
     " GROUP BY tenant_id, u, to_roles;"                                                            \
-    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, n_seen, n_read)" \
+    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, n_seen, "       \
+    "n_read)"                                                                                      \
     " SELECT tenant_id, '', to_roles, COUNT(*), 0, 0, 0 FROM messages"                             \
     " WHERE archived = 0 AND to_roles <> '[]' GROUP BY tenant_id, to_roles;"
 

@@ -37,9 +37,10 @@
     " archived_at BIGINT,"                                                                         \
     " created_at BIGINT NOT NULL,"                                                                 \
     " updated_at BIGINT NOT NULL);"                                                                \
-    "CREATE INDEX messages_by_sender ON messages (from_user, archived, created_at DESC, id DESC);"  \
-    "CREATE INDEX messages_by_recipient ON messages (to_user, archived, created_at DESC, id DESC);" \
-    "CREATE INDEX messages_by_action_state ON messages (action_state, action_lease_expires_at);"    \
+    "CREATE INDEX messages_by_sender ON messages (from_user, archived, created_at DESC, id DESC);" \
+    "CREATE INDEX messages_by_recipient ON messages (to_user, archived, created_at DESC, id "      \
+    "DESC);"                                                                                       \
+    "CREATE INDEX messages_by_action_state ON messages (action_state, action_lease_expires_at);"   \
     "CREATE UNIQUE INDEX messages_by_attempt ON messages (action_attempt_id)"                      \
     " WHERE action_attempt_id IS NOT NULL;"                                                        \
     "CREATE UNIQUE INDEX messages_by_client_request ON messages"                                   \

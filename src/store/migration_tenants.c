@@ -50,7 +50,7 @@
     "DROP TABLE message_requests;"                                                                 \
     "ALTER TABLE message_requests_v4 RENAME TO message_requests;"                                  \
     "CREATE INDEX message_requests_by_state ON message_requests (state, lease_expires_at);"        \
-    "CREATE INDEX message_requests_by_completion ON message_requests (state, completed_at);"      \
+    "CREATE INDEX message_requests_by_completion ON message_requests (state, completed_at);"       \
     "CREATE TABLE store_probe (id INTEGER PRIMARY KEY, filler BYTEA);"
 
 const mv_migration mv_migration_tenants = {

@@ -23,8 +23,8 @@ static mv_code sq_exec(void *conn, const char *sql, mv_err *err) {
 static mv_code sq_connect(const char *url, const mv_store_options *o, void **out, mv_err *err) {
     const char *path = url + strlen("sqlite:");
     sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(path, &db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(
+        path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         mv_err_set(err, MV_STORE_UNAVAILABLE, "sqlite: cannot open \"%s\": %s", path,
                    db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
@@ -98,9 +98,7 @@ static int sq_step(void *conn, void *stmt, bool first, const mv_param *params, i
     return -1;
 }
 
-static const char *sq_text(void *st, int col) {
-    return (const char *)sqlite3_column_text(st, col);
-}
+static const char *sq_text(void *st, int col) { return (const char *)sqlite3_column_text(st, col); }
 static int64_t sq_int64(void *st, int col) { return sqlite3_column_int64(st, col); }
 static bool sq_is_null(void *st, int col) { return sqlite3_column_type(st, col) == SQLITE_NULL; }
 static int sq_column_count(void *st) { return sqlite3_column_count(st); }

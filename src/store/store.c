@@ -42,8 +42,10 @@ struct mv_store {
 
 /* Remembers how the last write ended (see write_failing). */
 static void note_write(mv_store *s, mv_code rc) {
-    if (rc == MV_OK) atomic_store(&s->write_failing, false);
-    else if (rc == MV_STORE_UNAVAILABLE) atomic_store(&s->write_failing, true);
+    if (rc == MV_OK)
+        atomic_store(&s->write_failing, false);
+    else if (rc == MV_STORE_UNAVAILABLE)
+        atomic_store(&s->write_failing, true);
 }
 
 static mv_code store_acquire(mv_store *s, mv_db **out, mv_err *err);
@@ -77,7 +79,8 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
         drv = &mv_sqlite_driver;
         kind = MV_STORE_SQLITE;
         memory = strcmp(url + 7, ":memory:") == 0;
-        if (!url[7]) return mv_err_set(err, MV_INVALID_ARGUMENT, "store URL \"sqlite:\" needs a path");
+        if (!url[7])
+            return mv_err_set(err, MV_INVALID_ARGUMENT, "store URL \"sqlite:\" needs a path");
         if (memory && !o.allow_memory)
             return mv_err_set(err, MV_INVALID_ARGUMENT,
                               "store URL \"sqlite::memory:\" is for tests only");
@@ -93,7 +96,8 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
     if (o.pool_size <= 0) o.pool_size = 8;
     if (memory) o.pool_size = 1; /* every :memory: connection is its own database */
     if (!o.synchronous) o.synchronous = "FULL";
-    if (strcmp(o.synchronous, "FULL") && strcmp(o.synchronous, "NORMAL") && strcmp(o.synchronous, "OFF"))
+    if (strcmp(o.synchronous, "FULL") && strcmp(o.synchronous, "NORMAL") &&
+        strcmp(o.synchronous, "OFF"))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "synchronous must be FULL, NORMAL or OFF, not \"%s\"", o.synchronous);
     if (o.busy_timeout_ms <= 0) o.busy_timeout_ms = MV_DEFAULT_BUSY_TIMEOUT_MS;
@@ -143,7 +147,8 @@ static void db_free(mv_db *db) {
         mv_stmt *st = db->cache[b];
         while (st) {
             mv_stmt *next = st->next;
-            for (int i = 0; i < st->nparams; i++) free(st->params[i].s);
+            for (int i = 0; i < st->nparams; i++)
+                free(st->params[i].s);
             db->drv->finalize(st->drv_stmt);
             free(st->params);
             free(st);
@@ -170,7 +175,8 @@ void mv_store_close(mv_store *store) {
 
 static mv_code store_acquire(mv_store *s, mv_db **out, mv_err *err) {
     pthread_mutex_lock(&s->pool_mu);
-    while (s->nfree == 0) pthread_cond_wait(&s->pool_cv, &s->pool_mu);
+    while (s->nfree == 0)
+        pthread_cond_wait(&s->pool_cv, &s->pool_mu);
     mv_db *db = s->free_list[--s->nfree];
     pthread_mutex_unlock(&s->pool_mu);
     if (db && s->drv->is_broken && s->drv->is_broken(db->conn)) {
@@ -249,7 +255,7 @@ typedef struct write_job {
     void *ctx;
     mv_err err;
     mv_code rc;
-    sem_t wake;     /* posted when done, or when this writer is handed the lead */
+    sem_t wake; /* posted when done, or when this writer is handed the lead */
     bool done, lead;
     struct write_job *next;
 } write_job;
@@ -284,7 +290,8 @@ static void run_batch(mv_store *s, write_job *batch) {
                 s->drv->exec(db->conn, "RELEASE mv_job", NULL);
             }
             bool any_ok = false;
-            for (write_job *j = batch; j; j = j->next) any_ok |= j->rc == MV_OK;
+            for (write_job *j = batch; j; j = j->next)
+                any_ok |= j->rc == MV_OK;
             rc = any_ok ? s->drv->exec(db->conn, "COMMIT", &e) : MV_INTERNAL;
             if (rc != MV_OK) s->drv->exec(db->conn, "ROLLBACK", NULL);
             if (!any_ok) rc = MV_OK; /* nothing to commit: each job keeps its own error */
@@ -295,14 +302,17 @@ static void run_batch(mv_store *s, write_job *batch) {
     if (rc != MV_OK) /* the batch as a whole failed: every job that had succeeded fails with it */
         for (write_job *j = batch; j; j = j->next)
             if (j->rc == MV_OK) j->rc = mv_err_copy(&j->err, &e);
-    for (write_job *j = batch; j; j = j->next) note_write(s, j->rc);
+    for (write_job *j = batch; j; j = j->next)
+        note_write(s, j->rc);
     if (rc == MV_OK) committed(s);
 }
 
 /* Appends a job (gc_mu held). The job lives on its writer's stack until it is done. */
 static void enqueue(mv_store *s, write_job *job) {
-    if (s->queue_tail) s->queue_tail->next = job;
-    else s->queue_head = job;
+    if (s->queue_tail)
+        s->queue_tail->next = job;
+    else
+        s->queue_head = job;
     s->queue_tail = job;
 }
 
@@ -311,7 +321,8 @@ static void enqueue(mv_store *s, write_job *job) {
 static void lead(mv_store *s) {
     pthread_mutex_lock(&s->gc_mu);
     write_job *batch = s->queue_head, *last = batch;
-    for (int n = 1; n < GROUP_COMMIT_MAX && last->next; n++) last = last->next;
+    for (int n = 1; n < GROUP_COMMIT_MAX && last->next; n++)
+        last = last->next;
     s->queue_head = last->next;
     if (!s->queue_head) s->queue_tail = NULL;
     last->next = NULL;
@@ -319,8 +330,10 @@ static void lead(mv_store *s) {
     run_batch(s, batch);
     pthread_mutex_lock(&s->gc_mu);
     write_job *next_leader = s->queue_head;
-    if (next_leader) next_leader->lead = true;
-    else s->leader_active = false;
+    if (next_leader)
+        next_leader->lead = true;
+    else
+        s->leader_active = false;
     pthread_mutex_unlock(&s->gc_mu);
     if (next_leader) sem_post(&next_leader->wake);
     for (write_job *j = batch, *next; j; j = next) {
@@ -395,7 +408,8 @@ static mv_param *param_slot(mv_stmt *st, int idx) {
     if (idx < 1 || idx > MV_STMT_MAX_PARAMS) abort(); /* a programming error, never input */
     if (idx > st->cap) {
         int cap = st->cap ? st->cap : 16;
-        while (cap < idx) cap *= 2;
+        while (cap < idx)
+            cap *= 2;
         if (cap > MV_STMT_MAX_PARAMS) cap = MV_STMT_MAX_PARAMS;
         mv_param *grown = realloc(st->params, (size_t)cap * sizeof *grown);
         if (!grown) abort(); /* as for a bound text: binding has no error path */
@@ -407,7 +421,8 @@ static mv_param *param_slot(mv_stmt *st, int idx) {
     free(p->s);
     p->s = NULL;
     if (idx > st->nparams) {
-        for (int i = st->nparams; i < idx - 1; i++) st->params[i].type = MV_PARAM_NULL;
+        for (int i = st->nparams; i < idx - 1; i++)
+            st->params[i].type = MV_PARAM_NULL;
         st->nparams = idx;
     }
     return p;
@@ -478,8 +493,8 @@ void mv_stmt_done(mv_stmt *st) {
 }
 
 /* mv_db_prepare + bind: the common start of mv_db_execf and mv_db_row. */
-static mv_code prepare_bound(mv_db *db, const char *sql, mv_stmt **st, mv_err *err,
-                             const char *fmt, va_list ap) {
+static mv_code prepare_bound(mv_db *db, const char *sql, mv_stmt **st, mv_err *err, const char *fmt,
+                             va_list ap) {
     mv_code rc = mv_db_prepare(db, sql, st, err);
     if (rc == MV_OK) bind_va(*st, fmt, ap);
     return rc;
@@ -526,7 +541,8 @@ mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err) {
 
 int mv_store_latest_version(void) {
     int v = 0;
-    for (int i = 0; mv_migrations[i]; i++) v = mv_migrations[i]->version;
+    for (int i = 0; mv_migrations[i]; i++)
+        v = mv_migrations[i]->version;
     return v;
 }
 
@@ -570,8 +586,8 @@ static mv_code migrate_one(mv_db *db, void *ctx, mv_err *err) {
                           "upgrade missive",
                           version, mv_store_latest_version());
     if (version >= step->m->version) return MV_OK;
-    const char *sql = db->store->kind == MV_STORE_POSTGRES ? step->m->postgres_sql
-                                                           : step->m->sqlite_sql;
+    const char *sql =
+        db->store->kind == MV_STORE_POSTGRES ? step->m->postgres_sql : step->m->sqlite_sql;
     if ((rc = mv_db_exec(db, sql, err)) != MV_OK) {
         mv_err_prefix(err, "migration %d (%s)", step->m->version, step->m->name);
         return rc;
@@ -630,8 +646,8 @@ mv_code mv_store_check_schema(mv_store *store, mv_err *err) {
     if (rc != MV_OK) return rc;
     if (v > mv_store_latest_version())
         return mv_err_set(err, MV_SCHEMA_TOO_NEW,
-                          "the store's schema is version %d but this missive knows only up to %d", v,
-                          mv_store_latest_version());
+                          "the store's schema is version %d but this missive knows only up to %d",
+                          v, mv_store_latest_version());
     if (v < mv_store_latest_version())
         return mv_err_set(err, MV_STORE_UNAVAILABLE,
                           "the store's schema is version %d; run `missive migrate` (latest is %d)",

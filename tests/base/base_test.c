@@ -128,8 +128,10 @@ TEST(validators_accept_exactly_their_patterns) {
     CHECK(!mv_valid_action_cd("bad.action"));
     const char *caps_ok[] = {"payments.charge", "db.write", "a.1", "a-b.c", "orders.checkout"};
     const char *caps_bad[] = {"Payments", "9a", "a..b", "a_b", "a-", ".a", ""};
-    for (int i = 0; i < 5; i++) CHECK(mv_valid_capability(caps_ok[i]));
-    for (int i = 0; i < 7; i++) CHECK(!mv_valid_capability(caps_bad[i]));
+    for (int i = 0; i < 5; i++)
+        CHECK(mv_valid_capability(caps_ok[i]));
+    for (int i = 0; i < 7; i++)
+        CHECK(!mv_valid_capability(caps_bad[i]));
     CHECK(mv_valid_error_code("execution_failed"));
     CHECK(!mv_valid_error_code("Execution"));
     CHECK(!mv_valid_error_code("9x"));

@@ -300,7 +300,8 @@ TEST(a_misspelled_flag_is_a_usage_error_before_anything_is_changed) {
     /* --reslt: without the check the saga would be resolved with no result */
     snprintf(args, sizeof args,
              "saga resolve --store sqlite:%s --saga s1 --kind execution --step a --effect e "
-             "--outcome succeeded --reslt '{\"x\": 1}'", db);
+             "--outcome succeeded --reslt '{\"x\": 1}'",
+             db);
     CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
     CHECK(strstr(err, "--reslt") != NULL);
     snprintf(args, sizeof args, "gc --store sqlite:%s --older-than 5000", db);
@@ -310,9 +311,11 @@ TEST(a_misspelled_flag_is_a_usage_error_before_anything_is_changed) {
     CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
     snprintf(args, sizeof args,
              "approvals decide --store sqlite:%s 00000000-0000-4000-8000-000000000000 approved "
-             "--tenant t --by u --dry-run", db);
+             "--tenant t --by u --dry-run",
+             db);
     CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
-    CHECK_INT(missive("", "outbox run --config x.json --once", out, sizeof out, err, sizeof err), 2);
+    CHECK_INT(missive("", "outbox run --config x.json --once", out, sizeof out, err, sizeof err),
+              2);
     snprintf(args, sizeof args, "migrate --store sqlite:%s --verbose", db);
     CHECK_INT(missive("", args, out, sizeof out, err, sizeof err), 2);
     /* flags still work in both forms */

@@ -46,10 +46,12 @@ STORE_TEST(gc_removes_completed_reservations_older_than_the_retention) {
 
 TEST(gc_with_an_empty_retention_is_a_usage_error_not_a_retention_of_zero) {
     char args[700], out[1024];
-    snprintf(args, sizeof args, "gc --store sqlite:%s --older-than-ms ''", test_tmp_path("gc-empty.db"));
+    snprintf(args, sizeof args, "gc --store sqlite:%s --older-than-ms ''",
+             test_tmp_path("gc-empty.db"));
     CHECK_INT(run(args, out, sizeof out), 2);
     CHECK(strstr(out, "usage") != NULL);
-    snprintf(args, sizeof args, "gc --store sqlite:%s --older-than-ms=", test_tmp_path("gc-empty.db"));
+    snprintf(args, sizeof args,
+             "gc --store sqlite:%s --older-than-ms=", test_tmp_path("gc-empty.db"));
     CHECK_INT(run(args, out, sizeof out), 2);
     CHECK(strstr(out, "removed") == NULL);
 }

@@ -28,7 +28,8 @@ static const char EXAMPLE[] =
     "  \"leases\": {\"clientRequestMs\": 30000, \"clientRequestWaitMs\": 5000, "
     "\"clientRequestPollMs\": 200, \"actionMs\": 30000},\n"
     "  \"webhookSecretEnv\": \"MISSIVE_WEBHOOK_SECRET\",\n"
-    "  \"webhooks\": {\"connectTimeoutMs\": 2000, \"timeoutMs\": 10000, \"maxResponseBytes\": 1048576},\n"
+    "  \"webhooks\": {\"connectTimeoutMs\": 2000, \"timeoutMs\": 10000, \"maxResponseBytes\": "
+    "1048576},\n"
     "  \"shutdownTimeoutMs\": 30000,\n"
     "  \"payment\": {\"webhook\": \"http://127.0.0.1:9000/payments\"},\n"
     "  \"email\": {\"smtp\": \"smtp://127.0.0.1:2525\", \"from\": \"noreply@example.com\",\n"
@@ -140,10 +141,12 @@ TEST(values_of_the_wrong_type_or_range_name_their_key) {
     expect_error("{\"maxConnectionsPerIp\": -1}", "\"maxConnectionsPerIp\" must be an integer");
     expect_error("{\"headerTimeoutMs\": 0}", "\"headerTimeoutMs\" must be an integer");
     expect_error("{\"list\": {\"maxLimit\": 0}}", "\"list.maxLimit\" must be an integer from 1");
-    expect_error("{\"auth\": {\"mode\": \"basic\"}}", "\"auth.mode\" must be \"headers\" or \"jwt\"");
+    expect_error("{\"auth\": {\"mode\": \"basic\"}}",
+                 "\"auth.mode\" must be \"headers\" or \"jwt\"");
     expect_error("{\"adminRoles\": \"admin\"}", "\"adminRoles\" must be an array");
     expect_error("{\"adminRoles\": [\"a\", 3]}", "\"adminRoles[1]\"");
-    expect_error("{\"auth\": {\"trustProxyHeaders\": 1}}", "\"auth.trustProxyHeaders\" must be true or false");
+    expect_error("{\"auth\": {\"trustProxyHeaders\": 1}}",
+                 "\"auth.trustProxyHeaders\" must be true or false");
     expect_error("{\"list\": {\"defaultLimit\": 80, \"maxLimit\": 60}}", "must not exceed");
     expect_error("{\"storeOptions\": {\"synchronous\": \"EXTRA\"}}", "storeOptions.synchronous");
     expect_error("{\"store\": \"mysql://x\"}", "\"store\" must be");
@@ -177,8 +180,8 @@ TEST(email_takes_exactly_one_of_smtp_and_webhook_and_from_only_with_smtp) {
 
 TEST(saga_encryption_takes_a_key_of_exactly_32_raw_bytes_from_the_environment) {
     setenv("MISSIVE_TEST_SAGA_KEY", SECRET32, 1);
-    const char *path = write_config("saga-key.json",
-                                    "{\"sagaEncryption\": {\"keyEnv\": \"MISSIVE_TEST_SAGA_KEY\"}}");
+    const char *path = write_config(
+        "saga-key.json", "{\"sagaEncryption\": {\"keyEnv\": \"MISSIVE_TEST_SAGA_KEY\"}}");
     mv_config *c = NULL;
     mv_err err = {0};
     CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
@@ -204,10 +207,10 @@ TEST(invalid_json_is_a_config_error_naming_line_and_column) {
 
 TEST(relative_paths_resolve_against_the_config_directory) {
     setenv("MISSIVE_APPROVAL_SECRET", SECRET32, 1);
-    const char *path = write_config("rel.json",
-                                    "{\"store\": \"sqlite:data/m.db\", \"templates\": \"t\", "
-                                    "\"sagas\": \"/abs/sagas\", \"email\": {\"smtp\": \"smtp://h:25\", "
-                                    "\"from\": \"a@b\", \"directory\": {\"file\": \"users.json\"}}}");
+    const char *path = write_config(
+        "rel.json", "{\"store\": \"sqlite:data/m.db\", \"templates\": \"t\", "
+                    "\"sagas\": \"/abs/sagas\", \"email\": {\"smtp\": \"smtp://h:25\", "
+                    "\"from\": \"a@b\", \"directory\": {\"file\": \"users.json\"}}}");
     mv_config *c = NULL;
     mv_err err = {0};
     CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
@@ -242,7 +245,8 @@ TEST(memory_and_absolute_and_postgres_stores_are_kept_as_given) {
 
 TEST(action_lease_must_exceed_the_webhook_timeout) {
     expect_error("{\"leases\": {\"actionMs\": 10000}}", "\"leases.actionMs\" (10000) must exceed");
-    expect_error("{\"webhooks\": {\"timeoutMs\": 30000}}", "must exceed \"webhooks.timeoutMs\" (30000)");
+    expect_error("{\"webhooks\": {\"timeoutMs\": 30000}}",
+                 "must exceed \"webhooks.timeoutMs\" (30000)");
     const char *path = write_config("ok.json", "{\"leases\": {\"actionMs\": 10001}}");
     mv_config *c = NULL;
     mv_err err = {0};
@@ -252,8 +256,9 @@ TEST(action_lease_must_exceed_the_webhook_timeout) {
 
 TEST(secrets_come_from_the_environment_and_must_be_set) {
     unsetenv("MISSING_SECRET_FOR_TEST");
-    expect_error("{\"webhookSecretEnv\": \"MISSING_SECRET_FOR_TEST\"}",
-                 "environment variable MISSING_SECRET_FOR_TEST (named by \"webhookSecretEnv\") is not set");
+    expect_error(
+        "{\"webhookSecretEnv\": \"MISSING_SECRET_FOR_TEST\"}",
+        "environment variable MISSING_SECRET_FOR_TEST (named by \"webhookSecretEnv\") is not set");
     expect_error("{\"approvals\": {\"secretEnv\": \"MISSING_SECRET_FOR_TEST\"}}",
                  "(named by \"approvals.secretEnv\") is not set");
     expect_error("{\"approvals\": {\"ttlMs\": 1000}}", "\"approvals.secretEnv\" is required");
@@ -264,8 +269,8 @@ TEST(secrets_come_from_the_environment_and_must_be_set) {
     expect_error("{\"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"SHORT_SECRET_FOR_TEST\"}}",
                  "at least 32 bytes");
     setenv("JWT_SECRET_FOR_TEST", SECRET32, 1);
-    const char *path =
-        write_config("jwt.json", "{\"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"JWT_SECRET_FOR_TEST\"}}");
+    const char *path = write_config(
+        "jwt.json", "{\"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"JWT_SECRET_FOR_TEST\"}}");
     mv_config *c = NULL;
     mv_err err = {0};
     CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
@@ -278,7 +283,8 @@ TEST(secrets_come_from_the_environment_and_must_be_set) {
 
 TEST(headers_auth_is_refused_on_a_public_address_unless_proxy_headers_are_trusted) {
     expect_error("{\"listen\": \"0.0.0.0:8080\"}", "trustProxyHeaders");
-    expect_error("{\"listen\": \"[::]:8080\", \"auth\": {\"mode\": \"headers\"}}", "trustProxyHeaders");
+    expect_error("{\"listen\": \"[::]:8080\", \"auth\": {\"mode\": \"headers\"}}",
+                 "trustProxyHeaders");
     const char *ok[] = {"{\"listen\": \"0.0.0.0:8080\", \"auth\": {\"trustProxyHeaders\": true}}",
                         "{\"listen\": \"localhost:8080\"}", "{\"listen\": \"[::1]:8080\"}"};
     for (int i = 0; i < 3; i++) {
@@ -313,9 +319,10 @@ TEST(group_commit_is_on_by_default_and_store_options_can_turn_it_off) {
     CHECK(!c->store_options.no_group_commit);
     mv_config_free(c);
     c = NULL;
-    CHECK_CODE(mv_config_load(write_config("gc-off.json", "{\"storeOptions\": {\"groupCommit\": false}}"),
-                              NULL, &c, &err),
-               MV_OK, &err);
+    CHECK_CODE(
+        mv_config_load(write_config("gc-off.json", "{\"storeOptions\": {\"groupCommit\": false}}"),
+                       NULL, &c, &err),
+        MV_OK, &err);
     REQUIRE(c != NULL);
     CHECK(c->store_options.no_group_commit);
     mv_config_free(c);
@@ -350,17 +357,20 @@ TEST(webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded)
 
     setenv("MV_TEST_WH_BAD", "whsec_not*base64", 1);
     expect_error("{\"webhookSecretEnv\": [\"MV_TEST_WH_OLD\", \"MV_TEST_WH_BAD\"]}",
-                 "MV_TEST_WH_BAD (named by \"webhookSecretEnv\") starts with whsec_ but the rest is not base64");
+                 "MV_TEST_WH_BAD (named by \"webhookSecretEnv\") starts with whsec_ but the rest "
+                 "is not base64");
     unsetenv("MV_TEST_WH_UNSET");
     expect_error("{\"webhookSecretEnv\": [\"MV_TEST_WH_OLD\", \"MV_TEST_WH_UNSET\"]}",
                  "MV_TEST_WH_UNSET (named by \"webhookSecretEnv\") is not set");
     expect_error("{\"webhookSecretEnv\": []}", "\"webhookSecretEnv\" must name 1 to 16 variables");
-    expect_error("{\"webhookSecretEnv\": [\"A\", 3]}", "\"webhookSecretEnv[1]\" must be a non-empty string");
+    expect_error("{\"webhookSecretEnv\": [\"A\", 3]}",
+                 "\"webhookSecretEnv[1]\" must be a non-empty string");
     expect_error("{\"webhookSecretEnv\": 7}", "\"webhookSecretEnv\" must be a non-empty string");
 }
 
 TEST(identity_keys_load_and_their_rules_name_the_key) {
-    const char *path = write_config("idp.json",
+    const char *path = write_config(
+        "idp.json",
         "{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"RS256\", \"EdDSA\"], "
         "\"jwksFile\": \"keys/jwks.json\", \"jwksRefreshS\": 60, \"issuer\": \"https://i\", "
         "\"audience\": \"api\", \"leewaySeconds\": 5, \"claims\": {\"user\": \"email\", "
@@ -371,7 +381,8 @@ TEST(identity_keys_load_and_their_rules_name_the_key) {
     REQUIRE(c != NULL);
     CHECK(c->auth.jwt);
     CHECK_INT(c->auth.algorithms, (1u << 0) | (1u << 2));
-    CHECK(c->auth.jwks_file && c->auth.jwks_file[0] == '/' && strstr(c->auth.jwks_file, "/keys/jwks.json"));
+    CHECK(c->auth.jwks_file && c->auth.jwks_file[0] == '/' &&
+          strstr(c->auth.jwks_file, "/keys/jwks.json"));
     CHECK_INT(c->auth.jwks_refresh_s, 60);
     CHECK_STR(c->auth.issuer, "https://i");
     CHECK_STR(c->auth.audience, "api");
@@ -379,7 +390,8 @@ TEST(identity_keys_load_and_their_rules_name_the_key) {
     CHECK_STR(c->auth.claim_roles, "realm_access.roles");
     CHECK_STR(c->auth.claim_tenant, "org.id");
     mv_config_free(c);
-    path = write_config("idp2.json", "{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://idp/certs\"}}");
+    path = write_config("idp2.json",
+                        "{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://idp/certs\"}}");
     CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
     REQUIRE(c != NULL);
     CHECK_INT(c->auth.jwks_refresh_s, 300);
@@ -387,21 +399,27 @@ TEST(identity_keys_load_and_their_rules_name_the_key) {
     CHECK_INT(c->auth.algorithms, 0);
     mv_config_free(c);
 
-    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"HS512\"], \"jwksUrl\": \"https://x\"}}",
-                 "\"auth.algorithms[0]\" must be one of RS256, ES256, EdDSA, HS256");
-    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"HS256\"], \"jwksUrl\": \"https://x\"}}",
-                 "lists HS256, which needs \"auth.secretEnv\"");
+    expect_error(
+        "{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"HS512\"], \"jwksUrl\": \"https://x\"}}",
+        "\"auth.algorithms[0]\" must be one of RS256, ES256, EdDSA, HS256");
+    expect_error(
+        "{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"HS256\"], \"jwksUrl\": \"https://x\"}}",
+        "lists HS256, which needs \"auth.secretEnv\"");
     setenv("MV_TEST_JWT", SECRET32, 1);
-    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"ES256\"], \"secretEnv\": \"MV_TEST_JWT\"}}",
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"ES256\"], \"secretEnv\": "
+                 "\"MV_TEST_JWT\"}}",
                  "need \"auth.jwksFile\" or \"auth.jwksUrl\"");
     expect_error("{\"auth\": {\"mode\": \"jwt\"}}", "auth mode \"jwt\" needs");
     expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"ftp://x\"}}",
                  "\"auth.jwksUrl\" must be a URL starting with http:// or https://");
-    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"jwksFile\": \"f\"}}", "not both");
-    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"claims\": {\"group\": \"g\"}}}",
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"jwksFile\": \"f\"}}",
+                 "not both");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"claims\": "
+                 "{\"group\": \"g\"}}}",
                  "unknown key \"auth.claims.group\"");
-    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"leewaySeconds\": -1}}",
-                 "\"auth.leewaySeconds\" must be an integer from 0 to 3600");
+    expect_error(
+        "{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"leewaySeconds\": -1}}",
+        "\"auth.leewaySeconds\" must be an integer from 0 to 3600");
 }
 
 /* The configuration recipes of docs/operations.md "Identity providers" load as written. */
@@ -478,12 +496,12 @@ TEST(ui_is_on_by_default_on_a_loopback_address_and_off_on_a_public_one) {
 TEST(stream_retention_and_cors_load_with_defaults_and_checks) {
     set_secrets();
     setenv("MISSIVE_STREAM_SECRET_T", SECRET32, 1);
-    const char *path = write_config("live.json",
-                                    "{\"stream\": {\"maxConnections\": 5, \"heartbeatMs\": 2000,"
-                                    " \"secretEnv\": \"MISSIVE_STREAM_SECRET_T\"},"
-                                    " \"retention\": {\"streamEventsMs\": 60000},"
-                                    " \"cors\": {\"allowedOrigins\": [\"https://app.example.com\"],"
-                                    " \"maxAgeS\": 60}}");
+    const char *path =
+        write_config("live.json", "{\"stream\": {\"maxConnections\": 5, \"heartbeatMs\": 2000,"
+                                  " \"secretEnv\": \"MISSIVE_STREAM_SECRET_T\"},"
+                                  " \"retention\": {\"streamEventsMs\": 60000},"
+                                  " \"cors\": {\"allowedOrigins\": [\"https://app.example.com\"],"
+                                  " \"maxAgeS\": 60}}");
     mv_config *cfg = NULL;
     mv_err err = {0};
     CHECK_CODE(mv_config_load(path, NULL, &cfg, &err), MV_OK, &err);

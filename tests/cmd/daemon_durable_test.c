@@ -30,16 +30,17 @@ static int rig_start_with(rig *r, const char *name, const char *extra) {
     snprintf(path, sizeof path, "%s/templates", dir);
     if (mkdir(dir, 0700) || mkdir(path, 0700)) return 0;
     snprintf(path, sizeof path, "%s/templates/refund.json", dir);
-    if (!test_write_file(path,
-                         "{\"templateCd\": \"refund\", \"receiverContent\": {\"title\": \"Refund\"},"
-                         " \"prepare\": {\"toRoles\": [\"finance\"]},"
-                         " \"actions\": [{\"actionCd\": \"approve\", \"name\": \"Approve\","
-                         "   \"variant\": \"primary\", \"receiver\": true,"
-                         "   \"approval\": {\"capability\": \"refunds.large\"},"
-                         "   \"handler\": {\"webhook\": \"%s/refund\"}},"
-                         "  {\"actionCd\": \"order\", \"name\": \"Order\", \"variant\": \"primary\","
-                         "   \"receiver\": true, \"handler\": {\"saga\": \"checkout3\"}}]}",
-                         sink))
+    if (!test_write_file(
+            path,
+            "{\"templateCd\": \"refund\", \"receiverContent\": {\"title\": \"Refund\"},"
+            " \"prepare\": {\"toRoles\": [\"finance\"]},"
+            " \"actions\": [{\"actionCd\": \"approve\", \"name\": \"Approve\","
+            "   \"variant\": \"primary\", \"receiver\": true,"
+            "   \"approval\": {\"capability\": \"refunds.large\"},"
+            "   \"handler\": {\"webhook\": \"%s/refund\"}},"
+            "  {\"actionCd\": \"order\", \"name\": \"Order\", \"variant\": \"primary\","
+            "   \"receiver\": true, \"handler\": {\"saga\": \"checkout3\"}}]}",
+            sink))
         return 0;
     snprintf(path, sizeof path, "%s/sagas", dir);
     if (mkdir(path, 0700)) return 0;
@@ -232,11 +233,12 @@ TEST(saga_encryption_in_the_config_keeps_saga_data_sealed_at_rest) {
     rig r;
     REQUIRE(rig_start_with(&r, "saga-sealed",
                            ", \"sagaEncryption\": {\"keyEnv\": \"MISSIVE_TEST_SAGA_KEY\"}"));
-    http_sink_set_default(r.sink,
-                          &(http_sink_response){.status = 200, .body = "{\"receipt\": \"rcpt-plain\"}"});
+    http_sink_set_default(
+        r.sink, &(http_sink_response){.status = 200, .body = "{\"receipt\": \"rcpt-plain\"}"});
     const char *admin = "X-User-Id: ops\nX-User-Permissions: is.admin";
-    test_reply s = test_http(r.port, "POST", "/sagas/checkout3", admin,
-                             "{\"sagaId\": \"sealed-1\", \"input\": {\"card\": \"card-plaintext\"}}");
+    test_reply s =
+        test_http(r.port, "POST", "/sagas/checkout3", admin,
+                  "{\"sagaId\": \"sealed-1\", \"input\": {\"card\": \"card-plaintext\"}}");
     CHECK_INT(s.status, 200);
     CHECK_STR(mv_json_str(s.json, "state"), "completed");
     CHECK_STR(mv_json_str(json_object_get(s.json, "input"), "card"), "card-plaintext");

@@ -104,11 +104,12 @@ TEST(the_daemon_delivers_email_through_an_email_webhook_instead_of_smtp) {
     mv_strlcpy(users, test_tmp_path("users.json"), sizeof users);
     REQUIRE(test_write_file(users, "{\"bob\": \"bob@example.com\"}"));
     mv_strlcpy(config, test_tmp_path("email-webhook.json"), sizeof config);
-    REQUIRE(test_write_file(config,
-                            "{\"store\": \"sqlite:%s\", \"templates\": \"%s\","
-                            " \"auth\": {\"mode\": \"headers\"}, \"outbox\": {\"pollMs\": 20},"
-                            " \"email\": {\"webhook\": \"%s/email\", \"directory\": {\"file\": \"%s\"}}}",
-                            test_tmp_path("email-webhook.db"), templates, http_sink_url(sink), users));
+    REQUIRE(test_write_file(
+        config,
+        "{\"store\": \"sqlite:%s\", \"templates\": \"%s\","
+        " \"auth\": {\"mode\": \"headers\"}, \"outbox\": {\"pollMs\": 20},"
+        " \"email\": {\"webhook\": \"%s/email\", \"directory\": {\"file\": \"%s\"}}}",
+        test_tmp_path("email-webhook.db"), templates, http_sink_url(sink), users));
     int port = test_free_port();
     pid_t pid = test_daemon_start(config, port, NULL, NULL);
     REQUIRE(pid > 0);
@@ -169,9 +170,10 @@ TEST(a_template_naming_an_unknown_saga_fails_check_config_and_the_daemon_refuses
     mv_strlcpy(dir, test_tmp_path("saga-templates"), sizeof dir);
     mkdir(dir, 0700);
     snprintf(file, sizeof file, "%s/order.json", dir);
-    REQUIRE(test_write_file(file, "{\"templateCd\": \"order\", \"actions\": [{\"actionCd\": \"buy\", "
-                                  "\"name\": \"Buy\", \"variant\": \"v\", \"receiver\": true, "
-                                  "\"handler\": {\"saga\": \"chekout\"}}]}"));
+    REQUIRE(test_write_file(file,
+                            "{\"templateCd\": \"order\", \"actions\": [{\"actionCd\": \"buy\", "
+                            "\"name\": \"Buy\", \"variant\": \"v\", \"receiver\": true, "
+                            "\"handler\": {\"saga\": \"chekout\"}}]}"));
     mv_strlcpy(config, test_tmp_path("saga-check.json"), sizeof config);
     REQUIRE(test_write_file(config,
                             "{\"listen\": \"127.0.0.1:0\", \"store\": \"sqlite:%s/x.db\", "
@@ -182,18 +184,21 @@ TEST(a_template_naming_an_unknown_saga_fails_check_config_and_the_daemon_refuses
     CHECK(strstr(out, "template \"order\" action \"buy\" runs unknown saga \"chekout\"") != NULL);
     snprintf(args, sizeof args, "--config %s", config);
     CHECK_INT(missived(args, out, sizeof out), 1);
-    CHECK(strstr(out, "cannot start") && strstr(out, "unknown saga \\\"chekout\\\"")); /* JSON log */
+    CHECK(strstr(out, "cannot start") &&
+          strstr(out, "unknown saga \\\"chekout\\\"")); /* JSON log */
     /* no "sagas" directory at all: the same template is refused too */
-    REQUIRE(test_write_file(config, "{\"listen\": \"127.0.0.1:0\", \"store\": \"sqlite:%s/x.db\", "
-                                    "\"templates\": \"%s\"}",
+    REQUIRE(test_write_file(config,
+                            "{\"listen\": \"127.0.0.1:0\", \"store\": \"sqlite:%s/x.db\", "
+                            "\"templates\": \"%s\"}",
                             dir, dir));
     snprintf(args, sizeof args, "--check-config %s", config);
     CHECK_INT(missived(args, out, sizeof out), 1);
     CHECK(strstr(out, "has no \"sagas\" directory") != NULL);
     /* spelled right, it passes */
-    REQUIRE(test_write_file(file, "{\"templateCd\": \"order\", \"actions\": [{\"actionCd\": \"buy\", "
-                                  "\"name\": \"Buy\", \"variant\": \"v\", \"receiver\": true, "
-                                  "\"handler\": {\"saga\": \"checkout\"}}]}"));
+    REQUIRE(test_write_file(file,
+                            "{\"templateCd\": \"order\", \"actions\": [{\"actionCd\": \"buy\", "
+                            "\"name\": \"Buy\", \"variant\": \"v\", \"receiver\": true, "
+                            "\"handler\": {\"saga\": \"checkout\"}}]}"));
     REQUIRE(test_write_file(config,
                             "{\"listen\": \"127.0.0.1:0\", \"store\": \"sqlite:%s/x.db\", "
                             "\"templates\": \"%s\", \"sagas\": \"%s\"}",
@@ -204,9 +209,10 @@ TEST(a_template_naming_an_unknown_saga_fails_check_config_and_the_daemon_refuses
 
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
-    return RUN_TESTS(the_daemon_serves_messages_over_sockets_and_stops_on_sigterm,
-                     check_config_reports_a_bad_template_directory,
-                     the_daemon_delivers_email_through_an_email_webhook_instead_of_smtp,
-                     an_unknown_flag_or_a_flag_without_its_value_is_a_usage_error_not_ignored,
-                     a_template_naming_an_unknown_saga_fails_check_config_and_the_daemon_refuses_to_start);
+    return RUN_TESTS(
+        the_daemon_serves_messages_over_sockets_and_stops_on_sigterm,
+        check_config_reports_a_bad_template_directory,
+        the_daemon_delivers_email_through_an_email_webhook_instead_of_smtp,
+        an_unknown_flag_or_a_flag_without_its_value_is_a_usage_error_not_ignored,
+        a_template_naming_an_unknown_saga_fails_check_config_and_the_daemon_refuses_to_start);
 }

@@ -32,7 +32,8 @@ static reply http(int port, const char *method, const char *path, const char *us
     char headers[512] = "";
     size_t n = 0;
     if (user) n += (size_t)snprintf(headers + n, sizeof headers - n, "X-User-Id: %s\n", user);
-    if (admin) n += (size_t)snprintf(headers + n, sizeof headers - n, "X-User-Permissions: is.admin\n");
+    if (admin)
+        n += (size_t)snprintf(headers + n, sizeof headers - n, "X-User-Permissions: is.admin\n");
     if (idem) snprintf(headers + n, sizeof headers - n, "Idempotency-Key: %s\n", idem);
     return test_http(port, method, path, headers, body);
 }
@@ -43,7 +44,7 @@ static const char *code_of(const reply *r) { return test_reply_code(r); }
 
 typedef struct {
     int actions, pay_creates, step1, step2;
-    int action_delay_ms;  /* every action answer waits this long */
+    int action_delay_ms;   /* every action answer waits this long */
     int first_action_hang; /* the first action answer hangs (its daemon is killed meanwhile) */
 } sink_state;
 
@@ -83,7 +84,6 @@ typedef struct {
     sink_state state;
 } cluster;
 
-
 static bool daemon_healthy(int port) {
     reply r = http(port, "GET", "/healthz", NULL, false, NULL, NULL);
     json_decref(r.json);
@@ -104,37 +104,39 @@ static bool cluster_start(cluster *c, const char *name) {
     snprintf(path, sizeof path, "%s/templates", c->dir);
     if (mkdir(c->dir, 0700) || mkdir(path, 0700)) return false;
     snprintf(path, sizeof path, "%s/templates/order.json", c->dir);
-    if (!test_write_file(path,
-                    "{\"templateCd\": \"order\", \"type\": \"request\", \"paymentCd\": \"deposit\","
-                    " \"receiverContent\": {\"title\": \"Order {{item}}\"},"
-                    " \"prepare\": {\"toUser\": \"{{sellerId}}\"},"
-                    " \"actions\": [{\"actionCd\": \"ship\", \"name\": \"Ship {{item}}\","
-                    "   \"variant\": \"primary\", \"receiver\": true,"
-                    "   \"handler\": {\"webhook\": \"%s/action/ship\"},"
-                    "   \"senderNotification\": \"{{item}} shipped\"}]}",
-                    sink))
+    if (!test_write_file(
+            path,
+            "{\"templateCd\": \"order\", \"type\": \"request\", \"paymentCd\": \"deposit\","
+            " \"receiverContent\": {\"title\": \"Order {{item}}\"},"
+            " \"prepare\": {\"toUser\": \"{{sellerId}}\"},"
+            " \"actions\": [{\"actionCd\": \"ship\", \"name\": \"Ship {{item}}\","
+            "   \"variant\": \"primary\", \"receiver\": true,"
+            "   \"handler\": {\"webhook\": \"%s/action/ship\"},"
+            "   \"senderNotification\": \"{{item}} shipped\"}]}",
+            sink))
         return false;
     snprintf(path, sizeof path, "%s/sagas", c->dir);
     if (mkdir(path, 0700)) return false;
     snprintf(path, sizeof path, "%s/sagas/fulfil.json", c->dir);
-    if (!test_write_file(path,
-                    "{\"name\": \"fulfil\", \"capability\": \"orders.fulfil\","
-                    " \"steps\": [{\"name\": \"step1\", \"run\": {\"webhook\": \"%s/saga/step1\"},"
-                    "   \"compensate\": {\"webhook\": \"%s/saga/undo1\"}},"
-                    "  {\"name\": \"step2\", \"run\": {\"webhook\": \"%s/saga/step2\"},"
-                    "   \"compensate\": {\"webhook\": \"%s/saga/undo2\"}}]}",
-                    sink, sink, sink, sink))
+    if (!test_write_file(
+            path,
+            "{\"name\": \"fulfil\", \"capability\": \"orders.fulfil\","
+            " \"steps\": [{\"name\": \"step1\", \"run\": {\"webhook\": \"%s/saga/step1\"},"
+            "   \"compensate\": {\"webhook\": \"%s/saga/undo1\"}},"
+            "  {\"name\": \"step2\", \"run\": {\"webhook\": \"%s/saga/step2\"},"
+            "   \"compensate\": {\"webhook\": \"%s/saga/undo2\"}}]}",
+            sink, sink, sink, sink))
         return false;
     char config[800];
     snprintf(config, sizeof config, "%s/missived.json", c->dir);
     if (!test_write_file(config,
-                    "{\"templates\": \"%s/templates\", \"sagas\": \"%s/sagas\","
-                    " \"auth\": {\"mode\": \"headers\"},"
-                    " \"leases\": {\"actionMs\": 1500, \"clientRequestPollMs\": 20,"
-                    "             \"clientRequestWaitMs\": 10000},"
-                    " \"webhooks\": {\"timeoutMs\": 1000, \"connectTimeoutMs\": 500},"
-                    " \"payment\": {\"webhook\": \"%s/pay\"}}",
-                    c->dir, c->dir, sink))
+                         "{\"templates\": \"%s/templates\", \"sagas\": \"%s/sagas\","
+                         " \"auth\": {\"mode\": \"headers\"},"
+                         " \"leases\": {\"actionMs\": 1500, \"clientRequestPollMs\": 20,"
+                         "             \"clientRequestWaitMs\": 10000},"
+                         " \"webhooks\": {\"timeoutMs\": 1000, \"connectTimeoutMs\": 500},"
+                         " \"payment\": {\"webhook\": \"%s/pay\"}}",
+                         c->dir, c->dir, sink))
         return false;
     const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
     char exe[256];
@@ -179,9 +181,9 @@ static void cluster_stop(cluster *c) {
     http_sink_stop(c->sink);
     c->sink = NULL;
     if (test_current_failed_) return; /* keep the config and daemon logs to look at */
-    static const char *const files[] = {"templates/order.json", "templates", "sagas/fulfil.json",
-                                        "sagas", "missived.json", "daemon-0.log", "daemon-1.log",
-                                        "daemon-2.log", "" /* the directory */};
+    static const char *const files[] = {
+        "templates/order.json", "templates",    "sagas/fulfil.json", "sagas", "missived.json",
+        "daemon-0.log",         "daemon-1.log", "daemon-2.log",      "" /* the directory */};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[900];
         snprintf(path, sizeof path, "%s/%s", c->dir, files[i]);
@@ -245,18 +247,21 @@ static void run_clients(cluster *cl, client tmpl, client out[CLIENTS], int live)
         out[i].port = cl->ports[i % live];
         pthread_create(&th[i], NULL, client_run, &out[i]);
     }
-    for (int i = 0; i < CLIENTS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < CLIENTS; i++)
+        pthread_join(th[i], NULL);
 }
 
 static void free_clients(client c[CLIENTS]) {
-    for (int i = 0; i < CLIENTS; i++) json_decref(c[i].r.json);
+    for (int i = 0; i < CLIENTS; i++)
+        json_decref(c[i].r.json);
 }
 
 static const char ORDER_BODY[] = "{\"sellerId\": \"sam\", \"item\": \"Lamp\"}";
 
 /* Creates one order message from ana to sam; returns its id (caller frees). */
 static char *create_order(cluster *cl, int daemon, const char *idem) {
-    reply r = http(cl->ports[daemon], "POST", "/messages/new/order", "ana", false, ORDER_BODY, idem);
+    reply r =
+        http(cl->ports[daemon], "POST", "/messages/new/order", "ana", false, ORDER_BODY, idem);
     const char *id = mv_json_str(json_array_get(json_object_get(r.json, "messages"), 0), "id");
     char *out = r.status == 201 && id ? strdup(id) : NULL;
     if (!out) fprintf(stderr, "create: HTTP %ld\n", r.status);
@@ -272,11 +277,15 @@ POSTGRES_TEST(thirty_clients_on_three_daemons_with_one_idempotency_key_create_on
     REQUIRE(cluster_start(&cl, "idem"));
     client c[CLIENTS];
     run_clients(&cl,
-                (client){.method = "POST", .path = "/messages/new/order", .user = "ana",
-                         .body = ORDER_BODY, .idem = "order-42"},
+                (client){.method = "POST",
+                         .path = "/messages/new/order",
+                         .user = "ana",
+                         .body = ORDER_BODY,
+                         .idem = "order-42"},
                 c, DAEMONS);
     int created = 0, replayed = 0;
-    const char *first = mv_json_str(json_array_get(json_object_get(c[0].r.json, "messages"), 0), "id");
+    const char *first =
+        mv_json_str(json_array_get(json_object_get(c[0].r.json, "messages"), 0), "id");
     CHECK(first != NULL);
     for (int i = 0; i < CLIENTS; i++) {
         CHECK_INT(c[i].r.status, 201);
@@ -284,8 +293,10 @@ POSTGRES_TEST(thirty_clients_on_three_daemons_with_one_idempotency_key_create_on
         json_t *msgs = json_object_get(c[i].r.json, "messages");
         CHECK_INT(json_array_size(msgs), 1);
         CHECK_STR(mv_json_str(json_array_get(msgs, 0), "id"), first);
-        if (c[i].r.replayed) replayed++;
-        else created++;
+        if (c[i].r.replayed)
+            replayed++;
+        else
+            created++;
     }
     CHECK_INT(created, 1);
     CHECK_INT(replayed, CLIENTS - 1);
@@ -310,17 +321,19 @@ POSTGRES_TEST(thirty_presses_on_three_daemons_run_the_webhook_handler_once) {
                 DAEMONS);
     int ok = 0, conflict = 0, archived = 0;
     for (int i = 0; i < CLIENTS; i++) {
-        if (c[i].r.status == 200) ok++;
+        if (c[i].r.status == 200)
+            ok++;
         else if (c[i].r.status == 409 && strcmp(code_of(&c[i].r), "action_conflict") == 0)
             conflict++;
         else if (c[i].r.status == 410 && strcmp(code_of(&c[i].r), "message_archived") == 0)
             archived++;
-        else fprintf(stderr, "press %d: HTTP %ld %s\n", i, c[i].r.status, code_of(&c[i].r));
+        else
+            fprintf(stderr, "press %d: HTTP %ld %s\n", i, c[i].r.status, code_of(&c[i].r));
     }
     CHECK_INT(ok, 1);
     CHECK_INT(conflict + archived, CLIENTS - 1);
     CHECK_INT(cl.state.actions, 1);
-    CHECK_INT(http_sink_count(cl.sink), 2); /* the payment session and the handler */
+    CHECK_INT(http_sink_count(cl.sink), 2);         /* the payment session and the handler */
     CHECK_INT(rows(cl.url, SQL_COUNT_MESSAGES), 2); /* the order and one notification */
     free_clients(c);
     free(id);
@@ -337,8 +350,8 @@ POSTGRES_TEST(a_daemon_killed_mid_action_is_finished_by_another_after_the_lease)
     char path[128];
     snprintf(path, sizeof path, "/messages/%s/action/ship", id);
     /* the victim claims the action and calls the webhook, which hangs */
-    client victim = {.port = cl.ports[0], .method = "POST", .path = path, .user = "sam",
-                     .body = "{}"};
+    client victim = {
+        .port = cl.ports[0], .method = "POST", .path = path, .user = "sam", .body = "{}"};
     pthread_t th;
     pthread_create(&th, NULL, client_run, &victim);
     REQUIRE(http_sink_wait(cl.sink, 2, 10000)); /* payment session, then the handler call */
@@ -359,9 +372,12 @@ POSTGRES_TEST(a_daemon_killed_mid_action_is_finished_by_another_after_the_lease)
     int done = 0, conflicts = 0;
     for (int i = 0; i < 100 && !done; i++) {
         r = http(cl.ports[1 + i % 2], "POST", path, "sam", false, "{}", NULL);
-        if (r.status == 200) done = 1;
-        else if (r.status == 409) conflicts++, mv_sleep_ms(50);
-        else fprintf(stderr, "retry: HTTP %ld %s\n", r.status, code_of(&r));
+        if (r.status == 200)
+            done = 1;
+        else if (r.status == 409)
+            conflicts++, mv_sleep_ms(50);
+        else
+            fprintf(stderr, "retry: HTTP %ld %s\n", r.status, code_of(&r));
         json_decref(r.json);
         if (r.status != 200 && r.status != 409) break;
     }
@@ -423,14 +439,21 @@ POSTGRES_TEST(a_saga_resumed_from_three_daemons_runs_its_next_step_once) {
     CHECK_INT(r.status, 200);
     json_decref(r.json);
     client c[CLIENTS];
-    run_clients(&cl, (client){.method = "POST", .path = "/sagas/saga-1/resume", .user = "ops",
-                              .admin = true, .body = "{}"},
+    run_clients(&cl,
+                (client){.method = "POST",
+                         .path = "/sagas/saga-1/resume",
+                         .user = "ops",
+                         .admin = true,
+                         .body = "{}"},
                 c, DAEMONS);
     int ok = 0, busy = 0;
     for (int i = 0; i < CLIENTS; i++) {
-        if (c[i].r.status == 200) ok++;
-        else if (c[i].r.status == 409 && strcmp(code_of(&c[i].r), "saga_concurrency") == 0) busy++;
-        else fprintf(stderr, "resume %d: HTTP %ld %s\n", i, c[i].r.status, code_of(&c[i].r));
+        if (c[i].r.status == 200)
+            ok++;
+        else if (c[i].r.status == 409 && strcmp(code_of(&c[i].r), "saga_concurrency") == 0)
+            busy++;
+        else
+            fprintf(stderr, "resume %d: HTTP %ld %s\n", i, c[i].r.status, code_of(&c[i].r));
     }
     CHECK(ok >= 1);
     CHECK_INT(ok + busy, CLIENTS);

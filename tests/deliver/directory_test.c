@@ -6,13 +6,20 @@
 
 static void users(void *ctx, const http_sink_request *req, http_sink_response *res) {
     (void)ctx;
-    if (strcmp(req->path, "/users/u1") == 0) res->body = "{\"email\": \" ana@example.org \"}";
-    else if (strcmp(req->path, "/users/u3") == 0) res->body = "{\"email\": \"\"}";
-    else if (strcmp(req->path, "/users/u4") == 0) res->body = "{\"name\": \"no email\"}";
-    else if (strcmp(req->path, "/users/u5") == 0) res->status = 500;
-    else if (strcmp(req->path, "/users/u6") == 0) res->body = "[1]";
-    else if (strcmp(req->path, "/users/a%20b%2Fc%3F") == 0) res->body = "{\"email\": \"ab@example.org\"}";
-    else res->status = 404;
+    if (strcmp(req->path, "/users/u1") == 0)
+        res->body = "{\"email\": \" ana@example.org \"}";
+    else if (strcmp(req->path, "/users/u3") == 0)
+        res->body = "{\"email\": \"\"}";
+    else if (strcmp(req->path, "/users/u4") == 0)
+        res->body = "{\"name\": \"no email\"}";
+    else if (strcmp(req->path, "/users/u5") == 0)
+        res->status = 500;
+    else if (strcmp(req->path, "/users/u6") == 0)
+        res->body = "[1]";
+    else if (strcmp(req->path, "/users/a%20b%2Fc%3F") == 0)
+        res->body = "{\"email\": \"ab@example.org\"}";
+    else
+        res->status = 404;
 }
 
 TEST(webhook_directory_answers_address_none_or_error) {
@@ -114,7 +121,8 @@ TEST(email_section_is_parsed_with_relative_paths_and_unknown_keys_refused) {
     json_object_del(sec, "smtpp");
     json_object_set_new(sec, "directory", json_pack("{s:s, s:s}", "file", "a", "webhook", "b"));
     CHECK_CODE(mv_email_settings_load(sec, dir, NULL, &st, &err), MV_INVALID_CONFIG, &err);
-    json_object_set_new(sec, "directory", json_pack("{s:s}", "webhook", "http://127.0.0.1:9/users"));
+    json_object_set_new(sec, "directory",
+                        json_pack("{s:s}", "webhook", "http://127.0.0.1:9/users"));
     json_object_set_new(sec, "from", json_string("Name <a@b>"));
     CHECK_CODE(mv_email_settings_load(sec, dir, NULL, &st, &err), MV_INVALID_CONFIG, &err);
     CHECK(strstr(err.message, "email.from") != NULL);

@@ -21,7 +21,8 @@ static mv_store *open_store(const char *kind, const char *name) {
     snprintf(store_url, sizeof store_url, "%s", url);
     mv_store *s = NULL;
     mv_err err = {0};
-    if (mv_store_open(store_url, NULL, &s, &err) != MV_OK || mv_store_migrate(s, NULL, &err) != MV_OK) {
+    if (mv_store_open(store_url, NULL, &s, &err) != MV_OK ||
+        mv_store_migrate(s, NULL, &err) != MV_OK) {
         fprintf(stderr, "store: %s\n", err.message);
         mv_store_close(s);
         return NULL;
@@ -62,8 +63,8 @@ static const char *add_row(mv_store *s, mv_outbox_kind kind, json_t *payload, in
 }
 
 static json_t *email_payload(const char *to_user, const char *title) {
-    return json_pack("{s:s, s:s, s:s, s:s}", "messageId", "65a1b2c3d4e5f60718293a4b", "toUser", to_user,
-                     "title", title, "body", "Ana asks for 3 nights.");
+    return json_pack("{s:s, s:s, s:s, s:s}", "messageId", "65a1b2c3d4e5f60718293a4b", "toUser",
+                     to_user, "title", title, "body", "Ana asks for 3 nights.");
 }
 
 static json_t *webhook_payload(const char *url, int n) {
@@ -88,7 +89,9 @@ static mv_outbox_row get_row(mv_store *s, const char *id) {
 STORE_TEST(row_added_in_a_rolled_back_transaction_does_not_exist) {
     mv_store *s = open_store(kind, "rollback.db");
     REQUIRE(s);
-    add_ctx c = {.kind = MV_OUTBOX_EMAIL, .payload = email_payload("u1", "Hi"), .now = 1000,
+    add_ctx c = {.kind = MV_OUTBOX_EMAIL,
+                 .payload = email_payload("u1", "Hi"),
+                 .now = 1000,
                  .fail_after = true};
     mv_err err = {0};
     CHECK_CODE(mv_store_write(s, add_cb, &c, &err), MV_ABORTED, &err);
@@ -118,7 +121,8 @@ STORE_TEST(payloads_of_the_wrong_shape_are_refused_naming_the_field) {
                      json_pack("{s:s, s:{}}", "url", "ftp://x", "body"),
                      json_pack("{s:s}", "url", "http://x")};
     const char *field[] = {"toUser", "toUser", "url", "body"};
-    mv_outbox_kind kinds[] = {MV_OUTBOX_EMAIL, MV_OUTBOX_EMAIL, MV_OUTBOX_WEBHOOK, MV_OUTBOX_WEBHOOK};
+    mv_outbox_kind kinds[] = {MV_OUTBOX_EMAIL, MV_OUTBOX_EMAIL, MV_OUTBOX_WEBHOOK,
+                              MV_OUTBOX_WEBHOOK};
     for (int i = 0; i < 4; i++) {
         add_ctx c = {.kind = kinds[i], .payload = bad[i]};
         CHECK_CODE(mv_store_write(s, add_cb, &c, &err), MV_INVALID_ARGUMENT, &err);
@@ -137,7 +141,8 @@ STORE_TEST(email_row_is_sent_once_with_trimmed_subject_and_stable_message_id) {
     mv_email_config ec = {.smtp = {.url = smtp_sink_url(sink), .from = "noreply@example.com"},
                           .directory = map_directory()};
     mv_outbox_config cfg = {.clock = &clk, .email = &ec};
-    const char *id = add_row(s, MV_OUTBOX_EMAIL, email_payload("u1", "  Ana wants your flat \n"), now);
+    const char *id =
+        add_row(s, MV_OUTBOX_EMAIL, email_payload("u1", "  Ana wants your flat \n"), now);
     REQUIRE(id);
     char row_id[37];
     strcpy(row_id, id);
@@ -215,8 +220,13 @@ STORE_TEST(failing_smtp_is_retried_with_growing_backoff_then_failed_at_stage_not
     mv_email_config ec = {.smtp = {.url = smtp_sink_url(sink), .from = "noreply@example.com"},
                           .directory = map_directory()};
     events ev = {0};
-    mv_outbox_config cfg = {.clock = &clk, .email = &ec, .max_attempts = 3, .backoff_base_ms = 1000,
-                            .backoff_cap_ms = 1500, .on_event = on_event, .on_event_ctx = &ev};
+    mv_outbox_config cfg = {.clock = &clk,
+                            .email = &ec,
+                            .max_attempts = 3,
+                            .backoff_base_ms = 1000,
+                            .backoff_cap_ms = 1500,
+                            .on_event = on_event,
+                            .on_event_ctx = &ev};
     char id[37];
     strcpy(id, add_row(s, MV_OUTBOX_EMAIL, email_payload("u2", "Reminder"), now));
     mv_err err = {0};
@@ -330,12 +340,15 @@ STORE_TEST(two_workers_racing_over_fifty_rows_deliver_each_exactly_once) {
     char url[128];
     snprintf(url, sizeof url, "%s/events", http_sink_url(hook));
     char ids[50][37];
-    for (int i = 0; i < 50; i++) strcpy(ids[i], add_row(s, MV_OUTBOX_WEBHOOK, webhook_payload(url, i), mv_now_ms()));
+    for (int i = 0; i < 50; i++)
+        strcpy(ids[i], add_row(s, MV_OUTBOX_WEBHOOK, webhook_payload(url, i), mv_now_ms()));
     mv_outbox_config cfg = {0};
     pthread_t t[2];
     race r[2] = {{.store = s, .cfg = &cfg}, {.store = s, .cfg = &cfg}};
-    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, race_worker, &r[i]);
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, race_worker, &r[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
     CHECK_INT(r[0].rc, MV_OK);
     CHECK_INT(r[1].rc, MV_OK);
     CHECK_INT(r[0].delivered + r[1].delivered, 50);
@@ -353,7 +366,8 @@ STORE_TEST(two_workers_racing_over_fifty_rows_deliver_each_exactly_once) {
         json_decref(b);
         http_sink_request_free(&q);
     }
-    for (int i = 0; i < 50; i++) CHECK_INT(seen[i], 1);
+    for (int i = 0; i < 50; i++)
+        CHECK_INT(seen[i], 1);
     fprintf(stderr, "race split: %d / %d\n", r[0].delivered, r[1].delivered);
     http_sink_stop(hook);
     mv_store_close(s);
@@ -579,8 +593,8 @@ STORE_TEST(scan_lists_failed_rows_and_stale_deliveries) {
     CHECK_CODE(mv_outbox_scan(s, now, 60000, NULL, 100, count_row, NULL, &n, &err), MV_OK, &err);
     CHECK_INT(n, 1);
     CHECK_INT(scan_count, 1);
-    CHECK_CODE(mv_outbox_scan(s, now, 60000, NULL, 0, count_row, NULL, &n, &err), MV_INVALID_ARGUMENT,
-               &err);
+    CHECK_CODE(mv_outbox_scan(s, now, 60000, NULL, 0, count_row, NULL, &n, &err),
+               MV_INVALID_ARGUMENT, &err);
     mv_store_close(s);
 }
 
@@ -649,9 +663,9 @@ STORE_TEST(email_of_a_killed_worker_is_resent_with_the_same_message_id) {
     smtp_sink *sink = smtp_sink_start();
     REQUIRE(s && sink);
     smtp_sink_set_delay(sink, 30000);
-    mv_email_config ec = {.smtp = {.url = smtp_sink_url(sink), .from = "noreply@example.com",
-                                   .timeout_ms = 60000},
-                          .directory = map_directory()};
+    mv_email_config ec = {
+        .smtp = {.url = smtp_sink_url(sink), .from = "noreply@example.com", .timeout_ms = 60000},
+        .directory = map_directory()};
     char id[37];
     strcpy(id, add_row(s, MV_OUTBOX_EMAIL, email_payload("u1", "Booking"), mv_now_ms()));
     mv_outbox_config child_cfg = {.email = &ec, .lease_ms = 1000};
@@ -733,7 +747,6 @@ STORE_TEST(huge_lease_and_backoff_settings_neither_wrap_nor_crash) {
     http_sink_stop(hook);
     mv_store_close(s);
 }
-
 
 int main(void) {
     return RUN_TESTS(row_added_in_a_rolled_back_transaction_does_not_exist,

@@ -37,8 +37,9 @@ TEST(message_reaches_the_server_with_envelope_and_headers) {
     REQUIRE(s);
     mv_smtp_config cfg = {.url = smtp_sink_url(s), .from = "noreply@example.com"};
     mv_err err = {0};
-    CHECK_CODE(mv_smtp_send(&cfg, "ana@example.org", "Ana wants your flat", "Hello Bob", "row-1", &err),
-               MV_OK, &err);
+    CHECK_CODE(
+        mv_smtp_send(&cfg, "ana@example.org", "Ana wants your flat", "Hello Bob", "row-1", &err),
+        MV_OK, &err);
     CHECK_INT(smtp_sink_accepted(s), 1);
     smtp_sink_message m;
     REQUIRE(smtp_sink_get(s, 0, &m));
@@ -46,8 +47,9 @@ TEST(message_reaches_the_server_with_envelope_and_headers) {
     REQUIRE(m.nto == 1);
     CHECK_STR(m.to[0], "ana@example.org");
     const char *names[] = {"From", "To", "Subject", "Message-ID", "Content-Type", "MIME-Version"};
-    const char *values[] = {"noreply@example.com", "ana@example.org", "Ana wants your flat",
-                            "<row-1@example.com>", "text/plain; charset=utf-8", "1.0"};
+    const char *values[] = {"noreply@example.com",       "ana@example.org",
+                            "Ana wants your flat",       "<row-1@example.com>",
+                            "text/plain; charset=utf-8", "1.0"};
     for (int i = 0; i < 6; i++) {
         char *v = smtp_sink_header(&m, names[i]);
         CHECK_STR(v, values[i]);
@@ -71,9 +73,10 @@ TEST(utf8_subject_is_encoded_and_any_body_survives_the_trip) {
     memset(long_line, 'y', sizeof long_line - 1);
     long_line[sizeof long_line - 1] = '\0';
     char text[1200];
-    snprintf(text, sizeof text, ".leading dot\n..two\n.\nünïcödé = equals \ntrailing space \t\n%s\nend",
-             long_line);
-    const char *subject = "Réservation confirmée pour l'appartement « Belle Vue » — merci beaucoup !";
+    snprintf(text, sizeof text,
+             ".leading dot\n..two\n.\nünïcödé = equals \ntrailing space \t\n%s\nend", long_line);
+    const char *subject =
+        "Réservation confirmée pour l'appartement « Belle Vue » — merci beaucoup !";
     mv_err err = {0};
     CHECK_CODE(mv_smtp_send(&cfg, "bob@example.org", subject, text, "x@y", &err), MV_OK, &err);
     smtp_sink_message m;
@@ -119,8 +122,10 @@ TEST(header_injection_is_refused_or_neutralised) {
     REQUIRE(s);
     mv_smtp_config cfg = {.url = smtp_sink_url(s), .from = "noreply@example.com"};
     mv_err err = {0};
-    CHECK_CODE(mv_smtp_send(&cfg, "a@b.c\r\nBcc: evil@x.y", "t", "b", NULL, &err), MV_INVALID_ARGUMENT, &err);
-    CHECK_CODE(mv_smtp_send(&cfg, "a@b.c, evil@x.y", "t", "b", NULL, &err), MV_INVALID_ARGUMENT, &err);
+    CHECK_CODE(mv_smtp_send(&cfg, "a@b.c\r\nBcc: evil@x.y", "t", "b", NULL, &err),
+               MV_INVALID_ARGUMENT, &err);
+    CHECK_CODE(mv_smtp_send(&cfg, "a@b.c, evil@x.y", "t", "b", NULL, &err), MV_INVALID_ARGUMENT,
+               &err);
     CHECK_CODE(mv_smtp_send(&cfg, "no-at-sign", "t", "b", NULL, &err), MV_INVALID_ARGUMENT, &err);
     CHECK_CODE(mv_smtp_send(&cfg, "a@b.c", "t", "b", "bad id>", &err), MV_INVALID_ARGUMENT, &err);
     CHECK_INT(smtp_sink_received(s), 0);

@@ -1,9 +1,9 @@
 /* webhook_test.c — the signed webhook client against http_sink: headers and signature (recomputed
  * here with OpenSSL directly), outcome classification, timeouts, size limit, concurrency. */
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,7 +24,8 @@ static void hex_hmac(const char *body, size_t len, char out[72]) {
     unsigned int n = 32;
     HMAC(EVP_sha256(), SECRET, (int)strlen(SECRET), (const unsigned char *)body, len, mac, &n);
     strcpy(out, "sha256=");
-    for (int i = 0; i < 32; i++) sprintf(out + 7 + 2 * i, "%02x", mac[i]);
+    for (int i = 0; i < 32; i++)
+        sprintf(out + 7 + 2 * i, "%02x", mac[i]);
 }
 
 static char *url_of(http_sink *s, const char *path) {
@@ -43,8 +44,8 @@ TEST(post_sends_compact_json_with_key_and_a_signature_the_receiver_can_verify) {
     json_t *body = json_pack("{s:i, s:s, s:[i,i]}", "a", 1, "b", "é x", "c", 1, 2);
     mv_webhook_response res;
     mv_err err = {0};
-    CHECK_CODE(mv_webhook_post(&cfg, url_of(s, "/hooks/accept"), body, "key-123", &res, &err), MV_OK,
-               &err);
+    CHECK_CODE(mv_webhook_post(&cfg, url_of(s, "/hooks/accept"), body, "key-123", &res, &err),
+               MV_OK, &err);
     CHECK_INT(res.outcome, MV_WEBHOOK_OK);
     CHECK_INT(res.status, 201);
     CHECK(json_is_true(json_object_get(res.json, "ok")));
@@ -111,7 +112,8 @@ TEST(statuses_classify_as_ok_rejected_or_ambiguous) {
                                                 .body = cases[i].status == 204 ? "" : "{\"e\":1}"});
         mv_webhook_response res;
         mv_err err = {0};
-        CHECK_CODE(mv_webhook_post(NULL, url_of(s, "/c"), body, "k", &res, &err), cases[i].code, &err);
+        CHECK_CODE(mv_webhook_post(NULL, url_of(s, "/c"), body, "k", &res, &err), cases[i].code,
+                   &err);
         CHECK_INT(res.outcome, cases[i].outcome);
         CHECK_INT(res.status, cases[i].status);
         if (cases[i].code != MV_OK) {
@@ -181,8 +183,8 @@ TEST(connection_refused_is_not_sent_and_names_the_url) {
 TEST(unknown_host_is_not_sent) {
     mv_webhook_response res;
     mv_err err = {0};
-    CHECK_CODE(mv_webhook_get(NULL, "http://no-such-host.invalid/x", &res, &err), MV_UPSTREAM_FAILED,
-               &err);
+    CHECK_CODE(mv_webhook_get(NULL, "http://no-such-host.invalid/x", &res, &err),
+               MV_UPSTREAM_FAILED, &err);
     CHECK_INT(res.outcome, MV_WEBHOOK_NOT_SENT);
     mv_webhook_response_free(&res);
 }
@@ -211,7 +213,8 @@ TEST(connect_timeout_is_not_sent_and_quick) {
     CHECK_INT(res.outcome, MV_WEBHOOK_NOT_SENT);
     CHECK(mv_now_ms() - t0 < 3000);
     mv_webhook_response_free(&res);
-    for (int i = 0; i < 4; i++) close(fillers[i]);
+    for (int i = 0; i < 4; i++)
+        close(fillers[i]);
     close(lfd);
 }
 
@@ -292,8 +295,8 @@ TEST(errors_never_show_url_credentials_or_the_secret) {
 TEST(non_http_urls_are_refused_before_any_call) {
     mv_err err = {0};
     json_t *body = json_object();
-    CHECK_CODE(mv_webhook_post(NULL, "file:///etc/passwd", body, "k", NULL, &err), MV_INVALID_ARGUMENT,
-               &err);
+    CHECK_CODE(mv_webhook_post(NULL, "file:///etc/passwd", body, "k", NULL, &err),
+               MV_INVALID_ARGUMENT, &err);
     CHECK_CODE(mv_webhook_post(NULL, NULL, body, "k", NULL, &err), MV_INVALID_ARGUMENT, &err);
     json_decref(body);
 }
@@ -393,8 +396,8 @@ TEST(answer_without_a_status_line_after_the_request_arrived_is_ambiguous_not_uns
 }
 
 /* Standard Webhooks, recomputed here with OpenSSL: base64 HMAC-SHA256 of "{id}.{ts}.{body}". */
-static void std_sig(const char *key, const char *id, const char *ts, const char *body,
-                    size_t len, char out[64]) {
+static void std_sig(const char *key, const char *id, const char *ts, const char *body, size_t len,
+                    char out[64]) {
     char *msg = malloc(strlen(id) + strlen(ts) + len + 3);
     size_t n = (size_t)sprintf(msg, "%s.%s.", id, ts);
     memcpy(msg + n, body, len);
@@ -408,7 +411,8 @@ static void std_sig(const char *key, const char *id, const char *ts, const char 
 
 /* True when the space-separated signature header holds an entry for key. */
 static bool receiver_verifies(const http_sink_request *r, const char *key) {
-    const char *id = http_sink_header(r, "webhook-id"), *ts = http_sink_header(r, "webhook-timestamp");
+    const char *id = http_sink_header(r, "webhook-id"),
+               *ts = http_sink_header(r, "webhook-timestamp");
     const char *sigs = http_sink_header(r, "webhook-signature");
     if (!id || !ts || !sigs) return false;
     char want[64];
@@ -475,7 +479,8 @@ TEST(a_retried_call_keeps_its_webhook_id_and_gets_a_new_timestamp_and_signature)
     CHECK_STR(http_sink_header(&r2, "webhook-id"), "same-key");
     CHECK_STR(http_sink_header(&r1, "webhook-timestamp"), "1700000000");
     CHECK_STR(http_sink_header(&r2, "webhook-timestamp"), "1700000090");
-    CHECK(strcmp(http_sink_header(&r1, "webhook-signature"), http_sink_header(&r2, "webhook-signature")) != 0);
+    CHECK(strcmp(http_sink_header(&r1, "webhook-signature"),
+                 http_sink_header(&r2, "webhook-signature")) != 0);
     CHECK(receiver_verifies(&r1, SECRET));
     CHECK(receiver_verifies(&r2, SECRET));
     http_sink_request_free(&r1);
@@ -510,13 +515,15 @@ TEST(a_call_without_key_gets_a_fresh_uuid_webhook_id_and_gets_are_signed_over_th
 }
 
 TEST(sign_v1_matches_the_standard_webhooks_example_and_is_empty_without_secrets) {
-    /* the example of the Standard Webhooks specification (whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw) */
+    /* the example of the Standard Webhooks specification (whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw)
+     */
     unsigned char key[64];
     size_t klen = 0;
     REQUIRE(mv_b64url_decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 32, key, &klen));
     mv_webhook_config cfg = {.secret = key, .secret_len = klen};
     const char *body = "{\"test\": 2432232314}";
-    char *sig = mv_webhook_sign_v1(&cfg, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body, strlen(body));
+    char *sig =
+        mv_webhook_sign_v1(&cfg, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body, strlen(body));
     CHECK_STR(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
     free(sig);
     sig = mv_webhook_sign_v1(NULL, "x", 1, "", 0);
@@ -525,24 +532,21 @@ TEST(sign_v1_matches_the_standard_webhooks_example_and_is_empty_without_secrets)
 }
 
 int main(void) {
-    return RUN_TESTS(answer_without_a_status_line_after_the_request_arrived_is_ambiguous_not_unsent,
-                     standard_webhook_headers_carry_one_signature_per_secret_so_old_receivers_still_verify,
-                     a_retried_call_keeps_its_webhook_id_and_gets_a_new_timestamp_and_signature,
-                     a_call_without_key_gets_a_fresh_uuid_webhook_id_and_gets_are_signed_over_the_empty_body,
-                     sign_v1_matches_the_standard_webhooks_example_and_is_empty_without_secrets,
-                     post_sends_compact_json_with_key_and_a_signature_the_receiver_can_verify,
-                     signature_helper_matches_openssl_and_changes_with_one_byte,
-                     without_a_secret_no_signature_header_is_sent,
-                     statuses_classify_as_ok_rejected_or_ambiguous,
-                     server_slower_than_the_timeout_is_ambiguous_and_quick,
-                     connection_closed_without_an_answer_is_ambiguous,
-                     connection_refused_is_not_sent_and_names_the_url,
-                     unknown_host_is_not_sent, connect_timeout_is_not_sent_and_quick,
-                     response_larger_than_the_limit_is_an_error,
-                     non_json_success_body_is_flagged_and_empty_body_is_null,
-                     errors_never_show_url_credentials_or_the_secret,
-                     non_http_urls_are_refused_before_any_call,
-                     posts_from_many_threads_all_arrive_with_matching_keys_and_signatures,
-                     sink_matches_queued_answers_by_path_prefix);
+    return RUN_TESTS(
+        answer_without_a_status_line_after_the_request_arrived_is_ambiguous_not_unsent,
+        standard_webhook_headers_carry_one_signature_per_secret_so_old_receivers_still_verify,
+        a_retried_call_keeps_its_webhook_id_and_gets_a_new_timestamp_and_signature,
+        a_call_without_key_gets_a_fresh_uuid_webhook_id_and_gets_are_signed_over_the_empty_body,
+        sign_v1_matches_the_standard_webhooks_example_and_is_empty_without_secrets,
+        post_sends_compact_json_with_key_and_a_signature_the_receiver_can_verify,
+        signature_helper_matches_openssl_and_changes_with_one_byte,
+        without_a_secret_no_signature_header_is_sent, statuses_classify_as_ok_rejected_or_ambiguous,
+        server_slower_than_the_timeout_is_ambiguous_and_quick,
+        connection_closed_without_an_answer_is_ambiguous,
+        connection_refused_is_not_sent_and_names_the_url, unknown_host_is_not_sent,
+        connect_timeout_is_not_sent_and_quick, response_larger_than_the_limit_is_an_error,
+        non_json_success_body_is_flagged_and_empty_body_is_null,
+        errors_never_show_url_credentials_or_the_secret, non_http_urls_are_refused_before_any_call,
+        posts_from_many_threads_all_arrive_with_matching_keys_and_signatures,
+        sink_matches_queued_answers_by_path_prefix);
 }
-

@@ -117,7 +117,8 @@ static void on_save(const json_t *record, void *ctx) {
     }
 }
 
-static bool rig_open(rig *r, const char *kind, const char *name, world *w, const unsigned char *key) {
+static bool rig_open(rig *r, const char *kind, const char *name, world *w,
+                     const unsigned char *key) {
     r->store = fixture_store(kind, name, NULL, 0);
     if (!r->store) return false;
     r->now = 100;
@@ -271,7 +272,8 @@ static void journal_state(mv_store *store, const char *id, char out[16], char ca
     mv_journal_options o = {0};
     mv_effect_record rec;
     out[0] = cap[0] = '\0';
-    if (mv_journal_new(store, &o, &j, NULL) == MV_OK && mv_journal_get(j, id, &rec, NULL) == MV_OK) {
+    if (mv_journal_new(store, &o, &j, NULL) == MV_OK &&
+        mv_journal_get(j, id, &rec, NULL) == MV_OK) {
         snprintf(out, 16, "%s", mv_effect_state_name(rec.state));
         snprintf(cap, 129, "%s", rec.capability);
     }
@@ -297,10 +299,11 @@ STORE_TEST(saga_steps_are_effects_in_the_journal_named_by_the_capability) {
     CHECK_STR(state, "unknown");
     /* the ambiguous step is found as any effect is */
     json_t *findings = NULL;
-    CHECK_CODE(mv_reconcile_effects(r.store, r.now, (mv_effect_observer){0}, &findings, &err), MV_OK,
-               &err);
-    json_t *want = json_pack("[{s:s, s:s, s:s, s:I}]", "effectId", charge, "capability",
-                             "orders.checkout", "state", "ambiguous", "updatedAt", (json_int_t)r.now);
+    CHECK_CODE(mv_reconcile_effects(r.store, r.now, (mv_effect_observer){0}, &findings, &err),
+               MV_OK, &err);
+    json_t *want =
+        json_pack("[{s:s, s:s, s:s, s:I}]", "effectId", charge, "capability", "orders.checkout",
+                  "state", "ambiguous", "updatedAt", (json_int_t)r.now);
     CHECK(json_equal(findings, want));
     json_decref(want);
     json_decref(findings);
@@ -310,8 +313,8 @@ STORE_TEST(saga_steps_are_effects_in_the_journal_named_by_the_capability) {
     CHECK_CODE(mv_saga_resolve(r.engine, &def, "saga_ambiguous", &ok, NULL, &err), MV_OK, &err);
     journal_state(r.store, charge, state, cap);
     CHECK_STR(state, "failed");
-    CHECK_CODE(mv_reconcile_effects(r.store, r.now, (mv_effect_observer){0}, &findings, &err), MV_OK,
-               &err);
+    CHECK_CODE(mv_reconcile_effects(r.store, r.now, (mv_effect_observer){0}, &findings, &err),
+               MV_OK, &err);
     CHECK_INT(json_array_size(findings), 0);
     json_decref(findings);
     rig_close(&r);
@@ -610,7 +613,8 @@ static int64_t bad_backoff(int attempt, void *ctx) {
     return -1;
 }
 
-STORE_TEST(invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit) {
+STORE_TEST(
+    invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit) {
     world w = {.fail_after_reserve = true, .comp_always_fail = true};
     rig r;
     REQUIRE(rig_open(&r, kind, "backoff.db", &w, NULL));
@@ -833,8 +837,7 @@ typedef struct {
     mv_code inner_rc;
 } lease_probe;
 
-static mv_code lease_probe_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx,
-                               mv_err *err);
+static mv_code lease_probe_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err);
 
 static mv_saga_definition lease_probe_def(lease_probe *p) {
     static mv_saga_compensator c[1];
@@ -844,8 +847,7 @@ static mv_saga_definition lease_probe_def(lease_probe *p) {
 }
 
 /* While this runner holds the saga, a second engine tries to resume it. */
-static mv_code lease_probe_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx,
-                               mv_err *err) {
+static mv_code lease_probe_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
     (void)input;
     (void)err;
     lease_probe *p = def_ctx;
@@ -877,7 +879,6 @@ STORE_TEST(a_runner_lease_longer_than_the_clock_can_count_is_still_held) {
     mv_saga_engine_free(other);
     rig_close(&r);
 }
-
 
 int main(void) {
     return RUN_TESTS(

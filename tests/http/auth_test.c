@@ -8,9 +8,7 @@
 static const char SECRET[] = "0123456789abcdef0123456789abcdef";
 static int64_t now_ms = 1700000000000LL;
 
-static void b64(const char *s, size_t n, char *out) {
-    mv_b64url_encode(s, n, out);
-}
+static void b64(const char *s, size_t n, char *out) { mv_b64url_encode(s, n, out); }
 
 /* header and claims are JSON texts; secret NULL → signature "sig" literally. */
 static char *make_jwt(const char *header, const char *claims, const char *secret) {
@@ -46,8 +44,8 @@ static void ctx_init(ctx *c, mv_auth_mode mode) {
     c->arena = mv_arena_new();
     mv_http_request_init(&c->req, c->arena, "GET", "/", NULL);
     c->clock = mv_manual_clock(&now_ms);
-    mv_auth_options o = {.mode = mode, .secret = SECRET, .secret_len = strlen(SECRET),
-                         .clock = &c->clock};
+    mv_auth_options o = {
+        .mode = mode, .secret = SECRET, .secret_len = strlen(SECRET), .clock = &c->clock};
     mv_auth_new(&o, &c->auth, NULL);
 }
 
@@ -155,7 +153,8 @@ TEST(alg_none_and_other_algorithms_are_401) {
         /* signed with the right key, and unsigned, both refused */
         CHECK_CODE(bearer(&c, make_jwt(headers[i], "{\"sub\":\"u1\"}", SECRET)), MV_UNAUTHENTICATED,
                    &c.err);
-        CHECK(strstr(c.err.message, "is not accepted") != NULL || strstr(c.err.message, "has no alg") != NULL);
+        CHECK(strstr(c.err.message, "is not accepted") != NULL ||
+              strstr(c.err.message, "has no alg") != NULL);
         ctx_free(&c);
         ctx_init(&c, MV_AUTH_JWT);
         CHECK_CODE(bearer(&c, make_jwt(headers[i], "{\"sub\":\"u1\"}", NULL)), MV_UNAUTHENTICATED,
@@ -165,18 +164,23 @@ TEST(alg_none_and_other_algorithms_are_401) {
 }
 
 TEST(malformed_tokens_and_claims_are_401) {
-    const char *tokens[] = {"", "abc", "a.b", "a.b.c.d", "!!.??.##",
-                            make_jwt(HS256, "{\"roles\":[]}", SECRET)};
+    const char *tokens[] = {"",        "abc",      "a.b",
+                            "a.b.c.d", "!!.??.##", make_jwt(HS256, "{\"roles\":[]}", SECRET)};
     for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
         ctx c;
         ctx_init(&c, MV_AUTH_JWT);
         CHECK_CODE(bearer(&c, tokens[i]), MV_UNAUTHENTICATED, &c.err);
         ctx_free(&c);
     }
-    const char *claims[] = {"{\"sub\":\"\"}", "{\"sub\":7}", "{\"sub\":\"u\",\"roles\":{\"a\":1}}",
-                            "{\"sub\":\"u\",\"roles\":[1]}", "{\"sub\":\"u\",\"permissions\":\"x\"}",
-                            "{\"sub\":\"u\",\"exp\":\"soon\"}", "{\"sub\":\"u\",\"tenant\":5}",
-                            "{\"sub\":\"u\",\"tenant\":\"a b\"}", "[1,2]"};
+    const char *claims[] = {"{\"sub\":\"\"}",
+                            "{\"sub\":7}",
+                            "{\"sub\":\"u\",\"roles\":{\"a\":1}}",
+                            "{\"sub\":\"u\",\"roles\":[1]}",
+                            "{\"sub\":\"u\",\"permissions\":\"x\"}",
+                            "{\"sub\":\"u\",\"exp\":\"soon\"}",
+                            "{\"sub\":\"u\",\"tenant\":5}",
+                            "{\"sub\":\"u\",\"tenant\":\"a b\"}",
+                            "[1,2]"};
     for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
         ctx c;
         ctx_init(&c, MV_AUTH_JWT);
@@ -250,11 +254,11 @@ TEST(headers_mode_reads_the_tenant_and_needs_a_user) {
 }
 
 int main(void) {
-    return RUN_TESTS(valid_jwt_gives_the_principal_from_its_claims,
-                     jwt_permissions_may_be_an_object_of_flags, jwt_with_a_bad_signature_is_401,
-                     expired_jwt_is_401_beyond_the_30_second_leeway,
-                     jwt_not_valid_yet_is_401_beyond_the_leeway, alg_none_and_other_algorithms_are_401,
-                     malformed_tokens_and_claims_are_401, missing_or_non_bearer_authorization_is_401,
-                     jwt_mode_needs_a_secret, headers_mode_trims_lists_and_drops_empties,
-                     headers_mode_reads_the_tenant_and_needs_a_user);
+    return RUN_TESTS(
+        valid_jwt_gives_the_principal_from_its_claims, jwt_permissions_may_be_an_object_of_flags,
+        jwt_with_a_bad_signature_is_401, expired_jwt_is_401_beyond_the_30_second_leeway,
+        jwt_not_valid_yet_is_401_beyond_the_leeway, alg_none_and_other_algorithms_are_401,
+        malformed_tokens_and_claims_are_401, missing_or_non_bearer_authorization_is_401,
+        jwt_mode_needs_a_secret, headers_mode_trims_lists_and_drops_empties,
+        headers_mode_reads_the_tenant_and_needs_a_user);
 }

@@ -40,7 +40,8 @@ TEST(an_allowed_origin_is_echoed_and_any_other_gets_no_cors_header) {
               "https://app.example.com");
     CHECK_STR(mv_http_response_header(&c.res, "Vary"), "Origin");
     call_free(&c);
-    const char *others[] = {"https://evil.example.com", "null", "*", "https://app.example.com.evil"};
+    const char *others[] = {"https://evil.example.com", "null", "*",
+                            "https://app.example.com.evil"};
     for (int i = 0; i < 4; i++) {
         call_init(&c, "GET", "/messages");
         call_header(&c, "X-User-Id", "bob");

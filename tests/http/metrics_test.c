@@ -89,8 +89,10 @@ static void *count_many(void *arg) {
 TEST(concurrent_updates_from_threads_are_all_counted) {
     mv_metrics *m = mv_metrics_new();
     pthread_t th[4];
-    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, count_many, m);
-    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, count_many, m);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
     const char *a[] = {"k", "a", NULL};
     const char *b[] = {"k", "b", NULL};
     CHECK(mv_metrics_value(m, "c_total", a) == 40000);

@@ -25,9 +25,7 @@ static void out_free(out *o) {
     mv_arena_free(o->arena);
 }
 
-static json_t *err_obj(out *o) {
-    return json_object_get(o->body, "error");
-}
+static json_t *err_obj(out *o) { return json_object_get(o->body, "error"); }
 
 TEST(error_body_has_code_message_and_the_fields_the_error_carries) {
     mv_err err = {0};
@@ -105,12 +103,16 @@ TEST(every_code_maps_to_its_table_status) {
         int status;
         const char *name;
     } cases[] = {
-        {MV_INVALID_ARGUMENT, 400, "invalid_argument"}, {MV_UNAUTHENTICATED, 401, "unauthenticated"},
-        {MV_FORBIDDEN, 403, "forbidden"},               {MV_MESSAGE_NOT_FOUND, 404, "message_not_found"},
-        {MV_MESSAGE_ARCHIVED, 410, "message_archived"}, {MV_PAYLOAD_TOO_LARGE, 413, "payload_too_large"},
+        {MV_INVALID_ARGUMENT, 400, "invalid_argument"},
+        {MV_UNAUTHENTICATED, 401, "unauthenticated"},
+        {MV_FORBIDDEN, 403, "forbidden"},
+        {MV_MESSAGE_NOT_FOUND, 404, "message_not_found"},
+        {MV_MESSAGE_ARCHIVED, 410, "message_archived"},
+        {MV_PAYLOAD_TOO_LARGE, 413, "payload_too_large"},
         {MV_CLIENT_REQUEST_MISMATCH, 422, "client_request_mismatch"},
         {MV_PAYMENT_COMPENSATION_FAILED, 500, "payment_compensation_failed"},
-        {MV_PREPARE_FAILED, 502, "prepare_failed"},     {MV_STORE_UNAVAILABLE, 503, "store_unavailable"},
+        {MV_PREPARE_FAILED, 502, "prepare_failed"},
+        {MV_STORE_UNAVAILABLE, 503, "store_unavailable"},
         {MV_DRAINING, 503, "draining"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -197,7 +199,8 @@ int main(void) {
                      approval_fields_include_token_and_expiry_as_integer_ms,
                      client_request_pending_adds_retry_after_of_at_least_one_second,
                      internal_errors_are_masked_and_keep_the_real_message_for_the_log,
-                     every_code_maps_to_its_table_status, non_utf8_error_messages_still_give_valid_json,
+                     every_code_maps_to_its_table_status,
+                     non_utf8_error_messages_still_give_valid_json,
                      log_lines_are_single_json_objects,
                      a_reset_arena_runs_its_cleanups_and_serves_new_allocations);
 }

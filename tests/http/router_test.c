@@ -84,9 +84,14 @@ static mv_router *make_router(mv_auth **auth_out) {
         {.method = "GET", .pattern = "/messages/{id}", .handler = echo_handler},
         {.method = "GET", .pattern = "/messages/count", .handler = echo_handler},
         {.method = "GET", .pattern = "/messages/{id}/actions/{usertype}", .handler = echo_handler},
-        {.method = "POST", .pattern = "/messages/{id}/action/{actionCd}", .handler = echo_handler,
+        {.method = "POST",
+         .pattern = "/messages/{id}/action/{actionCd}",
+         .handler = echo_handler,
          .json_body = true},
-        {.method = "POST", .pattern = "/things/{id}", .handler = echo_handler, .json_body = true,
+        {.method = "POST",
+         .pattern = "/things/{id}",
+         .handler = echo_handler,
+         .json_body = true,
          .check_params = id_must_be_ok},
         {.method = "GET", .pattern = "/public", .handler = echo_handler, .public_route = true},
         {.method = "GET", .pattern = "/silent", .handler = silent_handler, .public_route = true},
@@ -109,7 +114,8 @@ TEST(path_parameters_are_captured_and_percent_decoded) {
     call_header(&c, "X-User-Id", "u1");
     call_run(&c, r);
     CHECK_INT(c.res.status, 200);
-    CHECK_STR(json_string_value(json_object_get(c.body, "route")), "/messages/{id}/actions/{usertype}");
+    CHECK_STR(json_string_value(json_object_get(c.body, "route")),
+              "/messages/{id}/actions/{usertype}");
     json_t *p = json_object_get(c.body, "params");
     CHECK_STR(json_string_value(json_object_get(p, "id")), "a/b");
     CHECK_STR(json_string_value(json_object_get(p, "usertype")), "sender");
@@ -156,8 +162,13 @@ TEST(wrong_method_on_a_known_path_is_404_not_found) {
 TEST(unknown_paths_empty_segments_and_nul_bytes_are_404) {
     mv_auth *auth;
     mv_router *r = make_router(&auth);
-    const char *targets[] = {"/nope", "/messages", "/messages/", "/messages//actions/sender",
-                             "/messages/a%00b", "/public/", "/messages/a/actions/sender/x"};
+    const char *targets[] = {"/nope",
+                             "/messages",
+                             "/messages/",
+                             "/messages//actions/sender",
+                             "/messages/a%00b",
+                             "/public/",
+                             "/messages/a/actions/sender/x"};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
         call c;
         call_init(&c, "GET", targets[i]);
@@ -191,8 +202,8 @@ TEST(router_rejects_malformed_and_duplicate_patterns) {
 TEST(query_parameters_are_decoded) {
     mv_arena *a = mv_arena_new();
     mv_http_request req;
-    CHECK_CODE(mv_http_request_init(&req, a, "GET", "/m?limit=5&x=a+b%21&flag&&bad=%zz", NULL), MV_OK,
-               (mv_err *)NULL);
+    CHECK_CODE(mv_http_request_init(&req, a, "GET", "/m?limit=5&x=a+b%21&flag&&bad=%zz", NULL),
+               MV_OK, (mv_err *)NULL);
     CHECK_STR(req.path, "/m");
     CHECK_STR(mv_http_query_get(&req, "limit"), "5");
     CHECK_STR(mv_http_query_get(&req, "x"), "a b!");
@@ -460,7 +471,8 @@ TEST(arena_serves_small_and_large_allocations_and_runs_cleanups) {
     char *after = mv_arena_printf(a, "%s-%d", "n", 42);
     CHECK_STR(small, "hello");
     CHECK_STR(after, "n-42");
-    for (int i = 0; i < 1000; i++) CHECK(mv_arena_alloc(a, 100) != NULL);
+    for (int i = 0; i < 1000; i++)
+        CHECK(mv_arena_alloc(a, 100) != NULL);
     cleanups_run = 0;
     mv_arena_defer(a, count_cleanup, NULL);
     mv_arena_defer(a, count_cleanup, NULL);
@@ -471,8 +483,8 @@ TEST(arena_serves_small_and_large_allocations_and_runs_cleanups) {
 }
 
 int main(void) {
-    return RUN_TESTS(path_parameters_are_captured_and_percent_decoded, literal_segment_beats_parameter,
-                     wrong_method_on_a_known_path_is_404_not_found,
+    return RUN_TESTS(path_parameters_are_captured_and_percent_decoded,
+                     literal_segment_beats_parameter, wrong_method_on_a_known_path_is_404_not_found,
                      unknown_paths_empty_segments_and_nul_bytes_are_404,
                      router_rejects_malformed_and_duplicate_patterns, query_parameters_are_decoded,
                      header_lookup_ignores_case, checks_run_in_the_fixed_order_401_400_413_400json,

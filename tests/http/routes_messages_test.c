@@ -93,11 +93,13 @@ STORE_TEST(route_parameters_are_checked_before_the_body) {
     CHECK_INT(run(&e, &c, "GET", "/messages/not-an-object-id/actions/sender", "u1", NULL), 400);
     CHECK_STR(call_error_message(&c), "id must be a 24-character hex ObjectId");
     call_free(&c);
-    CHECK_INT(run(&e, &c, "GET", "/messages/507f1f77bcf86cd799439011/actions/admin", "u1", NULL), 400);
+    CHECK_INT(run(&e, &c, "GET", "/messages/507f1f77bcf86cd799439011/actions/admin", "u1", NULL),
+              400);
     CHECK_STR(call_error_message(&c), "usertype must be \"sender\" or \"receiver\"");
     call_free(&c);
-    CHECK_INT(run(&e, &c, "POST", "/messages/507f1f77bcf86cd799439011/action/bad.action", "u1", "{"),
-              400);
+    CHECK_INT(
+        run(&e, &c, "POST", "/messages/507f1f77bcf86cd799439011/action/bad.action", "u1", "{"),
+        400);
     CHECK_STR(call_error_message(&c), "actionCd must be a non-empty string of at most 128 letters, "
                                       "digits, underscores, and hyphens");
     call_free(&c);
@@ -108,7 +110,8 @@ STORE_TEST(route_parameters_are_checked_before_the_body) {
     CHECK_INT(run(&e, &c, "POST", "/messages/new/svc-test", "u1", "[1]"), 400);
     CHECK_STR(call_error_message(&c), "body must be a JSON object");
     call_free(&c);
-    CHECK_INT(run(&e, &c, "POST", "/messages/new/svc-test", "u1", "{\"clientRequestId\": 123}"), 400);
+    CHECK_INT(run(&e, &c, "POST", "/messages/new/svc-test", "u1", "{\"clientRequestId\": 123}"),
+              400);
     CHECK_STR(call_error_message(&c), "clientRequestId must be a string when provided");
     call_free(&c);
     CHECK_INT(run(&e, &c, "POST", "/messages/new/svc-test", "u1", "{\"clientRequestId\": \"   \"}"),
@@ -154,7 +157,8 @@ STORE_TEST(a_user_with_64_roles_lists_and_counts_the_messages_of_their_last_role
     call_free(&c);
     char roles[1024] = "";
     for (int i = 0; i < 64; i++)
-        snprintf(roles + strlen(roles), sizeof roles - strlen(roles), "%sgroup-%02d", i ? "," : "", i);
+        snprintf(roles + strlen(roles), sizeof roles - strlen(roles), "%sgroup-%02d", i ? "," : "",
+                 i);
     const char *paths[] = {"/messages", "/messages/count"};
     for (int i = 0; i < 2; i++) {
         call_init(&c, "GET", paths[i]);
@@ -162,8 +166,10 @@ STORE_TEST(a_user_with_64_roles_lists_and_counts_the_messages_of_their_last_role
         call_header(&c, "X-User-Roles", roles);
         call_run(&c, e.router);
         CHECK_INT(c.res.status, 200);
-        if (i == 0) CHECK_INT(json_array_size(json_object_get(c.body, "messages")), 1);
-        else CHECK_INT(json_integer_value(json_object_get(c.body, "count")), 1);
+        if (i == 0)
+            CHECK_INT(json_array_size(json_object_get(c.body, "messages")), 1);
+        else
+            CHECK_INT(json_integer_value(json_object_get(c.body, "count")), 1);
         call_free(&c);
     }
     env_close(&e);
@@ -224,7 +230,8 @@ STORE_TEST(list_count_get_and_pagination_errors) {
     CHECK_INT(json_array_size(msgs), 1);
     CHECK_STR(mv_json_str(json_array_get(msgs, 0), "id"), id2);
     char target[256];
-    snprintf(target, sizeof target, "/messages?limit=1&cursor=%s", mv_json_str(c.body, "nextCursor"));
+    snprintf(target, sizeof target, "/messages?limit=1&cursor=%s",
+             mv_json_str(c.body, "nextCursor"));
     call_free(&c);
     CHECK_INT(run(&e, &c, "GET", target, "u2", NULL), 200);
     CHECK_STR(mv_json_str(json_array_get(json_object_get(c.body, "messages"), 0), "id"), id1);
@@ -302,6 +309,7 @@ int main(void) {
     return RUN_TESTS(every_route_is_401_without_a_user_before_anything_else,
                      route_parameters_are_checked_before_the_body,
                      the_action_route_refuses_a_malformed_or_non_object_body_and_claims_nothing,
-                     a_user_with_64_roles_lists_and_counts_the_messages_of_their_last_role, create_is_201_and_a_replay_says_so,
-                     list_count_get_and_pagination_errors, actions_and_action_statuses);
+                     a_user_with_64_roles_lists_and_counts_the_messages_of_their_last_role,
+                     create_is_201_and_a_replay_says_so, list_count_get_and_pagination_errors,
+                     actions_and_action_statuses);
 }

@@ -26,8 +26,9 @@ static atomic_int slow_ms = 300;
 
 static void echo_len(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
-    mv_http_json(res, 200, json_pack("{s:I,s:s?}", "bodyBytes", (json_int_t)req->body_len, "id",
-                                     mv_http_param(req, "id")));
+    mv_http_json(res, 200,
+                 json_pack("{s:I,s:s?}", "bodyBytes", (json_int_t)req->body_len, "id",
+                           mv_http_param(req, "id")));
 }
 
 static atomic_int slow_running;
@@ -64,7 +65,8 @@ static bool fixture_start_with(fixture *f, mv_http_server_options so) {
         {.method = "GET", .pattern = "/slow", .handler = slow, .public_route = true},
         {.method = "POST", .pattern = "/slow", .handler = slow, .public_route = true},
     };
-    for (size_t i = 0; i < 4; i++) mv_router_add(f->router, &routes[i], NULL);
+    for (size_t i = 0; i < 4; i++)
+        mv_router_add(f->router, &routes[i], NULL);
     so.listen = "127.0.0.1:0";
     mv_err err = {0};
     if (mv_http_server_start(&so, f->router, &f->server, &err) != MV_OK) {
@@ -112,7 +114,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
     size_t k = sz * n;
     if (k > 14 && strncasecmp(p, "X-Request-Id: ", 14) == 0) {
         size_t v = k - 14;
-        while (v && (p[14 + v - 1] == '\r' || p[14 + v - 1] == '\n')) v--;
+        while (v && (p[14 + v - 1] == '\r' || p[14 + v - 1] == '\n'))
+            v--;
         snprintf(r->request_id, sizeof r->request_id, "%.*s", (int)v, p + 14);
     }
     return k;
@@ -321,7 +324,6 @@ static void *client_thread(void *p) {
     return NULL;
 }
 
-
 /* ---- raw sockets ------------------------------------------------------------------------- */
 
 static int64_t now_ms(void) {
@@ -414,7 +416,8 @@ static char *repeat(const char *prefix, const char *unit, size_t times, const ch
     size_t pl = strlen(prefix), ul = strlen(unit), sl = strlen(suffix);
     char *b = malloc(pl + ul * times + sl + 1);
     memcpy(b, prefix, pl);
-    for (size_t i = 0; i < times; i++) memcpy(b + pl + i * ul, unit, ul);
+    for (size_t i = 0; i < times; i++)
+        memcpy(b + pl + i * ul, unit, ul);
     memcpy(b + pl + ul * times, suffix, sl + 1);
     return b;
 }
@@ -427,15 +430,17 @@ TEST(malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape
         int status;
     } cases[] = {
         {repeat("GET /healthz?x=", "a", 9000, " HTTP/1.1\r\nHost: t\r\n\r\n"), 414},
-        {repeat("GET /healthz HTTP/1.1\r\nHost: t\r\n", "X-Filler: aaaaaaaaaaaaaaaaaaaaaaaa\r\n", 600,
-                "\r\n"),
+        {repeat("GET /healthz HTTP/1.1\r\nHost: t\r\n", "X-Filler: aaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+                600, "\r\n"),
          431},
         {strdup("GET /healthz HTTP/2.0\r\nHost: t\r\n\r\n"), 505},
-        {strdup("POST /echo HTTP/1.1\r\nHost: t\r\nX-User-Id: u1\r\nTransfer-Encoding: gzip\r\n\r\nxx"),
+        {strdup("POST /echo HTTP/1.1\r\nHost: t\r\nX-User-Id: u1\r\nTransfer-Encoding: "
+                "gzip\r\n\r\nxx"),
          501},
         {repeat("GET /healthz?", "&", 2500, " HTTP/1.1\r\nHost: t\r\n\r\n"), 400},
         {strdup("GET /healthz HTTP/1.1\r\nHost: t\r\nBad Header\r\n\r\n"), 400},
-        {strdup("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"),
+        {strdup(
+             "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"),
          400},
     };
     char out[4096];
@@ -444,7 +449,8 @@ TEST(malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape
             int64_t t0 = now_ms();
             int st = raw_exchange(&f, cases[i].req, strlen(cases[i].req), ka, out, sizeof out);
             if (st != cases[i].status)
-                fprintf(stderr, "case %zu (keep-alive %d): status %d, reply %.300s\n", i, ka, st, out);
+                fprintf(stderr, "case %zu (keep-alive %d): status %d, reply %.300s\n", i, ka, st,
+                        out);
             /* after a first request libmicrohttpd parses the head itself: a version it refuses
              * and a malformed header line keep its own (HTML) body */
             if (ka && (cases[i].status == 505 || i == 5)) {
@@ -464,7 +470,8 @@ TEST(malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape
 
 TEST(a_head_that_does_not_arrive_in_time_is_answered_408_and_closed) {
     fixture f;
-    REQUIRE(fixture_start_with(&f, (mv_http_server_options){.threads = 2, .header_timeout_ms = 300}));
+    REQUIRE(
+        fixture_start_with(&f, (mv_http_server_options){.threads = 2, .header_timeout_ms = 300}));
     int fd = raw_connect(&f, NULL);
     REQUIRE(fd >= 0);
     const char *part = "GET /healthz HTTP/1.1\r\nHost: t\r\n";
@@ -521,7 +528,8 @@ TEST(slow_heads_neither_delay_nor_lock_out_a_fresh_client) {
 
 TEST(connections_beyond_the_per_address_limit_are_closed_at_once) {
     fixture f;
-    REQUIRE(fixture_start_with(&f, (mv_http_server_options){.threads = 2, .max_connections_per_ip = 5}));
+    REQUIRE(fixture_start_with(
+        &f, (mv_http_server_options){.threads = 2, .max_connections_per_ip = 5}));
     int fds[6];
     for (int i = 0; i < 6; i++) {
         fds[i] = raw_connect(&f, "127.0.0.5");
@@ -542,7 +550,8 @@ TEST(connections_beyond_the_per_address_limit_are_closed_at_once) {
     CHECK(send_all(again, req, strlen(req)));
     CHECK_INT(read_response(again, out, sizeof out, 2000), 200);
     close(again);
-    for (int i = 1; i < 5; i++) close(fds[i]);
+    for (int i = 1; i < 5; i++)
+        close(fds[i]);
     fixture_stop(&f);
 }
 
@@ -571,7 +580,8 @@ TEST(twelve_slow_handlers_run_at_once_and_never_delay_a_health_check) {
         sp[i].f = &f;
         pthread_create(&th[i], NULL, slow_post_thread, &sp[i]);
     }
-    while (atomic_load(&slow_running) < 12 && now_ms() - t0 < 2000) mv_sleep_ms(5);
+    while (atomic_load(&slow_running) < 12 && now_ms() - t0 < 2000)
+        mv_sleep_ms(5);
     CHECK_INT(atomic_load(&slow_running), 12);
     int64_t worst = 0;
     char out[2048];
@@ -619,7 +629,8 @@ TEST(a_request_arriving_during_the_drain_is_answered_503_draining) {
     client_arg a = {.url = url};
     pthread_t th;
     pthread_create(&th, NULL, client_thread, &a);
-    while (!atomic_load(&slow_started)) mv_sleep_ms(2);
+    while (!atomic_load(&slow_started))
+        mv_sleep_ms(2);
     drain_arg d = {.s = f.server};
     pthread_t dt;
     pthread_create(&dt, NULL, drain_thread, &d);
@@ -654,9 +665,12 @@ static void *hammer_thread(void *p) {
     while (atomic_load(h->go)) {
         if (fd < 0 && (fd = raw_connect(h->f, NULL)) < 0) break; /* refused: the server is gone */
         int st = send_all(fd, req, strlen(req)) ? read_response(fd, out, sizeof out, 3000) : 0;
-        if (st == 200) h->answered++;
-        else if (st == 503 && strstr(out, "\"draining\"")) h->draining++;
-        else h->resets++;
+        if (st == 200)
+            h->answered++;
+        else if (st == 503 && strstr(out, "\"draining\""))
+            h->draining++;
+        else
+            h->resets++;
         if (st == 0 || strcasestr(out, "Connection: close")) {
             close(fd);
             fd = -1;
@@ -685,7 +699,8 @@ TEST(a_drain_under_load_answers_every_request_it_received) {
     client_arg a = {.url = url};
     pthread_t slow_th;
     pthread_create(&slow_th, NULL, client_thread, &a);
-    while (!atomic_load(&slow_started)) mv_sleep_ms(2);
+    while (!atomic_load(&slow_started))
+        mv_sleep_ms(2);
     CHECK(mv_http_server_drain(f.server, 5000));
     mv_http_server_free(f.server); /* at once, as missived does, while the clients still run */
     f.server = NULL;
@@ -716,7 +731,8 @@ TEST(graceful_stop_waits_for_an_in_flight_request_and_accepts_no_more) {
     client_arg a = {.url = url};
     pthread_t th;
     pthread_create(&th, NULL, client_thread, &a);
-    while (!atomic_load(&slow_started)) mv_sleep_ms(2);
+    while (!atomic_load(&slow_started))
+        mv_sleep_ms(2);
     CHECK_INT(mv_http_server_in_flight(f.server), 1);
     CHECK(mv_http_server_drain(f.server, 5000));
     pthread_join(th, NULL);
@@ -745,7 +761,8 @@ TEST(drain_reports_requests_still_running_at_the_timeout) {
     client_arg a = {.url = url};
     pthread_t th;
     pthread_create(&th, NULL, client_thread, &a);
-    while (!atomic_load(&slow_started)) mv_sleep_ms(2);
+    while (!atomic_load(&slow_started))
+        mv_sleep_ms(2);
     CHECK(!mv_http_server_drain(f.server, 50));
     CHECK_INT(mv_http_server_in_flight(f.server), 1);
     pthread_join(th, NULL);
@@ -764,11 +781,11 @@ TEST(listen_addresses_parse_and_loopback_is_recognised) {
     CHECK_CODE(mv_http_parse_listen("[::1]:0", host, sizeof host, &port, &err), MV_OK, &err);
     CHECK_STR(host, "::1");
     CHECK_INT(port, 0);
-    const char *bad[] = {"", "8080", "host:", "host:70000", "host:-1", ":80", "::1:80", "[::1]80",
-                         "h:8x"};
+    const char *bad[] = {"",    "8080",   "host:",   "host:70000", "host:-1",
+                         ":80", "::1:80", "[::1]80", "h:8x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK_CODE(mv_http_parse_listen(bad[i], host, sizeof host, &port, &err), MV_INVALID_ARGUMENT,
-                   &err);
+        CHECK_CODE(mv_http_parse_listen(bad[i], host, sizeof host, &port, &err),
+                   MV_INVALID_ARGUMENT, &err);
     CHECK(mv_http_host_is_loopback("127.0.0.1"));
     CHECK(mv_http_host_is_loopback("127.8.9.10"));
     CHECK(mv_http_host_is_loopback("::1"));
@@ -794,23 +811,22 @@ TEST(a_port_in_use_fails_with_an_io_error) {
 
 int main(void) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    int rc = RUN_TESTS(healthz_answers_json_with_a_request_id_over_a_socket,
-                       a_body_of_exactly_one_mebibyte_is_accepted,
-                       an_oversized_body_with_content_length_is_413, an_oversized_chunked_body_is_413,
-                       authentication_is_checked_before_the_body_size,
-                       keep_alive_reuses_the_connection,
-                       path_parameters_arrive_percent_decoded_without_changing_the_route,
-                       graceful_stop_waits_for_an_in_flight_request_and_accepts_no_more,
-                       drain_reports_requests_still_running_at_the_timeout,
-                       listen_addresses_parse_and_loopback_is_recognised,
-                       malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape,
-                       a_head_that_does_not_arrive_in_time_is_answered_408_and_closed,
-                       slow_heads_neither_delay_nor_lock_out_a_fresh_client,
-                       connections_beyond_the_per_address_limit_are_closed_at_once,
-                       twelve_slow_handlers_run_at_once_and_never_delay_a_health_check,
-                       a_request_arriving_during_the_drain_is_answered_503_draining,
-                       a_drain_under_load_answers_every_request_it_received,
-                       a_port_in_use_fails_with_an_io_error);
+    int rc = RUN_TESTS(
+        healthz_answers_json_with_a_request_id_over_a_socket,
+        a_body_of_exactly_one_mebibyte_is_accepted, an_oversized_body_with_content_length_is_413,
+        an_oversized_chunked_body_is_413, authentication_is_checked_before_the_body_size,
+        keep_alive_reuses_the_connection,
+        path_parameters_arrive_percent_decoded_without_changing_the_route,
+        graceful_stop_waits_for_an_in_flight_request_and_accepts_no_more,
+        drain_reports_requests_still_running_at_the_timeout,
+        listen_addresses_parse_and_loopback_is_recognised,
+        malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape,
+        a_head_that_does_not_arrive_in_time_is_answered_408_and_closed,
+        slow_heads_neither_delay_nor_lock_out_a_fresh_client,
+        connections_beyond_the_per_address_limit_are_closed_at_once,
+        twelve_slow_handlers_run_at_once_and_never_delay_a_health_check,
+        a_request_arriving_during_the_drain_is_answered_503_draining,
+        a_drain_under_load_answers_every_request_it_received, a_port_in_use_fails_with_an_io_error);
     curl_global_cleanup();
     return rc;
 }

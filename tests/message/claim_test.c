@@ -20,7 +20,8 @@ static mv_code steal_tx(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_execf(db, SQL_STEAL, NULL, err, "s", (const char *)ctx);
 }
 
-static mv_code counting_handler(void *ctx, const mv_action_input *in, json_t **result, mv_err *err) {
+static mv_code counting_handler(void *ctx, const mv_action_input *in, json_t **result,
+                                mv_err *err) {
     handler_state *h = ctx;
     int n = __atomic_fetch_add(&h->calls, 1, __ATOMIC_SEQ_CST);
     if (n < 8) mv_strlcpy(h->attempts[n], in->attempt_id, 64);
@@ -38,8 +39,10 @@ static mv_code press(fixture *f, const char *id, const char *action, const char 
     mv_action_request req = {.message_id = id, .action_cd = action, .user = &u};
     json_t *r = NULL;
     mv_code rc = mv_action_handle(f->svc, &req, &r, err);
-    if (result) *result = r;
-    else json_decref(r);
+    if (result)
+        *result = r;
+    else
+        json_decref(r);
     return rc;
 }
 
@@ -72,7 +75,8 @@ STORE_TEST(approve_archives_and_notifies_the_sender_in_one_go) {
     CHECK_STR(mv_json_str(n, "templateCd"), "__generic-notification__");
     CHECK_STR(mv_json_str(n, "toUser"), "u1");
     CHECK_STR(mv_json_str(json_object_get(n, "receiverContent"), "title"), "Approved Widget");
-    CHECK(strstr(mv_json_str(json_object_get(n, "receiverContent"), "long"), h.attempts[0]) != NULL);
+    CHECK(strstr(mv_json_str(json_object_get(n, "receiverContent"), "long"), h.attempts[0]) !=
+          NULL);
     /* archived: acting again is 410 and the handler is not called */
     CHECK_CODE(press(&f, id, "approve", "u2", NULL, &err), MV_MESSAGE_ARCHIVED, &err);
     CHECK_INT(h.calls, 1);
@@ -107,12 +111,13 @@ STORE_TEST(rules_are_checked_before_claiming) {
     CHECK_CODE(press(&f, "507f1f77bcf86cd799439011", "approve", "u2", NULL, &err),
                MV_MESSAGE_NOT_FOUND, &err);
     mv_user u2 = {.id = "u2"};
-    mv_action_request req = {.message_id = id, .template_cd = "foreign-template",
-                             .action_cd = "approve", .user = &u2};
+    mv_action_request req = {
+        .message_id = id, .template_cd = "foreign-template", .action_cd = "approve", .user = &u2};
     json_t *r = NULL;
     CHECK_CODE(mv_action_handle(f.svc, &req, &r, &err), MV_ACTION_TEMPLATE_MISMATCH, &err);
-    CHECK_STR(err.message,
-              "message template \"svc-test\" does not match requested template \"foreign-template\"");
+    CHECK_STR(
+        err.message,
+        "message template \"svc-test\" does not match requested template \"foreign-template\"");
     CHECK_INT(h.calls, 0);
     mv_registry_remove(f.registry, "svc-test");
     CHECK_CODE(press(&f, id, "approve", "u2", NULL, &err), MV_TEMPLATE_NOT_FOUND, &err);

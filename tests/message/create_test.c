@@ -89,8 +89,8 @@ STORE_TEST(replay_flag_is_set_only_for_replays) {
     mv_user u = {.id = "u1"};
     json_t *payload = json_pack("{s:s,s:s}", "name", "W", "toUser", "u2");
     json_t *id = json_string("r");
-    mv_create_request req = {.template_cd = "svc-test", .user = &u, .payload = payload,
-                             .client_request_id = id};
+    mv_create_request req = {
+        .template_cd = "svc-test", .user = &u, .payload = payload, .client_request_id = id};
     json_t *m1, *m2;
     bool replayed = true;
     mv_err err = {0};
@@ -216,7 +216,8 @@ typedef struct {
 
 static void *race_create(void *arg) {
     racer *r = arg;
-    json_t *m = fixture_create(r->f, "u1", r->to ? r->to : "x", r->crid ? r->crid : "race-1", &r->rc);
+    json_t *m =
+        fixture_create(r->f, "u1", r->to ? r->to : "x", r->crid ? r->crid : "race-1", &r->rc);
     for (size_t i = 0; i < 2 && i < json_array_size(m); i++)
         mv_strlcpy(r->ids[i], mv_json_str(json_array_get(m, i), "id"), 25);
     json_decref(m);
@@ -269,7 +270,8 @@ STORE_TEST(sixteen_threads_with_one_client_request_id_create_one_set_and_one_pay
         r[i].f = &f;
         pthread_create(&th[i], NULL, race_create, &r[i]);
     }
-    for (int i = 0; i < 16; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 16; i++)
+        pthread_join(th[i], NULL);
     for (int i = 0; i < 16; i++) {
         CHECK_INT(r[i].rc, MV_OK);
         CHECK_STR(r[i].ids[0], r[0].ids[0]);
@@ -301,8 +303,8 @@ STORE_TEST(two_processes_with_one_client_request_id_agree) {
             json_t *t = json_loads(SVC_TEST_TEMPLATE, 0, NULL);
             mv_registry_register(cf.registry, t, "<t>", NULL);
             json_decref(t);
-            mv_service_options o = {.store = cf.store, .registry = cf.registry,
-                                    .client_request_poll_ms = 5};
+            mv_service_options o = {
+                .store = cf.store, .registry = cf.registry, .client_request_poll_ms = 5};
             mv_service_new(&o, &cf.svc, NULL);
             mv_service_set_prepare(cf.svc, "svc-test", fixture_prepare, NULL);
             mv_code rc;
@@ -381,7 +383,8 @@ STORE_TEST(live_pending_reservation_with_no_wait_is_pending) {
     fixture_close(&f);
 }
 
-static mv_code counting_prepare(void *ctx, const mv_prepare_input *in, json_t **items, mv_err *err) {
+static mv_code counting_prepare(void *ctx, const mv_prepare_input *in, json_t **items,
+                                mv_err *err) {
     __atomic_add_fetch((int *)ctx, 1, __ATOMIC_SEQ_CST);
     mv_sleep_ms(20); /* hold the lease a little, so the others really wait */
     return fixture_prepare(NULL, in, items, err);
@@ -407,7 +410,8 @@ STORE_TEST(an_expired_lease_is_taken_over_by_exactly_one_of_several_callers) {
         r[i].to = "u2";
         pthread_create(&th[i], NULL, race_create, &r[i]);
     }
-    for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
     CHECK_INT(prepares, 1);
     for (int i = 0; i < 8; i++) {
         CHECK_INT(r[i].rc, MV_OK);
@@ -435,8 +439,8 @@ static void *decl_create(void *arg) {
     mv_user u = {.id = "u1"};
     json_t *payload = json_loads(r->payload, 0, NULL);
     json_t *key = json_string(r->key ? r->key : "decl-1");
-    mv_create_request req = {.template_cd = "decl", .user = &u, .payload = payload,
-                             .client_request_id = key};
+    mv_create_request req = {
+        .template_cd = "decl", .user = &u, .payload = payload, .client_request_id = key};
     json_t *m = NULL;
     mv_err err = {0};
     r->rc = mv_message_create(r->f->svc, &req, &m, NULL, &err);
@@ -467,12 +471,14 @@ STORE_TEST(a_declarative_create_is_one_transaction_that_concurrent_duplicates_re
     CHECK_INT(bad.rc, MV_CLIENT_REQUEST_FAILED);
     decl_racer r[12];
     pthread_t th[12];
-    const char *good = "{\"people\": [{\"to\": \"a\", \"name\": \"A\"}, {\"to\": \"b\", \"name\": \"B\"}]}";
+    const char *good =
+        "{\"people\": [{\"to\": \"a\", \"name\": \"A\"}, {\"to\": \"b\", \"name\": \"B\"}]}";
     for (int i = 0; i < 12; i++) {
         r[i] = (decl_racer){&f, good, "", 0, MV_OK};
         pthread_create(&th[i], NULL, decl_create, &r[i]);
     }
-    for (int i = 0; i < 12; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 12; i++)
+        pthread_join(th[i], NULL);
     for (int i = 0; i < 12; i++) {
         CHECK_INT(r[i].rc, MV_OK);
         CHECK_INT(r[i].n, 2);
@@ -509,10 +515,11 @@ STORE_TEST(completed_reservation_missing_messages_is_inconsistent) {
     mv_user u = {.id = "u1"};
     json_t *payload = json_pack("{s:s,s:s}", "name", "Widget", "toUser", "u2");
     json_t *id = json_string("c-1");
-    mv_create_request req = {.template_cd = "svc-test", .user = &u, .payload = payload,
-                             .client_request_id = id};
+    mv_create_request req = {
+        .template_cd = "svc-test", .user = &u, .payload = payload, .client_request_id = id};
     json_t *m;
-    CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_CLIENT_REQUEST_INCONSISTENT, &err);
+    CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_CLIENT_REQUEST_INCONSISTENT,
+               &err);
     CHECK(strstr(err.message, "expects item indexes 0..1 but found []") != NULL);
     json_decref(payload);
     json_decref(id);
@@ -566,15 +573,17 @@ static mv_code second_item_bad_prepare(void *ctx, const mv_prepare_input *in, js
     (void)err;
     /* the second item has 257 roles: building it fails after the first item's session opened */
     json_t *roles = json_array();
-    for (int i = 0; i < 257; i++) json_array_append_new(roles, json_sprintf("r%d", i));
+    for (int i = 0; i < 257; i++)
+        json_array_append_new(roles, json_sprintf("r%d", i));
     *items = json_pack("[{s:s},{s:s,s:o}]", "toUser", "a", "toUser", "b", "toRoles", roles);
     return MV_OK;
 }
 
-static fixture *paid_fixture(fixture *f, const char *kind, const char *name, pay_script *p, mv_payment_provider *pay) {
+static fixture *paid_fixture(fixture *f, const char *kind, const char *name, pay_script *p,
+                             mv_payment_provider *pay) {
     *pay = (mv_payment_provider){script_create, script_expire, NULL, p};
-    mv_service_options o = {.payment = pay, .on_payment_compensation_failure = script_hook,
-                            .hook_ctx = p};
+    mv_service_options o = {
+        .payment = pay, .on_payment_compensation_failure = script_hook, .hook_ctx = p};
     if (!fixture_open_opts(f, kind, name, &o)) return NULL;
     json_t *t = json_loads(SVC_TEST_TEMPLATE, 0, NULL);
     json_object_set_new(t, "paymentCd", json_string("deposit"));
@@ -607,8 +616,8 @@ STORE_TEST(throwing_payment_provider_fails_with_its_message) {
     mv_user u = {.id = "u1"};
     json_t *payload = json_pack("{s:s,s:s}", "name", "Widget", "toUser", "u2");
     json_t *id = json_string("pay-2");
-    mv_create_request req = {.template_cd = "svc-test", .user = &u, .payload = payload,
-                             .client_request_id = id};
+    mv_create_request req = {
+        .template_cd = "svc-test", .user = &u, .payload = payload, .client_request_id = id};
     json_t *m;
     mv_err err = {0};
     CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_PAYMENT_FAILED, &err);
@@ -647,11 +656,12 @@ STORE_TEST(a_failing_expire_reports_through_the_hook_and_names_the_session) {
     mv_user u = {.id = "u1"};
     json_t *payload = json_object();
     json_t *id = json_string("payment-compensation-failure");
-    mv_create_request req = {.template_cd = "svc-test", .user = &u, .payload = payload,
-                             .client_request_id = id};
+    mv_create_request req = {
+        .template_cd = "svc-test", .user = &u, .payload = payload, .client_request_id = id};
     json_t *m;
     mv_err err = {0};
-    CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_PAYMENT_COMPENSATION_FAILED, &err);
+    CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_PAYMENT_COMPENSATION_FAILED,
+               &err);
     CHECK_STR(err.session_id, "session-1");
     CHECK_STR(err.operation, "expire");
     CHECK(strstr(err.message, "session \"session-1\" during expire") != NULL);
@@ -731,8 +741,8 @@ STORE_TEST(a_key_removed_by_gc_creates_fresh_messages_on_both_create_paths) {
     mv_user u = {.id = "u1"};
     json_t *payload = json_pack("{s:s,s:s}", "name", "Widget", "toUser", "u2");
     json_t *key = json_string("gc-k1");
-    mv_create_request req = {.template_cd = "svc-test", .user = &u, .payload = payload,
-                             .client_request_id = key};
+    mv_create_request req = {
+        .template_cd = "svc-test", .user = &u, .payload = payload, .client_request_id = key};
     json_t *again = NULL;
     CHECK_CODE(mv_message_create(f.svc, &req, &again, &replayed, &err), MV_OK, &err);
     CHECK(replayed);

@@ -29,8 +29,8 @@ STORE_TEST(the_payment_webhook_opens_one_session_per_item_and_refunds_it) {
     mv_user u = {.id = "payer"};
     json_t *payload = json_pack("{s:s,s:i}", "to", "shop", "amount", 30);
     json_t *key = json_string("order-9");
-    mv_create_request req = {.template_cd = "paid", .user = &u, .payload = payload,
-                             .client_request_id = key};
+    mv_create_request req = {
+        .template_cd = "paid", .user = &u, .payload = payload, .client_request_id = key};
     json_t *m1 = NULL, *m2 = NULL;
     CHECK_CODE(mv_message_create(f.svc, &req, &m1, NULL, &err), MV_OK, &err);
     CHECK_CODE(mv_message_create(f.svc, &req, &m2, NULL, &err), MV_OK, &err);
@@ -47,7 +47,8 @@ STORE_TEST(the_payment_webhook_opens_one_session_per_item_and_refunds_it) {
     http_sink_request_free(&r);
     mv_user shop = {.id = "shop"};
     mv_action_request ar = {.message_id = mv_json_str(json_array_get(m1, 0), "id"),
-                            .action_cd = "refund", .user = &shop};
+                            .action_cd = "refund",
+                            .user = &shop};
     json_t *result = NULL;
     CHECK_CODE(mv_action_handle(f.svc, &ar, &result, &err), MV_OK, &err);
     json_decref(result);
@@ -112,6 +113,7 @@ STORE_TEST(a_created_message_is_emailed_once_through_the_outbox_and_excluded_tit
 
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
-    return RUN_TESTS(the_payment_webhook_opens_one_session_per_item_and_refunds_it,
-                     a_created_message_is_emailed_once_through_the_outbox_and_excluded_titles_never);
+    return RUN_TESTS(
+        the_payment_webhook_opens_one_session_per_item_and_refunds_it,
+        a_created_message_is_emailed_once_through_the_outbox_and_excluded_titles_never);
 }

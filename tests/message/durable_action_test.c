@@ -75,8 +75,8 @@ static mv_code booking_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx,
 
 static const mv_saga_compensator compensators[] = {{"reserve", release, NULL},
                                                    {"charge", release, NULL}};
-static const mv_saga_definition booking = {.name = "booking", .run = booking_run,
-                                           .compensators = compensators, .ncompensators = 2};
+static const mv_saga_definition booking = {
+    .name = "booking", .run = booking_run, .compensators = compensators, .ncompensators = 2};
 
 static const mv_saga_definition *find_saga(void *ctx, const char *name) {
     (void)ctx;
@@ -104,8 +104,12 @@ static int env_open(env *e, const char *kind, const char *name) {
         return 0;
     }
     mv_service_free(e->f.svc);
-    mv_service_options o = {.store = e->f.store, .registry = e->f.registry, .clock = &e->f.clock,
-                            .approvals = e->approvals, .sagas = e->sagas, .find_saga = find_saga};
+    mv_service_options o = {.store = e->f.store,
+                            .registry = e->f.registry,
+                            .clock = &e->f.clock,
+                            .approvals = e->approvals,
+                            .sagas = e->sagas,
+                            .find_saga = find_saga};
     if (mv_service_new(&o, &e->f.svc, &err) != MV_OK) return 0;
     json_t *t = json_loads(APPROVAL_TEMPLATE, 0, NULL);
     int ok = mv_registry_register(e->f.registry, t, "<refund>", &err) == MV_OK;
@@ -139,8 +143,8 @@ static const char *FINANCE[] = {"finance"};
 static mv_code press(env *e, const char *id, const char *action, const char *user,
                      const char *token, json_t *input, mv_err *err) {
     mv_user u = {.id = user, .roles = FINANCE, .nroles = 1};
-    mv_action_request req = {.message_id = id, .action_cd = action, .user = &u, .input = input,
-                             .resume_token = token};
+    mv_action_request req = {
+        .message_id = id, .action_cd = action, .user = &u, .input = input, .resume_token = token};
     json_t *r = NULL;
     mv_code rc = mv_action_handle(e->f.svc, &req, &r, err);
     json_decref(r);
@@ -172,8 +176,8 @@ STORE_TEST(an_action_needing_approval_runs_once_after_the_approver_decides) {
     CHECK_STR(state_of(&e, id, st), "active"); /* nothing claimed */
     CHECK_CODE(press(&e, id, "approve", "ana", token, NULL, &err), MV_APPROVAL_PENDING, &err);
     CHECK_STR(state_of(&e, id, st), "active");
-    CHECK_CODE(mv_approval_decide(e.approvals, approval, "default", "approved", "boss", &err), MV_OK,
-               &err);
+    CHECK_CODE(mv_approval_decide(e.approvals, approval, "default", "approved", "boss", &err),
+               MV_OK, &err);
     CHECK_CODE(press(&e, id, "approve", "bob", token, NULL, &err), MV_APPROVAL_BINDING, &err);
     CHECK_CODE(press(&e, other, "approve", "ana", token, NULL, &err), MV_APPROVAL_BINDING, &err);
     json_t *input = json_pack("{s:i}", "amount", 1);
@@ -273,8 +277,11 @@ STORE_TEST(an_ambiguous_step_needs_review_and_a_press_after_resolution_continues
     mv_saga_get(e.sagas, saga, &rec, &err);
     const char *effect = mv_json_str(json_array_get(json_object_get(rec, "steps"), 1), "effectId");
     json_t *charged = json_string("charged-by-operator");
-    mv_saga_resolution res = {.kind = "execution", .step = "charge", .effect_id = effect,
-                              .outcome = "committed", .result = charged};
+    mv_saga_resolution res = {.kind = "execution",
+                              .step = "charge",
+                              .effect_id = effect,
+                              .outcome = "committed",
+                              .result = charged};
     json_t *after = NULL;
     CHECK_CODE(mv_saga_resolve(e.sagas, &booking, saga, &res, &after, &err), MV_OK, &err);
     json_decref(after);
@@ -294,9 +301,10 @@ STORE_TEST(an_ambiguous_step_needs_review_and_a_press_after_resolution_continues
 }
 
 int main(void) {
-    return RUN_TESTS(an_action_needing_approval_runs_once_after_the_approver_decides,
-                     a_retry_of_an_approved_attempt_needs_no_new_approval_but_a_token_is_single_use,
-                     a_saga_handler_completes_and_returns_each_steps_result,
-                     a_compensated_saga_returns_the_message_to_active_and_a_new_press_is_a_new_saga,
-                     an_ambiguous_step_needs_review_and_a_press_after_resolution_continues_the_same_saga);
+    return RUN_TESTS(
+        an_action_needing_approval_runs_once_after_the_approver_decides,
+        a_retry_of_an_approved_attempt_needs_no_new_approval_but_a_token_is_single_use,
+        a_saga_handler_completes_and_returns_each_steps_result,
+        a_compensated_saga_returns_the_message_to_active_and_a_new_press_is_a_new_saga,
+        an_ambiguous_step_needs_review_and_a_press_after_resolution_continues_the_same_saga);
 }

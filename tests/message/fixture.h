@@ -28,20 +28,27 @@ static inline mv_code fixture_count_tx(mv_db *db, void *ctx, mv_err *err) {
 
 /* Rows in messages (which = 'm') or message_requests ('r'). */
 static inline int64_t fixture_rows(mv_store *store, char which) {
-    fixture_count_arg a = {which == 'm' ? SQL_FIXTURE_COUNT_MESSAGES : SQL_FIXTURE_COUNT_REQUESTS, -1};
+    fixture_count_arg a = {which == 'm' ? SQL_FIXTURE_COUNT_MESSAGES : SQL_FIXTURE_COUNT_REQUESTS,
+                           -1};
     mv_store_read(store, fixture_count_tx, &a, NULL);
     return a.n;
 }
 
 static const char *SVC_TEST_TEMPLATE =
     "{\"templateCd\": \"svc-test\", \"type\": \"request\","
-    " \"senderContent\": {\"title\": \"Send Title\", \"long\": \"Send Long\", \"short\": \"Send Short\"},"
-    " \"receiverContent\": {\"title\": \"Recv Title\", \"long\": \"Recv Long {{name}}\", \"short\": \"Recv Short\"},"
+    " \"senderContent\": {\"title\": \"Send Title\", \"long\": \"Send Long\", \"short\": \"Send "
+    "Short\"},"
+    " \"receiverContent\": {\"title\": \"Recv Title\", \"long\": \"Recv Long {{name}}\", "
+    "\"short\": \"Recv Short\"},"
     " \"uiTemplate\": \"default-message\","
-    " \"actions\": [{\"actionCd\": \"approve\", \"name\": \"Approve {{name}}\", \"variant\": \"success\","
-    "   \"receiver\": true, \"senderNotification\": {\"title\": \"Approved {{name}}\", \"long\": \"Result {{result}}\"}},"
-    "  {\"actionCd\": \"reject\", \"name\": \"Reject\", \"variant\": \"danger\", \"receiver\": true},"
-    "  {\"actionCd\": \"withdraw\", \"name\": \"Withdraw\", \"variant\": \"dark\", \"sender\": true}]}";
+    " \"actions\": [{\"actionCd\": \"approve\", \"name\": \"Approve {{name}}\", \"variant\": "
+    "\"success\","
+    "   \"receiver\": true, \"senderNotification\": {\"title\": \"Approved {{name}}\", \"long\": "
+    "\"Result {{result}}\"}},"
+    "  {\"actionCd\": \"reject\", \"name\": \"Reject\", \"variant\": \"danger\", \"receiver\": "
+    "true},"
+    "  {\"actionCd\": \"withdraw\", \"name\": \"Withdraw\", \"variant\": \"dark\", \"sender\": "
+    "true}]}";
 
 typedef struct fixture {
     mv_store *store;
@@ -53,7 +60,8 @@ typedef struct fixture {
 } fixture;
 
 /* prepareMessage of the reference fixture: templateData {name}, fromUser, toUser, payload. */
-static inline mv_code fixture_prepare(void *ctx, const mv_prepare_input *in, json_t **items, mv_err *err) {
+static inline mv_code fixture_prepare(void *ctx, const mv_prepare_input *in, json_t **items,
+                                      mv_err *err) {
     (void)ctx;
     (void)err;
     const json_t *p = in->payload;
@@ -62,7 +70,8 @@ static inline mv_code fixture_prepare(void *ctx, const mv_prepare_input *in, jso
                              "fromUser", in->user->id, "payload", p);
     json_t *to = json_object_get(p, "toUser");
     json_object_set(item, "toUser", to ? to : json_null());
-    if (json_object_get(p, "toRoles")) json_object_set(item, "toRoles", json_object_get(p, "toRoles"));
+    if (json_object_get(p, "toRoles"))
+        json_object_set(item, "toRoles", json_object_get(p, "toRoles"));
     *items = item;
     return MV_OK;
 }
@@ -119,12 +128,12 @@ static inline void fixture_close(fixture *f) {
 
 /* Creates one svc-test message from `from` to `to` (JSON payload extras may be NULL). */
 static inline json_t *fixture_create(fixture *f, const char *from, const char *to, const char *crid,
-                              mv_code *rc_out) {
+                                     mv_code *rc_out) {
     mv_user u = {.id = from};
     json_t *payload = json_pack("{s:s,s:s}", "name", "Widget", "toUser", to);
     json_t *id = crid ? json_string(crid) : NULL;
-    mv_create_request req = {.template_cd = "svc-test", .user = &u, .payload = payload,
-                             .client_request_id = id};
+    mv_create_request req = {
+        .template_cd = "svc-test", .user = &u, .payload = payload, .client_request_id = id};
     json_t *msgs = NULL;
     mv_err err = {0};
     mv_code rc = mv_message_create(f->svc, &req, &msgs, NULL, &err);

@@ -5,8 +5,8 @@
 
 #include "fixture.h"
 #include "message/inbox_internal.h"
-#include "store/driver.h"
 #include "missive/inbox.h"
+#include "store/driver.h"
 
 static const char *OPS[] = {"ops"};
 
@@ -527,7 +527,7 @@ static mv_code replay_migration_5_tx(mv_db *db, void *ctx, mv_err *err) {
     (void)ctx;
     return mv_db_exec(db,
                       mv_db_kind(db) == MV_STORE_POSTGRES ? mv_migration_inbox.postgres_sql
-                                                           : mv_migration_inbox.sqlite_sql,
+                                                          : mv_migration_inbox.sqlite_sql,
                       err);
 }
 

@@ -22,7 +22,8 @@ static mv_code explain_tx(mv_db *db, void *ctx, mv_err *err) {
     size_t used = 0;
     while (mv_stmt_step(st, err) == 1) {
         const char *detail = mv_stmt_text(st, 3);
-        used += (size_t)snprintf(a->plan + used, sizeof a->plan - used, "%s\n", detail ? detail : "");
+        used +=
+            (size_t)snprintf(a->plan + used, sizeof a->plan - used, "%s\n", detail ? detail : "");
         if (used >= sizeof a->plan) break;
     }
     mv_stmt_done(st);
@@ -63,8 +64,10 @@ TEST(list_and_count_queries_use_indexes_only) {
     plan_arg a = {mv__message_list_sql(), ""};
     mv_err err = {0};
     CHECK_CODE(mv_store_read(f.store, explain_tx, &a, &err), MV_OK, &err);
-    CHECK(strstr(a.plan, "messages_by_sender (tenant_id=? AND from_user=? AND archived=? AND (created_at,id)<(?,?))"));
-    CHECK(strstr(a.plan, "message_roles_by_role (tenant_id=? AND role=? AND archived=? AND (created_at,message_id)<(?,?))"));
+    CHECK(strstr(a.plan, "messages_by_sender (tenant_id=? AND from_user=? AND archived=? AND "
+                         "(created_at,id)<(?,?))"));
+    CHECK(strstr(a.plan, "message_roles_by_role (tenant_id=? AND role=? AND archived=? AND "
+                         "(created_at,message_id)<(?,?))"));
     fixture_close(&f);
 }
 

@@ -31,15 +31,15 @@ static json_t *list(fixture *f, const mv_user *u, json_t *limit, json_t *skip, c
 STORE_TEST(visibility_covers_sender_recipient_and_roles_without_duplicates) {
     fixture f;
     REQUIRE(fixture_open(&f, kind, "vis.db"));
-    json_decref(create_to(&f, "me", "other", NULL));    /* I sent it */
+    json_decref(create_to(&f, "me", "other", NULL)); /* I sent it */
     f.now++;
-    json_decref(create_to(&f, "other", "me", NULL));    /* sent to me */
+    json_decref(create_to(&f, "other", "me", NULL)); /* sent to me */
     f.now++;
-    json_decref(create_to(&f, "other", NULL, "ops"));   /* to my role */
+    json_decref(create_to(&f, "other", NULL, "ops")); /* to my role */
     f.now++;
-    json_decref(create_to(&f, "other", "me", "ops"));   /* both: must appear once */
+    json_decref(create_to(&f, "other", "me", "ops")); /* both: must appear once */
     f.now++;
-    json_decref(create_to(&f, "other", "else", "hr"));  /* hidden */
+    json_decref(create_to(&f, "other", "else", "hr")); /* hidden */
     const char *roles[] = {"ops"};
     mv_user me = {.id = "me", .roles = roles, .nroles = 1};
     mv_code rc;
@@ -245,7 +245,8 @@ STORE_TEST(limits_are_clamped_and_non_integers_rejected) {
     mv_service_options o = {.default_list_limit = 2, .max_list_limit = 2};
     fixture f;
     REQUIRE(fixture_open_opts(&f, kind, "clamp.db", &o));
-    for (int i = 0; i < 3; i++) json_decref(create_to(&f, "u1", "u2", NULL));
+    for (int i = 0; i < 3; i++)
+        json_decref(create_to(&f, "u1", "u2", NULL));
     mv_user u = {.id = "u1"};
     mv_code rc;
     json_t *p;
@@ -283,7 +284,8 @@ TEST(service_limits_are_validated_with_the_reference_messages) {
     mv_service_options o = {.store = s, .registry = r, .max_list_limit = -1};
     CHECK_CODE(mv_service_new(&o, &svc, &err), MV_INVALID_PAGINATION, &err);
     CHECK_STR(err.message, "maxListLimit must be at least 1");
-    o = (mv_service_options){.store = s, .registry = r, .default_list_limit = 11, .max_list_limit = 10};
+    o = (mv_service_options){
+        .store = s, .registry = r, .default_list_limit = 11, .max_list_limit = 10};
     CHECK_CODE(mv_service_new(&o, &svc, &err), MV_INVALID_PAGINATION, &err);
     CHECK_STR(err.message, "defaultListLimit must be less than or equal to maxListLimit");
     mv_registry_free(r);
@@ -299,7 +301,8 @@ STORE_TEST(get_returns_only_visible_messages) {
     mv_err err = {0};
     CHECK_CODE(mv_message_get(f.svc, mv_json_str(m, "id"), &u2, &got, &err), MV_OK, &err);
     json_decref(got);
-    CHECK_CODE(mv_message_get(f.svc, mv_json_str(m, "id"), &u3, &got, &err), MV_MESSAGE_NOT_FOUND, &err);
+    CHECK_CODE(mv_message_get(f.svc, mv_json_str(m, "id"), &u3, &got, &err), MV_MESSAGE_NOT_FOUND,
+               &err);
     CHECK_CODE(mv_message_get(f.svc, "507f1f77bcf86cd799439011", &u2, &got, &err),
                MV_MESSAGE_NOT_FOUND, &err);
     json_decref(m);
@@ -356,8 +359,9 @@ STORE_TEST(null_recipient_never_matches_the_user_named_null) {
     mv_user nul = {.id = "null"};
     json_t *out = NULL;
     mv_err err = {0};
-    CHECK_CODE(mv_message_actions(f.svc, mv_json_str(m, "id"), MV_RECEIVER, &nul, false, &out, &err),
-               MV_MESSAGE_NOT_FOUND, &err);
+    CHECK_CODE(
+        mv_message_actions(f.svc, mv_json_str(m, "id"), MV_RECEIVER, &nul, false, &out, &err),
+        MV_MESSAGE_NOT_FOUND, &err);
     json_decref(m);
     fixture_close(&f);
 }

@@ -73,7 +73,7 @@ static char *filter_codes(const mv_template *t, mv_usertype ut, const mv_user *u
                           const char *message) {
     json_t *m = message ? J(message) : NULL, *out = NULL;
     mv_err err;
-    char buf[sizeof ((mv_err *)0)->message + 16] = "";
+    char buf[sizeof((mv_err *)0)->message + 16] = "";
     if (mv_actions_filter(t, ut, u, m, NULL, &out, &err) == MV_OK) {
         size_t i;
         json_t *a;

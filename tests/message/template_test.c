@@ -222,9 +222,10 @@ TEST(action_for_nobody_is_rejected_with_the_reference_message) {
 }
 
 TEST(a_misspelled_receiver_flag_is_named_as_an_unknown_key) {
-    CHECK_STR(rejection(one_action("{'actionCd': 'a', 'name': 'A', 'variant': 'v', 'reciever': true}")),
-              "t.json: template \"x\" action \"a\" has unknown key \"reciever\" and must be "
-              "available to sender or receiver");
+    CHECK_STR(
+        rejection(one_action("{'actionCd': 'a', 'name': 'A', 'variant': 'v', 'reciever': true}")),
+        "t.json: template \"x\" action \"a\" has unknown key \"reciever\" and must be "
+        "available to sender or receiver");
 }
 
 TEST(reference_checks_come_before_missive_checks_in_reference_order) {

@@ -13,7 +13,8 @@ static const char *WEBHOOK_TEMPLATE =
     "{\"templateCd\": \"hooked\", \"type\": \"request\","
     " \"receiverContent\": {\"title\": \"Book {{listing}}\"},"
     " \"prepare\": {\"toUser\": \"{{hostId}}\"},"
-    " \"actions\": [{\"actionCd\": \"accept\", \"name\": \"Accept {{listing}}\", \"variant\": \"primary\","
+    " \"actions\": [{\"actionCd\": \"accept\", \"name\": \"Accept {{listing}}\", \"variant\": "
+    "\"primary\","
     "   \"receiver\": true, \"handler\": {\"webhook\": \"%s/hooks/accept\"},"
     "   \"senderNotification\": \"accepted\"}]}";
 
@@ -30,8 +31,8 @@ static int register_hooked(mv_registry *registry, http_sink *sink) {
 
 static int open_hooked(fixture *f, const char *kind, const char *name, http_sink *sink,
                        int64_t lease_ms, bool real_clock) {
-    static mv_webhook_config wh = {.secret = SECRET, .secret_len = sizeof SECRET - 1,
-                                   .timeout_ms = 20000};
+    static mv_webhook_config wh = {
+        .secret = SECRET, .secret_len = sizeof SECRET - 1, .timeout_ms = 20000};
     mv_service_options o = {.webhook = &wh, .action_lease_ms = lease_ms};
     static const mv_clock real = {0};
     if (real_clock) o.clock = &real;
@@ -59,8 +60,10 @@ static mv_code press_accept(fixture *f, const char *id, json_t **result, mv_err 
     json_t *r = NULL;
     mv_code rc = mv_action_handle(f->svc, &req, &r, err);
     json_decref(input);
-    if (result) *result = r;
-    else json_decref(r);
+    if (result)
+        *result = r;
+    else
+        json_decref(r);
     return rc;
 }
 
@@ -136,10 +139,10 @@ STORE_TEST(a_server_killed_mid_handler_is_completed_by_another_after_the_lease) 
         if (mv_store_open(f.url, NULL, &cf.store, NULL) != MV_OK) _exit(3);
         cf.registry = mv_registry_new();
         if (!register_hooked(cf.registry, sink)) _exit(3);
-        mv_webhook_config wh = {.secret = SECRET, .secret_len = sizeof SECRET - 1,
-                                .timeout_ms = 20000};
-        mv_service_options o = {.store = cf.store, .registry = cf.registry, .webhook = &wh,
-                                .action_lease_ms = 600};
+        mv_webhook_config wh = {
+            .secret = SECRET, .secret_len = sizeof SECRET - 1, .timeout_ms = 20000};
+        mv_service_options o = {
+            .store = cf.store, .registry = cf.registry, .webhook = &wh, .action_lease_ms = 600};
         mv_service_new(&o, &cf.svc, NULL);
         mv_err e = {0};
         press_accept(&cf, id, NULL, &e);
@@ -172,9 +175,10 @@ STORE_TEST(a_server_killed_mid_handler_is_completed_by_another_after_the_lease) 
 STORE_TEST(prepare_webhook_items_become_messages_and_a_bad_answer_is_prepare_failed) {
     http_sink *sink = http_sink_start();
     REQUIRE(sink);
-    http_sink_push(sink, &(http_sink_response){
-                             .body = "[{\"toUser\": \"a\", \"templateData\": {\"listing\": \"X\"}},"
-                                     " {\"toUser\": \"b\", \"templateData\": {\"listing\": \"Y\"}}]"});
+    http_sink_push(sink,
+                   &(http_sink_response){
+                       .body = "[{\"toUser\": \"a\", \"templateData\": {\"listing\": \"X\"}},"
+                               " {\"toUser\": \"b\", \"templateData\": {\"listing\": \"Y\"}}]"});
     http_sink_push(sink, &(http_sink_response){.status = 500});
     http_sink_push(sink, &(http_sink_response){.body = "42"});
     fixture f;
@@ -195,7 +199,8 @@ STORE_TEST(prepare_webhook_items_become_messages_and_a_bad_answer_is_prepare_fai
     json_t *m = NULL;
     CHECK_CODE(mv_message_create(f.svc, &req, &m, NULL, &err), MV_OK, &err);
     CHECK_INT(json_array_size(m), 2);
-    CHECK_STR(mv_json_str(json_object_get(json_array_get(m, 1), "receiverContent"), "title"), "T Y");
+    CHECK_STR(mv_json_str(json_object_get(json_array_get(m, 1), "receiverContent"), "title"),
+              "T Y");
     json_decref(m);
     http_sink_request r;
     REQUIRE(http_sink_get(sink, 0, &r));

@@ -45,9 +45,12 @@ static void *writer(void *arg) {
         int64_t id = w->base + i;
         mv_err err = {0};
         mv_code rc = mv_store_write(w->store, insert_pair_tx, &id, &err);
-        if (rc == MV_OK) w->ok++;
-        else if (rc == MV_INVALID_ARGUMENT && strstr(err.message, "odd")) w->odd_errors++;
-        else w->wrong++;
+        if (rc == MV_OK)
+            w->ok++;
+        else if (rc == MV_INVALID_ARGUMENT && strstr(err.message, "odd"))
+            w->odd_errors++;
+        else
+            w->wrong++;
     }
     return NULL;
 }
@@ -146,7 +149,8 @@ TEST(a_job_that_aborts_the_shared_transaction_takes_nobody_elses_success_with_it
         w[i].base = 1 + i * 1000;
         pthread_create(&th[i], NULL, abort_writer, &w[i]);
     }
-    for (int i = 0; i < 12; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 12; i++)
+        pthread_join(th[i], NULL);
     /* the invariant: a write is durable exactly when its caller was told it succeeded */
     int mismatches = 0, ok = 0;
     for (int i = 0; i < 12; i++)

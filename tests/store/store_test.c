@@ -16,7 +16,8 @@
 /* How many migrations there are (versions may have gaps while branches land). */
 static int migration_count(void) {
     int n = 0;
-    while (mv_migrations[n]) n++;
+    while (mv_migrations[n])
+        n++;
     return n;
 }
 

@@ -58,8 +58,10 @@ static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
     if (len >= 25 && strncasecmp(p, "Idempotent-Replayed: true", 25) == 0) h->r->replayed = true;
     if (len > 13 && strncasecmp(p, "Content-Type:", 13) == 0) {
         size_t b = 13, e = len;
-        while (b < e && p[b] == ' ') b++;
-        while (e > b && (p[e - 1] == '\r' || p[e - 1] == '\n' || p[e - 1] == ' ')) e--;
+        while (b < e && p[b] == ' ')
+            b++;
+        while (e > b && (p[e - 1] == '\r' || p[e - 1] == '\n' || p[e - 1] == ' '))
+            e--;
         snprintf(h->content_type, sizeof h->content_type, "%.*s", (int)(e - b), p + b);
     }
     return len;

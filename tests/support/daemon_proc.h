@@ -15,9 +15,9 @@
 #include <sys/types.h>
 
 typedef struct test_reply {
-    long status;    /* 0 when no answer came */
-    json_t *json;   /* the parsed body, NULL when empty or not JSON */
-    bool replayed;  /* Idempotent-Replayed: true */
+    long status;   /* 0 when no answer came */
+    json_t *json;  /* the parsed body, NULL when empty or not JSON */
+    bool replayed; /* Idempotent-Replayed: true */
 } test_reply;
 
 /* A loopback port that was free a moment ago. */

@@ -111,7 +111,8 @@ static bool read_request(int fd, loopback_reader *rd, http_sink_request *req, bo
         char *colon = strchr(line, ':');
         if (!colon) return false;
         char *v = colon + 1;
-        while (*v == ' ' || *v == '\t') v++;
+        while (*v == ' ' || *v == '\t')
+            v++;
         if (req->nheaders == cap) {
             cap = cap ? cap * 2 : 16;
             req->names = realloc(req->names, (size_t)cap * sizeof *req->names);
@@ -120,8 +121,10 @@ static bool read_request(int fd, loopback_reader *rd, http_sink_request *req, bo
         req->names[req->nheaders] = strndup(line, (size_t)(colon - line));
         req->values[req->nheaders++] = strdup(v);
         if (strncasecmp(line, "Content-Length:", 15) == 0) content_length = strtoul(v, NULL, 10);
-        if (strncasecmp(line, "Transfer-Encoding:", 18) == 0 && strstr(v, "chunked")) *chunked = true;
-        if (strncasecmp(line, "Expect:", 7) == 0 && strcasecmp(v, "100-continue") == 0) expect = true;
+        if (strncasecmp(line, "Transfer-Encoding:", 18) == 0 && strstr(v, "chunked"))
+            *chunked = true;
+        if (strncasecmp(line, "Expect:", 7) == 0 && strcasecmp(v, "100-continue") == 0)
+            expect = true;
     }
     if (*chunked) return true;
     if (content_length > 64u * 1024 * 1024) return false;
@@ -170,8 +173,10 @@ static void serve(void *ctx, int fd, loopback *srv) {
             q = q->next;
         }
         if (q) {
-            if (prev) prev->next = q->next;
-            else s->head = q->next;
+            if (prev)
+                prev->next = q->next;
+            else
+                s->head = q->next;
             if (s->tail == q) s->tail = prev;
             res = q->r;
             body = (char *)q->r.body; /* owned copy, freed below */
@@ -214,7 +219,8 @@ http_sink *http_sink_start(void) {
 void http_sink_stop(http_sink *s) {
     if (!s) return;
     loopback_stop(s->srv);
-    for (int i = 0; i < s->nreqs; i++) http_sink_request_free(&s->reqs[i]);
+    for (int i = 0; i < s->nreqs; i++)
+        http_sink_request_free(&s->reqs[i]);
     free(s->reqs);
     while (s->head) {
         queued *q = s->head;
@@ -238,8 +244,10 @@ void http_sink_push(http_sink *s, const http_sink_response *r) {
     q->r.body = dup0(r->body);
     q->r.path = dup0(r->path);
     pthread_mutex_lock(&s->mu);
-    if (s->tail) s->tail->next = q;
-    else s->head = q;
+    if (s->tail)
+        s->tail->next = q;
+    else
+        s->head = q;
     s->tail = q;
     pthread_mutex_unlock(&s->mu);
 }

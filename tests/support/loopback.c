@@ -43,7 +43,8 @@ static void *conn_main(void *arg) {
 static void *accept_main(void *arg) {
     loopback *s = arg;
     for (;;) {
-        struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN}, {.fd = s->wake[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
+                              {.fd = s->wake[0], .events = POLLIN}};
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR) continue;
             break;
@@ -88,7 +89,8 @@ loopback *loopback_start(loopback_serve_fn serve, void *ctx) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t alen = sizeof a;
     if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        listen(s->listen_fd, 64) != 0 || getsockname(s->listen_fd, (struct sockaddr *)&a, &alen) != 0 ||
+        listen(s->listen_fd, 64) != 0 ||
+        getsockname(s->listen_fd, (struct sockaddr *)&a, &alen) != 0 ||
         pipe2(s->wake, O_CLOEXEC) != 0) {
         if (s->listen_fd >= 0) close(s->listen_fd);
         free(s);
@@ -146,7 +148,8 @@ void loopback_stop(loopback *srv) {
     pthread_mutex_lock(&srv->mu);
     conn *list = srv->conns;
     srv->conns = NULL;
-    for (conn *c = list; c; c = c->next) shutdown(c->fd, SHUT_RDWR);
+    for (conn *c = list; c; c = c->next)
+        shutdown(c->fd, SHUT_RDWR);
     pthread_mutex_unlock(&srv->mu);
     while (list) {
         conn *next = list->next;

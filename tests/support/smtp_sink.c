@@ -27,7 +27,8 @@ struct smtp_sink {
 void smtp_sink_message_free(smtp_sink_message *m) {
     if (!m) return;
     free(m->from);
-    for (int i = 0; i < m->nto; i++) free(m->to[i]);
+    for (int i = 0; i < m->nto; i++)
+        free(m->to[i]);
     free(m->to);
     free(m->data);
     memset(m, 0, sizeof *m);
@@ -37,7 +38,8 @@ static void copy_message(const smtp_sink_message *in, smtp_sink_message *out) {
     out->from = strdup(in->from ? in->from : "");
     out->nto = in->nto;
     out->to = calloc((size_t)in->nto + 1, sizeof *out->to);
-    for (int i = 0; i < in->nto; i++) out->to[i] = strdup(in->to[i]);
+    for (int i = 0; i < in->nto; i++)
+        out->to[i] = strdup(in->to[i]);
     out->data = strdup(in->data ? in->data : "");
     out->accepted = in->accepted;
 }
@@ -71,7 +73,9 @@ static void serve(void *ctx, int fd, loopback *srv) {
     for (;;) {
         if (loopback_read_line(&rd, line, sizeof line) < 0) break;
         if (strncasecmp(line, "EHLO", 4) == 0) {
-            if (!say(fd, "250-smtp_sink") || !say(fd, "250-8BITMIME") || !say(fd, "250 SIZE 10485760")) break;
+            if (!say(fd, "250-smtp_sink") || !say(fd, "250-8BITMIME") ||
+                !say(fd, "250 SIZE 10485760"))
+                break;
         } else if (strncasecmp(line, "HELO", 4) == 0) {
             say(fd, "250 smtp_sink");
         } else if (strncasecmp(line, "MAIL FROM:", 10) == 0) {
@@ -106,7 +110,8 @@ static void serve(void *ctx, int fd, loopback *srv) {
                 }
                 const char *l = line[0] == '.' ? line + 1 : line; /* undo dot-stuffing */
                 size_t ln = strlen(l);
-                while (len + ln + 3 > cap) data = realloc(data, cap *= 2);
+                while (len + ln + 3 > cap)
+                    data = realloc(data, cap *= 2);
                 memcpy(data + len, l, ln);
                 memcpy(data + len + ln, "\r\n", 2);
                 len += ln + 2;
@@ -162,7 +167,8 @@ smtp_sink *smtp_sink_start(void) {
 void smtp_sink_stop(smtp_sink *s) {
     if (!s) return;
     loopback_stop(s->srv);
-    for (int i = 0; i < s->n; i++) smtp_sink_message_free(&s->msgs[i]);
+    for (int i = 0; i < s->n; i++)
+        smtp_sink_message_free(&s->msgs[i]);
     free(s->msgs);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -194,7 +200,8 @@ int smtp_sink_received(smtp_sink *s) {
 int smtp_sink_accepted(smtp_sink *s) {
     pthread_mutex_lock(&s->mu);
     int n = 0;
-    for (int i = 0; i < s->n; i++) n += s->msgs[i].accepted;
+    for (int i = 0; i < s->n; i++)
+        n += s->msgs[i].accepted;
     pthread_mutex_unlock(&s->mu);
     return n;
 }
@@ -220,17 +227,20 @@ char *smtp_sink_header(const smtp_sink_message *m, const char *name) {
         if (!eol) break;
         if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
             const char *v = p + nl + 1;
-            while (*v == ' ') v++;
+            while (*v == ' ')
+                v++;
             size_t cap = 256, len = 0;
             char *out = malloc(cap);
             for (;;) { /* unfold continuation lines */
                 size_t seg = (size_t)(eol - v);
-                while (len + seg + 1 > cap) out = realloc(out, cap *= 2);
+                while (len + seg + 1 > cap)
+                    out = realloc(out, cap *= 2);
                 memcpy(out + len, v, seg);
                 len += seg;
                 if (eol[2] != ' ' && eol[2] != '\t') break;
                 v = eol + 2;
-                while (*v == ' ' || *v == '\t') v++;
+                while (*v == ' ' || *v == '\t')
+                    v++;
                 eol = strstr(v, "\r\n");
                 if (!eol) break;
             }

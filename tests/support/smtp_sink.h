@@ -23,10 +23,10 @@ typedef enum smtp_sink_mode {
 typedef struct smtp_sink smtp_sink;
 
 typedef struct smtp_sink_message {
-    char *from;  /* MAIL FROM address, without <> */
-    char **to;   /* RCPT TO addresses, without <> */
+    char *from; /* MAIL FROM address, without <> */
+    char **to;  /* RCPT TO addresses, without <> */
     int nto;
-    char *data;  /* the message as sent (headers + body), dot-stuffing removed, CRLF kept */
+    char *data; /* the message as sent (headers + body), dot-stuffing removed, CRLF kept */
     bool accepted;
 } smtp_sink_message;
 
@@ -47,7 +47,8 @@ bool smtp_sink_wait(smtp_sink *s, int n, int timeout_ms);
 /* Copy of message i (arrival order); free with smtp_sink_message_free(). */
 bool smtp_sink_get(smtp_sink *s, int i, smtp_sink_message *out);
 void smtp_sink_message_free(smtp_sink_message *m);
-/* The value of header `name` in a message's data (case-insensitive, unfolded), malloc'd, or NULL. */
+/* The value of header `name` in a message's data (case-insensitive, unfolded), malloc'd, or NULL.
+ */
 char *smtp_sink_header(const smtp_sink_message *m, const char *name);
 
 #endif
