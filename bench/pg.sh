@@ -1,0 +1,223 @@
+# bench/pg.sh — the PostgreSQL rows of `make bench`, sourced by bench/run (it uses run_load,
+# start_daemon, stop_daemon, field, fmt, ratio, lat and log from there).
+#
+# Why a cluster of its own: the test cluster (scripts/pg-test-cluster) runs with fsync=off, which
+# measures nothing durable. This one lives in $DATA/pg (the same filesystem as the SQLite files),
+# listens only on its own unix socket, and runs with fsync=on, synchronous_commit=on and
+# full_page_writes=on — every commit waits for its WAL flush, as in production. It is stopped and
+# removed when bench/run exits. pg_stat_statements is loaded to count statements per operation.
+#
+# pg_bench_all sets PG_ROWS (Markdown table rows) and PG_TARGETS (a sentence); with no PostgreSQL
+# server binaries (or pgbench) every row says SKIP and the run does not fail for it.
+# Environment: PG_BINDIR — the server binaries (default: the newest /usr/lib/postgresql/*/bin,
+# else the PATH).
+
+PG_DIR=
+PG_BINDIR_USED=
+PG_ROWS=
+PG_TARGETS=
+
+pg_find_bindir() {
+    if [ -n "${PG_BINDIR:-}" ]; then echo "$PG_BINDIR"; return; fi
+    local d
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    if [ -n "$d" ]; then echo "$d"; return; fi
+    d=$(command -v postgres 2>/dev/null) && dirname "$d"
+}
+
+# pg_owner CMD…: runs CMD as the cluster's owner (initdb refuses root: `postgres` when we are root)
+pg_owner() {
+    if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
+}
+
+# pg_sql DB SQL: one psql command on the bench cluster, unaligned tuples only
+pg_sql() {
+    "$PG_BINDIR_USED/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$PG_DIR" -p 5432 -U postgres -d "$1" -c "$2"
+}
+
+pg_url() { echo "postgresql:///$1?host=$PG_DIR&port=5432&user=postgres"; }
+
+# pg_start: a fresh durable cluster in $DATA/pg; returns 1 (with a log line) when it cannot
+pg_start() {
+    local bindir
+    bindir=$(pg_find_bindir)
+    for b in initdb pg_ctl psql pgbench; do
+        [ -n "$bindir" ] && [ -x "$bindir/$b" ] || { log "PostgreSQL: no $b (PG_BINDIR or apt-get install postgresql)"; return 1; }
+    done
+    if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
+        log "PostgreSQL: running as root needs a 'postgres' user"; return 1
+    fi
+    PG_BINDIR_USED=$bindir
+    PG_DIR=$(cd "$DATA" && pwd)/pg
+    mkdir -p "$PG_DIR"
+    [ "$(id -u)" -eq 0 ] && chown postgres "$PG_DIR"
+    pg_owner "$bindir/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 --locale=C \
+        >"$PG_DIR/initdb.log" 2>&1 || { log "PostgreSQL: initdb failed: $(tail -3 "$PG_DIR/initdb.log")"; return 1; }
+    local opts="-c listen_addresses= -c port=5432 -c unix_socket_directories=$PG_DIR"
+    opts="$opts -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=120"
+    opts="$opts -c shared_buffers=64MB -c log_min_messages=warning"
+    [ -e "$("$bindir/pg_config" --pkglibdir 2>/dev/null)/pg_stat_statements.so" ] || \
+        [ -e "$(dirname "$bindir")/lib/pg_stat_statements.so" ] && \
+        opts="$opts -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+    if ! pg_owner "$bindir/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -o "$opts" -w -t 60 start \
+        >"$PG_DIR/pg_ctl.log" 2>&1; then
+        log "PostgreSQL: the server did not start: $(tail -3 "$PG_DIR/server.log" 2>/dev/null)"
+        return 1
+    fi
+    log "PostgreSQL $("$bindir/postgres" --version | awk '{ print $3 }') in $PG_DIR: $(pg_sql postgres \
+        "select string_agg(name || '=' || setting, ', ') from pg_settings where name in ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method')")"
+}
+
+pg_stop() {
+    [ -n "$PG_DIR" ] && [ -d "$PG_DIR/data" ] || return 0
+    pg_waits_stop "interrupted"
+    pg_owner "$PG_BINDIR_USED/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1
+    PG_DIR=
+}
+
+# pg_insert_baseline CLIENTS SECONDS: pgbench, one prepared 1-row INSERT per transaction
+# (autocommit); echoes a JSON line like loadgen's (rate, p50_ms, p99_ms from the per-transaction log)
+pg_insert_baseline() {
+    local c=$1 s=$2 out logp="$PG_DIR/pgbench-c$1"
+    rm -f "$logp".*
+    out=$(cd "$PG_DIR" && pg_owner "$PG_BINDIR_USED/pgbench" -n -M prepared -f "$PG_DIR/insert.sql" \
+          -c "$c" -j "$(( c < 2 ? 1 : 2 ))" -T "$s" -l --log-prefix="$logp" \
+          -h "$PG_DIR" -p 5432 -U postgres postgres 2>&1) || { log "pgbench failed: $out"; return 1; }
+    local tps
+    tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out" | tail -1)
+    cat "$logp".* | awk '{ print $3 }' | sort -n | awk -v c="$c" -v tps="$tps" \
+        '{ v[NR] = $1 } END { if (!NR) exit 1;
+           printf "{\"bench\": \"pg-insert\", \"clients\": %d, \"ops\": %d, \"errors\": 0, \"rate\": %.1f, \"p50_ms\": %.3f, \"p99_ms\": %.3f}\n",
+                  c, NR, tps, v[int(NR * 0.5) + 1] / 1000, v[int((NR - 1) * 0.99) + 1] / 1000 }'
+}
+
+# pg_statements DB: statements per operation since the last reset, and the top ones, to the log
+pg_statements() {
+    pg_sql postgres "select calls, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+                     from pg_stat_statements s join pg_database d on d.oid = s.dbid
+                     where d.datname = '$1' order by calls desc limit 14" >&2
+    pg_sql postgres "select coalesce(sum(calls), 0) from pg_stat_statements s
+                     join pg_database d on d.oid = s.dbid where d.datname = '$1'"
+}
+# pg_waits_start DB / pg_waits_stop: samples what the database's active backends wait on (every
+# 0.1 s, one psql session) while a run goes on; pg_waits_stop logs the counts, most frequent first
+# ("CPU" = running, not waiting). Where a create spends its time without a profiler.
+PG_WAITS_PID=
+pg_waits_start() {
+    printf '%s\n' "select coalesce(wait_event_type || ':' || wait_event, 'CPU') from pg_stat_activity
+                   where datname = '$1' and state <> 'idle' and pid <> pg_backend_pid()" '\watch 0.1' >"$PG_DIR/waits.sql"
+    "$PG_BINDIR_USED/psql" -X -q -At -h "$PG_DIR" -p 5432 -U postgres -d postgres -f "$PG_DIR/waits.sql" \
+        >"$PG_DIR/waits.out" 2>/dev/null &
+    PG_WAITS_PID=$!
+}
+pg_waits_stop() {
+    [ -n "$PG_WAITS_PID" ] || return 0
+    kill "$PG_WAITS_PID" 2>/dev/null
+    wait "$PG_WAITS_PID" 2>/dev/null
+    PG_WAITS_PID=
+    log "backend states sampled every 0.1 s ($1): $(grep -v '^$' "$PG_DIR/waits.out" | sort | uniq -c | sort -rn | awk '{ printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1 }')"
+}
+
+# pg_log_statements all|none: log_statement for every session, changed with a reload
+pg_log_statements() {
+    pg_sql postgres "alter system set log_statement = '$1'" && pg_sql postgres "select pg_reload_conf()" >/dev/null
+    sleep 0.2
+}
+
+# pg_one_transaction N: the statements of the Nth logged transaction from BEGIN through COMMIT
+pg_one_transaction() {
+    grep -E 'LOG:  (statement|execute [^:]*): ' "$PG_DIR/server.log" |
+        sed -E 's/.*LOG:  (statement|execute [^:]*): //' |
+        awk -v n="$1" '/^BEGIN$/ { k++ } k == n { print "    " substr($0, 1, 150) } k == n && /^COMMIT$/ { exit }'
+}
+
+pg_reset_statements() { pg_sql postgres "select pg_stat_statements_reset()" >/dev/null; }
+
+pg_skip_rows() {
+    local why=$1
+    PG_ROWS="| PostgreSQL: 1-row INSERT autocommit, 1 / $CLIENTS clients | SKIP ($why) | — | — |
+| PostgreSQL: create ($CLIENTS clients) | SKIP | — | — |
+| PostgreSQL: saga3 (library, $CLIENTS in flight) | SKIP | — | — |
+| PostgreSQL: saga3 (library, sequential) | SKIP | — | — |"
+    PG_TARGETS="PostgreSQL rows skipped ($why)."
+}
+
+pg_bench_all() {
+    if ! pg_start; then
+        pg_skip_rows "no usable PostgreSQL server binaries"
+        return 0
+    fi
+    local stats=0
+    pg_sql postgres "create extension if not exists pg_stat_statements" 2>/dev/null && stats=1
+    pg_sql postgres "create table bench_commit (id bigserial primary key, v bigint not null,
+                     at timestamptz not null default now())" || { FAILED=1; pg_skip_rows "setup failed"; return 0; }
+    pg_sql postgres "create database missive_http" && pg_sql postgres "create database missive_saga" ||
+        { FAILED=1; pg_skip_rows "setup failed"; return 0; }
+    printf '%s\n' '\set v random(1, 1000000000)' 'INSERT INTO bench_commit (v) VALUES (:v);' >"$PG_DIR/insert.sql"
+    chmod 644 "$PG_DIR/insert.sql"
+
+    log "PostgreSQL: 1-row INSERT autocommit, 1 client, $SHORT s"
+    local B1 B32 CR SEQ S32 STMT_CREATE="n/a" STMT_SAGA="n/a" PG_CREATE PG_SAGA PG_SAGA1
+    B1=$(pg_insert_baseline 1 "$SHORT") || FAILED=1
+    log "$B1"
+    log "PostgreSQL: 1-row INSERT autocommit, $CLIENTS clients, $SHORT s"
+    pg_waits_start postgres
+    B32=$(pg_insert_baseline "$CLIENTS" "$SHORT") || FAILED=1
+    pg_waits_stop "INSERT, $CLIENTS clients"
+    log "$B32"
+    local BR1 BR32
+    BR1=$(field "$B1" rate)
+    BR32=$(field "$B32" rate)
+
+    # create over HTTP: missived on the cluster, one pooled connection per client
+    STORE=$(pg_url missive_http) start_daemon pg "{\"poolSize\": $CLIENTS}"
+    sleep 1
+    if [ "$stats" = 1 ]; then
+        log "PostgreSQL: statements per create (1 client, 2 s)"
+        pg_reset_statements
+        pg_log_statements all
+        PG_ONE=$(run_load --mode create --threads 1 --seconds 2 --label pg-create-1)
+        pg_log_statements none
+        local calls
+        calls=$(pg_statements missive_http)
+        log "one create's transaction, in order (log_statement=all, the 100th create of the run):"
+        pg_one_transaction 100 >&2
+        STMT_CREATE=$(awk -v c="$calls" -v n="$(field "$PG_ONE" ops)" 'BEGIN { if (n > 0) printf "%.1f", c / n; else print "n/a" }')
+        log "statements per create: $STMT_CREATE"
+    fi
+    log "PostgreSQL: create, $CLIENTS clients, $SHORT s"
+    T0=$(cpu_ticks "$DPID")
+    pg_waits_start missive_http
+    PG_CREATE=$(run_load --mode create --threads "$CLIENTS" --seconds "$SHORT" --label pg-create)
+    local PG_CREATE_CPU=$(( $(cpu_ticks "$DPID") - T0 ))
+    pg_waits_stop "create, $CLIENTS clients"
+    stop_daemon
+
+    # saga3 through the library: sequential (latency) and CLIENTS in flight (throughput)
+    log "PostgreSQL: saga3 sequential, $SHORT s"
+    [ "$stats" = 1 ] && pg_reset_statements
+    PG_SAGA1=$("$BIN/saga3" "$(pg_url missive_saga)" "$SHORT" 1 1) || { FAILED=1; log "saga3 failed"; }
+    log "$PG_SAGA1"
+    if [ "$stats" = 1 ]; then
+        calls=$(pg_statements missive_saga)
+        STMT_SAGA=$(awk -v c="$calls" -v n="$(field "$PG_SAGA1" ops)" 'BEGIN { if (n > 0) printf "%.1f", c / n; else print "n/a" }')
+        log "statements per saga3 (incl. migration check at start): $STMT_SAGA"
+    fi
+    log "PostgreSQL: saga3, $CLIENTS in flight, $SHORT s"
+    pg_waits_start missive_saga
+    PG_SAGA=$("$BIN/saga3" "$(pg_url missive_saga)" "$SHORT" "$CLIENTS" "$CLIENTS") || { FAILED=1; log "saga3 failed"; }
+    pg_waits_stop "saga3, $CLIENTS in flight"
+    log "$PG_SAGA"
+    pg_stop
+
+    CR=$(field "$PG_CREATE" rate)
+    S32=$(field "$PG_SAGA" rate)
+    SEQ=$(field "$PG_SAGA1" p50_ms)
+    PG_ROWS="| PostgreSQL: 1-row INSERT autocommit (pgbench, prepared), 1 client, ${SHORT} s | $(fmt "$BR1") tx/s, $(lat "$B1") | — | — |
+| PostgreSQL: 1-row INSERT autocommit (pgbench, prepared), $CLIENTS clients, ${SHORT} s | $(fmt "$BR32") tx/s, $(lat "$B32") | — | 1.00 |
+| PostgreSQL: create ($CLIENTS keep-alive clients, poolSize $CLIENTS, ${SHORT} s) | $(fmt "$CR") msg/s, $(lat "$PG_CREATE"); daemon CPU $(us_per_op "$PG_CREATE_CPU" "$(field "$PG_CREATE" ops)") µs per create; $STMT_CREATE statements per create | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.5×) | $(ratio "$CR" "$BR32") |
+| PostgreSQL: saga3 (3 no-op steps, library, $CLIENTS threads, pool $CLIENTS, ${SHORT} s) | $(fmt "$S32") sagas/s, $(lat "$PG_SAGA"); library CPU $(field "$PG_SAGA" cpu_us_per_op) µs per saga | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.2×) | $(ratio "$S32" "$BR32") |
+| PostgreSQL: saga3 sequential (library, 1 thread, ${SHORT} s) | $(fmt "$(field "$PG_SAGA1" rate)") sagas/s, $(lat "$PG_SAGA1"); $STMT_SAGA statements per saga; library CPU $(field "$PG_SAGA1" cpu_us_per_op) µs per saga | target p50 ≤ 1.5 ms; INSERT c1 p50 $(fmt "$(field "$B1" p50_ms)") ms | $(ratio "$SEQ" 1.5) |"
+    PG_TARGETS="PostgreSQL: create ≥ 0.5× INSERT c$CLIENTS: $(met "$CR >= 0.5 * $BR32");" 
+    PG_TARGETS="$PG_TARGETS saga3 c$CLIENTS ≥ 0.2×: $(met "$S32 >= 0.2 * $BR32"); saga3 sequential p50 ≤ 1.5 ms: $(met "$SEQ <= 1.5")."
+}
