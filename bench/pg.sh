@@ -4,8 +4,9 @@
 # Why a cluster of its own: the test cluster (scripts/pg-test-cluster) runs with fsync=off, which
 # measures nothing durable. This one lives in $DATA/pg (the same filesystem as the SQLite files),
 # listens only on its own unix socket, and runs with fsync=on, synchronous_commit=on and
-# full_page_writes=on — every commit waits for its WAL flush, as in production. It is stopped and
-# removed when bench/run exits. pg_stat_statements is loaded to count statements per operation.
+# full_page_writes=on — every commit waits for its WAL flush, as in production. It is stopped when
+# bench/run exits (its files stay until the next run clears data/, like the SQLite files).
+# pg_stat_statements is loaded to count statements per operation.
 #
 # pg_bench_all sets PG_ROWS (Markdown table rows) and PG_TARGETS (a sentence); with no PostgreSQL
 # server binaries (or pgbench) every row says SKIP and the run does not fail for it.
@@ -56,9 +57,13 @@ pg_start() {
     local opts="-c listen_addresses= -c port=5432 -c unix_socket_directories=$PG_DIR"
     opts="$opts -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=120"
     opts="$opts -c shared_buffers=64MB -c log_min_messages=warning"
-    [ -e "$("$bindir/pg_config" --pkglibdir 2>/dev/null)/pg_stat_statements.so" ] || \
-        [ -e "$(dirname "$bindir")/lib/pg_stat_statements.so" ] && \
+    local libdir
+    libdir=$("$bindir/pg_config" --pkglibdir 2>/dev/null) || libdir=$(dirname "$bindir")/lib
+    if [ -e "$libdir/pg_stat_statements.so" ]; then
         opts="$opts -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+    else
+        log "PostgreSQL: no pg_stat_statements in $libdir: statements per operation not counted"
+    fi
     if ! pg_owner "$bindir/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -o "$opts" -w -t 60 start \
         >"$PG_DIR/pg_ctl.log" 2>&1; then
         log "PostgreSQL: the server did not start: $(tail -3 "$PG_DIR/server.log" 2>/dev/null)"
