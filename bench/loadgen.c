@@ -7,6 +7,8 @@
  *   get     GET <path> repeatedly
  *   cursor  (single request chain) walk GET <path>&cursor=… <pages> times and print the cursor
  *           reached, for the deep-page benchmark
+ *   saga    POST /sagas/<template> as an admin with a fresh sagaId; the record must come back
+ *           "completed" (saga3 over HTTP: its webhook steps against a no-op receiver)
  * Hostile-load options: --fresh 1 opens a new connection for every request (a fresh client);
  * --slowloris N first opens N connections that send a request head one byte per second and never
  * finish it (from 127.0.0.2, 127.0.0.3, … 250 per address, as N attackers would) and reports how
@@ -35,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef enum { MODE_CREATE, MODE_ACTION, MODE_GET, MODE_CURSOR } mode_t_;
+typedef enum { MODE_CREATE, MODE_ACTION, MODE_GET, MODE_CURSOR, MODE_SAGA } mode_t_;
 
 typedef struct {
     const char *host;
@@ -322,6 +324,28 @@ static bool do_action(worker *w, const char *id, const char *user) {
     return check(w, roundtrip(&w->c, req, (size_t)len), 200, "action");
 }
 
+/* POST /sagas/<template> as an admin with a fresh saga id; the answer must be 200 with the saga
+ * record in state "completed" (a saga that stopped anywhere else is an error). */
+static bool do_saga(worker *w) {
+    char body[256], req[1024];
+    unsigned long long n = seq_counter();
+    int blen = snprintf(body, sizeof body, "{\"sagaId\": \"bench-%d-%ld-%llu-%d\", \"input\": {\"n\": %llu}}",
+                        (int)getpid(), (long)time(NULL), n, w->index, n);
+    int len = snprintf(req, sizeof req,
+                       "POST /sagas/%s HTTP/1.1\r\nHost: bench\r\nX-User-Id: %s\r\n"
+                       "X-User-Permissions: is.admin\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %d\r\n\r\n%s",
+                       opt.template_cd, opt.user, blen, body);
+    if (!check(w, roundtrip(&w->c, req, (size_t)len), 200, "saga")) return false;
+    const char *p = strstr(w->c.body, "\"state\"");
+    if (p) p += strspn(p + 7, ": ") + 7;
+    if (!p || strncmp(p, "\"completed\"", 11) != 0) {
+        record_error("saga: not completed: %.300s", w->c.body);
+        return false;
+    }
+    return true;
+}
+
 static bool do_get(worker *w, const char *path) {
     char req[8192];
     int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: bench\r\nX-User-Id: %s\r\n%s%s%s\r\n",
@@ -342,6 +366,7 @@ static void *run_worker(void *arg) {
         switch (opt.mode) {
         case MODE_CREATE: ok = do_create(w, from, to, NULL); break;
         case MODE_ACTION: ok = do_create(w, from, to, id) && do_action(w, id, to); break;
+        case MODE_SAGA: ok = do_saga(w); break;
         default: ok = do_get(w, opt.path); break;
         }
         if (ok) {
@@ -441,12 +466,12 @@ static double pct_ms(const uint32_t *v, size_t n, double p) {
 }
 
 static const char *mode_name(mode_t_ m) {
-    static const char *names[] = {"create", "action", "get", "cursor"};
+    static const char *names[] = {"create", "action", "get", "cursor", "saga"};
     return names[m];
 }
 
 static void usage(void) {
-    fputs("usage: loadgen [--host H] [--port P] [--mode create|action|get|cursor] [--threads N]\n"
+    fputs("usage: loadgen [--host H] [--port P] [--mode create|action|get|cursor|saga] [--threads N]\n"
           "               [--seconds S] [--template CD] [--action CD] [--path PATH] [--user ID]\n"
           "               [--roles R1,R2,...] [--pages N] [--label NAME] [--fresh 0|1]\n"
           "               [--slowloris N] [--drain 0|1]\n",
@@ -487,6 +512,7 @@ int main(int argc, char **argv) {
             else if (!strcmp(v, "action")) opt.mode = MODE_ACTION;
             else if (!strcmp(v, "get")) opt.mode = MODE_GET;
             else if (!strcmp(v, "cursor")) opt.mode = MODE_CURSOR;
+            else if (!strcmp(v, "saga")) opt.mode = MODE_SAGA; /* --template names the saga */
             else usage();
         } else usage();
     }

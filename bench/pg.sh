@@ -143,7 +143,8 @@ pg_skip_rows() {
     PG_ROWS="| PostgreSQL: 1-row INSERT autocommit, 1 / $CLIENTS clients | SKIP ($why) | — | — |
 | PostgreSQL: create ($CLIENTS clients) | SKIP | — | — |
 | PostgreSQL: saga3 (library, $CLIENTS in flight) | SKIP | — | — |
-| PostgreSQL: saga3 (library, sequential) | SKIP | — | — |"
+| PostgreSQL: saga3 (library, sequential) | SKIP | — | — |
+| PostgreSQL: saga3 over HTTP | SKIP | — | — |"
     PG_TARGETS="PostgreSQL rows skipped ($why)."
 }
 
@@ -198,6 +199,29 @@ pg_bench_all() {
     pg_waits_stop "create, $CLIENTS clients"
     stop_daemon
 
+    # saga3 over HTTP: POST /sagas/bench-saga3, three webhook steps against a receiver that
+    # answers 200 at once (bench/slow_hook --delay-ms 0)
+    local HOOK0 HOOK0_PORT PG_HSAGA=
+    "$BIN/slow_hook" --delay-ms 0 >"$DATA/hook0.port" &
+    HOOK0=$!
+    for _ in $(seq 50); do [ -s "$DATA/hook0.port" ] && break; sleep 0.1; done
+    HOOK0_PORT=$(sed -n 's/.*"port": \([0-9]*\).*/\1/p' "$DATA/hook0.port")
+    mkdir -p "$DATA/sagas"
+    local u="http://127.0.0.1:$HOOK0_PORT"
+    cat >"$DATA/sagas/bench-saga3.json" <<EOF
+{"name": "bench-saga3", "capability": "bench.saga3",
+ "steps": [{"name": "reserve", "run": {"webhook": "$u/reserve"}, "compensate": {"webhook": "$u/release"}},
+           {"name": "charge", "run": {"webhook": "$u/charge"}, "compensate": {"webhook": "$u/refund"}},
+           {"name": "confirm", "run": {"webhook": "$u/confirm"}, "compensate": {"webhook": "$u/unconfirm"}}]}
+EOF
+    STORE=$(pg_url missive_http) start_daemon pg-saga "{\"poolSize\": $CLIENTS}" ', "sagas": "sagas/"'
+    log "PostgreSQL: saga3 over HTTP, $CLIENTS clients, $SHORT s"
+    PG_HSAGA=$(run_load --mode saga --template bench-saga3 --user bench-admin --threads "$CLIENTS" \
+               --seconds "$SHORT" --label pg-saga3-http)
+    stop_daemon
+    kill "$HOOK0" 2>/dev/null
+    wait "$HOOK0" 2>/dev/null
+
     # saga3 through the library: sequential (latency) and CLIENTS in flight (throughput)
     log "PostgreSQL: saga3 sequential, $SHORT s"
     [ "$stats" = 1 ] && pg_reset_statements
@@ -222,6 +246,7 @@ pg_bench_all() {
 | PostgreSQL: 1-row INSERT autocommit (pgbench, prepared), $CLIENTS clients, ${SHORT} s | $(fmt "$BR32") tx/s, $(lat "$B32") | — | 1.00 |
 | PostgreSQL: create ($CLIENTS keep-alive clients, poolSize $CLIENTS, ${SHORT} s) | $(fmt "$CR") msg/s, $(lat "$PG_CREATE"); daemon CPU $(us_per_op "$PG_CREATE_CPU" "$(field "$PG_CREATE" ops)") µs per create; $STMT_CREATE statements per create | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.5×) | $(ratio "$CR" "$BR32") |
 | PostgreSQL: saga3 (3 no-op steps, library, $CLIENTS threads, pool $CLIENTS, ${SHORT} s) | $(fmt "$S32") sagas/s, $(lat "$PG_SAGA"); library CPU $(field "$PG_SAGA" cpu_us_per_op) µs per saga | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.2×) | $(ratio "$S32" "$BR32") |
+| PostgreSQL: saga3 over HTTP (POST /sagas, 3 webhook steps to a no-op receiver, $CLIENTS clients, ${SHORT} s) | $(fmt "$(field "$PG_HSAGA" rate)") sagas/s, $(lat "$PG_HSAGA") | INSERT c$CLIENTS $(fmt "$BR32") tx/s | $(ratio "$(field "$PG_HSAGA" rate)" "$BR32") |
 | PostgreSQL: saga3 sequential (library, 1 thread, ${SHORT} s) | $(fmt "$(field "$PG_SAGA1" rate)") sagas/s, $(lat "$PG_SAGA1"); $STMT_SAGA statements per saga; library CPU $(field "$PG_SAGA1" cpu_us_per_op) µs per saga | target p50 ≤ 1.5 ms; INSERT c1 p50 $(fmt "$(field "$B1" p50_ms)") ms | $(ratio "$SEQ" 1.5) |"
     PG_TARGETS="PostgreSQL: create ≥ 0.5× INSERT c$CLIENTS: $(met "$CR >= 0.5 * $BR32");" 
     PG_TARGETS="$PG_TARGETS saga3 c$CLIENTS ≥ 0.2×: $(met "$S32 >= 0.2 * $BR32"); saga3 sequential p50 ≤ 1.5 ms: $(met "$SEQ <= 1.5")."
