@@ -6,12 +6,12 @@
  * name order, and a templateCd defined by two of its files is an error on the second. With
  * --sagas, every {"saga": NAME} handler must name a definition in that directory, as the daemon
  * requires at start. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/json_files.h"
 #include "cmd/cli.h"
 #include "cmd/daemon.h"
 #include "missive/template.h"
@@ -54,53 +54,21 @@ static int check_file(check_ctx *c, const char *path) {
     return rc != MV_OK;
 }
 
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Every *.json of dir (not hidden), in name order, as the daemon loads them. */
 static int check_dir(check_ctx *c, const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) {
-        printf("%s: cannot open template directory\n", dir);
+    mv__json_files files;
+    mv_err err = {0};
+    if (mv__json_files_list(dir, "template directory", &files, &err) != MV_OK) {
+        printf("%s\n", err.message);
         return 1;
     }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
     int failed = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) goto nomem;
-            names = nn;
-        }
-        if (!(names[n] = strdup(de->d_name))) goto nomem;
-        n++;
-    }
-    if (n) qsort(names, n, sizeof *names, cmp_names);
     c->defined = json_object();
-    const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
-    for (size_t i = 0; i < n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s%s%s", dir, sep, names[i]);
-        failed |= check_file(c, path);
-    }
+    for (size_t i = 0; i < files.n; i++)
+        failed |= check_file(c, files.paths[i]);
     json_decref(c->defined);
     c->defined = NULL;
-    goto done;
-nomem:
-    printf("%s: out of memory listing templates\n", dir);
-    failed = 1;
-done:
-    closedir(d);
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    mv__json_files_free(&files);
     return failed;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/keyset_cursor.h"
 #include "durable/durable_internal.h"
 #include "durable/list_cursor.h"
 #include "missive/operations.h"
@@ -90,7 +91,7 @@ mv_code mv_approval_list(mv_store *store, const mv_approval_list_query *q, json_
         return mv_err_set(err, MV_INVALID_ARGUMENT, "limit must be between 1 and 1000");
     list_tx t = {.q = q, .state = state, .rows = json_array()};
     if (!t.rows) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    if (!mv__list_cursor_decode(q->cursor, &t.after_created, t.after_id)) {
+    if (!mv__keyset_cursor_decode(q->cursor, &t.after_created, t.after_id, sizeof t.after_id)) {
         json_decref(t.rows);
         return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is malformed");
     }

@@ -1,5 +1,5 @@
-/* durable/list_cursor.h — the opaque keyset cursor of the operator lists: base64url of
- * "<createdAt>:<id>", the last row of the previous page. Shared by the saga and approval lists. */
+/* durable/list_cursor.h — the page end of the operator lists (the saga and approval lists); the
+ * cursor itself is base/keyset_cursor.h. */
 #ifndef MISSIVE_DURABLE_LIST_CURSOR_H
 #define MISSIVE_DURABLE_LIST_CURSOR_H
 
@@ -8,13 +8,6 @@
 #include <stdint.h>
 
 #include "missive/error.h"
-
-/* A malloc'd cursor, NULL when out of memory. */
-char *mv__list_cursor_encode(int64_t created_at, const char *id);
-/* NULL cursor → the position before the first row (created_at = max, id = ""). false when the
- * cursor is malformed (not base64url, no colon, a negative or non-numeric time, an id that is not
- * a printable token of at most 128 characters). id holds 129 bytes. */
-bool mv__list_cursor_decode(const char *cursor, int64_t *created_at, char id[129]);
 
 /* Cuts rows (fetched with limit + 1) to limit and, when a row was cut, makes *next_cursor from
  * the last kept row's "createdAt" and id_key members. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/keyset_cursor.h"
 #include "durable/durable_internal.h"
 #include "durable/list_cursor.h"
 #include "missive/operations.h"
@@ -80,8 +81,8 @@ mv_code mv__list_finish(json_t *rows, int limit, const char *id_key, char **next
     while (json_array_size(rows) > (size_t)limit)
         json_array_remove(rows, json_array_size(rows) - 1);
     json_t *last = json_array_get(rows, json_array_size(rows) - 1);
-    *next_cursor = mv__list_cursor_encode(json_integer_value(json_object_get(last, "createdAt")),
-                                          json_string_value(json_object_get(last, id_key)));
+    *next_cursor = mv__keyset_cursor_encode(json_integer_value(json_object_get(last, "createdAt")),
+                                            json_string_value(json_object_get(last, id_key)));
     return *next_cursor ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
 }
 
@@ -102,7 +103,7 @@ mv_code mv_saga_list(mv_store *store, const mv_saga_list_query *q, json_t **saga
         return mv_err_set(err, MV_INVALID_ARGUMENT, "limit must be between 1 and 1000");
     list_tx t = {.q = q, .rows = json_array()};
     if (!t.rows) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    if (!mv__list_cursor_decode(q->cursor, &t.after_created, t.after_id)) {
+    if (!mv__keyset_cursor_decode(q->cursor, &t.after_created, t.after_id, sizeof t.after_id)) {
         json_decref(t.rows);
         return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is malformed");
     }

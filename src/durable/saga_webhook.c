@@ -9,12 +9,12 @@
  * compensation arguments, so a compensation run days later (or by another process) sends the
  * same input without re-reading anything. A definition is validated completely when loaded, so a
  * bad file stops the daemon at start, never a saga halfway. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/callctx.h"
+#include "base/json_files.h"
 #include "durable/durable_internal.h"
 #include "missive/saga_webhook.h"
 
@@ -390,42 +390,15 @@ mv_code mv_saga_book_load_file(mv_saga_book *book, const char *path, mv_err *err
     return rc;
 }
 
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool is_json_file(const char *name) {
-    size_t n = strlen(name);
-    return name[0] != '.' && n > 5 && strcmp(name + n - 5, ".json") == 0;
-}
-
 mv_code mv_saga_book_load_dir(mv_saga_book *book, const char *dir, mv_err *err) {
-    DIR *d = opendir(dir);
-    if (!d) return mv_err_set(err, MV_IO, "%s: cannot open the saga directory", dir);
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    mv_code rc = MV_OK;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!is_json_file(de->d_name)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) goto nomem;
-            names = nn;
-        }
-        if (!(names[n] = strdup(de->d_name))) goto nomem;
-        n++;
-    }
-    if (n) qsort(names, n, sizeof *names, cmp_names);
+    mv__json_files files;
+    mv_code rc = mv__json_files_list(dir, "the saga directory", &files, err);
+    if (rc != MV_OK) return rc;
     char report[sizeof err->message] = "";
     size_t used = 0, failed = 0, dropped = 0;
-    const char *sep = dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/";
-    for (size_t i = 0; i < n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s%s%s", dir, sep, names[i]);
+    for (size_t i = 0; i < files.n; i++) {
         mv_err e = {0};
-        if (mv_saga_book_load_file(book, path, &e) == MV_OK) continue;
+        if (mv_saga_book_load_file(book, files.paths[i], &e) == MV_OK) continue;
         if (e.code == MV_NO_MEMORY) {
             rc = mv_err_copy(err, &e);
             goto done;
@@ -443,14 +416,8 @@ mv_code mv_saga_book_load_dir(mv_saga_book *book, const char *dir, mv_err *err) 
         if (dropped) snprintf(report + used, sizeof report - used, "\n… and %zu more", dropped);
         rc = mv_err_set(err, MV_INVALID_CONFIG, "%s", report);
     }
-    goto done;
-nomem:
-    rc = mv_err_set(err, MV_NO_MEMORY, "%s: out of memory listing saga definitions", dir);
 done:
-    closedir(d);
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    mv__json_files_free(&files);
     return rc;
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/keyset_cursor.h"
 #include "message/inbox_internal.h"
 
 /* ---- SQL built once: one branch per role slot --------------------------------------------- */
@@ -174,30 +175,9 @@ void mv__visibility_bind(mv_stmt *st, int *idx, const char *uid, const mv_user *
 
 /* ---- cursors: opaque base64url of "<createdAt>:<id>" -------------------------------------- */
 
-static char *cursor_encode(int64_t created_at, const char *id) {
-    char raw[64];
-    int n = snprintf(raw, sizeof raw, "%lld:%s", (long long)created_at, id);
-    char *out = malloc(mv_b64url_len((size_t)n) + 1);
-    if (out) mv_b64url_encode(raw, (size_t)n, out);
-    return out;
-}
-
+/* A message cursor is the lists' keyset cursor whose id is a message id. */
 static bool cursor_decode(const char *cursor, int64_t *created_at, char id[25]) {
-    size_t len = strlen(cursor);
-    unsigned char raw[64];
-    size_t n;
-    if (len == 0 || len > 80 || !mv_b64url_decode(cursor, len, raw, &n) || n >= sizeof raw)
-        return false;
-    raw[n] = '\0';
-    char *colon = strchr((char *)raw, ':');
-    if (!colon) return false;
-    *colon = '\0';
-    char *end;
-    long long t = strtoll((char *)raw, &end, 10);
-    if (*end || end == (char *)raw || t < 0 || !mv_valid_message_id(colon + 1)) return false;
-    *created_at = t;
-    mv_strlcpy(id, colon + 1, 25);
-    return true;
+    return mv__keyset_cursor_decode(cursor, created_at, id, 25) && mv_valid_message_id(id);
 }
 
 /* ---- pagination values -------------------------------------------------------------------- */
@@ -423,7 +403,7 @@ mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_mes
         return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is malformed");
     rc = mv_store_read(svc->o.store, list_tx, &a, err);
     if (rc == MV_OK && a.more && a.count > 0 && next_cursor &&
-        !(*next_cursor = cursor_encode(a.last_created, a.last_id)))
+        !(*next_cursor = mv__keyset_cursor_encode(a.last_created, a.last_id)))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     return rc;
 }

@@ -4,12 +4,12 @@
  * code keeps its original position). The registry holds one reference per template; find() hands
  * out another, so a template replaced or removed while a request uses it lives until that request
  * releases it. Loading a directory registers every good file and reports every bad one. */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_files.h"
 #include "missive/base.h"
 #include "missive/template.h"
 
@@ -99,15 +99,6 @@ mv_code mv_registry_load_file(mv_registry *reg, const char *path, mv_err *err) {
     return rc;
 }
 
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool is_template_file(const char *name) {
-    size_t n = strlen(name);
-    return name[0] != '.' && n > 5 && strcmp(name + n - 5, ".json") == 0;
-}
-
 /* Appends one line to the combined report (fixed size: says how many did not fit). */
 static void report_line(char *buf, size_t size, size_t *used, size_t *dropped, const char *line) {
     size_t need = strlen(line) + (*used ? 1 : 0);
@@ -119,26 +110,10 @@ static void report_line(char *buf, size_t size, size_t *used, size_t *dropped, c
 }
 
 mv_code mv_registry_load_dir(mv_registry *reg, const char *dir, mv_err *err) {
-    DIR *d = opendir(dir);
-    if (!d) return mv_err_set(err, MV_IO, "%s: cannot open template directory", dir);
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    mv_code rc = MV_OK;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!is_template_file(de->d_name)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) goto nomem;
-            names = nn;
-        }
-        if (!(names[n] = strdup(de->d_name))) goto nomem;
-        n++;
-    }
-    closedir(d);
-    d = NULL;
-    if (n) qsort(names, n, sizeof *names, cmp_names);
+    mv__json_files files;
+    mv_code rc = mv__json_files_list(dir, "template directory", &files, err);
+    if (rc != MV_OK) return rc;
+    size_t n = files.n;
 
     /* Templates loaded by this call, to catch two files defining the same code. */
     mv_template **loaded = n ? calloc(n, sizeof *loaded) : NULL;
@@ -151,10 +126,8 @@ mv_code mv_registry_load_dir(mv_registry *reg, const char *dir, mv_err *err) {
     size_t nloaded = 0, failed = 0, used = 0, dropped = 0;
     char report[sizeof err->message];
     report[0] = '\0';
-    const char *sep = dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/";
     for (size_t i = 0; i < n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s%s%s", dir, sep, names[i]);
+        const char *path = files.paths[i];
         mv_err e;
         mv_err_clear(&e);
         mv_template *t;
@@ -172,7 +145,7 @@ mv_code mv_registry_load_dir(mv_registry *reg, const char *dir, mv_err *err) {
         }
         if (t && put(reg, t, &e) == MV_OK) {
             loaded[nloaded] = t;
-            loaded_from[nloaded++] = names[i];
+            loaded_from[nloaded++] = strrchr(path, '/') + 1; /* the file's name */
             continue;
         }
         mv_template_release(t);
@@ -191,10 +164,7 @@ mv_code mv_registry_load_dir(mv_registry *reg, const char *dir, mv_err *err) {
 nomem:
     rc = mv_err_set(err, MV_NO_MEMORY, "%s: out of memory listing templates", dir);
 done:
-    if (d) closedir(d);
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    mv__json_files_free(&files);
     return rc;
 }
 
