@@ -1,2 +1,0 @@
-build-prof/obj/src/base/strbuf.o: src/base/strbuf.c src/base/strbuf.h
-src/base/strbuf.h:

@@ -1,8 +1,0 @@
-build-prof/obj/src/deliver/directory.o: src/deliver/directory.c \
- src/deliver/transport.h include/missive/deliver.h include/missive/base.h \
- include/missive/error.h include/missive/store.h
-src/deliver/transport.h:
-include/missive/deliver.h:
-include/missive/base.h:
-include/missive/error.h:
-include/missive/store.h:

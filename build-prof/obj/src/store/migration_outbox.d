@@ -1,7 +1,0 @@
-build-prof/obj/src/store/migration_outbox.o: src/store/migration_outbox.c \
- src/store/driver.h src/store/db.h include/missive/store.h \
- include/missive/error.h
-src/store/driver.h:
-src/store/db.h:
-include/missive/store.h:
-include/missive/error.h:
