@@ -8,26 +8,38 @@
 #include "cmd/daemon.h"
 #include "http/request.h"
 
-/* An action that needs approval is a config error when approvals are not configured. */
-static mv_code check_approvals(const mv_config *cfg, mv_registry *reg, mv_err *err) {
-    if (cfg->approvals.enabled) return MV_OK;
+/* Runs check on every registered template, stopping at the first error. */
+static mv_code each_template(mv_registry *reg,
+                             mv_code (*check)(const mv_template *, void *, mv_err *), void *ctx,
+                             mv_err *err) {
     json_t *codes = mv_registry_codes(reg);
     size_t i;
     json_t *code;
     mv_code rc = MV_OK;
     json_array_foreach(codes, i, code) {
         mv_template *t = mv_registry_find(reg, json_string_value(code));
-        for (size_t a = 0; t && rc == MV_OK && a < t->nactions; a++)
-            if (t->actions[a].approval_capability)
-                rc = mv_err_set(err, MV_INVALID_CONFIG,
-                                "template \"%s\" action \"%s\" needs approval, but the config "
-                                "has no \"approvals\" section",
-                                t->template_cd, t->actions[a].action_cd);
+        rc = t ? check(t, ctx, err) : MV_OK;
         mv_template_release(t);
         if (rc != MV_OK) break;
     }
     json_decref(codes);
     return rc;
+}
+
+/* An action that needs approval is a config error when approvals are not configured. */
+static mv_code check_template_approvals(const mv_template *t, void *ctx, mv_err *err) {
+    (void)ctx;
+    for (size_t a = 0; a < t->nactions; a++)
+        if (t->actions[a].approval_capability)
+            return mv_err_set(err, MV_INVALID_CONFIG,
+                              "template \"%s\" action \"%s\" needs approval, but the config "
+                              "has no \"approvals\" section",
+                              t->template_cd, t->actions[a].action_cd);
+    return MV_OK;
+}
+
+static mv_code check_approvals(const mv_config *cfg, mv_registry *reg, mv_err *err) {
+    return cfg->approvals.enabled ? MV_OK : each_template(reg, check_template_approvals, NULL, err);
 }
 
 mv_code mv_daemon_check_template_sagas(const mv_template *t, const mv_saga_book *book,
@@ -50,21 +62,21 @@ mv_code mv_daemon_check_template_sagas(const mv_template *t, const mv_saga_book 
     return MV_OK;
 }
 
+typedef struct {
+    const mv_saga_book *book;
+    const char *dir;
+} saga_check;
+
+static mv_code check_template_sagas(const mv_template *t, void *ctx, mv_err *err) {
+    const saga_check *c = ctx;
+    return mv_daemon_check_template_sagas(t, c->book, c->dir, err);
+}
+
 /* Every saga handler of every registered template names a loaded definition. */
 static mv_code check_sagas(const mv_config *cfg, mv_registry *reg, const mv_saga_book *book,
                            mv_err *err) {
-    json_t *codes = mv_registry_codes(reg);
-    size_t i;
-    json_t *code;
-    mv_code rc = MV_OK;
-    json_array_foreach(codes, i, code) {
-        mv_template *t = mv_registry_find(reg, json_string_value(code));
-        rc = mv_daemon_check_template_sagas(t, book, cfg->sagas, err);
-        mv_template_release(t);
-        if (rc != MV_OK) break;
-    }
-    json_decref(codes);
-    return rc;
+    saga_check c = {book, cfg->sagas};
+    return each_template(reg, check_template_sagas, &c, err);
 }
 
 mv_code mv_daemon_check(const mv_config *cfg, mv_err *err) {
