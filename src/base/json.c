@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "missive/base.h"
 
 mv_code mv_json_parse(const char *buf, size_t len, json_t **out, mv_err *err) {
@@ -50,7 +51,150 @@ char *mv_json_canonical(const json_t *v) {
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
-char *mv_json_compact(const json_t *v) { return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY); }
+/* ---- the compact writer -------------------------------------------------------------------
+ * Writes exactly what json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, without its costs:
+ * jansson's dump checks for cycles by printing every container's address into a key of a hash
+ * table (a snprintf, an allocation and a free per object and array) and calls back per token,
+ * while its buffer grows from 16 bytes. The rules copied from jansson 2.14's dump.c: keys in the
+ * object's order; strings escaped as \" \\ \b \f \n \r \t and \u%04X for other control
+ * characters, everything else (including '/' and non-ASCII) verbatim, and a string or key that is
+ * not valid UTF-8 fails the whole dump; integers as %lld; reals as %.17g with ".0" added when
+ * neither '.' nor 'e' appears and the exponent without '+' or leading zeros. Nesting deeper than
+ * MAX_DEPTH fails (a cycle, which jansson also refuses). */
+
+#define MAX_DEPTH 2048
+
+static bool write_string(mv_strbuf *b, const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + n, *run = p;
+    mv_strbuf_add(b, "\"", 1);
+    while (p < end) {
+        unsigned c = *p;
+        if (c >= 0x80) { /* validate one UTF-8 sequence, as jansson's utf8_iterate */
+            int more;
+            unsigned min;
+            if (c >= 0xC2 && c <= 0xDF)
+                more = 1, min = 0x80, c &= 0x1F;
+            else if (c >= 0xE0 && c <= 0xEF)
+                more = 2, min = 0x800, c &= 0x0F;
+            else if (c >= 0xF0 && c <= 0xF4)
+                more = 3, min = 0x10000, c &= 0x07;
+            else
+                return false;
+            if (end - p <= more) return false;
+            for (int i = 1; i <= more; i++) {
+                if ((p[i] & 0xC0) != 0x80) return false;
+                c = c << 6 | (p[i] & 0x3F);
+            }
+            if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
+            p += more + 1;
+            continue;
+        }
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            p++;
+            continue;
+        }
+        mv_strbuf_add(b, (const char *)run, (size_t)(p - run));
+        switch (c) {
+        case '"': mv_strbuf_add(b, "\\\"", 2); break;
+        case '\\': mv_strbuf_add(b, "\\\\", 2); break;
+        case '\b': mv_strbuf_add(b, "\\b", 2); break;
+        case '\f': mv_strbuf_add(b, "\\f", 2); break;
+        case '\n': mv_strbuf_add(b, "\\n", 2); break;
+        case '\r': mv_strbuf_add(b, "\\r", 2); break;
+        case '\t': mv_strbuf_add(b, "\\t", 2); break;
+        default: {
+            static const char hex[] = "0123456789ABCDEF";
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            mv_strbuf_add(b, u, 6);
+        }
+        }
+        run = ++p;
+    }
+    mv_strbuf_add(b, (const char *)run, (size_t)(p - run));
+    return mv_strbuf_add(b, "\"", 1);
+}
+
+static bool write_real(mv_strbuf *b, double d) {
+    char num[64];
+    int n = snprintf(num, sizeof num, "%.17g", d);
+    if (n < 0 || (size_t)n >= sizeof num - 3) return false;
+    if (!strchr(num, '.') && !strchr(num, 'e')) {
+        memcpy(num + n, ".0", 3);
+        n += 2;
+    }
+    char *e = strchr(num, 'e');
+    if (e) {
+        char *start = e + 1, *end = start + 1;
+        if (*start == '-') start++;
+        while (*end == '0')
+            end++;
+        if (end != start) {
+            memmove(start, end, strlen(end) + 1);
+            n -= (int)(end - start);
+        }
+    }
+    return mv_strbuf_add(b, num, (size_t)n);
+}
+
+static bool write_value(mv_strbuf *b, const json_t *v, int depth) {
+    if (depth > MAX_DEPTH) return false;
+    switch (json_typeof(v)) {
+    case JSON_NULL: return mv_strbuf_add(b, "null", 4);
+    case JSON_TRUE: return mv_strbuf_add(b, "true", 4);
+    case JSON_FALSE: return mv_strbuf_add(b, "false", 5);
+    case JSON_INTEGER: {
+        char num[32];
+        int n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return mv_strbuf_add(b, num, (size_t)n);
+    }
+    case JSON_REAL: return write_real(b, json_real_value(v));
+    case JSON_STRING: return write_string(b, json_string_value(v), json_string_length(v));
+    case JSON_ARRAY: {
+        size_t n = json_array_size(v);
+        mv_strbuf_add(b, "[", 1);
+        for (size_t i = 0; i < n; i++) {
+            if (i) mv_strbuf_add(b, ",", 1);
+            if (!write_value(b, json_array_get(v, i), depth + 1)) return false;
+        }
+        return mv_strbuf_add(b, "]", 1);
+    }
+    case JSON_OBJECT: {
+        mv_strbuf_add(b, "{", 1);
+        bool first = true;
+        for (void *it = json_object_iter((json_t *)v); it;
+             it = json_object_iter_next((json_t *)v, it)) {
+            if (!first) mv_strbuf_add(b, ",", 1);
+            first = false;
+            if (!write_string(b, json_object_iter_key(it), json_object_iter_key_len(it))) return false;
+            mv_strbuf_add(b, ":", 1);
+            if (!write_value(b, json_object_iter_value(it), depth + 1)) return false;
+        }
+        return mv_strbuf_add(b, "}", 1);
+    }
+    }
+    return false;
+}
+
+bool mv_json_write(mv_strbuf *b, const json_t *v) {
+    size_t len = b->len;
+    if (v && write_value(b, v, 0) && !b->oom) return true;
+    if (!b->oom) {
+        b->len = len; /* nothing of a failed value stays */
+        if (b->data) b->data[len] = '\0';
+    }
+    return false;
+}
+
+char *mv_json_compact(const json_t *v) {
+    mv_strbuf b = {.data = malloc(256), .cap = 256};
+    if (!b.data) return NULL;
+    b.data[0] = '\0';
+    if (!mv_json_write(&b, v)) {
+        free(b.data);
+        return NULL;
+    }
+    return mv_strbuf_take(&b, NULL);
+}
 
 void mv_json_fingerprint(const json_t *v, char out[65]) {
     char *s = mv_json_canonical(v);

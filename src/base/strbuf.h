@@ -24,4 +24,10 @@ bool mv_strbuf_adds(mv_strbuf *b, const char *s);
  * buffer is left empty. */
 char *mv_strbuf_take(mv_strbuf *b, size_t *len);
 
+/* Appends v as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) would write it (base/json.c).
+ * False when v cannot be written (not UTF-8, nested too deep) or out of memory; then nothing of
+ * v was appended. */
+typedef struct json_t json_t;
+bool mv_json_write(mv_strbuf *b, const json_t *v);
+
 #endif

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "base/strbuf.h"
 #include "http/request.h"
 #include "missive/base.h"
 
@@ -529,4 +530,141 @@ void mv_log(const char *level, const char *msg, json_t *fields) {
         left -= (size_t)w;
     }
     free(s);
+}
+
+/* ---- the direct line writer ---------------------------------------------------------------
+ * Writes what json_dumps(JSON_COMPACT | JSON_REAL_PRECISION(9)) writes for the same object:
+ * strings escaped as jansson escapes them (\" \\ \b \f \n \r \t, other control characters
+ * as \u00XX, everything else verbatim), reals as %.9g with ".0" added to integral values and
+ * the exponent without '+' or leading zeros. A string that is not valid UTF-8 is left out, as
+ * json_string() refuses it. */
+
+static bool utf8_valid(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int n;
+        unsigned min;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1, min = 0x80, c &= 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2, min = 0x800, c &= 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return false;
+        }
+        p++;
+        for (int i = 0; i < n; i++, p++) {
+            if ((*p & 0xC0) != 0x80) return false;
+            c = c << 6 | (*p & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
+    }
+    return true;
+}
+
+static void put_json_string(mv_strbuf *b, const char *s) {
+    mv_strbuf_add(b, "\"", 1);
+    const char *run = s;
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        mv_strbuf_add(b, run, (size_t)(p - run));
+        run = p + 1;
+        char esc[8];
+        switch (c) {
+        case '"': mv_strbuf_add(b, "\\\"", 2); break;
+        case '\\': mv_strbuf_add(b, "\\\\", 2); break;
+        case '\b': mv_strbuf_add(b, "\\b", 2); break;
+        case '\f': mv_strbuf_add(b, "\\f", 2); break;
+        case '\n': mv_strbuf_add(b, "\\n", 2); break;
+        case '\r': mv_strbuf_add(b, "\\r", 2); break;
+        case '\t': mv_strbuf_add(b, "\\t", 2); break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04X", c);
+            mv_strbuf_add(b, esc, 6);
+        }
+    }
+    mv_strbuf_adds(b, run);
+    mv_strbuf_add(b, "\"", 1);
+}
+
+static void put_json_real(mv_strbuf *b, double d) {
+    char num[64];
+    int n = snprintf(num, sizeof num, "%.9g", d);
+    if (n < 0 || (size_t)n >= sizeof num - 3) return;
+    if (!strchr(num, '.') && !strchr(num, 'e')) {
+        memcpy(num + n, ".0", 3);
+        n += 2;
+    }
+    char *e = strchr(num, 'e');
+    if (e) {
+        char *start = e + 1, *end = start + 1;
+        if (*start == '-') start++;
+        while (*end == '0')
+            end++;
+        if (end != start) memmove(start, end, strlen(end) + 1);
+    }
+    mv_strbuf_adds(b, num);
+}
+
+static void put_field_str(mv_strbuf *b, const char *key, const char *value) {
+    mv_strbuf_add(b, ",", 1);
+    put_json_string(b, key);
+    mv_strbuf_add(b, ":", 1);
+    if (!strstr(value, "://")) {
+        put_json_string(b, value);
+        return;
+    }
+    /* URLs lose their credentials and query string, as in mv_log */
+    size_t n = strlen(value) + 1;
+    char *clean = malloc(n);
+    if (!clean) return;
+    mv_redact_urls(value, clean, n);
+    put_json_string(b, clean);
+    free(clean);
+}
+
+void mv_log_fields(const char *level, const char *msg, const mv_log_field *fields, size_t n) {
+    int fd = atomic_load(&log_fd);
+    if (fd < 0 || !mv_log_enabled(level)) return;
+    mv_strbuf b = {.data = malloc(512), .cap = 512}; /* one allocation for a usual line */
+    if (!b.data) return;
+    char num[32];
+    snprintf(num, sizeof num, "{\"ts\":%lld", (long long)mv_now_ms());
+    mv_strbuf_adds(&b, num);
+    put_field_str(&b, "level", level);
+    put_field_str(&b, "msg", msg ? msg : "");
+    for (size_t i = 0; i < n; i++) {
+        const mv_log_field *f = &fields[i];
+        if (f->type == MV_LOG_STR) {
+            if (f->s && utf8_valid(f->s)) put_field_str(&b, f->key, f->s);
+            continue;
+        }
+        mv_strbuf_add(&b, ",", 1);
+        put_json_string(&b, f->key);
+        mv_strbuf_add(&b, ":", 1);
+        if (f->type == MV_LOG_INT) {
+            snprintf(num, sizeof num, "%lld", f->i);
+            mv_strbuf_adds(&b, num);
+        } else {
+            put_json_real(&b, f->d);
+        }
+    }
+    mv_strbuf_add(&b, "}\n", 2);
+    if (!b.oom) {
+        const char *p = b.data;
+        size_t left = b.len;
+        while (left > 0) {
+            ssize_t w = write(fd, p, left);
+            if (w <= 0) break;
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    free(b.data);
 }

@@ -392,15 +392,18 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
         mv_metrics_observe(router->metrics, "missive_http_request_duration_seconds", hl, elapsed);
     }
     if (router->logging) {
-        json_t *f = json_pack("{s:s,s:s,s:i,s:f,s:s}", "method", method, "route", route, "status",
-                              res->status, "durationMs", round(elapsed * 1e6) / 1e3, "requestId",
-                              req->request_id);
-        if (f && res->error_code && res->status >= 400)
-            json_object_set_new(f, "error", json_string(res->error_code));
-        if (f && res->detail) json_object_set_new(f, "detail", json_string(res->detail));
-        if (f && mv__callctx()->traceparent[0])
-            json_object_set_new(f, "traceparent", json_string(mv__callctx()->traceparent));
-        mv_log(res->status >= 500 ? "error" : "info", "request", f);
+        const char *tp = mv__callctx()->traceparent;
+        mv_log_field f[] = {
+            {"method", MV_LOG_STR, method},
+            {"route", MV_LOG_STR, route},
+            {"status", MV_LOG_INT, .i = res->status},
+            {"durationMs", MV_LOG_REAL, .d = round(elapsed * 1e6) / 1e3},
+            {"requestId", MV_LOG_STR, req->request_id},
+            {"error", MV_LOG_STR, res->error_code && res->status >= 400 ? res->error_code : NULL},
+            {"detail", MV_LOG_STR, res->detail},
+            {"traceparent", MV_LOG_STR, tp[0] ? tp : NULL},
+        };
+        mv_log_fields(res->status >= 500 ? "error" : "info", "request", f, sizeof f / sizeof *f);
     }
     mv__callctx_reset();
 }

@@ -82,7 +82,9 @@ static int sq_step(void *conn, void *stmt, bool first, const mv_param *params, i
             case MV_PARAM_NULL: sqlite3_bind_null(st, i + 1); break;
             case MV_PARAM_INT: sqlite3_bind_int64(st, i + 1, params[i].i); break;
             case MV_PARAM_TEXT:
-                sqlite3_bind_text(st, i + 1, params[i].s, -1, SQLITE_TRANSIENT);
+                /* not copied: the text belongs to the mv_stmt, which resets this statement
+                 * before it frees or replaces a bound value (store.c, mv_stmt_done) */
+                sqlite3_bind_text(st, i + 1, params[i].s, -1, SQLITE_STATIC);
                 break;
             }
         }

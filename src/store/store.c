@@ -250,6 +250,14 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
 
 #define GROUP_COMMIT_MAX 64
 
+/* The batch's own statements, prepared once per connection (the statement cache) instead of
+ * parsed on every transaction and every job. */
+static const char SQL_GC_BEGIN[] = "BEGIN IMMEDIATE";
+static const char SQL_GC_SAVEPOINT[] = "SAVEPOINT mv_job";
+static const char SQL_GC_ROLLBACK_TO[] = "ROLLBACK TO mv_job";
+static const char SQL_GC_RELEASE[] = "RELEASE mv_job";
+static const char SQL_GC_COMMIT[] = "COMMIT";
+
 typedef struct write_job {
     mv_tx_fn fn;
     void *ctx;
@@ -266,7 +274,7 @@ static void run_batch(mv_store *s, write_job *batch) {
     mv_code rc = store_acquire(s, &db, &e);
     if (rc == MV_OK) {
         pthread_mutex_lock(&s->write_mu);
-        rc = s->drv->begin(db->conn, true, &e);
+        rc = mv_db_execf(db, SQL_GC_BEGIN, NULL, &e, "");
         if (rc == MV_OK) {
             bool single = batch->next == NULL, aborted = false;
             for (write_job *j = batch; j; j = j->next) {
@@ -278,7 +286,7 @@ static void run_batch(mv_store *s, write_job *batch) {
                                        "the store aborted the transaction; try again");
                     continue;
                 }
-                if (!single && (j->rc = s->drv->exec(db->conn, "SAVEPOINT mv_job", &j->err)))
+                if (!single && (j->rc = mv_db_execf(db, SQL_GC_SAVEPOINT, NULL, &j->err, "")))
                     continue;
                 j->rc = j->fn(db, j->ctx, &j->err);
                 if (s->drv->in_transaction && !s->drv->in_transaction(db->conn)) {
@@ -286,13 +294,13 @@ static void run_batch(mv_store *s, write_job *batch) {
                     continue;
                 }
                 if (single) continue;
-                if (j->rc != MV_OK) s->drv->exec(db->conn, "ROLLBACK TO mv_job", NULL);
-                s->drv->exec(db->conn, "RELEASE mv_job", NULL);
+                if (j->rc != MV_OK) mv_db_execf(db, SQL_GC_ROLLBACK_TO, NULL, NULL, "");
+                mv_db_execf(db, SQL_GC_RELEASE, NULL, NULL, "");
             }
             bool any_ok = false;
             for (write_job *j = batch; j; j = j->next)
                 any_ok |= j->rc == MV_OK;
-            rc = any_ok ? s->drv->exec(db->conn, "COMMIT", &e) : MV_INTERNAL;
+            rc = any_ok ? mv_db_execf(db, SQL_GC_COMMIT, NULL, &e, "") : MV_INTERNAL;
             if (rc != MV_OK) s->drv->exec(db->conn, "ROLLBACK", NULL);
             if (!any_ok) rc = MV_OK; /* nothing to commit: each job keeps its own error */
         }
@@ -416,6 +424,10 @@ static mv_param *param_slot(mv_stmt *st, int idx) {
         memset(grown + st->cap, 0, (size_t)(cap - st->cap) * sizeof *grown);
         st->params = grown;
         st->cap = cap;
+    }
+    if (st->started) { /* the driver may still point at the value being replaced */
+        st->db->drv->reset(st->drv_stmt);
+        st->started = false;
     }
     mv_param *p = &st->params[idx - 1];
     free(p->s);

@@ -1,4 +1,6 @@
 /* base_test.c — ids, crypto vectors (RFC 4231, RFC 4648), JSON helpers and validators. */
+#include <stdint.h>
+
 #include "missive/base.h"
 #include "test.h"
 
@@ -72,6 +74,101 @@ TEST(uuids_are_version_4) {
     CHECK(u[14] == '4');
     CHECK(strchr("89ab", u[19]) != NULL);
     CHECK(strcmp(u, v) != 0);
+}
+
+static int cmp_uuid(const void *a, const void *b) { return strcmp(a, b); }
+
+TEST(uuids_drawn_from_the_per_thread_buffer_stay_distinct_across_refills) {
+    static char ids[1000][37];
+    for (int i = 0; i < 1000; i++) {
+        REQUIRE(mv_id_uuid(ids[i], NULL) == MV_OK);
+        CHECK(mv_valid_uuid(ids[i]) && ids[i][14] == '4' && strchr("89ab", ids[i][19]));
+    }
+    qsort(ids, 1000, sizeof ids[0], cmp_uuid);
+    int dup = 0;
+    for (int i = 1; i < 1000; i++)
+        dup += strcmp(ids[i - 1], ids[i]) == 0;
+    CHECK_INT(dup, 0);
+}
+
+/* A random JSON value: strings with every kind of character jansson escapes or passes through,
+ * integers and reals at the edges of their formats, nested and empty containers. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static json_t *random_string(void) {
+    static const char *const parts[] = {"a", "Z", " ", "\"", "\\", "/", "\b", "\f", "\n", "\r", "\t",
+                                        "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac",
+                                        "\xf0\x9f\x98\x80", "\xef\xbf\xbf", "{}", "u00"};
+    char buf[256];
+    size_t n = 0, k = rnd() % 12;
+    for (size_t i = 0; i < k; i++) {
+        const char *p = parts[rnd() % (sizeof parts / sizeof *parts)];
+        size_t l = strlen(p);
+        memcpy(buf + n, p, l);
+        n += l;
+    }
+    if (rnd() % 8 == 0) buf[n++] = '\0'; /* an embedded NUL */
+    return json_stringn(buf, n);
+}
+
+static json_t *random_value(int depth) {
+    static const double reals[] = {0.0, -0.0, 0.1, 1.5, 123.0, 1e21, 1e-7, 5e-324, 1.7976931348623157e308,
+                                   -2.5e-300, 3.141592653589793, 100.0, 1e16, 12345678901234567890.0};
+    switch (rnd() % (depth > 4 ? 6 : 8)) {
+    case 0: return json_null();
+    case 1: return rnd() % 2 ? json_true() : json_false();
+    case 2: {
+        static const json_int_t ints[] = {0, -1, 42, INT64_MAX, INT64_MIN, 1000000000000LL};
+        return json_integer(ints[rnd() % 6]);
+    }
+    case 3: return json_real(reals[rnd() % (sizeof reals / sizeof *reals)]);
+    case 4:
+    case 5: return random_string();
+    case 6: {
+        json_t *a = json_array();
+        for (size_t i = 0, n = rnd() % 5; i < n; i++)
+            json_array_append_new(a, random_value(depth + 1));
+        return a;
+    }
+    default: {
+        json_t *o = json_object();
+        for (size_t i = 0, n = rnd() % 6; i < n; i++) {
+            json_t *k = random_string();
+            json_object_setn_new(o, json_string_value(k), json_string_length(k),
+                                 random_value(depth + 1));
+            json_decref(k);
+        }
+        return o;
+    }
+    }
+}
+
+TEST(the_compact_writer_writes_the_bytes_jansson_writes) {
+    for (int i = 0; i < 3000; i++) {
+        json_t *v = random_value(0);
+        char *ours = mv_json_compact(v);
+        char *theirs = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        REQUIRE(ours && theirs);
+        CHECK_STR(ours, theirs);
+        free(ours);
+        free(theirs);
+        json_decref(v);
+    }
+    /* a string that is not UTF-8 fails both, also inside a container */
+    json_t *bad = json_pack("{s:[i,o]}", "k", 1, json_stringn_nocheck("a\xff", 2));
+    CHECK(json_dumps(bad, JSON_COMPACT | JSON_ENCODE_ANY) == NULL);
+    CHECK(mv_json_compact(bad) == NULL);
+    json_decref(bad);
+    json_t *trunc = json_stringn_nocheck("\xe2\x82", 2);
+    CHECK(json_dumps(trunc, JSON_COMPACT | JSON_ENCODE_ANY) == NULL);
+    CHECK(mv_json_compact(trunc) == NULL);
+    json_decref(trunc);
 }
 
 TEST(json_parse_names_line_and_column) {
@@ -176,6 +273,8 @@ int main(void) {
                      base64url_matches_rfc4648_vectors_without_padding,
                      constant_time_equal_compares_length_and_content,
                      message_ids_are_24_hex_unique_and_time_ordered, uuids_are_version_4,
+                     uuids_drawn_from_the_per_thread_buffer_stay_distinct_across_refills,
+                     the_compact_writer_writes_the_bytes_jansson_writes,
                      json_parse_names_line_and_column,
                      canonical_json_sorts_keys_so_fingerprints_ignore_order,
                      json_path_walks_objects_and_arrays, validators_accept_exactly_their_patterns,

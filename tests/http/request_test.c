@@ -166,6 +166,58 @@ TEST(log_lines_are_single_json_objects) {
     CHECK_INT(n, 2);
 }
 
+/* Reads the file's lines, each without its "ts" value (which differs between two calls). */
+static int read_lines_without_ts(const char *path, char lines[][512], int max) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0;
+    char line[512];
+    while (n < max && fgets(line, sizeof line, f)) {
+        char *comma = strchr(line, ',');
+        snprintf(lines[n++], 512, "%s", comma ? comma : line);
+    }
+    fclose(f);
+    return n;
+}
+
+TEST(the_direct_log_line_writes_the_same_bytes_as_a_logged_json_object) {
+    static const char *const strings[] = {
+        "plain", "quote \" backslash \\ slash /", "ctl \x01\x1f\b\f\n\r\t end", "caf\xc3\xa9 \xe2\x82\xac",
+        "see https://user:secret@example.com/path?token=x#f here", "bad \xff utf-8", "", "\x7f"};
+    static const double reals[] = {0.0, 1.5, 0.001, 1234.567, 1e12, 1.5e-7, 123456789.123, -2.25};
+    const char *pa = test_tmp_path("log-a.txt"), *pb = test_tmp_path("log-b.txt");
+    int fa = open(pa, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    int fb = open(pb, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    REQUIRE(fa >= 0 && fb >= 0);
+    size_t ns = sizeof strings / sizeof *strings, nr = sizeof reals / sizeof *reals;
+    for (size_t i = 0; i < ns; i++) {
+        double d = reals[i % nr];
+        int old = mv_log_set_fd(fa);
+        json_t *o = json_object();
+        json_object_set_new(o, "method", json_string("POST"));
+        json_object_set_new(o, "detail", json_string(strings[i])); /* NULL (left out) if not UTF-8 */
+        json_object_set_new(o, "status", json_integer(-201 + (int)i * 100));
+        json_object_set_new(o, "durationMs", json_real(d));
+        mv_log("info", strings[i][0] == 's' ? strings[i] : "request", o);
+        mv_log_set_fd(fb);
+        mv_log_field f[] = {{"method", MV_LOG_STR, "POST"},
+                            {"detail", MV_LOG_STR, strings[i]},
+                            {"status", MV_LOG_INT, .i = -201 + (int)i * 100},
+                            {"durationMs", MV_LOG_REAL, .d = d},
+                            {"absent", MV_LOG_STR, NULL}};
+        mv_log_fields("info", strings[i][0] == 's' ? strings[i] : "request", f, 5);
+        mv_log_set_fd(old);
+    }
+    close(fa);
+    close(fb);
+    static char la[16][512], lb[16][512];
+    int na = read_lines_without_ts(pa, la, 16), nb = read_lines_without_ts(pb, lb, 16);
+    CHECK_INT(na, (int)ns);
+    CHECK_INT(nb, (int)ns);
+    for (int i = 0; i < na && i < nb; i++)
+        CHECK_STR(lb[i], la[i]);
+}
+
 static int cleanups_run;
 
 static void count_cleanup(void *p) {
@@ -198,6 +250,7 @@ int main(void) {
     return RUN_TESTS(error_body_has_code_message_and_the_fields_the_error_carries,
                      approval_fields_include_token_and_expiry_as_integer_ms,
                      client_request_pending_adds_retry_after_of_at_least_one_second,
+                     the_direct_log_line_writes_the_same_bytes_as_a_logged_json_object,
                      internal_errors_are_masked_and_keep_the_real_message_for_the_log,
                      every_code_maps_to_its_table_status,
                      non_utf8_error_messages_still_give_valid_json,
