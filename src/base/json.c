@@ -47,9 +47,6 @@ mv_code mv_json_load_file(const char *path, json_t **out, mv_err *err) {
     return rc;
 }
 
-char *mv_json_canonical(const json_t *v) {
-    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-}
 
 /* ---- the compact writer -------------------------------------------------------------------
  * Writes exactly what json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, without its costs:
@@ -60,7 +57,8 @@ char *mv_json_canonical(const json_t *v) {
  * characters, everything else (including '/' and non-ASCII) verbatim, and a string or key that is
  * not valid UTF-8 fails the whole dump; integers as %lld; reals as %.17g with ".0" added when
  * neither '.' nor 'e' appears and the exponent without '+' or leading zeros. Nesting deeper than
- * MAX_DEPTH fails (a cycle, which jansson also refuses). */
+ * MAX_DEPTH fails (a cycle, which jansson also refuses). The canonical form sorts each object's
+ * keys as JSON_SORT_KEYS does (bytewise, a prefix first). */
 
 #define MAX_DEPTH 2048
 
@@ -136,7 +134,41 @@ static bool write_real(mv_strbuf *b, double d) {
     return mv_strbuf_add(b, num, (size_t)n);
 }
 
-static bool write_value(mv_strbuf *b, const json_t *v, int depth) {
+typedef struct {
+    const char *key;
+    size_t len;
+    json_t *value;
+} member;
+
+/* jansson's compare_keys: bytes, then the shorter key first */
+static int cmp_members(const void *a, const void *b) {
+    const member *x = a, *y = b;
+    int r = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
+    return r ? r : (x->len > y->len) - (x->len < y->len);
+}
+
+static bool write_value(mv_strbuf *b, const json_t *v, int depth, bool sorted);
+
+static bool write_sorted_object(mv_strbuf *b, const json_t *v, int depth) {
+    size_t n = json_object_size(v), i = 0;
+    member stack[16], *m = n <= 16 ? stack : malloc(n * sizeof *m);
+    if (!m) return false;
+    for (void *it = json_object_iter((json_t *)v); it && i < n;
+         it = json_object_iter_next((json_t *)v, it), i++)
+        m[i] = (member){json_object_iter_key(it), json_object_iter_key_len(it),
+                        json_object_iter_value(it)};
+    qsort(m, i, sizeof *m, cmp_members);
+    bool ok = mv_strbuf_add(b, "{", 1);
+    for (size_t k = 0; ok && k < i; k++) {
+        if (k) mv_strbuf_add(b, ",", 1);
+        ok = write_string(b, m[k].key, m[k].len) && mv_strbuf_add(b, ":", 1) &&
+             write_value(b, m[k].value, depth + 1, true);
+    }
+    if (m != stack) free(m);
+    return ok && mv_strbuf_add(b, "}", 1);
+}
+
+static bool write_value(mv_strbuf *b, const json_t *v, int depth, bool sorted) {
     if (depth > MAX_DEPTH) return false;
     switch (json_typeof(v)) {
     case JSON_NULL: return mv_strbuf_add(b, "null", 4);
@@ -154,11 +186,12 @@ static bool write_value(mv_strbuf *b, const json_t *v, int depth) {
         mv_strbuf_add(b, "[", 1);
         for (size_t i = 0; i < n; i++) {
             if (i) mv_strbuf_add(b, ",", 1);
-            if (!write_value(b, json_array_get(v, i), depth + 1)) return false;
+            if (!write_value(b, json_array_get(v, i), depth + 1, sorted)) return false;
         }
         return mv_strbuf_add(b, "]", 1);
     }
     case JSON_OBJECT: {
+        if (sorted) return write_sorted_object(b, v, depth);
         mv_strbuf_add(b, "{", 1);
         bool first = true;
         for (void *it = json_object_iter((json_t *)v); it;
@@ -167,7 +200,7 @@ static bool write_value(mv_strbuf *b, const json_t *v, int depth) {
             first = false;
             if (!write_string(b, json_object_iter_key(it), json_object_iter_key_len(it))) return false;
             mv_strbuf_add(b, ":", 1);
-            if (!write_value(b, json_object_iter_value(it), depth + 1)) return false;
+            if (!write_value(b, json_object_iter_value(it), depth + 1, false)) return false;
         }
         return mv_strbuf_add(b, "}", 1);
     }
@@ -175,9 +208,9 @@ static bool write_value(mv_strbuf *b, const json_t *v, int depth) {
     return false;
 }
 
-bool mv_json_write(mv_strbuf *b, const json_t *v) {
+static bool write_top(mv_strbuf *b, const json_t *v, bool sorted) {
     size_t len = b->len;
-    if (v && write_value(b, v, 0) && !b->oom) return true;
+    if (v && write_value(b, v, 0, sorted) && !b->oom) return true;
     if (!b->oom) {
         b->len = len; /* nothing of a failed value stays */
         if (b->data) b->data[len] = '\0';
@@ -185,16 +218,24 @@ bool mv_json_write(mv_strbuf *b, const json_t *v) {
     return false;
 }
 
-char *mv_json_compact(const json_t *v) {
+bool mv_json_write(mv_strbuf *b, const json_t *v) { return write_top(b, v, false); }
+
+static char *dump(const json_t *v, bool sorted) {
     mv_strbuf b = {.data = malloc(256), .cap = 256};
     if (!b.data) return NULL;
     b.data[0] = '\0';
-    if (!mv_json_write(&b, v)) {
+    if (!write_top(&b, v, sorted)) {
         free(b.data);
         return NULL;
     }
     return mv_strbuf_take(&b, NULL);
 }
+
+char *mv_json_compact(const json_t *v) { return dump(v, false); }
+
+/* json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY), byte for byte: fingerprints
+ * stored by earlier versions must still match. */
+char *mv_json_canonical(const json_t *v) { return dump(v, true); }
 
 void mv_json_fingerprint(const json_t *v, char out[65]) {
     char *s = mv_json_canonical(v);

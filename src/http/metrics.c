@@ -138,19 +138,16 @@ static family *find_family(mv_metrics *m, const char *name, const char *type) {
     return f;
 }
 
-static series *find_series(family *f, const char *const *labels) {
-    char *l = render_labels(labels);
-    if (!l) return NULL;
+static series *find_series(family *f, const char *l) {
     for (size_t i = 0; i < f->n; i++)
-        if (strcmp(f->s[i].labels, l) == 0) {
-            free(l);
-            return &f->s[i];
-        }
+        if (strcmp(f->s[i].labels, l) == 0) return &f->s[i];
+    char *copy = strdup(l);
+    if (!copy) return NULL;
     if (f->n == f->cap) {
         size_t ncap = f->cap ? f->cap * 2 : 8;
         series *ns = realloc(f->s, ncap * sizeof *ns);
         if (!ns) {
-            free(l);
+            free(copy);
             return NULL;
         }
         f->s = ns;
@@ -158,14 +155,47 @@ static series *find_series(family *f, const char *const *labels) {
     }
     series *s = &f->s[f->n++];
     memset(s, 0, sizeof *s);
-    s->labels = l;
+    s->labels = copy;
     return s;
 }
 
-static series *lookup(mv_metrics *m, const char *name, const char *type,
-                      const char *const *labels) {
+static series *lookup(mv_metrics *m, const char *name, const char *type, const char *labels) {
     family *f = find_family(m, name, type);
     return f ? find_series(f, labels) : NULL;
+}
+
+/* The label string of an update, rendered before the lock is taken: into the caller's buffer
+ * (no allocation) when it fits, else onto the heap (*heap, freed by the caller). NULL when out of
+ * memory. */
+static const char *labels_of(const char *const *labels, char *buf, size_t cap, char **heap) {
+    *heap = NULL;
+    size_t n = 0;
+    bool fits = true;
+    for (size_t i = 0; fits && labels && labels[i] && labels[i + 1]; i += 2) {
+        const char *parts[] = {i ? "," : "{", labels[i], "=\""};
+        for (size_t k = 0; k < 3 && fits; k++) {
+            size_t l = strlen(parts[k]);
+            if (n + l >= cap) fits = false;
+            else memcpy(buf + n, parts[k], l), n += l;
+        }
+        for (const char *v = labels[i + 1]; fits && *v; v++) {
+            if (n + 3 >= cap) fits = false;
+            else if (*v == '\\') buf[n++] = '\\', buf[n++] = '\\';
+            else if (*v == '"') buf[n++] = '\\', buf[n++] = '"';
+            else if (*v == '\n') buf[n++] = '\\', buf[n++] = 'n';
+            else buf[n++] = *v;
+        }
+        if (fits && n + 3 >= cap) fits = false;
+        if (fits) {
+            buf[n++] = '"';
+            if (!labels[i + 2] || !labels[i + 3]) buf[n++] = '}';
+        }
+    }
+    if (fits) {
+        buf[n] = '\0';
+        return buf;
+    }
+    return *heap = render_labels(labels);
 }
 
 /* ---- updates ----------------------------------------------------------------------------- */
@@ -179,24 +209,35 @@ void mv_metrics_describe(mv_metrics *m, const char *name, const char *type, cons
 
 void mv_metrics_counter_add(mv_metrics *m, const char *name, const char *const *labels, double v) {
     if (!m || !(v >= 0)) return;
+    char buf[512], *heap;
+    const char *l = labels_of(labels, buf, sizeof buf, &heap);
+    if (!l) return;
     pthread_mutex_lock(&m->mu);
-    series *s = lookup(m, name, "counter", labels);
+    series *s = lookup(m, name, "counter", l);
     if (s) s->value += v;
     pthread_mutex_unlock(&m->mu);
+    free(heap);
 }
 
 void mv_metrics_gauge_set(mv_metrics *m, const char *name, const char *const *labels, double v) {
     if (!m) return;
+    char buf[512], *heap;
+    const char *l = labels_of(labels, buf, sizeof buf, &heap);
+    if (!l) return;
     pthread_mutex_lock(&m->mu);
-    series *s = lookup(m, name, "gauge", labels);
+    series *s = lookup(m, name, "gauge", l);
     if (s) s->value = v;
     pthread_mutex_unlock(&m->mu);
+    free(heap);
 }
 
 void mv_metrics_observe(mv_metrics *m, const char *name, const char *const *labels, double v) {
     if (!m || isnan(v)) return;
+    char buf[512], *heap;
+    const char *l = labels_of(labels, buf, sizeof buf, &heap);
+    if (!l) return;
     pthread_mutex_lock(&m->mu);
-    series *s = lookup(m, name, "histogram", labels);
+    series *s = lookup(m, name, "histogram", l);
     if (s) {
         s->value += v;
         s->count++;
@@ -204,13 +245,18 @@ void mv_metrics_observe(mv_metrics *m, const char *name, const char *const *labe
             if (v <= BUCKETS[i]) s->buckets[i]++;
     }
     pthread_mutex_unlock(&m->mu);
+    free(heap);
 }
 
 void mv_metrics_histogram_declare(mv_metrics *m, const char *name, const char *const *labels) {
     if (!m) return;
+    char buf[512], *heap;
+    const char *l = labels_of(labels, buf, sizeof buf, &heap);
+    if (!l) return;
     pthread_mutex_lock(&m->mu);
-    lookup(m, name, "histogram", labels);
+    lookup(m, name, "histogram", l);
     pthread_mutex_unlock(&m->mu);
+    free(heap);
 }
 
 double mv_metrics_value(mv_metrics *m, const char *name, const char *const *labels) {

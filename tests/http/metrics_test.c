@@ -36,6 +36,32 @@ TEST(label_values_are_escaped) {
     mv_metrics_free(m);
 }
 
+TEST(long_label_sets_are_escaped_and_found_again_like_short_ones) {
+    /* label strings of every length around the update's 512-byte buffer, escapes included */
+    mv_metrics *m = mv_metrics_new();
+    for (size_t len = 490; len < 530; len++) {
+        char value[600], name[32];
+        for (size_t i = 0; i < len; i++)
+            value[i] = i % 50 == 7 ? '"' : i % 50 == 9 ? '\\' : 'v';
+        value[len] = '\0';
+        const char *l[] = {"a", "x", "route", value, NULL};
+        snprintf(name, sizeof name, "len_%zu_total", len);
+        mv_metrics_counter_add(m, name, l, 1);
+        mv_metrics_counter_add(m, name, l, 2);
+        char *t = mv_metrics_render(m);
+        char expect[1400];
+        size_t n = (size_t)snprintf(expect, sizeof expect, "%s{a=\"x\",route=\"", name);
+        for (size_t i = 0; i < len; i++) {
+            if (value[i] == '"' || value[i] == '\\') expect[n++] = '\\';
+            expect[n++] = value[i];
+        }
+        snprintf(expect + n, sizeof expect - n, "\"} 3\n");
+        CHECK(strstr(t, expect) != NULL);
+        free(t);
+    }
+    mv_metrics_free(m);
+}
+
 TEST(histogram_buckets_are_cumulative_with_sum_and_count) {
     mv_metrics *m = mv_metrics_new();
     const char *l[] = {"route", "/r", NULL};
@@ -103,6 +129,7 @@ TEST(concurrent_updates_from_threads_are_all_counted) {
 
 int main(void) {
     return RUN_TESTS(counters_and_gauges_render_with_help_type_and_labels, label_values_are_escaped,
+                     long_label_sets_are_escaped_and_found_again_like_short_ones,
                      histogram_buckets_are_cumulative_with_sum_and_count,
                      collector_runs_before_each_rendering,
                      concurrent_updates_from_threads_are_all_counted);
