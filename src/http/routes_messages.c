@@ -134,9 +134,16 @@ typedef struct {
 
 static bool write_message(void *ctx, json_t *msg, size_t size) {
     page_writer *w = ctx;
+    /* size is what the message takes (json_dumpb's count); written in one pass, the same bytes */
     char *at = NULL;
-    if (mv_strbuf_add(&w->out, ",", w->n ? 1 : 0) && mv_strbuf_reserve(&w->out, size, &at))
-        json_dumpb(msg, at, size, JSON_COMPACT);
+    size_t at_len = w->out.len + (w->n ? 1 : 0);
+    if (mv_strbuf_add(&w->out, ",", w->n ? 1 : 0) && mv_strbuf_reserve(&w->out, size, &at)) {
+        w->out.len = at_len; /* the room is reserved: the writer fills it without growing */
+        if (!mv_json_write(&w->out, msg) || w->out.len != at_len + size) {
+            memset(w->out.data + at_len, ' ', size); /* as json_dumpb leaves a failed dump */
+            w->out.len = at_len + size;
+        }
+    }
     json_decref(msg);
     w->n++;
     return !w->out.oom;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/keyset_cursor.h"
+#include "base/strbuf.h"
 #include "message/inbox_internal.h"
 
 /* ---- SQL built once: one branch per role slot --------------------------------------------- */
@@ -229,11 +230,13 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
         for (size_t i = 0; i < FETCH_CHUNK; i++)
             mv_stmt_bind_text(st, (int)i + 2, base + i < n ? ids[base + i] : NULL);
         int r = 0;
+        mv_strbuf text = {0}; /* each message's JSON, only to count its bytes */
         while (!*full && (r = mv_stmt_step(st, err)) == 1) {
             json_t *doc = mv__doc_from_row(st);
             json_object_set_new(doc, "viewer",
                                 mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
-            size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);
+            text.len = 0;
+            size_t bytes = mv_json_write(&text, doc) ? text.len : 0; /* as json_dumpb counts */
             int64_t size = (int64_t)bytes + 1; /* and its comma */
             if (a->count > 0 && *used + size > budget) {
                 json_decref(doc);
@@ -246,9 +249,11 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
             a->count++;
             if (!a->sink(a->sink_ctx, doc, bytes)) {
                 mv_stmt_done(st);
+                free(text.data);
                 return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
             }
         }
+        free(text.data);
         mv_stmt_done(st);
         if (!*full && r < 0) return err ? err->code : MV_INTERNAL;
     }
