@@ -4,6 +4,7 @@
  * The arena hands out memory from 8 KiB blocks (bigger requests get their own block) and keeps
  * a list of cleanups (jansson references) run when the request ends, so handlers never free. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -375,18 +376,57 @@ void mv_http_adopt(mv_http_response *res, int status, const char *content_type, 
     set_content_type(res, content_type);
 }
 
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_ok;
+
+static void scratch_free(void *p) {
+    mv_strbuf *b = p;
+    free(b->data);
+    free(b);
+}
+
+static void scratch_init(void) { scratch_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
+
+/* This thread's response buffer (freed when the thread ends), or NULL when out of memory. */
+static mv_strbuf *thread_scratch(void) {
+    pthread_once(&scratch_once, scratch_init);
+    if (!scratch_ok) return NULL;
+    mv_strbuf *b = pthread_getspecific(scratch_key);
+    if (!b && (b = calloc(1, sizeof *b)) && pthread_setspecific(scratch_key, b) != 0) {
+        free(b);
+        b = NULL;
+    }
+    return b;
+}
+
 void mv_http_json(mv_http_response *res, int status, json_t *body) {
     if (!body) {
         mv_http_text(res, status, "application/json", "null", 4);
         return;
     }
-    char *s = mv_json_compact(body);
+    /* Written into this thread's scratch buffer (kept between requests, so no growing through
+     * realloc — a request of 1 KiB or more makes glibc consolidate its fast bins every time),
+     * then copied into the request's arena, whose block is reused too. */
+    mv_strbuf tmp = {0}, *scratch = thread_scratch();
+    if (!scratch) scratch = &tmp; /* no per-thread buffer: a plain one for this call */
+    scratch->len = 0;
+    bool ok = mv_json_write(scratch, body);
     json_decref(body);
+    char *s = ok ? mv_arena_strndup(res->arena, scratch->data, scratch->len) : NULL;
+    size_t len = scratch->len;
+    if (scratch == &tmp || scratch->oom || scratch->cap > 256 * 1024) { /* large: not kept */
+        free(scratch->data);
+        *scratch = (mv_strbuf){0};
+    }
     if (!s) {
         out_of_memory(res, "out of memory serialising the response");
         return;
     }
-    mv_http_adopt(res, status, "application/json", s, strlen(s)); /* serialised once, not copied */
+    res->status = status;
+    res->body = s;
+    res->body_len = len;
+    set_content_type(res, "application/json");
 }
 
 /* A JSON string even from bytes that are not UTF-8 (those become '?'). */
