@@ -47,7 +47,6 @@ mv_code mv_json_load_file(const char *path, json_t **out, mv_err *err) {
     return rc;
 }
 
-
 /* ---- the compact writer -------------------------------------------------------------------
  * Writes exactly what json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, without its costs:
  * jansson's dump checks for cycles by printing every container's address into a key of a hash
@@ -198,7 +197,8 @@ static bool write_value(mv_strbuf *b, const json_t *v, int depth, bool sorted) {
              it = json_object_iter_next((json_t *)v, it)) {
             if (!first) mv_strbuf_add(b, ",", 1);
             first = false;
-            if (!write_string(b, json_object_iter_key(it), json_object_iter_key_len(it))) return false;
+            if (!write_string(b, json_object_iter_key(it), json_object_iter_key_len(it)))
+                return false;
             mv_strbuf_add(b, ":", 1);
             if (!write_value(b, json_object_iter_value(it), depth + 1, false)) return false;
         }

@@ -175,15 +175,22 @@ static const char *labels_of(const char *const *labels, char *buf, size_t cap, c
         const char *parts[] = {i ? "," : "{", labels[i], "=\""};
         for (size_t k = 0; k < 3 && fits; k++) {
             size_t l = strlen(parts[k]);
-            if (n + l >= cap) fits = false;
-            else memcpy(buf + n, parts[k], l), n += l;
+            if (n + l >= cap)
+                fits = false;
+            else
+                memcpy(buf + n, parts[k], l), n += l;
         }
         for (const char *v = labels[i + 1]; fits && *v; v++) {
-            if (n + 3 >= cap) fits = false;
-            else if (*v == '\\') buf[n++] = '\\', buf[n++] = '\\';
-            else if (*v == '"') buf[n++] = '\\', buf[n++] = '"';
-            else if (*v == '\n') buf[n++] = '\\', buf[n++] = 'n';
-            else buf[n++] = *v;
+            if (n + 3 >= cap)
+                fits = false;
+            else if (*v == '\\')
+                buf[n++] = '\\', buf[n++] = '\\';
+            else if (*v == '"')
+                buf[n++] = '\\', buf[n++] = '"';
+            else if (*v == '\n')
+                buf[n++] = '\\', buf[n++] = 'n';
+            else
+                buf[n++] = *v;
         }
         if (fits && n + 3 >= cap) fits = false;
         if (fits) {

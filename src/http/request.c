@@ -624,9 +624,7 @@ static void put_json_string(mv_strbuf *b, const char *s) {
         case '\n': mv_strbuf_add(b, "\\n", 2); break;
         case '\r': mv_strbuf_add(b, "\\r", 2); break;
         case '\t': mv_strbuf_add(b, "\\t", 2); break;
-        default:
-            snprintf(esc, sizeof esc, "\\u%04X", c);
-            mv_strbuf_add(b, esc, 6);
+        default: snprintf(esc, sizeof esc, "\\u%04X", c); mv_strbuf_add(b, esc, 6);
         }
     }
     mv_strbuf_adds(b, run);

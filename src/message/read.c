@@ -235,8 +235,8 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
             json_t *doc = mv__doc_from_row(st);
             json_object_set_new(doc, "viewer",
                                 mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
-            text.len = 0;
-            size_t bytes = mv_json_write(&text, doc) ? text.len : 0; /* as json_dumpb counts */
+            text.len = 0; /* counted as json_dumpb counts: 0 when it cannot be written */
+            size_t bytes = mv_json_write(&text, doc) ? text.len : 0;
             int64_t size = (int64_t)bytes + 1; /* and its comma */
             if (a->count > 0 && *used + size > budget) {
                 json_decref(doc);

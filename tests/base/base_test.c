@@ -102,9 +102,26 @@ static uint64_t rnd(void) {
 }
 
 static json_t *random_string(void) {
-    static const char *const parts[] = {"a", "Z", " ", "\"", "\\", "/", "\b", "\f", "\n", "\r", "\t",
-                                        "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac",
-                                        "\xf0\x9f\x98\x80", "\xef\xbf\xbf", "{}", "u00"};
+    static const char *const parts[] = {"a",
+                                        "Z",
+                                        " ",
+                                        "\"",
+                                        "\\",
+                                        "/",
+                                        "\b",
+                                        "\f",
+                                        "\n",
+                                        "\r",
+                                        "\t",
+                                        "\x01",
+                                        "\x1f",
+                                        "\x7f",
+                                        "\xc3\xa9",
+                                        "\xe2\x82\xac",
+                                        "\xf0\x9f\x98\x80",
+                                        "\xef\xbf\xbf",
+                                        "{}",
+                                        "u00"};
     char buf[256];
     size_t n = 0, k = rnd() % 12;
     for (size_t i = 0; i < k; i++) {
@@ -118,8 +135,20 @@ static json_t *random_string(void) {
 }
 
 static json_t *random_value(int depth) {
-    static const double reals[] = {0.0, -0.0, 0.1, 1.5, 123.0, 1e21, 1e-7, 5e-324, 1.7976931348623157e308,
-                                   -2.5e-300, 3.141592653589793, 100.0, 1e16, 12345678901234567890.0};
+    static const double reals[] = {0.0,
+                                   -0.0,
+                                   0.1,
+                                   1.5,
+                                   123.0,
+                                   1e21,
+                                   1e-7,
+                                   5e-324,
+                                   1.7976931348623157e308,
+                                   -2.5e-300,
+                                   3.141592653589793,
+                                   100.0,
+                                   1e16,
+                                   12345678901234567890.0};
     switch (rnd() % (depth > 4 ? 6 : 8)) {
     case 0: return json_null();
     case 1: return rnd() % 2 ? json_true() : json_false();

@@ -181,9 +181,14 @@ static int read_lines_without_ts(const char *path, char lines[][512], int max) {
 }
 
 TEST(the_direct_log_line_writes_the_same_bytes_as_a_logged_json_object) {
-    static const char *const strings[] = {
-        "plain", "quote \" backslash \\ slash /", "ctl \x01\x1f\b\f\n\r\t end", "caf\xc3\xa9 \xe2\x82\xac",
-        "see https://user:secret@example.com/path?token=x#f here", "bad \xff utf-8", "", "\x7f"};
+    static const char *const strings[] = {"plain",
+                                          "quote \" backslash \\ slash /",
+                                          "ctl \x01\x1f\b\f\n\r\t end",
+                                          "caf\xc3\xa9 \xe2\x82\xac",
+                                          "see https://user:secret@example.com/path?token=x#f here",
+                                          "bad \xff utf-8",
+                                          "",
+                                          "\x7f"};
     static const double reals[] = {0.0, 1.5, 0.001, 1234.567, 1e12, 1.5e-7, 123456789.123, -2.25};
     const char *pa = test_tmp_path("log-a.txt"), *pb = test_tmp_path("log-b.txt");
     int fa = open(pa, O_CREAT | O_WRONLY | O_TRUNC, 0600);
@@ -195,7 +200,8 @@ TEST(the_direct_log_line_writes_the_same_bytes_as_a_logged_json_object) {
         int old = mv_log_set_fd(fa);
         json_t *o = json_object();
         json_object_set_new(o, "method", json_string("POST"));
-        json_object_set_new(o, "detail", json_string(strings[i])); /* NULL (left out) if not UTF-8 */
+        json_object_set_new(o, "detail",
+                            json_string(strings[i])); /* NULL (left out) if not UTF-8 */
         json_object_set_new(o, "status", json_integer(-201 + (int)i * 100));
         json_object_set_new(o, "durationMs", json_real(d));
         mv_log("info", strings[i][0] == 's' ? strings[i] : "request", o);
