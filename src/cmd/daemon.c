@@ -143,6 +143,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
                                      .max_response_bytes = cfg->webhooks.max_response_bytes,
                                      .on_call = mv_daemon_on_webhook,
                                      .on_call_ctx = d};
+    if ((rc = mv_loop_new(NULL, &d->loop, err)) != MV_OK) return rc;
     if (cfg->payment.enabled &&
         !(d->payment = mv_payment_webhook_new(cfg->payment.webhook, &d->webhook)))
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
@@ -181,6 +182,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .payment = d->payment,
         .on_payment_compensation_failure = log_payment_compensation,
         .webhook = &d->webhook,
+        .loop = d->loop,
         .email = cfg->email.enabled,
         .email_exclusions = exclusions,
         .approvals = d->approvals,
@@ -298,6 +300,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
 
 void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
+    mv_loop_free(d->loop); /* completes (abandons) any call still waiting: before the service */
+    d->loop = NULL;
     mv_recovery_loop_stop(d->recovery);
     mv_outbox_worker_stop(d->outbox);
     mv_stream_hub_free(d->streams);
