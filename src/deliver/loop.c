@@ -87,8 +87,10 @@ static void complete(mv_loop *loop, xfer *x, CURLcode cc) {
 }
 
 static void wire_unlink(mv_loop *loop, xfer *x) {
-    if (x->prev) x->prev->next = x->next;
-    else loop->wire = x->next;
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        loop->wire = x->next;
     if (x->next) x->next->prev = x->prev;
     x->next = x->prev = NULL;
     curl_multi_remove_handle(loop->multi, x->w.h);
@@ -172,8 +174,7 @@ mv_code mv_webhook_post_async(mv_loop *loop, const mv_webhook_config *cfg, const
         free(x);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory serialising a webhook body");
     }
-    mv_code rc =
-        mv__webhook_call_setup(&x->w, cfg, url, text, strlen(text), idempotency_key, err);
+    mv_code rc = mv__webhook_call_setup(&x->w, cfg, url, text, strlen(text), idempotency_key, err);
     if (rc != MV_OK) {
         mv__webhook_call_cleanup(&x->w);
         free(x);
@@ -188,8 +189,10 @@ mv_code mv_webhook_post_async(mv_loop *loop, const mv_webhook_config *cfg, const
         free(x);
         return mv_err_set(err, MV_DRAINING, "the server is shutting down");
     }
-    if (loop->in_tail) loop->in_tail->next = x;
-    else loop->in_head = x;
+    if (loop->in_tail)
+        loop->in_tail->next = x;
+    else
+        loop->in_head = x;
     loop->in_tail = x;
     loop->pending++;
     pthread_mutex_unlock(&loop->mu);

@@ -185,7 +185,7 @@ TEST(two_hundred_one_second_handlers_on_four_threads_finish_together_and_readyz_
            N, (long long)p.took_ms, threads_idle, threads_max, (long long)readyz_max, readyz_n);
     CHECK_INT(ok, N);
     CHECK_INT(http_sink_count(sink), N);
-    CHECK(p.took_ms < 10000);             /* a thread each: ≥ 50 s */
+    CHECK(p.took_ms < 10000);               /* a thread each: ≥ 50 s */
     CHECK(threads_max <= threads_idle + 2); /* does not grow with the handlers */
     CHECK_INT(readyz_bad, 0);
     CHECK(readyz_max < 1000);
@@ -200,9 +200,9 @@ TEST(sigterm_with_handler_calls_in_flight_answers_every_request_and_exits_zero) 
     REQUIRE(sink);
     http_sink_set_default(sink, &(http_sink_response){.delay_ms = 8000});
     int port;
-    pid_t pid = start_daemon("async-drain", sink,
-                             ", \"shutdownTimeoutMs\": 1500, \"webhooks\": {\"timeoutMs\": 10000}",
-                             &port);
+    pid_t pid =
+        start_daemon("async-drain", sink,
+                     ", \"shutdownTimeoutMs\": 1500, \"webhooks\": {\"timeoutMs\": 10000}", &port);
     REQUIRE(pid > 0);
     char **ids = create_messages(port, N);
     REQUIRE(ids[N - 1]);

@@ -90,8 +90,8 @@ static int threads_of_this_process(void) {
 TEST(a_hundred_slow_calls_wait_together_on_one_thread) {
     http_sink *s = http_sink_start();
     REQUIRE(s);
-    http_sink_set_default(s, &(http_sink_response){.status = 200, .body = "{\"ok\":1}",
-                                                   .delay_ms = 600});
+    http_sink_set_default(
+        s, &(http_sink_response){.status = 200, .body = "{\"ok\":1}", .delay_ms = 600});
     mv_loop *loop = NULL;
     mv_err err = {0};
     REQUIRE(mv_loop_new(NULL, &loop, &err) == MV_OK);
@@ -106,8 +106,7 @@ TEST(a_hundred_slow_calls_wait_together_on_one_thread) {
     int64_t t0 = mono_ms();
     for (int i = 0; i < N; i++) {
         slots[i].t = &t;
-        CHECK(mv_webhook_post_async(loop, NULL, url, body, "k", on_done, &slots[i], &err) ==
-              MV_OK);
+        CHECK(mv_webhook_post_async(loop, NULL, url, body, "k", on_done, &slots[i], &err) == MV_OK);
     }
     /* the caller's thread is free at once; the loop added no thread per call */
     CHECK(mono_ms() - t0 < 500);
@@ -140,8 +139,7 @@ TEST(a_call_on_the_loop_is_the_same_signed_request_with_its_key) {
     json_t *body = json_pack("{s:s}", "a", "b");
     char url[256];
     snprintf(url, sizeof url, "%s/hook", http_sink_url(s));
-    CHECK(mv_webhook_post_async(loop, &cfg, url, body, "attempt-7", on_done, &one, NULL) ==
-          MV_OK);
+    CHECK(mv_webhook_post_async(loop, &cfg, url, body, "attempt-7", on_done, &one, NULL) == MV_OK);
     CHECK(tally_wait(&t, 1, 5000));
     CHECK_INT(t.ok, 1);
     http_sink_request r;

@@ -304,9 +304,10 @@ STORE_TEST(a_server_on_the_loop_killed_mid_handler_is_completed_by_another_after
 
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
-    return RUN_TESTS(forty_slow_handlers_started_from_one_thread_finish_in_about_one_delay,
-                     the_loop_timer_keeps_the_lease_of_a_handler_slower_than_the_lease,
-                     a_handler_slower_than_its_timeout_is_retryable_and_the_retry_sends_the_same_key,
-                     a_loop_shutting_down_leaves_the_attempt_retryable_with_the_same_key,
-                     a_server_on_the_loop_killed_mid_handler_is_completed_by_another_after_the_lease);
+    return RUN_TESTS(
+        forty_slow_handlers_started_from_one_thread_finish_in_about_one_delay,
+        the_loop_timer_keeps_the_lease_of_a_handler_slower_than_the_lease,
+        a_handler_slower_than_its_timeout_is_retryable_and_the_retry_sends_the_same_key,
+        a_loop_shutting_down_leaves_the_attempt_retryable_with_the_same_key,
+        a_server_on_the_loop_killed_mid_handler_is_completed_by_another_after_the_lease);
 }
