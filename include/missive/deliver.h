@@ -159,6 +159,10 @@ mv_code mv_loop_new(const mv_loop_options *opts, mv_loop **out, mv_err *err);
  * completes with MV_DRAINING (failure "shutting down"; outcome NOT_SENT when the request never
  * left, else AMBIGUOUS) — and calls submitted after that are refused. NULL-safe. */
 void mv_loop_stop_after(mv_loop *loop, int64_t ms);
+/* Abandons every call not yet finished (as above) now and returns once each has completed;
+ * calls submitted later are refused. The threads keep running (timers too) until the free.
+ * NULL-safe. */
+void mv_loop_stop(mv_loop *loop);
 /* Abandons every call not yet finished (as above, at once), stops the timers, joins the
  * threads and frees. Every accepted call's completion has run when it returns. NULL-safe. */
 void mv_loop_free(mv_loop *loop);
@@ -286,6 +290,10 @@ typedef struct mv_outbox_config {
     int64_t lease_ms;        /* 0 → 60000; must exceed one delivery's timeout */
     void (*on_event)(void *ctx, const mv_outbox_event *ev); /* optional; never inside a tx */
     void *on_event_ctx;
+    /* Optional, borrowed (must outlive every run): the webhook rows of one run are sent at once
+     * on this loop instead of one after another; emails are still sent one by one. A row whose
+     * call the loop refuses or abandons (shutting down) is retried later. */
+    mv_loop *loop;
 } mv_outbox_config;
 
 /* Claims up to max_rows due rows (pending and due, or delivering with an expired lease) one at a

@@ -133,8 +133,7 @@ static int serve(const mv_config *cfg, bool migrate) {
     }
     status = 0;
 done:
-    mv_loop_free(d.loop); /* its completions answer on the server's pool: before the server */
-    d.loop = NULL;
+    mv_loop_stop(d.loop); /* its completions answer on the server's pool: before the server */
     mv_http_server_free(server);
     mv_router_free(router);
     mv_daemon_close(&d);

@@ -48,7 +48,7 @@ struct mv_loop {
     pthread_t thread, timer_thread;
     bool thread_started, timer_started;
     pthread_mutex_t mu;
-    pthread_cond_t timer_cv; /* CLOCK_MONOTONIC */
+    pthread_cond_t timer_cv; /* CLOCK_MONOTONIC; also signalled when pending reaches 0 */
     /* guarded by mu */
     xfer *in_head, *in_tail; /* submitted, not yet on the wire */
     int pending;             /* accepted and not yet completed */
@@ -82,7 +82,7 @@ static void complete(mv_loop *loop, xfer *x, CURLcode cc) {
     x->done(x->ctx, rc, &res, &err);
     free(x);
     pthread_mutex_lock(&loop->mu);
-    loop->pending--;
+    if (--loop->pending == 0) pthread_cond_broadcast(&loop->timer_cv);
     pthread_mutex_unlock(&loop->mu);
 }
 
@@ -319,6 +319,15 @@ void mv_loop_stop_after(mv_loop *loop, int64_t ms) {
     loop->has_deadline = true;
     pthread_mutex_unlock(&loop->mu);
     if (loop->multi) curl_multi_wakeup(loop->multi);
+}
+
+void mv_loop_stop(mv_loop *loop) {
+    if (!loop) return;
+    mv_loop_stop_after(loop, 0);
+    pthread_mutex_lock(&loop->mu);
+    while (loop->pending > 0)
+        pthread_cond_wait(&loop->timer_cv, &loop->mu);
+    pthread_mutex_unlock(&loop->mu);
 }
 
 void mv_loop_free(mv_loop *loop) {
