@@ -61,6 +61,9 @@ mv_code mv__webhook_handler_outcome(mv_code rc, mv_webhook_response *res, const 
             mv_strlcpy(err->failure_code, code, sizeof err->failure_code);
             mv_strlcpy(err->cause, e->message, sizeof err->cause);
         }
+    } else if (rc == MV_DRAINING) { /* abandoned by a loop shutting down: e names the URL */
+        mv_err_set(err, rc, "the server is shutting down; retry elsewhere");
+        if (err) mv_strlcpy(err->cause, e->message, sizeof err->cause);
     } else if (rc != MV_OK) {
         mv_err_copy(err, e);
     }
