@@ -176,6 +176,42 @@ STORE_TEST(the_loop_timer_keeps_the_lease_of_a_handler_slower_than_the_lease) {
     http_sink_stop(sink);
 }
 
+STORE_TEST(sixteen_threads_pressing_at_once_on_the_loop_run_the_handler_once) {
+    http_sink *sink = http_sink_start();
+    REQUIRE(sink);
+    http_sink_set_default(sink, &(http_sink_response){.delay_ms = 300});
+    mv_loop *loop = NULL;
+    REQUIRE(mv_loop_new(NULL, &loop, NULL) == MV_OK);
+    mv_webhook_config wh = {.timeout_ms = 10000};
+    fixture f;
+    REQUIRE(open_looped(&f, kind, "race.db", sink, loop, &wh, 0));
+    char *id = create_looped(f.svc);
+    REQUIRE(id);
+    enum { T = 16 };
+    presser p[T];
+    pthread_t t[T];
+    for (int i = 0; i < T; i++) {
+        p[i] = (presser){.svc = f.svc, .id = id};
+        pthread_create(&t[i], NULL, press_thread, &p[i]);
+    }
+    int ok = 0, conflict = 0, archived = 0;
+    for (int i = 0; i < T; i++) {
+        pthread_join(t[i], NULL);
+        ok += p[i].rc == MV_OK;
+        conflict += p[i].rc == MV_ACTION_CONFLICT;
+        archived += p[i].rc == MV_MESSAGE_ARCHIVED;
+    }
+    CHECK_INT(ok, 1);
+    CHECK_INT(ok + conflict + archived, T);
+    CHECK_INT(http_sink_count(sink), 1);
+    CHECK_STR(action_state(&f, id), "archived");
+    CHECK_INT(fixture_rows(f.store, 'm'), 2);
+    free(id);
+    fixture_close(&f);
+    mv_loop_free(loop);
+    http_sink_stop(sink);
+}
+
 STORE_TEST(a_handler_slower_than_its_timeout_is_retryable_and_the_retry_sends_the_same_key) {
     http_sink *sink = http_sink_start();
     REQUIRE(sink);
@@ -313,6 +349,7 @@ int main(void) {
     return RUN_TESTS(
         forty_slow_handlers_started_from_one_thread_finish_in_about_one_delay,
         the_loop_timer_keeps_the_lease_of_a_handler_slower_than_the_lease,
+        sixteen_threads_pressing_at_once_on_the_loop_run_the_handler_once,
         a_handler_slower_than_its_timeout_is_retryable_and_the_retry_sends_the_same_key,
         a_loop_shutting_down_leaves_the_attempt_retryable_with_the_same_key,
         a_server_on_the_loop_killed_mid_handler_is_completed_by_another_after_the_lease);
