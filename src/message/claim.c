@@ -523,10 +523,8 @@ static bool extend_on_timer(void *ctx) {
 static void handler_done(void *ctx, mv_code rc, mv_webhook_response *res, const mv_err *e) {
     mv_action_pending *p = ctx;
     p->hrc = mv__webhook_handler_outcome(rc, res, e, &p->j.result, &p->herr);
-    /* the lease is kept until the handler ends, as with the keeper thread; at most one
-     * extension (a short write on the timer thread) can be running: waiting for it is brief */
-    mv_loop_timer_cancel(p->lease_timer);
-    p->lease_timer = NULL;
+    /* the lease timer is cancelled by mv_action_finish, not here: a cancel waits for an extension
+     * in progress (a store write), which the loop's thread must never do */
     p->wake(p->wake_ctx);
 }
 
@@ -629,6 +627,8 @@ done:
 
 mv_code mv_action_finish(mv_action_pending *p, json_t **result, mv_err *err) {
     *result = NULL;
+    mv_loop_timer_cancel(p->lease_timer); /* the claim is ours until its outcome is recorded */
+    p->lease_timer = NULL;
     mv_code rc = record_outcome(&p->j, p->hrc, &p->herr, err);
     if (rc == MV_OK) *result = p->j.result ? json_incref(p->j.result) : json_null();
     pending_free(p);
