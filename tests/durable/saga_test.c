@@ -659,6 +659,8 @@ STORE_TEST(
 /* ---- encryption at rest -------------------------------------------------------------------- */
 
 static const char SQL_RAW_SAGA[] = "SELECT input, steps FROM sagas WHERE saga_id = ?";
+static const char SQL_RAW_STEPS[] =
+    "SELECT name, compensation_args, result FROM saga_steps WHERE saga_id = ? ORDER BY idx";
 static const char SQL_TAMPER_SAGA[] =
     "UPDATE sagas SET input = substr(input, 1, length(input) - 2) || 'AA' WHERE saga_id = ?";
 
@@ -676,6 +678,16 @@ static mv_code raw_fn(mv_db *db, void *ctx, mv_err *err) {
     if (mv_stmt_step(st, err) == 1) {
         snprintf(r->input, sizeof r->input, "%s", mv_stmt_text(st, 0));
         snprintf(r->steps, sizeof r->steps, "%s", mv_stmt_text(st, 1));
+    }
+    mv_stmt_done(st);
+    /* the step rows (migration 10), appended as `"name":"<name>",<args>,<result>;` */
+    if ((rc = mv_db_prepare(db, SQL_RAW_STEPS, &st, err))) return rc;
+    mv_stmt_bindf(st, "s", r->id);
+    while (mv_stmt_step(st, err) == 1) {
+        size_t n = strlen(r->steps);
+        snprintf(r->steps + n, sizeof r->steps - n, "\"name\":\"%s\",%s,%s;", mv_stmt_text(st, 0),
+                 mv_stmt_text(st, 1) ? mv_stmt_text(st, 1) : "",
+                 mv_stmt_text(st, 2) ? mv_stmt_text(st, 2) : "");
     }
     mv_stmt_done(st);
     return MV_OK;
