@@ -222,9 +222,9 @@ mv_code mv__journal_move_from_tx(mv_db *db, const char *id, mv_effect_state expe
                                  unsigned from_mask, mv_effect_state to, const char *error_code,
                                  int64_t now, bool missing_ok, mv_err *err) {
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_MOVE_EFFECT_FROM, &changes, err, "sisss",
-                             mv_effect_state_name(to), now, error_code, id,
-                             mv_effect_state_name(expected));
+    mv_code rc =
+        mv_db_execf(db, SQL_MOVE_EFFECT_FROM, &changes, err, "sisss", mv_effect_state_name(to), now,
+                    error_code, id, mv_effect_state_name(expected));
     if (rc || changes == 1) return rc;
     /* not where expected: the full transition reads the row and names what it found */
     return mv__journal_move_tx(db, id, from_mask, to, error_code, now, missing_ok, err);

@@ -49,11 +49,11 @@ struct mv_saga_ctx {
 };
 
 /* Internal keys of the in-memory record (never in the public JSON): */
-#define K_RUNNER "runnerId"        /* the runner lease this process holds, until it drops it */
-#define K_PENDING "pendingCommit"  /* index of a committed step not yet written */
-#define K_STALE "stale"            /* a save failed: the store may differ from memory */
-#define K_LEGACY "legacySteps"     /* the steps came from a pre-migration-10 document */
-#define K_END "endRun"             /* this save ends the run: it drops the runner lease */
+#define K_RUNNER "runnerId"       /* the runner lease this process holds, until it drops it */
+#define K_PENDING "pendingCommit" /* index of a committed step not yet written */
+#define K_STALE "stale"           /* a save failed: the store may differ from memory */
+#define K_LEGACY "legacySteps"    /* the steps came from a pre-migration-10 document */
+#define K_END "endRun"            /* this save ends the run: it drops the runner lease */
 
 /* A new saga holds its runner lease from the first statement. */
 static const char SQL_INSERT_SAGA[] =
@@ -386,7 +386,8 @@ static mv_code load_steps(mv_db *db, load_tx *t, json_t *steps, mv_err *err) {
         json_t *s = json_object();
         static const char *const texts[] = {"name", "state", "effectId", "compensationEffectId"};
         for (int k = 0; k < 4; k++)
-            if (mv_stmt_text(st, k)) json_object_set_new(s, texts[k], json_string(mv_stmt_text(st, k)));
+            if (mv_stmt_text(st, k))
+                json_object_set_new(s, texts[k], json_string(mv_stmt_text(st, k)));
         const char *args = mv_stmt_text(st, 4), *result = mv_stmt_text(st, 5);
         json_t *v = args ? stored_value(t->e, t->id, args, &undecryptable) : NULL;
         if (v)
@@ -401,7 +402,8 @@ static mv_code load_steps(mv_db *db, load_tx *t, json_t *steps, mv_err *err) {
         }
         if (!mv_stmt_is_null(st, 6))
             json_object_set_new(s, "attempts", json_integer(mv_stmt_int64(st, 6)));
-        if (mv_stmt_text(st, 7)) json_object_set_new(s, "errorCode", json_string(mv_stmt_text(st, 7)));
+        if (mv_stmt_text(st, 7))
+            json_object_set_new(s, "errorCode", json_string(mv_stmt_text(st, 7)));
         if (!mv_stmt_is_null(st, 8))
             json_object_set_new(s, "nextAttemptAt", json_integer(mv_stmt_int64(st, 8)));
         json_array_append_new(steps, s);
@@ -410,7 +412,9 @@ static mv_code load_steps(mv_db *db, load_tx *t, json_t *steps, mv_err *err) {
     if (r < 0) return err ? err->code : MV_INTERNAL;
     if (undecryptable)
         return mv_err_set(err, MV_INTERNAL, "saga %s: stored data cannot be decrypted", t->id);
-    if (bad) return mv_err_set(err, MV_INTERNAL, "saga %s: store returned an invalid step record", t->id);
+    if (bad)
+        return mv_err_set(err, MV_INTERNAL, "saga %s: store returned an invalid step record",
+                          t->id);
     return MV_OK;
 }
 
@@ -648,7 +652,8 @@ static mv_code fill_row(const mv_saga_engine *e, const char *saga_id, const json
         v = json_object_get(step, "compensationArgs");
         json_t *null = v ? NULL : json_null();
         r->args = seal_value(e, saga_id, v ? v : null);
-        if (!r->args) return mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", saga_id);
+        if (!r->args)
+            return mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", saga_id);
     }
     return MV_OK;
 }
@@ -695,7 +700,8 @@ static mv_code save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int ind
             rc = fill_row(e, id, json_array_get(steps, (size_t)index), index, insert,
                           &rows[nrows++], err);
     }
-    journal_note commit = {.effect_id = mv_json_str(json_array_get(steps, (size_t)pidx), "effectId"),
+    journal_note commit = {.effect_id =
+                               mv_json_str(json_array_get(steps, (size_t)pidx), "effectId"),
                            .from_mask = MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
                            .to = MV_EFFECT_COMMITTED};
     if (rc == MV_OK) {
@@ -1365,8 +1371,7 @@ static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, j
     if (rc == MV_SAGA_CONCURRENCY) return mv_err_copy(err, &run_err); /* the winner goes on */
     mv_code lrc = refresh(e, saga_id, rec, err);
     if (lrc) return lrc;
-    if (!saga_is(*rec, MV_SAGA_MANUAL_REVIEW) &&
-        (lrc = compensate_loaded(e, def, rec, abort, err)))
+    if (!saga_is(*rec, MV_SAGA_MANUAL_REVIEW) && (lrc = compensate_loaded(e, def, rec, abort, err)))
         return lrc;
     return mv_err_copy(err, &run_err);
 }
@@ -1386,9 +1391,9 @@ typedef struct {
 static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiissi", t->id,
-                             t->definition, t->input, t->fingerprint, (int64_t)t->max_attempts,
-                             t->now, t->now, t->tenant, t->runner, t->until);
+    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiissi", t->id, t->definition,
+                             t->input, t->fingerprint, (int64_t)t->max_attempts, t->now, t->now,
+                             t->tenant, t->runner, t->until);
     t->created = changes == 1;
     return rc;
 }
@@ -1417,12 +1422,12 @@ static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_defin
     rc = mv_store_write(e->store, create_fn, &t, err);
     free(text);
     if (rc || !t.created) return rc;
-    *created = json_pack("{s:s, s:s, s:s, s:o, s:s, s:[], s:i, s:I, s:I, s:i, s:s}", "sagaId",
-                         saga_id, "definition", def->name, "state",
-                         mv_saga_state_name(MV_SAGA_RUNNING), "input",
-                         input ? json_deep_copy(input) : json_null(), "inputFingerprint", fp,
-                         "steps", "maxAttempts", t.max_attempts, "createdAt", (json_int_t)t.now,
-                         "updatedAt", (json_int_t)t.now, "version", 1, K_RUNNER, runner);
+    *created =
+        json_pack("{s:s, s:s, s:s, s:o, s:s, s:[], s:i, s:I, s:I, s:i, s:s}", "sagaId", saga_id,
+                  "definition", def->name, "state", mv_saga_state_name(MV_SAGA_RUNNING), "input",
+                  input ? json_deep_copy(input) : json_null(), "inputFingerprint", fp, "steps",
+                  "maxAttempts", t.max_attempts, "createdAt", (json_int_t)t.now, "updatedAt",
+                  (json_int_t)t.now, "version", 1, K_RUNNER, runner);
     if (!*created) { /* the row exists and holds our lease: let it expire rather than lie */
         drop_runner(e, saga_id, runner);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");

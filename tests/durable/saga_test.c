@@ -892,6 +892,91 @@ STORE_TEST(a_runner_lease_longer_than_the_clock_can_count_is_still_held) {
     rig_close(&r);
 }
 
+/* ---- migration 10: step documents become rows -------------------------------------------- */
+
+static const char SQL_UNDO_MIGRATION_10[] =
+    "DROP TABLE saga_steps; DELETE FROM schema_version WHERE version = 10";
+static const char SQL_COUNT_STEP_ROWS[] = "SELECT COUNT(*) FROM saga_steps WHERE saga_id = ?";
+static const char SQL_STEP_ARGS[] =
+    "SELECT compensation_args FROM saga_steps WHERE saga_id = ? ORDER BY idx";
+
+static mv_code undo_10_fn(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    return mv_db_exec(db, SQL_UNDO_MIGRATION_10, err);
+}
+
+typedef struct {
+    const char *id;
+    int64_t rows;
+    char doc[256], args[3][128];
+} step_rows;
+
+static mv_code step_rows_fn(mv_db *db, void *ctx, mv_err *err) {
+    step_rows *t = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_COUNT_STEP_ROWS, &st, err, "s", t->id);
+    if (rc) return rc;
+    t->rows = st ? mv_stmt_int64(st, 0) : -1;
+    mv_stmt_done(st);
+    if ((rc = mv_db_row(db, SQL_RAW_SAGA, &st, err, "s", t->id))) return rc;
+    snprintf(t->doc, sizeof t->doc, "%s", st ? mv_stmt_text(st, 1) : "");
+    mv_stmt_done(st);
+    if ((rc = mv_db_prepare(db, SQL_STEP_ARGS, &st, err))) return rc;
+    mv_stmt_bindf(st, "s", t->id);
+    for (int i = 0; i < 3 && mv_stmt_step(st, err) == 1; i++)
+        snprintf(t->args[i], sizeof t->args[i], "%s", mv_stmt_text(st, 0));
+    mv_stmt_done(st);
+    return MV_OK;
+}
+
+STORE_TEST(migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "mig10.db", &w, NULL));
+    mv_err err = {0};
+    /* the schema as it was before migration 10, holding a saga written by the document engine */
+    REQUIRE(mv_store_write(r.store, undo_10_fn, NULL, &err) == MV_OK);
+    const char *doc =
+        "[{\"name\":\"reserve\",\"effectId\":\"e_r\",\"compensationEffectId\":\"c_r\","
+        "\"state\":\"compensated\",\"compensationArgs\":{\"sku\":\"a\",\"n\":[1,2]},"
+        "\"attempts\":1,\"result\":{\"ok\":true}},"
+        "{\"name\":\"charge\",\"effectId\":\"e_c\",\"compensationEffectId\":\"c_c\","
+        "\"state\":\"compensation-failed\",\"compensationArgs\":\"enc-free text\","
+        "\"attempts\":2,\"result\":null,\"errorCode\":\"compensation_failed\","
+        "\"nextAttemptAt\":4000},"
+        "{\"name\":\"ship\",\"effectId\":\"e_s\",\"compensationEffectId\":\"c_s\","
+        "\"state\":\"failed\",\"compensationArgs\":null,\"attempts\":0,"
+        "\"errorCode\":\"not_committed\"}]";
+    put_saga p = {"saga_mig", "checkout", "compensating", doc};
+    REQUIRE(mv_store_write(r.store, put_saga_fn, &p, &err) == MV_OK);
+    int applied = 0;
+    CHECK_CODE(mv_store_migrate(r.store, &applied, &err), MV_OK, &err);
+    CHECK_INT(applied, 1);
+    step_rows t = {.id = "saga_mig"};
+    REQUIRE(mv_store_read(r.store, step_rows_fn, &t, &err) == MV_OK);
+    CHECK_INT(t.rows, 3);
+    CHECK_STR(t.doc, "[]");
+    json_t *args0 = NULL;
+    CHECK(mv_json_parse(t.args[0], strlen(t.args[0]), &args0, &err) == MV_OK);
+    json_t *want_args = json_pack("{s:s, s:[i,i]}", "sku", "a", "n", 1, 2);
+    CHECK(json_equal(args0, want_args));
+    json_decref(want_args);
+    json_decref(args0);
+    CHECK_STR(t.args[1], "\"enc-free text\"");
+    CHECK_STR(t.args[2], "null");
+    json_t *rec = NULL, *want = NULL;
+    CHECK_CODE(mv_saga_get(r.engine, "saga_mig", &rec, &err), MV_OK, &err);
+    REQUIRE(mv_json_parse(doc, strlen(doc), &want, &err) == MV_OK);
+    size_t i;
+    json_t *s;
+    json_array_foreach(want, i, s) json_object_del(s, "compensationArgs"); /* never public */
+    CHECK(json_equal(json_object_get(rec, "steps"), want));
+    CHECK_STR(mv_json_str(rec, "state"), "compensating");
+    json_decref(rec);
+    json_decref(want);
+    rig_close(&r);
+}
+
 int main(void) {
     return RUN_TESTS(
         checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
@@ -909,5 +994,6 @@ int main(void) {
         invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit,
         encrypted_saga_stores_no_plaintext_and_detects_tampering,
         two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice,
-        a_runner_lease_longer_than_the_clock_can_count_is_still_held);
+        a_runner_lease_longer_than_the_clock_can_count_is_still_held,
+        migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same);
 }
