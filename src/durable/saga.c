@@ -70,19 +70,55 @@ static const char SQL_GET_STEPS[] =
 /* Every save: the compare-and-set on the version, extending the runner lease (while one is held)
  * or dropping it when the save ends the run (the second and third parameters: the runner whose
  * lease ends, or NULL). */
-static const char SQL_CAS_SAGA[] =
-    "UPDATE sagas SET state = ?, updated_at = ?, version = ?, "
-    "runner_id = CASE WHEN runner_id = ? THEN NULL ELSE runner_id END, "
-    "runner_expires_at = CASE WHEN runner_id IS NULL OR runner_id = ? THEN NULL "
-    "ELSE CAST(? AS BIGINT) END "
-    "WHERE saga_id = ? AND version = ?";
+#define CAS_SAGA                                                                                   \
+    "UPDATE sagas SET state = ?, updated_at = ?, version = ?, "                                    \
+    "runner_id = CASE WHEN runner_id = ? THEN NULL ELSE runner_id END, "                           \
+    "runner_expires_at = CASE WHEN runner_id IS NULL OR runner_id = ? THEN NULL "                  \
+    "ELSE CAST(? AS BIGINT) END "                                                                  \
+    "WHERE saga_id = ? AND version = ?"
+#define STEP_COLUMNS                                                                               \
+    "saga_id, idx, name, state, effect_id, compensation_effect_id, compensation_args, result, "    \
+    "attempts, error_code, next_attempt_at, created_at, updated_at"
+#define UPDATE_STEP                                                                                \
+    "UPDATE saga_steps SET state = ?, result = ?, attempts = ?, error_code = ?, "                  \
+    "next_attempt_at = ?, updated_at = ? WHERE saga_id = ? AND idx = ?"
+static const char SQL_CAS_SAGA[] = CAS_SAGA;
 static const char SQL_INSERT_STEP[] =
-    "INSERT INTO saga_steps (saga_id, idx, name, state, effect_id, compensation_effect_id, "
-    "compensation_args, result, attempts, error_code, next_attempt_at, created_at, updated_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-static const char SQL_UPDATE_STEP[] =
-    "UPDATE saga_steps SET state = ?, result = ?, attempts = ?, error_code = ?, "
-    "next_attempt_at = ?, updated_at = ? WHERE saga_id = ? AND idx = ?";
+    "INSERT INTO saga_steps (" STEP_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+static const char SQL_UPDATE_STEP[] = UPDATE_STEP;
+/* PostgreSQL: the saves of a running saga as one statement each (data-modifying CTEs, every part
+ * conditional on the compare-and-set), so a step transition is BEGIN, one statement, COMMIT.
+ * The result row counts what each part changed: s the saga, u the committed step's row, c its
+ * effect (executing → committed), i the new step's row, e its effect (inserted executing). */
+#define PG_S "s AS (" CAS_SAGA " RETURNING 1)"
+#define PG_U "u AS (" UPDATE_STEP " AND EXISTS (SELECT 1 FROM s) RETURNING 1)"
+#define PG_C                                                                                       \
+    "c AS (UPDATE effects SET state = 'committed', updated_at = ?, version = version + 1 "         \
+    "WHERE effect_id = ? AND state = 'executing' AND EXISTS (SELECT 1 FROM s) RETURNING 1)"
+#define PG_I                                                                                       \
+    "i AS (INSERT INTO saga_steps (" STEP_COLUMNS ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER), " \
+    "CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "        \
+    "CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), " \
+    "CAST(? AS BIGINT) FROM s RETURNING 1)"
+#define PG_E                                                                                       \
+    "e AS (INSERT INTO effects (effect_id, capability, target, digest, tenant_id, principal_id, "  \
+    "state, error_code, created_at, updated_at, version) SELECT CAST(? AS TEXT), CAST(? AS "       \
+    "TEXT), "                                                                                      \
+    "CAST(? AS TEXT), NULL, NULL, NULL, 'executing', NULL, CAST(? AS BIGINT), CAST(? AS BIGINT), " \
+    "2 FROM s ON CONFLICT DO NOTHING RETURNING 1)"
+#define PG_COUNT(x) "(SELECT count(*) FROM " x ")"
+/* a step's start */
+static const char SQL_PG_SAVE_START[] =
+    "WITH " PG_S ", " PG_I ", " PG_E
+    " SELECT " PG_COUNT("s") ", 1, 1, " PG_COUNT("i") ", " PG_COUNT("e");
+/* the previous step's commit and the next step's start */
+static const char SQL_PG_SAVE_COMMIT_START[] =
+    "WITH " PG_S ", " PG_U ", " PG_C ", " PG_I ", " PG_E " SELECT " PG_COUNT("s") ", " PG_COUNT(
+        "u") ", " PG_COUNT("c") ", " PG_COUNT("i") ", " PG_COUNT("e");
+/* the last step's commit and the saga's end (or any save that carries a pending commit) */
+static const char SQL_PG_SAVE_COMMIT[] =
+    "WITH " PG_S ", " PG_U ", " PG_C
+    " SELECT " PG_COUNT("s") ", " PG_COUNT("u") ", " PG_COUNT("c") ", 1, 1";
 /* A record read from a pre-migration-10 document is written out as rows on its first save. */
 static const char SQL_DELETE_STEPS[] = "DELETE FROM saga_steps WHERE saga_id = ?";
 static const char SQL_CLEAR_DOCUMENT[] = "UPDATE sagas SET steps = '[]' WHERE saga_id = ?";
@@ -536,7 +572,7 @@ typedef struct {
 typedef struct {
     const char *id, *state, *release;
     int64_t updated_at, version, lease_until;
-    bool legacy;
+    bool legacy, pending; /* pending: rows[0] and notes[0] are a pending step commit */
     step_row *rows;
     size_t nrows;
     const journal_note *notes[2];
@@ -557,56 +593,136 @@ static mv_code note_fn(mv_db *db, const journal_note *n, int64_t now, mv_err *er
                                err);
 }
 
+/* Binds a step row from *i on, in the order of SQL_INSERT_STEP or SQL_UPDATE_STEP. */
+static void bind_row(mv_stmt *st, int *i, const char *saga_id, const step_row *r, int64_t now) {
+    if (r->insert) {
+        mv_stmt_bind_text(st, (*i)++, saga_id);
+        mv_stmt_bind_int64(st, (*i)++, r->idx);
+        mv_stmt_bind_text(st, (*i)++, r->name);
+        mv_stmt_bind_text(st, (*i)++, r->state);
+        mv_stmt_bind_text(st, (*i)++, r->effect_id);
+        mv_stmt_bind_text(st, (*i)++, r->comp_id);
+        mv_stmt_bind_text(st, (*i)++, r->args);
+    } else {
+        mv_stmt_bind_text(st, (*i)++, r->state);
+    }
+    mv_stmt_bind_text(st, (*i)++, r->result);
+    if (r->has_attempts)
+        mv_stmt_bind_int64(st, (*i)++, r->attempts);
+    else
+        mv_stmt_bind_null(st, (*i)++);
+    mv_stmt_bind_text(st, (*i)++, r->error_code);
+    if (r->has_next)
+        mv_stmt_bind_int64(st, (*i)++, r->next_at);
+    else
+        mv_stmt_bind_null(st, (*i)++);
+    if (r->insert) mv_stmt_bind_int64(st, (*i)++, now);
+    mv_stmt_bind_int64(st, (*i)++, now);
+    if (!r->insert) {
+        mv_stmt_bind_text(st, (*i)++, saga_id);
+        mv_stmt_bind_int64(st, (*i)++, r->idx);
+    }
+}
+
+static mv_code no_row(const char *saga_id, const step_row *r, mv_err *err) {
+    return mv_err_set(err, MV_INTERNAL, "saga %s: step %s has no row to update", saga_id,
+                      r->name ? r->name : "?");
+}
+
 static mv_code write_row(mv_db *db, const char *saga_id, const step_row *r, int64_t now,
                          mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, r->insert ? SQL_INSERT_STEP : SQL_UPDATE_STEP, &st, err);
     if (rc) return rc;
     int i = 1;
-    if (r->insert) {
-        mv_stmt_bind_text(st, i++, saga_id);
-        mv_stmt_bind_int64(st, i++, r->idx);
-        mv_stmt_bind_text(st, i++, r->name);
-        mv_stmt_bind_text(st, i++, r->state);
-        mv_stmt_bind_text(st, i++, r->effect_id);
-        mv_stmt_bind_text(st, i++, r->comp_id);
-        mv_stmt_bind_text(st, i++, r->args);
-    } else {
-        mv_stmt_bind_text(st, i++, r->state);
-    }
-    mv_stmt_bind_text(st, i++, r->result);
-    if (r->has_attempts)
-        mv_stmt_bind_int64(st, i++, r->attempts);
-    else
-        mv_stmt_bind_null(st, i++);
-    mv_stmt_bind_text(st, i++, r->error_code);
-    if (r->has_next)
-        mv_stmt_bind_int64(st, i++, r->next_at);
-    else
-        mv_stmt_bind_null(st, i++);
-    if (r->insert) mv_stmt_bind_int64(st, i++, now);
-    mv_stmt_bind_int64(st, i++, now);
-    if (!r->insert) {
-        mv_stmt_bind_text(st, i++, saga_id);
-        mv_stmt_bind_int64(st, i, r->idx);
-    }
+    bind_row(st, &i, saga_id, r, now);
     int step = mv_stmt_step(st, err);
     int64_t changes = mv_stmt_changes(st);
     mv_stmt_done(st);
     if (step < 0) return err && err->code ? err->code : MV_INTERNAL;
-    if (changes != 1)
-        return mv_err_set(err, MV_INTERNAL, "saga %s: step %s has no row to update", saga_id,
-                          r->name ? r->name : "?");
+    return changes == 1 ? MV_OK : no_row(saga_id, r, err);
+}
+
+static void bind_cas(mv_stmt *st, int *i, const cas_tx *t) {
+    mv_stmt_bind_text(st, (*i)++, t->state);
+    mv_stmt_bind_int64(st, (*i)++, t->updated_at);
+    mv_stmt_bind_int64(st, (*i)++, t->version + 1);
+    mv_stmt_bind_text(st, (*i)++, t->release);
+    mv_stmt_bind_text(st, (*i)++, t->release);
+    mv_stmt_bind_int64(st, (*i)++, t->lease_until);
+    mv_stmt_bind_text(st, (*i)++, t->id);
+    mv_stmt_bind_int64(st, (*i)++, t->version);
+}
+
+/* The PostgreSQL statement for t when it has one of the shapes of a running saga, else NULL. */
+static const char *pg_save_sql(const cas_tx *t) {
+    bool start = t->nrows >= 1 && t->rows[t->nrows - 1].insert && t->nnotes >= 1 &&
+                 t->notes[t->nnotes - 1]->insert;
+    if (t->legacy) return NULL;
+    if (!t->pending && t->nrows == 1 && t->nnotes == 1 && start) return SQL_PG_SAVE_START;
+    if (t->pending && t->nrows == 2 && t->nnotes == 2 && start) return SQL_PG_SAVE_COMMIT_START;
+    if (t->pending && t->nrows == 1 && t->nnotes == 1 && !t->rows[0].insert)
+        return SQL_PG_SAVE_COMMIT;
+    return NULL;
+}
+
+static mv_code cas_pg(mv_db *db, cas_tx *t, const char *sql, mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, sql, &st, err);
+    if (rc) return rc;
+    int i = 1;
+    size_t r = 0, n = 0;
+    bind_cas(st, &i, t);
+    const journal_note *commit = NULL, *start = NULL;
+    if (t->pending) {
+        bind_row(st, &i, t->id, &t->rows[r++], t->updated_at);
+        commit = t->notes[n++];
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+        mv_stmt_bind_text(st, i++, commit->effect_id);
+    }
+    if (r < t->nrows) {
+        bind_row(st, &i, t->id, &t->rows[r], t->updated_at);
+        start = t->notes[n];
+        mv_stmt_bind_text(st, i++, start->effect_id);
+        mv_stmt_bind_text(st, i++, start->capability);
+        mv_stmt_bind_text(st, i++, start->target);
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+    }
+    int64_t count[5] = {0};
+    int step = mv_stmt_step(st, err);
+    for (int k = 0; step == 1 && k < 5; k++)
+        count[k] = mv_stmt_int64(st, k);
+    mv_stmt_done(st);
+    if (step != 1) return step < 0 && err && err->code ? err->code : MV_INTERNAL;
+    if (count[0] != 1)
+        return mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected",
+                          t->id);
+    if (count[1] != 1) return no_row(t->id, &t->rows[0], err);
+    if (count[2] != 1 && /* not executing: the full transition says why (or finds no row) */
+        (rc = mv__journal_move_tx(db, commit->effect_id, commit->from_mask, commit->to, NULL,
+                                  t->updated_at, true, err)))
+        return rc;
+    if (count[3] != 1) return no_row(t->id, &t->rows[r], err);
+    if (count[4] != 1)
+        return mv_err_set(err, MV_EFFECT_TRANSITION,
+                          "durable effect %s: create transition was rejected", start->effect_id);
     return MV_OK;
 }
 
 static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     cas_tx *t = ctx;
-    int64_t changes = 0;
-    mv_code rc =
-        mv_db_execf(db, SQL_CAS_SAGA, &changes, err, "siissisi", t->state, t->updated_at,
-                    t->version + 1, t->release, t->release, t->lease_until, t->id, t->version);
+    const char *one = mv_db_kind(db) == MV_STORE_POSTGRES ? pg_save_sql(t) : NULL;
+    if (one) return cas_pg(db, t, one, err);
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_CAS_SAGA, &st, err);
     if (rc) return rc;
+    int i = 1;
+    bind_cas(st, &i, t);
+    int step = mv_stmt_step(st, err);
+    int64_t changes = mv_stmt_changes(st);
+    mv_stmt_done(st);
+    if (step < 0) return err && err->code ? err->code : MV_INTERNAL;
     if (changes != 1)
         return mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected",
                           t->id);
@@ -714,6 +830,7 @@ static mv_code save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int ind
                     .rows = rows,
                     .nrows = nrows};
         if (pidx >= 0 && commit.effect_id) t.notes[t.nnotes++] = &commit;
+        t.pending = !legacy && pidx >= 0 && pidx != index && commit.effect_id;
         if (note) t.notes[t.nnotes++] = note;
         t.lease_until = t.updated_at + e->runner_lease_ms;
         rc = mv_store_write(e->store, cas_fn, &t, err);
