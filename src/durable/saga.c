@@ -1399,7 +1399,9 @@ typedef mv_code (*loaded_fn)(mv_saga_engine *e, const mv_saga_definition *def, j
 /* The end of a run: a commit still pending is written and the runner lease dropped, in one
  * transaction; otherwise the lease is dropped unless the last save already did. */
 static void end_run(mv_saga_engine *e, const char *saga_id, json_t **rec, const char *runner) {
-    if (*rec && json_object_get(*rec, K_PENDING) && !json_object_get(*rec, K_STALE)) {
+    /* (after a failed save too: the compare-and-set succeeds only if the store is still at the
+     * version this record has, i.e. holds exactly this record) */
+    if (*rec && json_object_get(*rec, K_PENDING)) {
         json_t *next;
         if (with(e, *rec, KEEP_STATE, 0, NULL, &next, NULL) == MV_OK) {
             /* this save ends the run whatever the state: it drops the lease like a final one */
@@ -1462,6 +1464,18 @@ static mv_code refresh(mv_saga_engine *e, const char *saga_id, json_t **rec, mv_
     if (rc) return rc;
     json_t *runner = json_object_get(*rec, K_RUNNER);
     if (runner) json_object_set(fresh, K_RUNNER, runner);
+    /* a commit this runner holds and the store does not have yet stays pending */
+    json_t *pending = json_object_get(*rec, K_PENDING);
+    if (pending) {
+        size_t idx = (size_t)json_integer_value(pending);
+        json_t *mine = json_array_get(json_object_get(*rec, "steps"), idx),
+               *stored = json_array_get(json_object_get(fresh, "steps"), idx);
+        const char *id = mv_json_str(mine, "effectId");
+        if (stored && step_is(stored, MV_STEP_EXECUTING) && id && is(stored, "effectId", id)) {
+            json_array_set(json_object_get(fresh, "steps"), idx, mine);
+            json_object_set(fresh, K_PENDING, pending);
+        }
+    }
     json_decref(*rec);
     *rec = fresh;
     return MV_OK;

@@ -977,6 +977,111 @@ STORE_TEST(migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_sa
     rig_close(&r);
 }
 
+/* ---- a step's commit travels with the saga's next write ------------------------------------ */
+
+typedef struct {
+    mv_store *store;
+    mv_abort *abort_between; /* fired after the first step returns */
+    int saves;
+    char stored_first[32];  /* step 0's state as stored while the run is between steps */
+    char journal_first[16]; /* and its effect's journal state */
+} fold_probe;
+
+static void count_save(const json_t *record, void *ctx) {
+    (void)record;
+    ((fold_probe *)ctx)->saves++;
+}
+
+static mv_code fold_step(mv_saga_step_call *call, void *ctx, json_t **result, mv_err *err) {
+    (void)call, (void)ctx, (void)err;
+    *result = json_pack("{s:b}", "ok", 1);
+    return MV_OK;
+}
+
+static mv_code fold_comp(const json_t *args, const mv_saga_compensation_call *call, void *ctx,
+                         mv_err *err) {
+    (void)args, (void)call, (void)ctx, (void)err;
+    return MV_OK;
+}
+
+static mv_code fold_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    fold_probe *p = def_ctx;
+    static const char *const names[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        mv_code rc = mv_saga_step(ctx, names[i], NULL, fold_step, NULL, NULL, err);
+        if (rc) return rc;
+        if (i > 0) continue;
+        mv_saga_engine *reader = NULL;
+        json_t *rec = NULL;
+        char cap[129];
+        if (mv_saga_engine_new(p->store, NULL, &reader, NULL) == MV_OK &&
+            mv_saga_get(reader, mv_saga_ctx_id(ctx), &rec, NULL) == MV_OK) {
+            snprintf(p->stored_first, sizeof p->stored_first, "%s", step_field(rec, 0, "state"));
+            journal_state(p->store, step_field(rec, 0, "effectId"), p->journal_first, cap);
+        }
+        json_decref(rec);
+        mv_saga_engine_free(reader);
+        if (p->abort_between) mv_abort_fire(p->abort_between, "stopped between steps");
+    }
+    return MV_OK;
+}
+
+STORE_TEST(a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_writes_it) {
+    rig r;
+    world w = {0};
+    REQUIRE(rig_open(&r, kind, "fold.db", &w, NULL));
+    fold_probe p = {.store = r.store};
+    mv_saga_engine *e = NULL;
+    mv_err err = {0};
+    mv_saga_engine_options o = {.clock = &r.clock, .on_save = count_save, .on_save_ctx = &p};
+    REQUIRE(mv_saga_engine_new(r.store, &o, &e, &err) == MV_OK);
+    mv_saga_compensator c[3] = {
+        {"a", fold_comp, NULL}, {"b", fold_comp, NULL}, {"c", fold_comp, NULL}};
+    mv_saga_definition def = {
+        .name = "fold", .run = fold_run, .compensators = c, .ncompensators = 3, .ctx = &p};
+    json_t *rec = NULL;
+    CHECK_CODE(mv_saga_execute(e, &def, "saga_fold", NULL, NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    /* between the steps the store still had step a executing: its commit came with b's start */
+    CHECK_STR(p.stored_first, "executing");
+    CHECK_STR(p.journal_first, "executing");
+    /* saves: a's start, a's commit + b's start, b's commit + c's start, c's commit + the end */
+    CHECK_INT(p.saves, 4);
+    json_decref(rec);
+    CHECK_CODE(mv_saga_get(e, "saga_fold", &rec, &err), MV_OK, &err);
+    char state[16], cap[129];
+    for (int i = 0; i < 3; i++) {
+        CHECK_STR(step_field(rec, i, "state"), "committed");
+        journal_state(r.store, step_field(rec, i, "effectId"), state, cap);
+        CHECK_STR(state, "committed");
+    }
+    json_decref(rec);
+    /* a run stopped between steps writes the commit it holds as it lets go of the saga */
+    mv_abort stop = {0};
+    p.abort_between = &stop;
+    CHECK_CODE(mv_saga_execute(e, &def, "saga_fold_stop", NULL, &stop, &rec, &err), MV_ABORTED,
+               &err);
+    CHECK_STR(step_field(rec, 0, "state"), "committed");
+    CHECK(json_array_size(json_object_get(rec, "steps")) == 1);
+    json_decref(rec);
+    mv_saga_engine *other = NULL;
+    REQUIRE(mv_saga_engine_new(r.store, NULL, &other, &err) == MV_OK);
+    CHECK_CODE(mv_saga_get(other, "saga_fold_stop", &rec, &err), MV_OK, &err);
+    CHECK_STR(step_field(rec, 0, "state"), "committed");
+    journal_state(r.store, step_field(rec, 0, "effectId"), state, cap);
+    CHECK_STR(state, "committed");
+    json_decref(rec);
+    /* and the lease went with it: another runner resumes at once and finishes */
+    p.abort_between = NULL;
+    CHECK_CODE(mv_saga_resume(other, &def, "saga_fold_stop", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    json_decref(rec);
+    mv_saga_engine_free(other);
+    mv_saga_engine_free(e);
+    rig_close(&r);
+}
+
 int main(void) {
     return RUN_TESTS(
         checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
@@ -995,5 +1100,6 @@ int main(void) {
         encrypted_saga_stores_no_plaintext_and_detects_tampering,
         two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice,
         a_runner_lease_longer_than_the_clock_can_count_is_still_held,
-        migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same);
+        migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same,
+        a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_writes_it);
 }
