@@ -2,7 +2,9 @@
  * plus: two processes resuming one saga (one proceeds, the other gets MV_SAGA_CONCURRENCY, no
  * step runs twice), idempotent start, the public JSON shape, and encryption at rest. */
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "durable/fixture.h"
 #include "store/db.h"
@@ -841,6 +843,98 @@ STORE_TEST(two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice) 
     mv_store_close(s);
 }
 
+/* ---- kill -9 between a step's return and the saga's next write ---------------------------- */
+
+static mv_code crash_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    racer *r = def_ctx;
+    mv_code rc = mv_saga_step(ctx, "one", NULL, race_exec, r, NULL, err);
+    if (rc) return rc;
+    char b = 'r';
+    if (write(r->ready_fd, &b, 1) != 1) return mv_err_set(err, MV_IO, "barrier failed");
+    for (;;)
+        pause(); /* killed here: step one returned, its commit not yet written */
+}
+
+static mv_code crash_run_two(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    racer *r = def_ctx;
+    mv_code rc = mv_saga_step(ctx, "one", NULL, race_exec, r, NULL, err);
+    if (rc) return rc;
+    return mv_saga_step(ctx, "two", NULL, race_exec, r, NULL, err);
+}
+
+STORE_TEST(a_runner_killed_after_a_step_returned_leaves_it_for_review_and_it_never_runs_twice) {
+    char url[600];
+    mv_store *s = fixture_store(kind, "crash.db", url, sizeof url);
+    REQUIRE(s);
+    mv_store_close(s); /* the child opens its own */
+    const char *count_path = test_tmp_path("crash.count");
+    unlink(count_path);
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    mv_saga_compensator c[] = {{"one", noop_comp, NULL}, {"two", noop_comp, NULL}};
+    racer r = {.count_path = count_path, .ready_fd = ready[1]};
+    mv_saga_definition def = {
+        .name = "crash", .run = crash_run, .compensators = c, .ncompensators = 2, .ctx = &r};
+    pid_t kid = fork();
+    REQUIRE(kid >= 0);
+    if (kid == 0) {
+        mv_store *cs = NULL;
+        mv_saga_engine *e = NULL;
+        mv_err ce = {0};
+        mv_saga_engine_options o = {.runner_lease_ms = 50};
+        if (mv_store_open(url, NULL, &cs, &ce) == MV_OK &&
+            mv_saga_engine_new(cs, &o, &e, &ce) == MV_OK)
+            mv_saga_execute(e, &def, "saga_crash", NULL, NULL, NULL, &ce);
+        _exit(3);
+    }
+    char b;
+    CHECK(read(ready[0], &b, 1) == 1);
+    kill(kid, SIGKILL);
+    int st = 0;
+    waitpid(kid, &st, 0);
+    CHECK(WIFSIGNALED(st));
+    close(ready[0]);
+    close(ready[1]);
+    usleep(100 * 1000); /* the dead runner's 50 ms lease runs out */
+    mv_saga_engine *e = NULL;
+    mv_err err = {0};
+    REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
+    REQUIRE(mv_saga_engine_new(s, NULL, &e, &err) == MV_OK);
+    def.run = crash_run_two;
+    json_t *rec = NULL;
+    CHECK_CODE(mv_saga_resume(e, &def, "saga_crash", NULL, &rec, &err), MV_SAGA_AMBIGUOUS_STEP,
+               &err);
+    CHECK_STR(mv_json_str(rec, "state"), "manual-review");
+    CHECK_STR(step_field(rec, 0, "state"), "executing");
+    char effect[64], state[16], cap[129];
+    snprintf(effect, sizeof effect, "%s", step_field(rec, 0, "effectId"));
+    journal_state(s, effect, state, cap);
+    CHECK_STR(state, "executing");
+    json_decref(rec);
+    /* the operator knows it committed; the saga goes on without calling step one again */
+    mv_saga_resolution res = {
+        .kind = "execution", .step = "one", .effect_id = effect, .outcome = "committed"};
+    CHECK_CODE(mv_saga_resolve(e, &def, "saga_crash", &res, NULL, &err), MV_OK, &err);
+    CHECK_CODE(mv_saga_resume(e, &def, "saga_crash", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    json_decref(rec);
+    FILE *f = fopen(count_path, "r");
+    REQUIRE(f);
+    char line[160];
+    int one = 0, two = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, " one")) one++;
+        if (strstr(line, " two")) two++;
+    }
+    fclose(f);
+    CHECK_INT(one, 1);
+    CHECK_INT(two, 1);
+    mv_saga_engine_free(e);
+    mv_store_close(s);
+}
+
 /* ---- a very long runner lease ------------------------------------------------------------- */
 
 typedef struct {
@@ -1101,5 +1195,6 @@ int main(void) {
         two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice,
         a_runner_lease_longer_than_the_clock_can_count_is_still_held,
         migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same,
-        a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_writes_it);
+        a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_writes_it,
+        a_runner_killed_after_a_step_returned_leaves_it_for_review_and_it_never_runs_twice);
 }
