@@ -1,13 +1,15 @@
 /* stream_hub.c — fans the change log out to open event streams (DESIGN part two, "Live updates").
  *
- * One thread per daemon. Each turn it asks the store for the newest change id (one index lookup),
- * reads the log from the lowest position any stream still needs, in pages, and for every change
- * decides per stream: same tenant; a viewer change only for that viewer; a message change only
- * when the stream's user can see the message (loaded once per change, not once per stream). The
- * message is then sent as that user sees it (with their "viewer"), and after each page a `counts`
- * event goes to every stream whose counts moved. Because each stream remembers its own position,
- * a resumed stream replays from the log exactly what it missed, in order, and a slow reader only
- * ever delays itself (its queue is bounded; past it the stream is closed and the client resumes).
+ * One thread per daemon. Each turn it asks the store for the newest change id (one index lookup;
+ * on PostgreSQL that first gives committed changes their event ids when some have none — the
+ * sequencer of message/changes.c — so the hub's wake-ups and timer drive it), reads the log from
+ * the lowest position any stream still needs, in pages, and for every change decides per stream:
+ * same tenant; a viewer change only for that viewer; a message change only when the stream's user
+ * can see the message (loaded once per change, not once per stream). The message is then sent as
+ * that user sees it (with their "viewer"), and after each page a `counts` event goes to every
+ * stream whose counts moved. Because each stream remembers its own position, a resumed stream
+ * replays from the log exactly what it missed, in order, and a slow reader only ever delays itself
+ * (its queue is bounded; past it the stream is closed and the client resumes).
  *
  * Tickets (`v1.<base64url claims>.<base64url HMAC-SHA256>`) let a browser's EventSource, which
  * cannot send headers, authenticate this one route: they carry user, roles, permissions, tenant
@@ -53,6 +55,7 @@ struct mv_stream_hub {
     int nsubs;
     bool stopping, draining;
     int64_t last_gc_ms;
+    int64_t last_sequenced_ms; /* PostgreSQL, no stream open: see idle_sequence */
 };
 
 static int64_t mono_ms(void) {
@@ -201,11 +204,27 @@ static sub **snapshot(mv_stream_hub *hub, int *n) {
     return out;
 }
 
+/* With no stream open nobody reads the log, but on PostgreSQL its new rows still need their event
+ * ids (message/changes.c): reading the newest id numbers them, once per poll interval rather than
+ * on every wake-up, so the backlog stays small and a stream that opens finds little to do. */
+static void idle_sequence(mv_stream_hub *hub) {
+    int64_t now = mono_ms();
+    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES ||
+        now - hub->last_sequenced_ms < hub->o.poll_ms)
+        return;
+    hub->last_sequenced_ms = now;
+    mv_err err = {0};
+    if (mv_changes_latest(hub->o.store, NULL, NULL, &err) != MV_OK)
+        mv_log("warn", "stream: cannot read the change log",
+               json_pack("{s:s}", "error", err.message));
+}
+
 static void turn(mv_stream_hub *hub) {
     int n;
     sub **subs = snapshot(hub, &n);
     if (n == 0) {
         free(subs);
+        idle_sequence(hub);
         return;
     }
     int64_t latest = 0;
