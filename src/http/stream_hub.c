@@ -55,7 +55,6 @@ struct mv_stream_hub {
     int nsubs;
     bool stopping, draining;
     int64_t last_gc_ms;
-    int64_t last_sequenced_ms; /* PostgreSQL, no stream open: see idle_sequence */
 };
 
 static int64_t mono_ms(void) {
@@ -204,15 +203,12 @@ static sub **snapshot(mv_stream_hub *hub, int *n) {
     return out;
 }
 
-/* With no stream open nobody reads the log, but on PostgreSQL its new rows still need their event
- * ids (message/changes.c): reading the newest id numbers them, once per poll interval rather than
- * on every wake-up, so the backlog stays small and a stream that opens finds little to do. */
+/* With no stream open nobody here reads the log, but on PostgreSQL its new rows still need their
+ * event ids (message/changes.c), and the sequencer's NOTIFY is what wakes the other daemons' streams
+ * for changes written in this process: asking for the newest id numbers them (a read that finds
+ * nothing to number writes nothing). */
 static void idle_sequence(mv_stream_hub *hub) {
-    int64_t now = mono_ms();
-    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES ||
-        now - hub->last_sequenced_ms < hub->o.poll_ms)
-        return;
-    hub->last_sequenced_ms = now;
+    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES) return;
     mv_err err = {0};
     if (mv_changes_latest(hub->o.store, NULL, NULL, &err) != MV_OK)
         mv_log("warn", "stream: cannot read the change log",

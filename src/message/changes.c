@@ -14,14 +14,21 @@
  * backends waiting on it, creates at 0.07× a plain INSERT's rate).
  *
  * So on PostgreSQL the event id is not the row id but `seq`, assigned after commit:
- * - Writers insert with seq NULL, take no lock, and queue a NOTIFY in the same transaction.
+ * - Writers insert with seq NULL and take no lock. Nor do they NOTIFY: PostgreSQL serialises the
+ *   commits of notifying transactions (a database-wide lock on the notification queue, held from
+ *   before the commit record to the end of the commit — measured, `Lock:object` replaced
+ *   `Lock:advisory` and creates stayed at 0.04× the INSERT rate). A commit in this process wakes
+ *   this process's reader directly (mv__store_on_commit).
  * - A *sequencer* step numbers committed rows that have none, in id order, continuing above every
  *   seq ever handed out (and above what retention removed). It is one short transaction that first
  *   takes a transaction-scoped advisory lock with pg_try_advisory_xact_lock: one sequencer at a
- *   time across every daemon; one that finds the lock taken does nothing (the holder's commit sends
- *   a NOTIFY when it numbered rows, and the caller retries on its next turn). Readers run it — the
- *   stream hub on every wake-up and on its timer, mv_changes_read and mv_changes_latest whenever a
- *   cheap check (a partial index of unsequenced rows) says there is something to number.
+ *   time across every daemon; one that finds the lock taken does nothing (the holder's commit wakes
+ *   the readers, and the caller retries on its next turn). When it numbered rows it sends the
+ *   NOTIFY that wakes the readers of every other process. Readers run it — the stream hub on every
+ *   wake-up (a commit in its process, a NOTIFY, its timer), mv_changes_read and mv_changes_latest —
+ *   whenever a cheap check (a partial index of unsequenced rows) says there is something to number.
+ *   A process that writes changes but runs no stream hub (a library user, the CLI) wakes nobody:
+ *   the other daemons' hubs find its changes on their timer (500 ms on PostgreSQL).
  * - Readers page by seq. Sequencer transactions commit one after another (the lock is released
  *   only after the commit is visible), and each hands out numbers above all earlier ones, so the
  *   visible seqs always form a prefix of what will ever exist: a reader that saw N will never see
@@ -106,43 +113,9 @@ static bool is_pg(mv_db *db) { return mv_db_kind(db) == MV_STORE_POSTGRES; }
 
 mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                           mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err) {
-    mv_code rc;
-    if (is_pg(db) && (rc = mv_db_execf(db, SQL_PG_NOTIFY, NULL, err, "")) != MV_OK) return rc;
     return mv_db_execf(db, SQL_INSERT_CHANGE, NULL, err, "ssssi", tenant ? tenant : "default",
                        message_id ? message_id : "", KIND_NAMES[kind],
                        kind == MV_CHANGE_VIEWER ? viewer_id : NULL, now);
-}
-
-/* ---- the sequencer (PostgreSQL) ------------------------------------------------------------ */
-
-typedef struct {
-    int64_t numbered;
-    bool busy; /* another sequencer holds the lock */
-} sequence_arg;
-
-static mv_code sequence_tx(mv_db *db, void *ctx, mv_err *err) {
-    sequence_arg *a = ctx;
-    mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_PG_SEQUENCER_LOCK, &st, err, "");
-    a->busy = !st || mv_stmt_int64(st, 1) != 1;
-    mv_stmt_done(st);
-    if (rc != MV_OK || a->busy) return rc;
-    if ((rc = mv_db_execf(db, SQL_PG_SEQUENCE, &a->numbered, err, "i", (int64_t)SEQUENCE_BATCH)) !=
-        MV_OK)
-        return rc;
-    /* Wakes the other daemons' readers, which found the lock taken and read before this commit. */
-    return a->numbered > 0 ? mv_db_execf(db, SQL_PG_NOTIFY, NULL, err, "") : MV_OK;
-}
-
-/* Numbers every committed unsequenced row, batch after batch, unless another sequencer is at it
- * (then it will, or the caller's next turn does). Only called when a read found such rows: its
- * commit wakes this process's waiter, which must not turn into a loop of empty transactions. */
-static mv_code sequence(mv_store *store, mv_err *err) {
-    for (;;) {
-        sequence_arg a = {0};
-        mv_code rc = mv_store_write(store, sequence_tx, &a, err);
-        if (rc != MV_OK || a.busy || a.numbered < SEQUENCE_BATCH) return rc;
-    }
 }
 
 /* ---- reading ----------------------------------------------------------------------------- */
@@ -159,6 +132,44 @@ static mv_change_kind kind_of(const char *s) {
     for (int k = 0; k < 3; k++)
         if (s && strcmp(s, KIND_NAMES[k]) == 0) return (mv_change_kind)k;
     return MV_CHANGE_UPDATED;
+}
+
+/* ---- the sequencer (PostgreSQL) ------------------------------------------------------------ */
+
+static mv_code latest_tx(mv_db *db, void *ctx, mv_err *err);
+
+typedef struct {
+    int64_t numbered;
+    bool busy;     /* another sequencer holds the lock */
+    read_arg *out; /* the newest id and the watermark, read after numbering */
+} sequence_arg;
+
+static mv_code sequence_tx(mv_db *db, void *ctx, mv_err *err) {
+    sequence_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_PG_SEQUENCER_LOCK, &st, err, "");
+    a->busy = !st || mv_stmt_int64(st, 1) != 1;
+    mv_stmt_done(st);
+    if (rc == MV_OK && !a->busy &&
+        (rc = mv_db_execf(db, SQL_PG_SEQUENCE, &a->numbered, err, "i", (int64_t)SEQUENCE_BATCH)) ==
+            MV_OK &&
+        a->numbered > 0)
+        /* Wakes the readers of every other process (delivered after this commit). */
+        rc = mv_db_execf(db, SQL_PG_NOTIFY, NULL, err, "");
+    /* Busy or not, what this transaction sees is a prefix: every earlier sequencer committed. */
+    return rc == MV_OK ? latest_tx(db, a->out, err) : rc;
+}
+
+/* Numbers every committed unsequenced row, batch after batch, unless another sequencer is at it
+ * (its commit wakes the readers, or the caller's next turn retries), and leaves the newest id in
+ * *out. Only called when a read found such rows: its commit wakes this process's waiter, which must
+ * not turn into a loop of empty transactions. */
+static mv_code sequence(mv_store *store, read_arg *out, mv_err *err) {
+    for (;;) {
+        sequence_arg a = {.out = out};
+        mv_code rc = mv_store_write(store, sequence_tx, &a, err);
+        if (rc != MV_OK || a.busy || a.numbered < SEQUENCE_BATCH) return rc;
+    }
 }
 
 static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
@@ -199,7 +210,8 @@ mv_code mv_changes_read(mv_store *store, int64_t after, mv_change *out, int max,
     if (rc == MV_OK && a.unsequenced) {
         /* Number them, then read on from where the page ended: what was read so far stays
          * valid, since new numbers are above every earlier one. */
-        if ((rc = sequence(store, err)) == MV_OK) {
+        read_arg latest = {0};
+        if ((rc = sequence(store, &latest, err)) == MV_OK) {
             if (a.n > 0) a.after = a.out[a.n - 1].id;
             rc = mv_store_read(store, read_tx, &a, err);
         }
@@ -227,8 +239,7 @@ static mv_code latest_tx(mv_db *db, void *ctx, mv_err *err) {
 mv_code mv_changes_latest(mv_store *store, int64_t *latest, int64_t *pruned, mv_err *err) {
     read_arg a = {0};
     mv_code rc = mv_store_read(store, latest_tx, &a, err);
-    if (rc == MV_OK && a.unsequenced && (rc = sequence(store, err)) == MV_OK)
-        rc = mv_store_read(store, latest_tx, &a, err);
+    if (rc == MV_OK && a.unsequenced) rc = sequence(store, &a, err);
     if (latest) *latest = a.latest;
     if (pruned) *pruned = a.pruned;
     return rc;

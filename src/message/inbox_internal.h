@@ -6,10 +6,9 @@
 #include "message/service.h"
 #include "missive/inbox.h"
 
-/* Appends one change-log row (and, on PostgreSQL, queues the wake-up) in the transaction that
- * made the change; it takes no lock, so it may come anywhere in that transaction. On PostgreSQL
- * the row gets its event id after commit (changes.c). viewer_id is stored for MV_CHANGE_VIEWER
- * only. */
+/* Appends one change-log row in the transaction that made the change: one INSERT, no lock, no
+ * NOTIFY, so it may come anywhere in that transaction. On PostgreSQL the row gets its event id
+ * after commit (changes.c). viewer_id is stored for MV_CHANGE_VIEWER only. */
 mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                           mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err);
 
