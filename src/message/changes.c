@@ -26,7 +26,7 @@
  *   the readers, and the caller retries on its next turn). When it numbered rows it sends the
  *   NOTIFY that wakes the readers of every other process. Readers run it — the stream hub on every
  *   wake-up (a commit in its process, a NOTIFY, its timer), mv_changes_read and mv_changes_latest —
- *   whenever a cheap check (a partial index of unsequenced rows) says there is something to number.
+ *   whenever a cheap check (the seq index's NULL entries) says there is something to number.
  *   A process that writes changes but runs no stream hub (a library user, the CLI) wakes nobody:
  *   the other daemons' hubs find its changes on their timer (500 ms on PostgreSQL).
  * - Readers page by seq. Sequencer transactions commit one after another (the lock is released
