@@ -26,6 +26,7 @@
 #include "http/routes_messages.h"
 #include "http/sse.h"
 #include "http/stream_hub.h"
+#include "message/inbox_internal.h"
 
 #define PAGE 256
 #define PAGES_PER_TURN 16
@@ -55,6 +56,7 @@ struct mv_stream_hub {
     int nsubs;
     bool stopping, draining;
     int64_t last_gc_ms;
+    uint64_t idle_written; /* mv__changes_written() at the last idle_sequence */
 };
 
 static int64_t mono_ms(void) {
@@ -205,10 +207,14 @@ static sub **snapshot(mv_stream_hub *hub, int *n) {
 
 /* With no stream open nobody here reads the log, but on PostgreSQL its new rows still need their
  * event ids (message/changes.c), and the sequencer's NOTIFY is what wakes the other daemons' streams
- * for changes written in this process: asking for the newest id numbers them (a read that finds
- * nothing to number writes nothing). */
+ * for changes written in this process: when this process has written changes since the last
+ * look, asking for the newest id numbers them. Otherwise an idle hub leaves the store alone (it
+ * wakes on every commit of the process, most of which write no change), and retention numbers
+ * whatever is left (gc). */
 static void idle_sequence(mv_stream_hub *hub) {
-    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES) return;
+    uint64_t written = mv__changes_written();
+    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES || written == hub->idle_written) return;
+    hub->idle_written = written;
     mv_err err = {0};
     if (mv_changes_latest(hub->o.store, NULL, NULL, &err) != MV_OK)
         mv_log("warn", "stream: cannot read the change log",

@@ -22,13 +22,14 @@
  * - A *sequencer* step numbers committed rows that have none, in id order, continuing above every
  *   seq ever handed out (and above what retention removed). It is one short transaction that first
  *   takes a transaction-scoped advisory lock with pg_try_advisory_xact_lock: one sequencer at a
- *   time across every daemon; one that finds the lock taken does nothing (the holder's commit wakes
- *   the readers, and the caller retries on its next turn). When it numbered rows it sends the
- *   NOTIFY that wakes the readers of every other process. Readers run it — the stream hub on every
- *   wake-up (a commit in its process, a NOTIFY, its timer), mv_changes_read and mv_changes_latest —
- *   whenever a cheap check (the seq index's NULL entries) says there is something to number.
- *   A process that writes changes but runs no stream hub (a library user, the CLI) wakes nobody:
- *   the other daemons' hubs find its changes on their timer (500 ms on PostgreSQL).
+ *   time across every daemon; one that finds the lock taken tries again a few times, 2 ms apart,
+ *   then leaves it (the holder's commit wakes the readers; the caller's next turn retries). When
+ *   it numbered rows it sends the NOTIFY that wakes the readers of every other process. Readers
+ *   run it — the stream hub on its turns (with no stream open, only after this process wrote
+ *   changes), mv_changes_read, mv_changes_latest and retention — whenever
+ *   a cheap check (the seq index's NULL entries) says there is something to number. A process
+ *   that writes changes but runs no stream hub (a library user, the CLI) wakes nobody: a daemon
+ *   with streams open finds its changes on its timer (every 500 ms on PostgreSQL).
  * - Readers page by seq. Sequencer transactions commit one after another (the lock is released
  *   only after the commit is visible), and each hands out numbers above all earlier ones, so the
  *   visible seqs always form a prefix of what will ever exist: a reader that saw N will never see
@@ -49,6 +50,7 @@
  * commit order, so a change written after another committed can carry the smaller xid — the
  * per-message causal order would be lost, and an integer event id could not express the
  * (xid, id) position. The sequencer costs one extra small UPDATE per batch of changes instead. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +61,8 @@
 
 /* The most rows one sequencer transaction numbers; a larger backlog takes several. */
 #define SEQUENCE_BATCH 5000
+/* How often a sequencer that found the lock taken tries again (2 ms apart) before leaving it. */
+#define SEQUENCE_BUSY_RETRIES 3
 
 static const char SQL_PG_NOTIFY[] = "SELECT pg_notify('" CHANGE_CHANNEL "', '')";
 static const char SQL_INSERT_CHANGE[] =
@@ -111,8 +115,13 @@ static const char *const KIND_NAMES[] = {"created", "updated", "viewer"};
 
 static bool is_pg(mv_db *db) { return mv_db_kind(db) == MV_STORE_POSTGRES; }
 
+static atomic_uint_fast64_t changes_written;
+
+uint64_t mv__changes_written(void) { return atomic_load(&changes_written); }
+
 mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                           mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err) {
+    atomic_fetch_add(&changes_written, 1);
     return mv_db_execf(db, SQL_INSERT_CHANGE, NULL, err, "ssssi", tenant ? tenant : "default",
                        message_id ? message_id : "", KIND_NAMES[kind],
                        kind == MV_CHANGE_VIEWER ? viewer_id : NULL, now);
@@ -160,15 +169,22 @@ static mv_code sequence_tx(mv_db *db, void *ctx, mv_err *err) {
     return rc == MV_OK ? latest_tx(db, a->out, err) : rc;
 }
 
-/* Numbers every committed unsequenced row, batch after batch, unless another sequencer is at it
- * (its commit wakes the readers, or the caller's next turn retries), and leaves the newest id in
- * *out. Only called when a read found such rows: its commit wakes this process's waiter, which must
- * not turn into a loop of empty transactions. */
+/* Numbers every committed unsequenced row, batch after batch, unless another sequencer keeps the
+ * lock through the retries (its commit wakes the readers, or the caller's next turn retries), and
+ * leaves the newest id in *out. Only called when a read found such rows: its commit wakes this
+ * process's waiter, which must not turn into a loop of empty transactions. */
 static mv_code sequence(mv_store *store, read_arg *out, mv_err *err) {
-    for (;;) {
+    for (int busy = 0;;) {
         sequence_arg a = {.out = out};
         mv_code rc = mv_store_write(store, sequence_tx, &a, err);
-        if (rc != MV_OK || a.busy || a.numbered < SEQUENCE_BATCH) return rc;
+        if (rc != MV_OK) return rc;
+        /* The holder may have taken its snapshot before our rows committed: try again shortly
+         * (its transaction is a few statements and one flush), a few times. */
+        if (a.busy && ++busy <= SEQUENCE_BUSY_RETRIES) {
+            mv_sleep_ms(2);
+            continue;
+        }
+        if (a.busy || a.numbered < SEQUENCE_BATCH) return MV_OK;
     }
 }
 

@@ -11,6 +11,9 @@
  * after commit (changes.c). viewer_id is stored for MV_CHANGE_VIEWER only. */
 mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                           mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err);
+/* How many change-log rows this process has appended (committed or not) — a cheap "has anything
+ * been written since" for the stream hub, which numbers them on PostgreSQL (changes.c). */
+uint64_t mv__changes_written(void);
 
 /* The viewer join and the filter of every inbox query, over messages aliased `m`: one LEFT JOIN
  * (binds the viewer id) and INBOX_FILTER_PARAMS placeholders bound by mv__inbox_filter_bind. A
