@@ -206,28 +206,31 @@ static sub **snapshot(mv_stream_hub *hub, int *n) {
 }
 
 /* With no stream open nobody here reads the log, but on PostgreSQL its new rows still need their
- * event ids (message/changes.c), and the sequencer's NOTIFY is what wakes the other daemons' streams
- * for changes written in this process: when this process has written changes since the last
- * look, asking for the newest id numbers them. Otherwise an idle hub leaves the store alone (it
- * wakes on every commit of the process, most of which write no change), and retention numbers
- * whatever is left (gc). */
-static void idle_sequence(mv_stream_hub *hub) {
+ * event ids (message/changes.c), and the sequencer's NOTIFY is what wakes the other daemons'
+ * streams for changes written in this process: when this process has written changes since the
+ * last look, asking for the newest id numbers them. Otherwise an idle hub leaves the store alone
+ * (it wakes on every commit of the process, most of which write no change), and retention numbers
+ * whatever is left (gc). True when it looked. */
+static bool idle_sequence(mv_stream_hub *hub) {
     uint64_t written = mv__changes_written();
-    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES || written == hub->idle_written) return;
+    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES || written == hub->idle_written)
+        return false;
     hub->idle_written = written;
     mv_err err = {0};
     if (mv_changes_latest(hub->o.store, NULL, NULL, &err) != MV_OK)
         mv_log("warn", "stream: cannot read the change log",
                json_pack("{s:s}", "error", err.message));
+    return true;
 }
 
-static void turn(mv_stream_hub *hub) {
+/* One pass over the log for every open stream; true when there was something new to read (or,
+ * with none open, to number). */
+static bool turn(mv_stream_hub *hub) {
     int n;
     sub **subs = snapshot(hub, &n);
     if (n == 0) {
         free(subs);
-        idle_sequence(hub);
-        return;
+        return idle_sequence(hub);
     }
     int64_t latest = 0;
     mv_err err = {0};
@@ -235,14 +238,16 @@ static void turn(mv_stream_hub *hub) {
         mv_log("warn", "stream: cannot read the change log",
                json_pack("{s:s}", "error", err.message));
         free(subs);
-        return;
+        return false;
     }
     mv_change *page = malloc(PAGE * sizeof *page);
+    bool moved = false;
     for (int round = 0; page && round < PAGES_PER_TURN; round++) {
         int64_t from = INT64_MAX;
         for (int i = 0; i < n; i++)
             if (subs[i]->cursor < from) from = subs[i]->cursor;
         if (from >= latest) break;
+        moved = true;
         int got = 0;
         if (mv_changes_read(hub->o.store, from, page, PAGE, &got, &err) != MV_OK) break;
         for (int k = 0; k < got; k++)
@@ -260,6 +265,7 @@ static void turn(mv_stream_hub *hub) {
         if (now - mv_sse_last_write_ms(subs[i]->s) >= hub->o.heartbeat_ms)
             mv_sse_write(subs[i]->s, ": ping\n\n", 8);
     free(subs);
+    return moved;
 }
 
 static void gc(mv_stream_hub *hub) {
@@ -275,8 +281,12 @@ static void gc(mv_stream_hub *hub) {
 }
 
 /* Under a stream of commits the hub would wake for each; at most one turn per MIN_TURN_MS lets
- * one turn take many changes at once (a page read instead of one per commit). */
+ * one turn take many changes at once (a page read instead of one per commit). After a turn that
+ * found nothing new the pause is shorter: on PostgreSQL the hub's own sequencer commit wakes it
+ * once more for such a turn, and a change committed just after it began should not wait out the
+ * whole pause again. */
 #define MIN_TURN_MS 5
+#define MIN_EMPTY_TURN_MS 2
 
 static void *run(void *arg) {
     mv_stream_hub *hub = arg;
@@ -286,11 +296,12 @@ static void *run(void *arg) {
         pthread_mutex_unlock(&hub->mu);
         if (stop) break;
         int64_t started = mono_ms();
-        turn(hub);
+        bool moved = turn(hub);
         gc(hub);
         mv_change_waiter_wait(hub->waiter, hub->o.poll_ms);
         int64_t since = mono_ms() - started;
-        if (since < MIN_TURN_MS) mv_sleep_ms(MIN_TURN_MS - since);
+        int pause = moved ? MIN_TURN_MS : MIN_EMPTY_TURN_MS;
+        if (since < pause) mv_sleep_ms(pause - since);
     }
     return NULL;
 }
