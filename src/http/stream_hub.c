@@ -27,6 +27,7 @@
 #include "http/sse.h"
 #include "http/stream_hub.h"
 #include "message/inbox_internal.h"
+#include "store/listen.h"
 
 #define PAGE 256
 #define PAGES_PER_TURN 16
@@ -57,6 +58,12 @@ struct mv_stream_hub {
     bool stopping, draining;
     int64_t last_gc_ms;
     uint64_t idle_written; /* mv__changes_written() at the last idle_sequence */
+    /* The store the hub reads, numbers and trims the change log through: on PostgreSQL a private
+     * one-connection store on the same database, so the hub's transactions (the sequencer's among
+     * them) never take a connection a request is about to use, nor wait for one under load; on
+     * SQLite the daemon's store. */
+    mv_store *log;
+    bool own_log;
 };
 
 static int64_t mono_ms(void) {
@@ -217,7 +224,7 @@ static bool idle_sequence(mv_stream_hub *hub) {
         return false;
     hub->idle_written = written;
     mv_err err = {0};
-    if (mv_changes_latest(hub->o.store, NULL, NULL, &err) != MV_OK)
+    if (mv_changes_latest(hub->log, NULL, NULL, &err) != MV_OK)
         mv_log("warn", "stream: cannot read the change log",
                json_pack("{s:s}", "error", err.message));
     return true;
@@ -234,7 +241,7 @@ static bool turn(mv_stream_hub *hub) {
     }
     int64_t latest = 0;
     mv_err err = {0};
-    if (mv_changes_latest(hub->o.store, &latest, NULL, &err) != MV_OK) {
+    if (mv_changes_latest(hub->log, &latest, NULL, &err) != MV_OK) {
         mv_log("warn", "stream: cannot read the change log",
                json_pack("{s:s}", "error", err.message));
         free(subs);
@@ -249,7 +256,7 @@ static bool turn(mv_stream_hub *hub) {
         if (from >= latest) break;
         moved = true;
         int got = 0;
-        if (mv_changes_read(hub->o.store, from, page, PAGE, &got, &err) != MV_OK) break;
+        if (mv_changes_read(hub->log, from, page, PAGE, &got, &err) != MV_OK) break;
         for (int k = 0; k < got; k++)
             deliver(hub, &page[k], subs, n);
         int64_t upto = got ? page[got - 1].id : latest;
@@ -274,8 +281,8 @@ static void gc(mv_stream_hub *hub) {
     hub->last_gc_ms = now;
     int64_t removed = 0;
     mv_err err = {0};
-    if (mv_changes_gc(hub->o.store, mv_clock_now(hub->o.clock) - hub->o.retention_ms, &removed,
-                      &err) != MV_OK)
+    if (mv_changes_gc(hub->log, mv_clock_now(hub->o.clock) - hub->o.retention_ms, &removed, &err) !=
+        MV_OK)
         mv_log("warn", "stream: change log retention failed",
                json_pack("{s:s}", "error", err.message));
 }
@@ -332,11 +339,21 @@ mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out
         rc = mv_random_bytes(hub->secret, 32, err);
     }
     pthread_mutex_init(&hub->mu, NULL);
+    hub->log = opts->store;
+    if (rc == MV_OK && mv_store_kind_of(opts->store) == MV_STORE_POSTGRES) {
+        mv_err e = {0};
+        mv_store_options lo = {.pool_size = 1};
+        if (mv_store_open(mv__store_url(opts->store), &lo, &hub->log, &e) == MV_OK)
+            hub->own_log = true;
+        else /* the daemon's store just connected: share it rather than fail */
+            hub->log = opts->store;
+    }
     if (rc == MV_OK) rc = mv_change_waiter_new(opts->store, &hub->waiter, err);
     if (rc == MV_OK && pthread_create(&hub->thread, NULL, run, hub) != 0)
         rc = mv_err_set(err, MV_INTERNAL, "cannot start the stream thread");
     if (rc != MV_OK) {
         mv_change_waiter_free(hub->waiter);
+        if (hub->own_log) mv_store_close(hub->log);
         pthread_mutex_destroy(&hub->mu);
         free(hub);
         return rc;
@@ -366,6 +383,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
         sub_free(s);
     }
     mv_change_waiter_free(hub->waiter);
+    if (hub->own_log) mv_store_close(hub->log);
     pthread_mutex_destroy(&hub->mu);
     memset(hub->secret, 0, sizeof hub->secret);
     free(hub);
