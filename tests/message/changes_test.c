@@ -5,7 +5,8 @@
  * for the same change in every process, and each message's changes in the order they were made.
  * Also: a reader never passes a change whose transaction is still open in a way that would skip it
  * once it commits (nor does that transaction hold back the others on PostgreSQL); migration 9
- * keeps the event ids clients already hold; retention takes changes no reader has seen yet. */
+ * keeps the event ids clients already hold; retention takes changes no reader has seen yet; a
+ * backlog larger than one sequencer batch comes out whole and in order. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -504,10 +505,56 @@ STORE_TEST(retention_removes_changes_no_reader_has_seen_yet_and_ids_stay_above_t
     fixture_close(&f);
 }
 
+/* ---- a backlog larger than one sequencer batch (5,000 rows) ---------------------------------- */
+
+#define BACKLOG 5100
+
+static mv_code backlog_tx(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    mv_code rc = MV_OK;
+    char id[25];
+    for (int i = 0; i < BACKLOG && rc == MV_OK; i++) {
+        snprintf(id, sizeof id, "b%d", i);
+        rc = mv__change_add_tx(db, "default", id, MV_CHANGE_UPDATED, NULL, 1, err);
+    }
+    return rc;
+}
+
+STORE_TEST(a_backlog_larger_than_one_sequencer_batch_is_read_whole_and_in_order) {
+    fixture f;
+    REQUIRE(fixture_open(&f, kind, "changes_backlog"));
+    mv_err err = {0};
+    CHECK_CODE(mv_store_write(f.store, backlog_tx, NULL, &err), MV_OK, &err);
+    mv_change *ch = calloc(1000, sizeof *ch);
+    REQUIRE(ch);
+    int64_t cursor = 0;
+    int total = 0, out_of_order = 0;
+    for (int page = 0; page < 20; page++) {
+        int n = 0;
+        CHECK_CODE(mv_changes_read(f.store, cursor, ch, 1000, &n, &err), MV_OK, &err);
+        for (int i = 0; i < n; i++) {
+            char want[25];
+            snprintf(want, sizeof want, "b%d", total + i);
+            out_of_order += ch[i].id <= cursor || strcmp(ch[i].message_id, want) != 0;
+            cursor = ch[i].id;
+        }
+        total += n;
+        if (n == 0) break;
+    }
+    CHECK_INT(total, BACKLOG);
+    CHECK_INT(out_of_order, 0);
+    int64_t latest = 0;
+    CHECK_CODE(mv_changes_latest(f.store, &latest, NULL, &err), MV_OK, &err);
+    CHECK_INT(latest, cursor);
+    free(ch);
+    fixture_close(&f);
+}
+
 int main(void) {
     return RUN_TESTS(
         writers_in_threads_and_another_process_reach_every_reader_once_in_order,
         a_reader_never_passes_a_change_whose_transaction_is_still_open,
         migration_9_keeps_the_event_ids_clients_hold_and_numbers_new_changes_above_them,
-        retention_removes_changes_no_reader_has_seen_yet_and_ids_stay_above_them);
+        retention_removes_changes_no_reader_has_seen_yet_and_ids_stay_above_them,
+        a_backlog_larger_than_one_sequencer_batch_is_read_whole_and_in_order);
 }
