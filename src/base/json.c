@@ -213,7 +213,7 @@ static bool write_top(mv_strbuf *b, const json_t *v, bool sorted) {
     if (v && write_value(b, v, 0, sorted) && !b->oom) return true;
     if (!b->oom) {
         b->len = len; /* nothing of a failed value stays */
-        if (b->data) b->data[len] = '\0';
+        if (b->data && !b->count_only) b->data[len] = '\0';
     }
     return false;
 }

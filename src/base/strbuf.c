@@ -23,6 +23,10 @@ static bool grow(mv_strbuf *b, size_t n) {
 }
 
 bool mv_strbuf_add(mv_strbuf *b, const char *s, size_t n) {
+    if (b->count_only) {
+        b->len += n;
+        return true;
+    }
     if (!grow(b, n)) return false;
     if (n) memcpy(b->data + b->len, s, n);
     b->len += n;
@@ -32,6 +36,7 @@ bool mv_strbuf_add(mv_strbuf *b, const char *s, size_t n) {
 
 bool mv_strbuf_reserve(mv_strbuf *b, size_t n, char **at) {
     *at = NULL;
+    if (b->count_only) return false; /* nothing to write into */
     if (!grow(b, n)) return false;
     *at = b->data + b->len;
     b->len += n;

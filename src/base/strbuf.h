@@ -10,6 +10,7 @@ typedef struct mv_strbuf {
     char *data; /* NULL until the first append */
     size_t len, cap;
     bool oom;
+    bool count_only; /* appends only add to len: measures what would be written, stores nothing */
 } mv_strbuf;
 
 /* Appends n bytes (doubling the capacity as needed). Returns false when out of memory. */

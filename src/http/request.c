@@ -413,8 +413,18 @@ void mv_http_json(mv_http_response *res, int status, json_t *body) {
     scratch->len = 0;
     bool ok = mv_json_write(scratch, body);
     json_decref(body);
-    char *s = ok ? mv_arena_strndup(res->arena, scratch->data, scratch->len) : NULL;
     size_t len = scratch->len;
+    char *s = NULL;
+    if (ok && (scratch == &tmp || len > 64 * 1024)) {
+        /* a large body is not copied: the buffer itself becomes the body (freed with the arena) */
+        s = mv_strbuf_take(scratch, NULL);
+        if (s && !mv_arena_defer(res->arena, free, s)) {
+            free(s);
+            s = NULL;
+        }
+    } else if (ok) {
+        s = mv_arena_strndup(res->arena, scratch->data, len);
+    }
     if (scratch == &tmp || scratch->oom || scratch->cap > 256 * 1024) { /* large: not kept */
         free(scratch->data);
         *scratch = (mv_strbuf){0};

@@ -177,15 +177,13 @@ static mv_code open_payment_session(create_job *job, const json_t *item, size_t 
 static int64_t message_bytes(const json_t *doc) {
     int64_t n = 0;
     static const char *const stored[] = {"payload", "display", "documents"};
-    mv_strbuf b = {.data = malloc(512), .cap = 512}; /* under 1 KiB: no fast-bin consolidation */
-    if (!b.data) b.cap = 0;
+    mv_strbuf b = {.count_only = true}; /* counted, not written */
     for (size_t i = 0; i < 3; i++) {
         const json_t *v = json_object_get(doc, stored[i]);
         if (!json_is_object(v) && !json_is_array(v)) continue; /* as json_dumpb counts */
         b.len = 0;
         if (mv_json_write(&b, v)) n += (int64_t)b.len;
     }
-    free(b.data);
     static const char *const contents[] = {"senderContent", "receiverContent"};
     static const char *const fields[] = {"title", "short", "long"};
     for (size_t c = 0; c < 2; c++)

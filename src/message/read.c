@@ -230,7 +230,7 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
         for (size_t i = 0; i < FETCH_CHUNK; i++)
             mv_stmt_bind_text(st, (int)i + 2, base + i < n ? ids[base + i] : NULL);
         int r = 0;
-        mv_strbuf text = {0}; /* each message's JSON, only to count its bytes */
+        mv_strbuf text = {.count_only = true}; /* each message's JSON bytes, counted, not kept */
         while (!*full && (r = mv_stmt_step(st, err)) == 1) {
             json_t *doc = mv__doc_from_row(st);
             json_object_set_new(doc, "viewer",
@@ -249,11 +249,9 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
             a->count++;
             if (!a->sink(a->sink_ctx, doc, bytes)) {
                 mv_stmt_done(st);
-                free(text.data);
                 return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
             }
         }
-        free(text.data);
         mv_stmt_done(st);
         if (!*full && r < 0) return err ? err->code : MV_INTERNAL;
     }

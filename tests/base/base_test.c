@@ -1,6 +1,7 @@
 /* base_test.c — ids, crypto vectors (RFC 4231, RFC 4648), JSON helpers and validators. */
 #include <stdint.h>
 
+#include "base/strbuf.h"
 #include "missive/base.h"
 #include "test.h"
 
@@ -186,6 +187,10 @@ TEST(the_compact_and_canonical_writers_write_the_bytes_jansson_writes) {
         char *theirs = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         REQUIRE(ours && theirs);
         CHECK_STR(ours, theirs);
+        mv_strbuf counted = {.count_only = true}; /* the length, and nothing stored */
+        CHECK(mv_json_write(&counted, v));
+        CHECK_INT((long long)counted.len, (long long)strlen(theirs));
+        CHECK(counted.data == NULL);
         free(ours);
         free(theirs);
         ours = mv_json_canonical(v);

@@ -224,6 +224,30 @@ TEST(the_direct_log_line_writes_the_same_bytes_as_a_logged_json_object) {
         CHECK_STR(lb[i], la[i]);
 }
 
+TEST(json_responses_small_and_large_are_the_bytes_jansson_writes) {
+    /* small bodies are copied out of the thread's buffer, large ones (over 64 KiB) adopted */
+    static const size_t sizes[] = {0, 10, 1000, 70000, 300000, 10};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        char *text = malloc(sizes[i] + 1);
+        REQUIRE(text);
+        memset(text, 'x', sizes[i]);
+        text[sizes[i]] = '\0';
+        json_t *body = json_pack("{s:s,s:[i,n,b]}", "text", text, "more", (int)i, 1);
+        char *expect = json_dumps(body, JSON_COMPACT);
+        mv_arena *a = mv_arena_new();
+        mv_http_response res;
+        mv_http_response_init(&res, a);
+        mv_http_json(&res, 201, body); /* steals body */
+        CHECK_INT(res.status, 201);
+        CHECK_INT((long long)res.body_len, (long long)strlen(expect));
+        CHECK(res.body && memcmp(res.body, expect, res.body_len) == 0);
+        CHECK_STR(mv_http_response_header(&res, "Content-Type"), "application/json");
+        mv_arena_free(a);
+        free(expect);
+        free(text);
+    }
+}
+
 static int cleanups_run;
 
 static void count_cleanup(void *p) {
@@ -257,6 +281,7 @@ int main(void) {
                      approval_fields_include_token_and_expiry_as_integer_ms,
                      client_request_pending_adds_retry_after_of_at_least_one_second,
                      the_direct_log_line_writes_the_same_bytes_as_a_logged_json_object,
+                     json_responses_small_and_large_are_the_bytes_jansson_writes,
                      internal_errors_are_masked_and_keep_the_real_message_for_the_log,
                      every_code_maps_to_its_table_status,
                      non_utf8_error_messages_still_give_valid_json,
