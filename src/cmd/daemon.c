@@ -295,7 +295,9 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                             .engine = d->saga_engine,
                                             .book = d->sagas,
                                             .admin_permission = cfg->admin_permission_key,
-                                            .metrics = d->metrics};
+                                            .metrics = d->metrics,
+                                            .loop = d->loop,
+                                            .stop = &d->saga_stop};
     return MV_OK;
 }
 
