@@ -323,12 +323,11 @@ static bool comp_post(async_run *a) {
 
 /* rc/err: the engine's answer; a->comp the next compensation to call (or NULL: the end). */
 static void comp_next(async_run *a, mv_code rc, const mv_err *err) {
-    while (a->comp) {
-        if (comp_post(a)) return;
+    if (!a->comp) {
+        async_finish(a, rc, err);
+    } else if (!comp_post(a)) {
         comp_job(a); /* not sent: a failed attempt, recorded now */
-        return;
     }
-    async_finish(a, rc, err);
 }
 
 /* The compensation call's outcome → the engine (compensate_step's classification: anything but

@@ -3,7 +3,8 @@
  * few seconds (4 threads holding a saga each would need 100/4 × 1.5 s), the daemon's thread count
  * does not grow, and every step is called exactly once with the effect id its record names as
  * Idempotency-Key; SIGTERM with sagas in flight answers every request (503 draining), exits 0,
- * and the next daemon's recovery finishes each saga without calling a committed step again. */
+ * and the next daemon's recovery finishes each saga without calling a committed step again; a
+ * compensation retried through POST /sagas/{id}/compensate on the loop keeps its key and order. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,12 +35,17 @@ static int threads_of(pid_t pid) {
 }
 
 static _Atomic int step_delay_ms;
+static _Atomic bool reject_step3; /* /step3 answers 422: the saga compensates */
+static _Atomic int undo2_calls;   /* /undo2 fails (500) on its first attempt */
 
 static void far_side(void *ctx, const http_sink_request *req, http_sink_response *res) {
     (void)ctx;
     res->status = 200;
     res->body = "{\"done\": true}";
     if (strncmp(req->path, "/step", 5) == 0) res->delay_ms = atomic_load(&step_delay_ms);
+    if (strcmp(req->path, "/step3") == 0 && atomic_load(&reject_step3)) res->status = 422;
+    if (strcmp(req->path, "/undo2") == 0 && atomic_fetch_add(&undo2_calls, 1) == 0)
+        res->status = 500;
 }
 
 /* A daemon with the saga "slow": steps s1..s3 → /step1../step3, compensations /undo1../undo3. */
@@ -317,12 +323,70 @@ STORE_TEST(sigterm_with_sagas_in_flight_answers_every_request_and_recovery_finis
     http_sink_stop(sink);
 }
 
+/* The path and Idempotency-Key of sink request i. */
+static void request_of(http_sink *sink, int i, char path[32], char key[64]) {
+    http_sink_request r;
+    path[0] = key[0] = '\0';
+    if (!http_sink_get(sink, i, &r)) return;
+    const char *k = http_sink_header(&r, "Idempotency-Key");
+    snprintf(path, 32, "%s", r.path);
+    snprintf(key, 64, "%s", k ? k : "");
+    http_sink_request_free(&r);
+}
+
+STORE_TEST(a_compensation_retried_over_http_on_the_loop_keeps_its_key_and_order) {
+    http_sink *sink = http_sink_start();
+    REQUIRE(sink);
+    http_sink_set_handler(sink, far_side, NULL);
+    atomic_store(&step_delay_ms, 0);
+    atomic_store(&reject_step3, true);
+    atomic_store(&undo2_calls, 0);
+    int port;
+    char config[800];
+    pid_t pid = start_daemon(kind, "async_comp", sink, "", &port, config, sizeof config);
+    REQUIRE(pid > 0);
+    test_reply r =
+        test_http(port, "POST", "/sagas/slow", ADMIN, "{\"sagaId\": \"c-1\", \"input\": {}}");
+    CHECK_INT(r.status, 200);
+    /* step3 rejected: undo2 failed once (waits for its backoff), undo1 not reached yet */
+    CHECK_STR(mv_json_str(r.json, "state"), "compensating");
+    test_reply_free(&r);
+    CHECK_INT(http_sink_count(sink), 4);
+    mv_sleep_ms(150); /* the default backoff of a first failure is 100 ms */
+    r = test_http(port, "POST", "/sagas/c-1/compensate", ADMIN, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(mv_json_str(r.json, "state"), "compensated");
+    json_t *steps = json_object_get(r.json, "steps");
+    const char *undo2 = mv_json_str(json_array_get(steps, 1), "compensationEffectId"),
+               *undo1 = mv_json_str(json_array_get(steps, 0), "compensationEffectId");
+    const char *want[] = {"/step1", "/step2", "/step3", "/undo2", "/undo2", "/undo1"};
+    CHECK_INT(http_sink_count(sink), 6);
+    for (int i = 0; i < 6; i++) {
+        char path[32], key[64];
+        request_of(sink, i, path, key);
+        CHECK_STR(path, want[i]);
+        if (i == 3 || i == 4) CHECK_STR(key, undo2 ? undo2 : "?");
+        if (i == 5) CHECK_STR(key, undo1 ? undo1 : "?");
+    }
+    test_reply_free(&r);
+    /* resume of a compensated saga: answered with the record, nothing runs */
+    r = test_http(port, "POST", "/sagas/c-1/resume", ADMIN, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(mv_json_str(r.json, "state"), "compensated");
+    test_reply_free(&r);
+    CHECK_INT(http_sink_count(sink), 6);
+    atomic_store(&reject_step3, false);
+    CHECK_INT(test_daemon_stop(pid), 0);
+    http_sink_stop(sink);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc =
         RUN_TESTS(a_hundred_sagas_of_three_half_second_steps_on_four_threads_finish_together,
-                  sigterm_with_sagas_in_flight_answers_every_request_and_recovery_finishes_them);
+                  sigterm_with_sagas_in_flight_answers_every_request_and_recovery_finishes_them,
+                  a_compensation_retried_over_http_on_the_loop_keeps_its_key_and_order);
     curl_global_cleanup();
     return rc;
 }
