@@ -223,6 +223,12 @@ typedef struct mv_action_request {
     const json_t *input;      /* request body; NULL = {} */
     const char *resume_token; /* X-Resume-Token, for actions that need approval */
     bool is_admin;            /* the caller is an admin: sees every message of its tenant */
+    /* Optional, for mv_action_start: runs fn(arg) soon on a thread that may block, never inline
+     * (a server's write pool). With it and a loop, a {"saga": …} handler whose definition is a
+     * book's runs on the loop too (mv_saga_book_start_async): its rounds run here, wake follows
+     * the saga's end. Without it the saga runs on the calling thread. */
+    void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
+    void *submit_ctx;
 } mv_action_request;
 
 /* handleAction. *result: new reference (the handler's result, json null when none).

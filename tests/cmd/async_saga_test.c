@@ -72,11 +72,21 @@ static pid_t start_daemon(const char *kind, const char *name, http_sink *sink, c
                          "  \"compensate\": {\"webhook\": \"%s/undo3\"}}]}",
                          u, u, u, u, u, u))
         return -1;
+    snprintf(path, sizeof path, "%s/templates", dir);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/templates/press.json", dir);
+    if (!test_write_file(path, "%s",
+                         "{\"templateCd\": \"press\", \"receiverContent\": {\"title\": \"t\"},"
+                         " \"prepare\": {\"toUser\": \"host\"},"
+                         " \"actions\": [{\"actionCd\": \"go\", \"name\": \"Go\","
+                         " \"variant\": \"primary\", \"receiver\": true,"
+                         " \"handler\": {\"saga\": \"slow\"}}]}"))
+        return -1;
     snprintf(config, config_size, "%s/missived.json", dir);
     if (!test_write_file(config,
-                         "{\"store\": \"%s\", \"sagas\": \"%s/sagas\","
-                         " \"auth\": {\"mode\": \"headers\"}, \"threads\": 4%s}",
-                         store, dir, extra))
+                         "{\"store\": \"%s\", \"sagas\": \"%s/sagas\", \"templates\": "
+                         "\"%s/templates\", \"auth\": {\"mode\": \"headers\"}, \"threads\": 4%s}",
+                         store, dir, dir, extra))
         return -1;
     snprintf(path, sizeof path, "%s/daemon.log", dir);
     *port = test_free_port();
@@ -380,13 +390,130 @@ STORE_TEST(a_compensation_retried_over_http_on_the_loop_keeps_its_key_and_order)
     http_sink_stop(sink);
 }
 
+/* n action presses (POST /messages/{id}/action/go as the receiver) at once. */
+typedef struct presses {
+    int port, n;
+    char **ids;
+    long *status;
+    char **body;
+    int64_t took_ms;
+    atomic_bool done;
+} presses;
+
+static void *press_all(void *arg) {
+    presses *p = arg;
+    CURLM *m = curl_multi_init();
+    CURL **h = calloc((size_t)p->n, sizeof *h);
+    struct curl_slist *hdrs = curl_slist_append(NULL, "X-User-Id: host");
+    hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+    int64_t t0 = mono_ms();
+    for (int i = 0; i < p->n; i++) {
+        char url[256];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/messages/%s/action/go", p->port, p->ids[i]);
+        h[i] = curl_easy_init();
+        curl_easy_setopt(h[i], CURLOPT_URL, url);
+        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, "{}");
+        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 60000L);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, keep);
+        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &p->body[i]);
+        curl_multi_add_handle(m, h[i]);
+    }
+    int running = 1;
+    while (running) {
+        curl_multi_perform(m, &running);
+        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    p->took_ms = mono_ms() - t0;
+    atomic_store(&p->done, true);
+    for (int i = 0; i < p->n; i++) {
+        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &p->status[i]);
+        curl_multi_remove_handle(m, h[i]);
+        curl_easy_cleanup(h[i]);
+    }
+    curl_slist_free_all(hdrs);
+    free(h);
+    curl_multi_cleanup(m);
+    return NULL;
+}
+
+STORE_TEST(forty_actions_whose_handler_is_a_slow_saga_finish_together_on_four_threads) {
+    enum { N = 40 };
+    http_sink *sink = http_sink_start();
+    REQUIRE(sink);
+    http_sink_set_handler(sink, far_side, NULL);
+    atomic_store(&step_delay_ms, 500);
+    atomic_store(&reject_step3, false);
+    int port;
+    char config[800];
+    pid_t pid = start_daemon(kind, "async_saga_actions", sink, "", &port, config, sizeof config);
+    REQUIRE(pid > 0);
+    presses p;
+    memset(&p, 0, sizeof p);
+    p.port = port;
+    p.n = N;
+    p.ids = calloc(N, sizeof *p.ids);
+    p.status = calloc(N, sizeof *p.status);
+    p.body = calloc(N, sizeof *p.body);
+    for (int i = 0; i < N; i++) {
+        test_reply t = test_http(port, "POST", "/messages/new/press", "X-User-Id: guest", "{}");
+        const char *id = mv_json_str(json_array_get(json_object_get(t.json, "messages"), 0), "id");
+        if (t.status == 201 && id) p.ids[i] = strdup(id);
+        test_reply_free(&t);
+        REQUIRE(p.ids[i]);
+    }
+    int threads_idle = threads_of(pid), threads_max = threads_idle;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, press_all, &p) == 0);
+    while (!atomic_load(&p.done)) {
+        int n = threads_of(pid);
+        if (n > threads_max) threads_max = n;
+        mv_sleep_ms(20);
+    }
+    pthread_join(t, NULL);
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        json_t *b = p.body[i] ? json_loads(p.body[i], 0, NULL) : NULL;
+        json_t *result = json_object_get(b, "result");
+        /* the saga's step results, as the synchronous handler answers them */
+        if (p.status[i] == 200 && json_object_size(result) == 3 &&
+            json_is_true(json_object_get(json_object_get(result, "s3"), "done")))
+            ok++;
+        json_decref(b);
+    }
+    printf("saga actions [%s]: %d × 3 × 0.5 s steps on 4 write threads in %lld ms; daemon "
+           "threads idle %d, max %d\n",
+           kind, N, (long long)p.took_ms, threads_idle, threads_max);
+    CHECK_INT(ok, N);
+    CHECK_INT(http_sink_count(sink), 3 * N); /* each step once */
+    CHECK(p.took_ms < 8000);                 /* a thread each: ≥ 15 s */
+    CHECK(threads_max <= threads_idle + 2);
+    /* a second press of a done action runs nothing */
+    char path[256];
+    snprintf(path, sizeof path, "/messages/%s/action/go", p.ids[0]);
+    test_reply r = test_http(port, "POST", path, "X-User-Id: host", "{}");
+    CHECK(r.status != 200);
+    test_reply_free(&r);
+    CHECK_INT(http_sink_count(sink), 3 * N);
+    CHECK_INT(test_daemon_stop(pid), 0);
+    for (int i = 0; i < N; i++) {
+        free(p.ids[i]);
+        free(p.body[i]);
+    }
+    free(p.ids);
+    free(p.body);
+    free(p.status);
+    http_sink_stop(sink);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc =
         RUN_TESTS(a_hundred_sagas_of_three_half_second_steps_on_four_threads_finish_together,
                   sigterm_with_sagas_in_flight_answers_every_request_and_recovery_finishes_them,
-                  a_compensation_retried_over_http_on_the_loop_keeps_its_key_and_order);
+                  a_compensation_retried_over_http_on_the_loop_keeps_its_key_and_order,
+                  forty_actions_whose_handler_is_a_slow_saga_finish_together_on_four_threads);
     curl_global_cleanup();
     return rc;
 }
