@@ -119,6 +119,10 @@ typedef struct mv_service_options {
     /* Warnings for operators and template authors (an action condition stopped at its work
      * bound: {"templateCd", "actionCd", "messageId", "error"}); called with hook_ctx. */
     void (*on_warning)(void *ctx, const char *what, const json_t *fields);
+    /* Optional, borrowed: fired at shutdown; a {"saga": …} handler running on the loop then
+     * starts no further step and its action fails with MV_DRAINING (the attempt retryable: the
+     * next press continues the same saga). */
+    mv_abort *saga_stop;
 } mv_service_options;
 
 #define MV_DEFAULT_MESSAGE_BYTES 1048576

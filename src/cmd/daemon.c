@@ -189,6 +189,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .sagas = d->saga_engine,
         .find_saga = find_saga,
         .find_saga_ctx = d->sagas,
+        .saga_stop = &d->saga_stop,
         .max_message_bytes = cfg->limits.message_bytes,
         .max_page_bytes = cfg->list.max_page_bytes,
         .on_warning = log_warning,

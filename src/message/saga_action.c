@@ -92,7 +92,14 @@ static void saga_call_done(void *p, mv_code rc, json_t *record, const mv_err *e)
     mv_err err = {0}, local = {0};
     if (e) mv_err_copy(&local, e);
     if (local.code == MV_OK) local.code = rc;
-    rc = saga_outcome(c->attempt_id, record, &local, &result, &err);
+    if (rc == MV_DRAINING && mv_saga_state_parse(mv_json_str(record, "state")) == MV_SAGA_RUNNING) {
+        /* stopped at shutdown: the attempt stays retryable and its next press goes on */
+        rc = mv_err_copy(&err, &local);
+        mv_strlcpy(err.saga_id, c->attempt_id, sizeof err.saga_id);
+        json_decref(record);
+    } else {
+        rc = saga_outcome(c->attempt_id, record, &local, &result, &err);
+    }
     c->done(c->ctx, rc, result, &err);
     free(c);
 }
@@ -116,9 +123,10 @@ mv_code mv__saga_action_start(mv_service *svc, const char *name, const mv_action
     mv_strlcpy(c->attempt_id, in->attempt_id, sizeof c->attempt_id);
     c->done = done;
     c->ctx = ctx;
-    /* the action's abort (its claim lost) stops the saga between steps, as it stops mv_saga_step */
+    /* (the action's abort, fired when its claim is lost, is not needed here: the saga's own
+     * runner lease, kept by the loop's timer, keeps any other runner out) */
     mv_saga_async env = {
-        .loop = svc->o.loop, .submit = submit, .submit_ctx = submit_ctx, .stop = in->abort};
+        .loop = svc->o.loop, .submit = submit, .submit_ctx = submit_ctx, .stop = svc->o.saga_stop};
     mv_saga_engine *engine = svc->o.sagas;
     json_t *record = NULL;
     mv_err e = {0};

@@ -506,6 +506,69 @@ STORE_TEST(forty_actions_whose_handler_is_a_slow_saga_finish_together_on_four_th
     http_sink_stop(sink);
 }
 
+STORE_TEST(sigterm_with_saga_actions_in_flight_answers_draining_and_the_next_press_goes_on) {
+    enum { N = 6 };
+    http_sink *sink = http_sink_start();
+    REQUIRE(sink);
+    http_sink_set_handler(sink, far_side, NULL);
+    atomic_store(&step_delay_ms, 600);
+    atomic_store(&reject_step3, false);
+    int port;
+    char config[800];
+    pid_t pid = start_daemon(kind, "async_action_drain", sink, ", \"shutdownTimeoutMs\": 5000",
+                             &port, config, sizeof config);
+    REQUIRE(pid > 0);
+    presses p;
+    memset(&p, 0, sizeof p);
+    p.port = port;
+    p.n = N;
+    p.ids = calloc(N, sizeof *p.ids);
+    p.status = calloc(N, sizeof *p.status);
+    p.body = calloc(N, sizeof *p.body);
+    for (int i = 0; i < N; i++) {
+        test_reply t = test_http(port, "POST", "/messages/new/press", "X-User-Id: guest", "{}");
+        const char *id = mv_json_str(json_array_get(json_object_get(t.json, "messages"), 0), "id");
+        if (t.status == 201 && id) p.ids[i] = strdup(id);
+        test_reply_free(&t);
+        REQUIRE(p.ids[i]);
+    }
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, press_all, &p) == 0);
+    REQUIRE(http_sink_wait(sink, N, 10000)); /* every saga's first step is in flight */
+    CHECK_INT(test_daemon_stop(pid), 0);
+    pthread_join(t, NULL);
+    int draining = 0;
+    for (int i = 0; i < N; i++)
+        if (p.status[i] == 503 && p.body[i] && strstr(p.body[i], "\"draining\"") &&
+            !strstr(p.body[i], "http"))
+            draining++;
+    CHECK_INT(draining, N);
+    CHECK_INT(http_sink_count(sink), N); /* no step started after the stop */
+    /* the next press (same attempt, same saga) continues from step 2 */
+    atomic_store(&step_delay_ms, 0);
+    pid = test_daemon_start(config, port, NULL, NULL);
+    REQUIRE(pid > 0);
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "/messages/%s/action/go", p.ids[i]);
+        test_reply r = test_http(port, "POST", path, "X-User-Id: host", "{}");
+        if (r.status == 200 && json_object_size(json_object_get(r.json, "result")) == 3) ok++;
+        test_reply_free(&r);
+    }
+    CHECK_INT(ok, N);
+    CHECK_INT(http_sink_count(sink), 3 * N); /* step 1 was not called again */
+    CHECK_INT(test_daemon_stop(pid), 0);
+    for (int i = 0; i < N; i++) {
+        free(p.ids[i]);
+        free(p.body[i]);
+    }
+    free(p.ids);
+    free(p.body);
+    free(p.status);
+    http_sink_stop(sink);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -513,7 +576,8 @@ int main(void) {
         RUN_TESTS(a_hundred_sagas_of_three_half_second_steps_on_four_threads_finish_together,
                   sigterm_with_sagas_in_flight_answers_every_request_and_recovery_finishes_them,
                   a_compensation_retried_over_http_on_the_loop_keeps_its_key_and_order,
-                  forty_actions_whose_handler_is_a_slow_saga_finish_together_on_four_threads);
+                  forty_actions_whose_handler_is_a_slow_saga_finish_together_on_four_threads,
+                  sigterm_with_saga_actions_in_flight_answers_draining_and_the_next_press_goes_on);
     curl_global_cleanup();
     return rc;
 }
