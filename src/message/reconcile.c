@@ -17,24 +17,29 @@
 #define MAX_LIMIT 1000
 #define MAX_CURSOR 4096
 
-/* Uses messages_by_action_state (action_state, action_lease_expires_at). */
+/* Each scan reads one partial index (migration 11) in its keyset order: the state stays a literal,
+ * which is what lets the planner prove the index's predicate (tests/message/index_test.c).
+ * Uses messages_processing_by_lease (action_lease_expires_at, id) WHERE processing. */
 static const char SQL_EXPIRED_ACTIONS[] =
     "SELECT id, template_cd, action_cd, action_attempt_id, action_lease_expires_at, updated_at "
     "FROM messages WHERE action_state = 'processing' AND action_lease_expires_at < ? "
     "AND (action_lease_expires_at, id) > (?, ?) ORDER BY action_lease_expires_at, id LIMIT ?";
-/* Retryable messages are few (each is a failed attempt waiting for its user); the state prefix of
- * the same index finds them, and they are ordered by when they last changed. */
+/* Retryable messages are few (each is a failed attempt waiting for its user), ordered by when they
+ * last changed. Uses messages_retryable_by_update (updated_at, id) WHERE retryable. */
 static const char SQL_STALE_ACTIONS[] =
     "SELECT id, template_cd, action_cd, action_attempt_id, action_lease_expires_at, updated_at "
     "FROM messages WHERE action_state = 'retryable' AND updated_at <= ? "
     "AND (updated_at, id) > (?, ?) ORDER BY updated_at, id LIMIT ?";
-/* Uses message_requests_by_state (state, lease_expires_at). */
+/* Uses message_requests_pending_by_lease (lease_expires_at, owner, template, id) WHERE pending. */
 static const char SQL_EXPIRED_REQUESTS[] =
     "SELECT client_request_owner_id, template_cd, client_request_id, lease_expires_at, "
     "updated_at FROM message_requests WHERE state = 'pending' AND lease_expires_at < ? "
     "AND (lease_expires_at, client_request_owner_id, template_cd, client_request_id) > "
     "(?, ?, ?, ?) ORDER BY lease_expires_at, client_request_owner_id, template_cd, "
     "client_request_id LIMIT ?";
+/* The statements, for the plan tests. */
+const char *const mv__reconcile_sql[] = {SQL_EXPIRED_ACTIONS, SQL_STALE_ACTIONS,
+                                         SQL_EXPIRED_REQUESTS};
 
 void mv_reconcile_results_clear(mv_reconcile_results *r) {
     if (!r) return;

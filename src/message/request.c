@@ -48,12 +48,15 @@ static const char SQL_FAIL[] =
  * is history, shown in their JSON) but are detached from the key's scope (owner and item index
  * cleared), so the key's next use is a new request that creates fresh messages. Detach first,
  * then delete, in one transaction. */
+/* Both read message_requests_completed_by_time (completed_at) WHERE completed (migration 11); the
+ * detach matches the whole key, tenant first, so it seeks messages_by_client_request per removed
+ * reservation (and never touches another tenant's messages with the same key). */
 static const char SQL_GC_DETACH[] =
     "UPDATE messages SET client_request_owner_id = NULL, client_request_item_index = NULL "
     "WHERE client_request_id IS NOT NULL "
-    "AND (client_request_owner_id, template_cd, client_request_id) IN "
-    "(SELECT client_request_owner_id, template_cd, client_request_id FROM message_requests "
-    "WHERE state = 'completed' AND completed_at <= ?)";
+    "AND (tenant_id, client_request_owner_id, template_cd, client_request_id) IN "
+    "(SELECT tenant_id, client_request_owner_id, template_cd, client_request_id "
+    "FROM message_requests WHERE state = 'completed' AND completed_at <= ?)";
 static const char SQL_GC[] =
     "DELETE FROM message_requests WHERE state = 'completed' AND completed_at <= ?";
 
@@ -207,7 +210,13 @@ mv_code mv_requests_gc(mv_store *store, int64_t completed_before, int64_t *remov
     return rc;
 }
 
-static const char SQL_STATS[] = "SELECT state, COUNT(*) FROM message_requests GROUP BY state";
+/* One count per state, each from that state's partial index (migration 11). */
+static const char SQL_STATS[] =
+    "SELECT 'pending', COUNT(*) FROM message_requests WHERE state = 'pending' "
+    "UNION ALL SELECT 'completed', COUNT(*) FROM message_requests WHERE state = 'completed' "
+    "UNION ALL SELECT 'failed', COUNT(*) FROM message_requests WHERE state = 'failed'";
+/* The statements, for the plan tests. */
+const char *const mv__request_gc_sql[] = {SQL_GC_DETACH, SQL_GC, SQL_STATS};
 
 static mv_code stats_tx(mv_db *db, void *ctx, mv_err *err) {
     int64_t *counts = ctx;

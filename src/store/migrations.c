@@ -10,6 +10,7 @@ extern const mv_migration mv_migration_inbox;
 extern const mv_migration mv_migration_operations;
 extern const mv_migration mv_migration_changes;
 extern const mv_migration mv_migration_saga_steps;
+extern const mv_migration mv_migration_partial_indexes;
 
 const mv_migration *const mv_migrations[] = {
     &mv_migration_messages,
@@ -20,5 +21,6 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_operations,
     &mv_migration_changes,
     &mv_migration_saga_steps,
+    &mv_migration_partial_indexes,
     NULL,
 };
