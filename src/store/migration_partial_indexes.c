@@ -11,8 +11,8 @@
  *  - a reservation enters only the pending index, and moves to the completed one when its create
  *    commits (it was in both old indexes from its insert on).
  * The key columns after the time are the scans' keyset order, so a page is an index range read in
- * order with no sort, at any depth. Failed reservations (rare: a create that was refused) get one
- * too, so the metrics gauge counts every state from an index as it did from the old one.
+ * order with no sort, at any depth. Failed reservations (rare: a create that failed definitively)
+ * get one too, so the metrics gauge counts every state from an index as it did from the old one.
  *
  * The same statements on both dialects: SQLite and PostgreSQL both use a partial index for a query
  * whose WHERE clause contains the index's predicate (the queries name the state literally; a bound
