@@ -151,13 +151,13 @@ mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, m
     return rc;
 }
 
-mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err) {
-    tally_message m;
-    mv_code rc = mv__tally_message_load(db, tenant, id, false, &m, err);
-    m.archived = false; /* take out what it counted while active */
-    if (rc == MV_OK && m.found) rc = count_message(db, tenant, &m, -1, err);
+/* Takes out what an active message m counted, its viewers' marks included. */
+static mv_code uncount_archived(mv_db *db, const char *tenant, const char *id, tally_message *m,
+                                mv_err *err) {
+    m->archived = false; /* take out what it counted while active */
+    mv_code rc = count_message(db, tenant, m, -1, err);
     mv_stmt *st = NULL;
-    if (rc == MV_OK && m.found) rc = mv_db_prepare(db, SQL_VIEWERS_OF, &st, err);
+    if (rc == MV_OK) rc = mv_db_prepare(db, SQL_VIEWERS_OF, &st, err);
     if (st) {
         mv_stmt_bindf(st, "s", id);
         int r;
@@ -183,12 +183,31 @@ mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_
         if (r < 0) rc = err ? err->code : MV_INTERNAL;
         for (size_t i = 0; i < n; i++) {
             if (rc == MV_OK && marks[i].user)
-                rc = mv__tally_viewer_tx(db, tenant, &m, marks[i].user, marks[i].f,
-                                         (tally_flags){0}, err);
+                rc = mv__tally_viewer_tx(db, tenant, m, marks[i].user, marks[i].f, (tally_flags){0},
+                                         err);
             free(marks[i].user);
         }
         free(marks);
     }
+    return rc;
+}
+
+mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err) {
+    tally_message m;
+    mv_code rc = mv__tally_message_load(db, tenant, id, false, &m, err);
+    if (rc == MV_OK && m.found) rc = uncount_archived(db, tenant, id, &m, err);
+    mv__tally_message_clear(&m);
+    return rc;
+}
+
+mv_code mv__tally_archived_doc_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
+    tally_message m = {.found = true};
+    mv_strlcpy(m.from, mv_json_str(doc, "fromUser"), sizeof m.from);
+    mv_strlcpy(m.to, mv_json_str(doc, "toUser"), sizeof m.to);
+    json_t *roles = json_object_get(doc, "toRoles");
+    m.role_set = roles && json_is_array(roles) ? mv_json_compact(roles) : strdup("[]");
+    if (!m.role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv_code rc = uncount_archived(db, tenant, mv_json_str(doc, "id"), &m, err);
     mv__tally_message_clear(&m);
     return rc;
 }
