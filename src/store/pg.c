@@ -59,6 +59,8 @@ typedef struct pg_conn {
     int nq;
     mv_err tx_err; /* the first error of the open transaction (its code is reported at COMMIT) */
     uint64_t round_trips;
+    bool read_tx;       /* the open transaction is a read transaction */
+    bool unread_commit; /* a read transaction's COMMIT went out; its answer is read later */
 } pg_conn;
 
 static void silence_notices(void *arg, const char *message) {
@@ -204,6 +206,24 @@ static mv_code queue_begin(pg_conn *c, mv_err *err) {
     return queue_text(c, sql, false, err);
 }
 
+/* Reads the answer to a read transaction's COMMIT sent without waiting (see pg_exec): it
+ * arrives before anything sent after it. */
+static mv_code drain_unread(pg_conn *c, mv_err *err) {
+    if (!c->unread_commit) return MV_OK;
+    c->unread_commit = false;
+    PGresult *res = PQgetResult(c->pg);
+    bool ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    if (ok && (res = PQgetResult(c->pg)) != NULL) { /* the end of the COMMIT's results */
+        PQclear(res);
+        ok = false;
+    }
+    res = ok ? PQgetResult(c->pg) : NULL;
+    ok = ok && res && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+    PQclear(res);
+    return ok ? MV_OK : lost(c, err);
+}
+
 /* Sends a Sync (the flush) and reads every queued result in order. *kept (may be NULL) gets the
  * result of the entry queued with keep. Returns the first error of the flush. Leaves pipeline
  * mode unless the connection broke. */
@@ -212,8 +232,8 @@ static mv_code sync_pipeline(pg_conn *c, PGresult **kept, mv_err *err) {
     int n = c->nq;
     c->nq = 0;
     c->round_trips++;
-    if (!PQpipelineSync(c->pg)) {
-        lost(c, &first);
+    if (!PQpipelineSync(c->pg) || drain_unread(c, &first) != MV_OK) {
+        if (first.code == MV_OK) lost(c, &first);
         return tx_failed(c, &first, err);
     }
     for (int i = 0; i < n; i++) {
@@ -290,6 +310,15 @@ static mv_code pg_exec(void *conn, const char *sql, mv_err *err) {
         c->begin_sql = NULL; /* nothing was sent: there is no transaction to end */
         return MV_OK;
     }
+    if (commit && c->read_tx && c->nq == 0 && c->tx_err.code == MV_OK) {
+        /* Nothing to lose in a read transaction that saw no error: its COMMIT goes out now and
+         * ends the snapshot at once, and its answer is read with the connection's next flush. */
+        if ((rc = queue_text(c, sql, false, err)) != MV_OK) return rc;
+        c->nq = 0;
+        if (!PQpipelineSync(c->pg)) return lost(c, err);
+        c->unread_commit = true;
+        return MV_OK;
+    }
     if ((commit || rollback) && c->nq > 0) {
         /* the queued statements and the end of the transaction in one flush */
         PGresult *res = NULL;
@@ -302,6 +331,10 @@ static mv_code pg_exec(void *conn, const char *sql, mv_err *err) {
         return rollback ? MV_OK : rc;
     }
     if ((rc = flush_queue(c, err)) != MV_OK) return rc;
+    if (c->unread_commit) {
+        if ((rc = drain_unread(c, err)) != MV_OK) return rc;
+        if (!PQexitPipelineMode(c->pg)) return lost(c, err);
+    }
     c->round_trips++;
     PGresult *res = PQexec(c->pg, sql);
     ExecStatusType st = PQresultStatus(res);
@@ -319,6 +352,7 @@ static mv_code pg_begin(void *conn, bool write, mv_err *err) {
     pg_conn *c = conn;
     (void)err;
     mv_err_clear(&c->tx_err);
+    c->read_tx = !write;
     c->begin_sql = write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     return MV_OK;
 }
@@ -517,6 +551,8 @@ static void pg_reset(void *stmt) {
 
 static bool pg_is_broken(void *conn) {
     pg_conn *c = conn;
+    if (c->unread_commit) /* in pipeline mode, the COMMIT's answer still to read */
+        return c->broken || c->nq > 0 || PQstatus(c->pg) != CONNECTION_OK;
     return c->broken || c->nq > 0 || PQstatus(c->pg) != CONNECTION_OK ||
            PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF || PQtransactionStatus(c->pg) != PQTRANS_IDLE;
 }
