@@ -40,7 +40,7 @@ mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
     mv_code rc;
     if (mv_db_kind(db) == MV_STORE_POSTGRES) {
         if ((rc = mv_db_execf(db, SQL_PG_ORDER_LOCK, NULL, err, "")) != MV_OK) return rc;
-        if ((rc = mv_db_execf_later(db, SQL_PG_NOTIFY, err, "")) != MV_OK) return rc;
+        if ((rc = mv_db_exec_after_commit(db, SQL_PG_NOTIFY, err)) != MV_OK) return rc;
     }
     return mv_db_execf_later(db, SQL_INSERT_CHANGE, err, "ssssi", tenant ? tenant : "default",
                              message_id ? message_id : "", KIND_NAMES[kind],

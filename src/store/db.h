@@ -90,6 +90,17 @@ mv_code mv_db_execf_later_unique(mv_db *db, const char *sql, mv_code on_unique, 
  * cache (no mv_stmt_done needed). */
 mv_code mv_stmt_exec_later(mv_stmt *st, mv_err *err);
 
+/* A statement whose only purpose is a side effect once the transaction has committed — a
+ * wake-up such as `SELECT pg_notify(…)`: PostgreSQL sends it (text, no parameters) right after
+ * the COMMIT in the same flush, once per transaction however often it is asked for, and not at
+ * all when the transaction rolls back; its failure (or a connection lost after the commit
+ * answered) does not fail the commit, so it may be lost (the statements after one commit share
+ * an implicit transaction: one failing loses the others too) — only for wake-ups that have a
+ * timeout behind them. Why not inside the transaction: a NOTIFY takes one database-wide lock at
+ * commit and holds it through the commit's WAL flush, so no two notifying transactions share a
+ * flush. SQLite runs it at once. sql must be a static constant. */
+mv_code mv_db_exec_after_commit(mv_db *db, const char *sql, mv_err *err);
+
 /* Runs SQL text without parameters (may hold several statements; for DDL and migrations). */
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err);
 

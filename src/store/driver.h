@@ -38,6 +38,10 @@ typedef struct mv_driver {
      * (MV_OK: the usual mapping). NULL: the generic layer steps it at once. */
     mv_code (*send)(void *conn, void *stmt, const mv_param *params, int nparams, mv_code on_unique,
                     mv_err *err);
+    /* Sends sql (text, no parameters) right after the COMMIT of the open transaction, in the same
+     * flush, once per transaction; nothing when it rolls back. Its failure does not fail the
+     * commit. NULL: the generic layer runs it at once. */
+    mv_code (*after_commit)(void *conn, const char *sql, mv_err *err);
     /* True when the last failed step was a unique violation (for drivers without send). */
     bool (*unique_violation)(void *conn);
     /* Round trips made on this connection so far (NULL: none are counted). */

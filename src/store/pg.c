@@ -43,6 +43,7 @@ typedef struct pg_stmt {
 typedef struct owed {
     pg_stmt *prepare; /* a Parse of this statement (its failure un-prepares it) */
     bool keep;        /* the result the caller waits for */
+    bool after;       /* sent after the COMMIT: its failure does not undo the commit */
     mv_code on_unique;
 } owed;
 
@@ -59,8 +60,10 @@ typedef struct pg_conn {
     int nq;
     mv_err tx_err; /* the first error of the open transaction (its code is reported at COMMIT) */
     uint64_t round_trips;
-    bool read_tx;       /* the open transaction is a read transaction */
-    bool unread_commit; /* a read transaction's COMMIT went out; its answer is read later */
+    bool read_tx;         /* the open transaction is a read transaction */
+    bool unread_commit;   /* a read transaction's COMMIT went out; its answer is read later */
+    const char *after[4]; /* statements to send right after this transaction's COMMIT */
+    int nafter;
 } pg_conn;
 
 static void silence_notices(void *arg, const char *message) {
@@ -238,6 +241,19 @@ static mv_code sync_pipeline(pg_conn *c, PGresult **kept, mv_err *err) {
     }
     for (int i = 0; i < n; i++) {
         PGresult *res = PQgetResult(c->pg);
+        if (c->q[i].after && (!res || PQresultStatus(res) == PGRES_FATAL_ERROR ||
+                              PQresultStatus(res) == PGRES_PIPELINE_ABORTED)) {
+            /* the transaction's own answers are all in: a failure now only loses a wake-up */
+            PQclear(res);
+            if (!res || PQstatus(c->pg) != CONNECTION_OK) c->broken = true;
+            if (c->broken) return first.code == MV_OK ? MV_OK : tx_failed(c, &first, err);
+            if ((res = PQgetResult(c->pg)) != NULL) {
+                PQclear(res);
+                c->broken = true;
+                return first.code == MV_OK ? MV_OK : tx_failed(c, &first, err);
+            }
+            continue;
+        }
         if (!res) {
             if (first.code == MV_OK) lost(c, &first);
             c->broken = true;
@@ -273,7 +289,7 @@ static mv_code sync_pipeline(pg_conn *c, PGresult **kept, mv_err *err) {
     bool synced = res && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
     PQclear(res);
     if (!synced || !PQexitPipelineMode(c->pg)) {
-        if (first.code == MV_OK) lost(c, &first);
+        if (first.code == MV_OK && !(n > 0 && c->q[n - 1].after)) lost(c, &first);
         c->broken = true;
     }
     return first.code == MV_OK ? MV_OK : tx_failed(c, &first, err);
@@ -306,11 +322,13 @@ static mv_code pg_exec(void *conn, const char *sql, mv_err *err) {
     }
     bool commit = strcmp(sql, "COMMIT") == 0, rollback = strcmp(sql, "ROLLBACK") == 0;
     mv_code rc;
+    int nafter = c->nafter;
+    if (commit || rollback) c->nafter = 0;
     if ((commit || rollback) && c->begin_sql && c->nq == 0) {
         c->begin_sql = NULL; /* nothing was sent: there is no transaction to end */
         return MV_OK;
     }
-    if (commit && c->read_tx && c->nq == 0 && c->tx_err.code == MV_OK) {
+    if (commit && c->read_tx && c->nq == 0 && nafter == 0 && c->tx_err.code == MV_OK) {
         /* Nothing to lose in a read transaction that saw no error: its COMMIT goes out now and
          * ends the snapshot at once, and its answer is read with the connection's next flush. */
         if ((rc = queue_text(c, sql, false, err)) != MV_OK) return rc;
@@ -319,10 +337,15 @@ static mv_code pg_exec(void *conn, const char *sql, mv_err *err) {
         c->unread_commit = true;
         return MV_OK;
     }
-    if ((commit || rollback) && c->nq > 0) {
-        /* the queued statements and the end of the transaction in one flush */
+    if ((commit && (c->nq > 0 || nafter > 0)) || (rollback && c->nq > 0)) {
+        /* the queued statements and the end of the transaction in one flush (and after a
+         * COMMIT, what waits for it) */
         PGresult *res = NULL;
-        if ((rc = queue_text(c, sql, true, err)) == MV_OK) rc = sync_pipeline(c, &res, err);
+        rc = queue_text(c, sql, true, err);
+        for (int i = 0; commit && rc == MV_OK && i < nafter; i++)
+            if ((rc = queue_text(c, c->after[i], false, err)) == MV_OK)
+                c->q[c->nq - 1].after = true;
+        if (rc == MV_OK) rc = sync_pipeline(c, &res, err);
         if (rc == MV_OK && commit && strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
             rc = rolled_back(c, err);
         PQclear(res);
@@ -353,6 +376,7 @@ static mv_code pg_begin(void *conn, bool write, mv_err *err) {
     (void)err;
     mv_err_clear(&c->tx_err);
     c->read_tx = !write;
+    c->nafter = 0;
     c->begin_sql = write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     return MV_OK;
 }
@@ -468,6 +492,16 @@ static mv_code queue_stmt(pg_conn *c, pg_stmt *st, const mv_param *params, int n
     return MV_OK;
 }
 
+static mv_code pg_after_commit(void *conn, const char *sql, mv_err *err) {
+    pg_conn *c = conn;
+    for (int i = 0; i < c->nafter; i++)
+        if (c->after[i] == sql) return MV_OK; /* once per transaction is enough */
+    if (c->nafter == (int)(sizeof c->after / sizeof c->after[0]))
+        return mv_err_set(err, MV_INTERNAL, "too many statements after the commit");
+    c->after[c->nafter++] = sql;
+    return MV_OK;
+}
+
 static mv_code pg_send(void *conn, void *stmt, const mv_param *params, int n, mv_code on_unique,
                        mv_err *err) {
     pg_conn *c = conn;
@@ -575,5 +609,6 @@ const mv_driver mv_pg_driver = {
     .reset = pg_reset,
     .is_broken = pg_is_broken,
     .send = pg_send,
+    .after_commit = pg_after_commit,
     .round_trips = pg_round_trips,
 };

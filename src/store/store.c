@@ -584,6 +584,11 @@ mv_code mv_db_execf_later_unique(mv_db *db, const char *sql, mv_code on_unique, 
     return rc != MV_OK ? rc : exec_later(st, on_unique, err);
 }
 
+mv_code mv_db_exec_after_commit(mv_db *db, const char *sql, mv_err *err) {
+    if (db->drv->after_commit) return db->drv->after_commit(db->conn, sql, err);
+    return db->drv->exec(db->conn, sql, err);
+}
+
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err) {
     return db->drv->exec(db->conn, sql, err);
 }

@@ -1,7 +1,8 @@
 /* pipeline_test.c — deferred statements (db.h: mv_db_execf_later) on every store: a deferred
  * write that fails fails the whole transaction with its own code and leaves nothing behind,
  * reads in the same transaction see deferred writes, and on PostgreSQL (where they are sent in
- * libpq's pipeline mode) the round trips they save are counted, a connection killed with writes
+ * libpq's pipeline mode) the round trips they save are counted, a statement sent after the
+ * commit (a NOTIFY) runs only when it commits and cannot fail it, a connection killed with writes
  * still queued fails as store_unavailable and the pool recovers. */
 #include "missive/base.h"
 #include "missive/store.h"
@@ -357,15 +358,71 @@ POSTGRES_TEST(deferred_writes_begin_and_commit_share_one_round_trip_and_reads_ta
     mv_store_close(s);
 }
 
+static const char SQL_WAKE[] = "SELECT pg_notify('pl_wake', '')";
+static const char SQL_BAD_AFTER[] = "SELECT 1 / 0";
+
+typedef struct {
+    bool fail_callback; /* roll back instead */
+    bool bad_after;     /* an after-commit statement that fails */
+} wake_arg;
+
+static mv_code wake_t(mv_db *db, void *ctx, mv_err *err) {
+    wake_arg *w = ctx;
+    mv_code rc =
+        mv_db_execf_later(db, SQL_INSERT, err, "ii", (int64_t)(w->bad_after ? 2 : 1), (int64_t)1);
+    for (int i = 0; i < 3 && rc == MV_OK; i++) /* asked for three times: sent once */
+        rc = mv_db_exec_after_commit(db, SQL_WAKE, err);
+    if (rc == MV_OK && w->bad_after) rc = mv_db_exec_after_commit(db, SQL_BAD_AFTER, err);
+    if (rc == MV_OK && w->fail_callback) rc = mv_err_set(err, MV_ABORTED, "changed my mind");
+    return rc;
+}
+
+POSTGRES_TEST(a_statement_after_the_commit_runs_once_only_when_it_commits_and_cannot_fail_it) {
+    mv_store_options one = {.pool_size = 1};
+    mv_store *s = fresh(kind, "pl_after", &one);
+    REQUIRE(s);
+    mv__listener *l = NULL;
+    mv_err err = {0};
+    REQUIRE(mv__listener_new(s, "pl_wake", &l, &err) == MV_OK);
+    (void)mv__listener_wait(l, 50); /* connects and listens */
+    wake_arg rollback = {.fail_callback = true};
+    CHECK_CODE(mv_store_write(s, wake_t, &rollback, &err), MV_ABORTED, &err);
+    CHECK(!mv__listener_wait(l, 300)); /* rolled back: no wake-up */
+    wake_arg ok = {0};
+    uint64_t t0 = mv__store_round_trips(s);
+    CHECK_CODE(mv_store_write(s, wake_t, &ok, &err), MV_OK, &err);
+    CHECK_INT((int64_t)(mv__store_round_trips(s) - t0), 1); /* with the COMMIT, one flush */
+    CHECK(mv__listener_wait(l, 5000));
+    CHECK(!mv__listener_wait(l, 200)); /* once */
+    /* a failing after-commit statement does not fail the commit (the statements after a commit
+     * share one implicit transaction: the wake-up is lost with it) */
+    wake_arg bad = {.bad_after = true};
+    CHECK_CODE(mv_store_write(s, wake_t, &bad, &err), MV_OK, &err);
+    totals t = read_totals(s);
+    CHECK_INT(t.n, 2);
+    /* and the connection carries on */
+    (void)mv__listener_wait(l, 100);
+    CHECK_CODE(mv_store_write(s, create_t, NULL, &err), MV_INTERNAL, &err);
+    CHECK_CODE(mv_store_write(s, wake_t, &ok, &err), MV_INTERNAL, &err); /* id 1 again */
+    batch next = {.rows = {{3, 3}}, .n = 1};
+    CHECK_CODE(mv_store_write(s, batch_t, &next, &err), MV_OK, &err);
+    t = read_totals(s);
+    CHECK_INT(t.n, 3);
+    mv__listener_free(l);
+    mv_store_close(s);
+}
+
 int main(void) {
-    return RUN_TESTS(reads_after_deferred_writes_in_the_same_transaction_see_them,
-                     a_deferred_unique_violation_fails_the_commit_and_leaves_nothing_behind,
-                     a_deferred_check_violation_fails_the_commit_and_leaves_nothing_behind,
-                     a_deferred_failure_is_reported_by_the_next_statement_that_needs_a_result,
-                     a_swallowed_deferred_failure_still_fails_the_commit_with_its_code,
-                     a_deferred_statement_over_the_timeout_fails_the_commit_as_unavailable,
-                     a_connection_killed_mid_pipeline_fails_as_unavailable_and_the_pool_recovers,
-                     a_transaction_of_many_deferred_writes_commits_them_all,
-                     a_statement_first_sent_in_an_aborted_flush_works_afterwards,
-                     deferred_writes_begin_and_commit_share_one_round_trip_and_reads_take_one);
+    return RUN_TESTS(
+        reads_after_deferred_writes_in_the_same_transaction_see_them,
+        a_deferred_unique_violation_fails_the_commit_and_leaves_nothing_behind,
+        a_deferred_check_violation_fails_the_commit_and_leaves_nothing_behind,
+        a_deferred_failure_is_reported_by_the_next_statement_that_needs_a_result,
+        a_swallowed_deferred_failure_still_fails_the_commit_with_its_code,
+        a_deferred_statement_over_the_timeout_fails_the_commit_as_unavailable,
+        a_connection_killed_mid_pipeline_fails_as_unavailable_and_the_pool_recovers,
+        a_transaction_of_many_deferred_writes_commits_them_all,
+        a_statement_first_sent_in_an_aborted_flush_works_afterwards,
+        deferred_writes_begin_and_commit_share_one_round_trip_and_reads_take_one,
+        a_statement_after_the_commit_runs_once_only_when_it_commits_and_cannot_fail_it);
 }
