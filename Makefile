@@ -127,6 +127,11 @@ bench:
 	@$(MAKE) --no-print-directory BUILD=build-release OPT="-O2 -DNDEBUG" bench-bin
 	@BUILD=build-release bench/run
 
+# The same 3-step saga on DBOS and Restate beside missive (bench/peers/run; needs node and npm).
+bench-peers:
+	@$(MAKE) --no-print-directory BUILD=build-release OPT="-O2 -DNDEBUG" bench-bin
+	@BUILD=build-release bench/peers/run
+
 # libFuzzer harnesses (fuzz/*_fuzz.c: the HTTP router and bodies, the Mustache compiler, the
 # JsonLogic compiler, template validation), built with clang + ASan/UBSan into build-fuzz/ (the
 # library compiled once, each harness linked against it) and run FUZZ_SECONDS each; seeds come
@@ -221,7 +226,7 @@ deb:
 clean:
 	rm -rf build build-asan build-release build-fuzz var
 
-.PHONY: all test screenshots asan run lint format-check clean fuzz fuzz-deps bench bench-bin install uninstall deb
+.PHONY: all test screenshots asan run lint format-check clean fuzz fuzz-deps bench bench-bin bench-peers install uninstall deb
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 -include $(shell find build-fuzz/obj -name '*.d' 2>/dev/null)
