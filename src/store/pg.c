@@ -21,7 +21,9 @@
  * trip. The first error in a flush is the one reported (the server skips the rest of the flush:
  * PGRES_PIPELINE_ABORTED); the transaction is then failed on the server, so the COMMIT that
  * follows answers ROLLBACK and is reported with that first error's code. A statement is
- * prepared on the server in the same flush as its first execution. */
+ * prepared on the server in the same flush as its first execution. A read transaction's COMMIT
+ * is sent without waiting for its answer (read with the next flush); statements asked for after
+ * the commit (a NOTIFY) follow the COMMIT in its flush, outside the transaction. */
 #include <ctype.h>
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -54,9 +56,9 @@ typedef struct owed {
 typedef struct pg_conn {
     PGconn *pg;
     bool broken;
-    unsigned next_stmt;    /* for prepared statement names */
-    const char *begin_sql; /* BEGIN not sent yet: goes out with the first statement */
-    owed q[PIPELINE_MAX + 4];
+    unsigned next_stmt;       /* for prepared statement names */
+    const char *begin_sql;    /* BEGIN not sent yet: goes out with the first statement */
+    owed q[PIPELINE_MAX + 8]; /* + BEGIN, a Parse, the statement; COMMIT and what follows it */
     int nq;
     mv_err tx_err; /* the first error of the open transaction (its code is reported at COMMIT) */
     uint64_t round_trips;
