@@ -63,7 +63,7 @@ typedef struct pg_conn {
     mv_err tx_err; /* the first error of the open transaction (its code is reported at COMMIT) */
     uint64_t round_trips;
     bool read_tx;         /* the open transaction is a read transaction */
-    bool unread_commit;   /* a read transaction's COMMIT went out; its answer is read later */
+    bool unread_commit;   /* a read COMMIT or a ROLLBACK went out; its answer is read later */
     const char *after[4]; /* statements to send right after this transaction's COMMIT */
     int nafter;
 } pg_conn;
@@ -211,8 +211,8 @@ static mv_code queue_begin(pg_conn *c, mv_err *err) {
     return queue_text(c, sql, false, err);
 }
 
-/* Reads the answer to a read transaction's COMMIT sent without waiting (see pg_exec): it
- * arrives before anything sent after it. */
+/* Reads the answer to a read transaction's COMMIT or a ROLLBACK sent without waiting (see
+ * pg_exec): it arrives before anything sent after it. */
 static mv_code drain_unread(pg_conn *c, mv_err *err) {
     if (!c->unread_commit) return MV_OK;
     c->unread_commit = false;
@@ -330,9 +330,11 @@ static mv_code pg_exec(void *conn, const char *sql, mv_err *err) {
         c->begin_sql = NULL; /* nothing was sent: there is no transaction to end */
         return MV_OK;
     }
-    if (commit && c->read_tx && c->nq == 0 && nafter == 0 && c->tx_err.code == MV_OK) {
-        /* Nothing to lose in a read transaction that saw no error: its COMMIT goes out now and
-         * ends the snapshot at once, and its answer is read with the connection's next flush. */
+    if (c->nq == 0 && ((commit && c->read_tx && nafter == 0 && c->tx_err.code == MV_OK) ||
+                       (rollback && !c->unread_commit))) {
+        /* Nothing to lose in a read transaction that saw no error, nor in a rollback: the COMMIT
+         * or ROLLBACK goes out now and ends the transaction on the server at once, and its
+         * answer is read with the connection's next flush. */
         if ((rc = queue_text(c, sql, false, err)) != MV_OK) return rc;
         c->nq = 0;
         if (!PQpipelineSync(c->pg)) return lost(c, err);

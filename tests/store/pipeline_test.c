@@ -321,7 +321,8 @@ static mv_code write_read_write_t(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
-POSTGRES_TEST(deferred_writes_begin_and_commit_share_one_round_trip_and_reads_take_one) {
+POSTGRES_TEST(
+    deferred_writes_begin_and_commit_share_one_round_trip_and_reads_and_rollbacks_wait_for_no_answer) {
     mv_store *s = fresh(kind, "pl_trips", NULL);
     REQUIRE(s);
     mv_err err = {0};
@@ -353,6 +354,13 @@ POSTGRES_TEST(deferred_writes_begin_and_commit_share_one_round_trip_and_reads_ta
     CHECK_CODE(mv_store_write(s, batch_t, &more, &err), MV_OK, &err);
     CHECK_INT((int64_t)(mv__store_round_trips(s) - t0), 1);
     CHECK_CODE(mv_store_write(s, create_t, NULL, &err), MV_INTERNAL, &err); /* already exists */
+    t = read_totals(s);
+    CHECK_INT(t.n, 9);
+    /* a transaction that fails at its commit: one round trip, the ROLLBACK read later */
+    batch dup = {.rows = {{21, 1}, {20, 1}}, .n = 2};
+    t0 = mv__store_round_trips(s);
+    CHECK_CODE(mv_store_write(s, batch_t, &dup, &err), MV_INTERNAL, &err);
+    CHECK_INT((int64_t)(mv__store_round_trips(s) - t0), 1);
     t = read_totals(s);
     CHECK_INT(t.n, 9);
     mv_store_close(s);
