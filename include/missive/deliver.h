@@ -139,6 +139,58 @@ void mv_webhook_signature(const void *secret, size_t secret_len, const void *bod
 char *mv_webhook_sign_v1(const mv_webhook_config *cfg, const char *id, int64_t timestamp_s,
                          const void *body, size_t len);
 
+/* ---- the outgoing-call loop --------------------------------------------------------------- */
+
+/* One thread driving libcurl's multi interface, so that any number of slow calls (action
+ * handlers, deliveries) wait at once without a thread each, and one timer thread for small
+ * periodic jobs that may block briefly (an action's lease extension is a store write). A call
+ * made here is the same request as mv_webhook_post's (headers, signatures, limits, timeouts,
+ * outcome classification, observer): only where it waits differs. Thread-safe. */
+typedef struct mv_loop mv_loop;
+
+typedef struct mv_loop_options {
+    int max_transfers; /* calls on the wire at once (0 → 1024); later ones wait, in order, and
+                          their timeouts start when they go out */
+} mv_loop_options;
+
+/* Starts the loop's two threads. Free with mv_loop_free(). */
+mv_code mv_loop_new(const mv_loop_options *opts, mv_loop **out, mv_err *err);
+/* Shutdown, part one: calls still unfinished after ms more milliseconds are abandoned — each
+ * completes with MV_DRAINING (failure "shutting down"; outcome NOT_SENT when the request never
+ * left, else AMBIGUOUS) — and calls submitted after that are refused. NULL-safe. */
+void mv_loop_stop_after(mv_loop *loop, int64_t ms);
+/* Abandons every call not yet finished (as above) now and returns once each has completed;
+ * calls submitted later are refused. The threads keep running (timers too) until the free.
+ * NULL-safe. */
+void mv_loop_stop(mv_loop *loop);
+/* Abandons every call not yet finished (as above, at once), stops the timers, joins the
+ * threads and frees. Every accepted call's completion has run when it returns. NULL-safe. */
+void mv_loop_free(mv_loop *loop);
+/* Calls accepted and not yet completed (on the wire or waiting their turn). */
+int mv_loop_pending(mv_loop *loop);
+
+/* A finished call. rc, *res and *err are what mv_webhook_post would have returned; res's members
+ * are the callee's to free (mv_webhook_response_free). Runs on the loop's thread, so it must not
+ * block: hand anything slow (a store write) to another thread. */
+typedef void (*mv_webhook_done)(void *ctx, mv_code rc, mv_webhook_response *res, const mv_err *err);
+
+/* mv_webhook_post on the loop: builds the request now (on the calling thread, labelled with its
+ * call context) and returns at once. MV_OK: done(ctx, …) runs exactly once, on the loop's thread,
+ * possibly before this returns. Any error (a bad URL, out of memory, MV_DRAINING once the loop
+ * stops): done never runs. */
+mv_code mv_webhook_post_async(mv_loop *loop, const mv_webhook_config *cfg, const char *url,
+                              const json_t *body, const char *idempotency_key, mv_webhook_done done,
+                              void *ctx, mv_err *err);
+
+/* A periodic job on the loop's timer thread: fn(ctx) every period_ms, the first after one period;
+ * returning false stops the repetition (the timer still needs mv_loop_timer_cancel). NULL when
+ * out of memory or the loop is shutting down. */
+typedef struct mv_loop_timer mv_loop_timer;
+mv_loop_timer *mv_loop_every(mv_loop *loop, int64_t period_ms, bool (*fn)(void *ctx), void *ctx);
+/* Stops and frees the timer: when it returns fn is not running and never runs again. Never call
+ * it from fn. NULL-safe. */
+void mv_loop_timer_cancel(mv_loop_timer *timer);
+
 /* ---- SMTP -------------------------------------------------------------------------------- */
 
 typedef struct mv_smtp_config {
@@ -238,6 +290,10 @@ typedef struct mv_outbox_config {
     int64_t lease_ms;        /* 0 → 60000; must exceed one delivery's timeout */
     void (*on_event)(void *ctx, const mv_outbox_event *ev); /* optional; never inside a tx */
     void *on_event_ctx;
+    /* Optional, borrowed (must outlive every run): the webhook rows of one run are sent at once
+     * on this loop instead of one after another; emails are still sent one by one. A row whose
+     * call the loop refuses or abandons (shutting down) is retried later. */
+    mv_loop *loop;
 } mv_outbox_config;
 
 /* Claims up to max_rows due rows (pending and due, or delivering with an expired lease) one at a

@@ -99,6 +99,10 @@ typedef struct mv_service_options {
     void (*on_payment_compensation_failure)(void *ctx, const mv_payment_failure *ev);
     void *hook_ctx;
     const mv_webhook_config *webhook; /* prepare and handler webhooks; NULL = defaults, unsigned */
+    /* Optional, borrowed: webhook action handlers wait on this loop instead of on a thread, and
+     * their lease is extended by its timer (see mv_action_start). Must outlive the service's
+     * last action. NULL: handlers call out on the caller's thread. */
+    mv_loop *loop;
     mv_handler_runner handlers;       /* runs handlers of other kinds (none today) */
     mv_approvals *approvals;          /* actions with "approval"; NULL = such actions fail */
     mv_saga_engine *sagas;            /* {"saga": NAME} handlers; NULL = such actions fail */
@@ -233,6 +237,22 @@ typedef struct mv_action_request {
  * review, compensation pending) MV_ACTION_NEEDS_REVIEW with err->saga_id. */
 mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
                          mv_err *err);
+
+/* handleAction in two halves, for a server that must not hold a thread while a handler waits.
+ * mv_action_start does everything up to the handler; when the handler is a webhook and the
+ * service has a loop, it claims the attempt, starts the call on the loop (the claim's lease
+ * extended by the loop's timer every action_lease_ms/3) and returns MV_OK with *pending set:
+ * wake(wake_ctx) then runs exactly once, on the loop's thread (it must not block), when the call
+ * has finished, after which the caller calls mv_action_finish — from a thread that may block —
+ * to record the outcome (archive, or retryable) and get the answer. In every other case the whole
+ * action runs now: *pending is NULL and the result is mv_action_handle's (wake never runs).
+ * req and everything it points to must stay valid until mv_action_finish returns. */
+typedef struct mv_action_pending mv_action_pending;
+mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wake)(void *ctx),
+                        void *wake_ctx, mv_action_pending **pending, json_t **result, mv_err *err);
+/* Finishes a pending action (and frees it); results as mv_action_handle. A call abandoned by a
+ * loop shutting down leaves the attempt retryable and fails with MV_DRAINING. */
+mv_code mv_action_finish(mv_action_pending *pending, json_t **result, mv_err *err);
 
 /* Extends the lease of a running attempt by action_lease_ms (for long handlers). Returns false
  * when the attempt no longer holds the message (its lease expired and another took over). */

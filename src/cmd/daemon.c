@@ -143,6 +143,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
                                      .max_response_bytes = cfg->webhooks.max_response_bytes,
                                      .on_call = mv_daemon_on_webhook,
                                      .on_call_ctx = d};
+    if ((rc = mv_loop_new(NULL, &d->loop, err)) != MV_OK) return rc;
     if (cfg->payment.enabled &&
         !(d->payment = mv_payment_webhook_new(cfg->payment.webhook, &d->webhook)))
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
@@ -181,6 +182,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .payment = d->payment,
         .on_payment_compensation_failure = log_payment_compensation,
         .webhook = &d->webhook,
+        .loop = d->loop,
         .email = cfg->email.enabled,
         .email_exclusions = exclusions,
         .approvals = d->approvals,
@@ -213,7 +215,8 @@ static mv_code start_outbox(mv_daemon *d, const mv_config *cfg, mv_err *err) {
                            .email = d->email ? &d->email->email : NULL,
                            .max_attempts = cfg->outbox.max_attempts,
                            .backoff_base_ms = cfg->outbox.backoff_ms,
-                           .on_event = log_outbox_event};
+                           .on_event = log_outbox_event,
+                           .loop = d->loop};
     return mv_outbox_worker_start(d->store, &oc, cfg->outbox.poll_ms, &d->outbox, err);
 }
 
@@ -298,8 +301,11 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
 
 void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
+    mv_loop_stop(d->loop); /* abandons any call still waiting, so the workers stop promptly */
     mv_recovery_loop_stop(d->recovery);
     mv_outbox_worker_stop(d->outbox);
+    mv_loop_free(d->loop); /* after its last user, before the service */
+    d->loop = NULL;
     mv_stream_hub_free(d->streams);
     mv_service_free(d->service);
     mv_saga_engine_free(d->saga_engine);

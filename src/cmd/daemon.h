@@ -31,6 +31,7 @@ typedef struct mv_daemon {
     mv_http_ops ops; /* /healthz and /metrics */
     mv_registry *registry;
     mv_webhook_config webhook;    /* limits and signing key of every outgoing call */
+    mv_loop *loop;                /* outgoing calls that wait without a thread (action handlers) */
     mv_payment_provider *payment; /* NULL when "payment" is not configured */
     mv_email_settings *email;     /* NULL when "email" is not configured */
     mv_outbox_worker *outbox;     /* delivers the outbox while the daemon runs */

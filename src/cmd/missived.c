@@ -121,6 +121,10 @@ static int serve(const mv_config *cfg, bool migrate) {
                      (json_int_t)cfg->shutdown_timeout_ms));
     atomic_store(&d.draining, true); /* /readyz answers 503 on connections still open */
     mv_stream_hub_drain(d.streams);  /* event streams end cleanly; clients reconnect elsewhere */
+    /* outgoing calls still waiting shortly before the deadline are abandoned (their actions left
+     * retryable, answered 503 draining), so that every accepted request is answered in time */
+    int64_t margin = cfg->shutdown_timeout_ms / 5 < 500 ? cfg->shutdown_timeout_ms / 5 : 500;
+    mv_loop_stop_after(d.loop, cfg->shutdown_timeout_ms - margin);
     if (!mv_http_server_drain(server, cfg->shutdown_timeout_ms)) {
         /* Handlers still running cannot be interrupted; leave without joining them. */
         mv_log("warn", "abandoning in-flight requests",
@@ -129,6 +133,7 @@ static int serve(const mv_config *cfg, bool migrate) {
     }
     status = 0;
 done:
+    mv_loop_stop(d.loop); /* its completions answer on the server's pool: before the server */
     mv_http_server_free(server);
     mv_router_free(router);
     mv_daemon_close(&d);

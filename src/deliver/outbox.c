@@ -249,6 +249,16 @@ static void deliver_email(const mv_outbox_config *cfg, const char *row_id, const
     a->v = rc == MV_OK ? DONE_SENT : permanent(rc) ? GIVE_UP : RETRY;
 }
 
+/* What a webhook delivery's outcome means for its row. */
+static void webhook_verdict(attempt *a, mv_code rc, const mv_webhook_response *res) {
+    if (rc == MV_OK)
+        a->v = DONE_SENT;
+    else if (res->outcome == MV_WEBHOOK_REJECTED && res->status != 408 && res->status != 429)
+        a->v = GIVE_UP; /* 4xx: the receiver refuses it; asking again will not change that */
+    else
+        a->v = permanent(rc) ? GIVE_UP : RETRY;
+}
+
 static void deliver_webhook(const mv_outbox_config *cfg, const char *row_id, const json_t *p,
                             attempt *a) {
     a->stage = "webhook";
@@ -257,12 +267,7 @@ static void deliver_webhook(const mv_outbox_config *cfg, const char *row_id, con
     mv__callctx_call("outbox", NULL, NULL, NULL);
     mv_code rc = mv_webhook_post(cfg->webhook, mv_json_str(p, "url"), json_object_get(p, "body"),
                                  key ? key : row_id, &res, &a->err);
-    if (rc == MV_OK)
-        a->v = DONE_SENT;
-    else if (res.outcome == MV_WEBHOOK_REJECTED && res.status != 408 && res.status != 429)
-        a->v = GIVE_UP; /* 4xx: the receiver refuses it; asking again will not change that */
-    else
-        a->v = permanent(rc) ? GIVE_UP : RETRY;
+    webhook_verdict(a, rc, &res);
     mv_webhook_response_free(&res);
 }
 
@@ -290,39 +295,57 @@ static mv_outbox_config with_defaults(const mv_outbox_config *in) {
     return c;
 }
 
-/* Claims, delivers and records one row. *claimed tells whether we won it; *delivered whether it
- * reached sent/skipped. Only store failures are returned as errors. */
-static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const char *id,
-                           bool *claimed, bool *delivered, mv_err *err) {
-    *claimed = *delivered = false;
-    char owner[37];
-    mv_code rc = mv_id_uuid(owner, err);
+/* One row being delivered: its claim, then its attempt's verdict. */
+typedef struct row_job {
+    char id[37], owner[37];
+    claim_ctx cc;
+    attempt a;
+    struct batch *batch; /* deliveries waiting on the loop */
+} row_job;
+
+/* Claims row id for r. Only store failures are errors; r->cc.won says whether we got it. */
+static mv_code claim_one(mv_store *store, const mv_outbox_config *cfg, const char *id, row_job *r,
+                         mv_err *err) {
+    memset(r, 0, sizeof *r);
+    mv_strlcpy(r->id, id, sizeof r->id);
+    mv_code rc = mv_id_uuid(r->owner, err);
     if (rc) return rc;
     int64_t now = mv_clock_now(cfg->clock);
-    claim_ctx cc = {.id = id, .owner = owner, .now = now, .lease_until = now + cfg->lease_ms};
-    if ((rc = mv_store_write(store, claim_row, &cc, err))) {
-        json_decref(cc.payload);
+    r->cc = (claim_ctx){.id = r->id, .owner = r->owner, .now = now, .lease_until = now + cfg->lease_ms};
+    if ((rc = mv_store_write(store, claim_row, &r->cc, err))) {
+        json_decref(r->cc.payload);
+        r->cc.payload = NULL;
         return rc;
     }
-    if (!cc.won) return MV_OK;
-    *claimed = true;
-    mv__callctx_reset(); /* this row's calls carry no ids of an earlier one */
+    r->a = (attempt){.v = GIVE_UP, .stage = r->cc.kind == MV_OUTBOX_EMAIL ? "notifier" : "webhook"};
+    if (r->cc.won && !json_is_object(r->cc.payload))
+        mv_err_set(&r->a.err, MV_INTERNAL, "outbox row %s has an unreadable payload", id);
+    return MV_OK;
+}
 
-    attempt a = {.v = GIVE_UP, .stage = cc.kind == MV_OUTBOX_EMAIL ? "notifier" : "webhook"};
-    if (!json_is_object(cc.payload)) {
-        mv_err_set(&a.err, MV_INTERNAL, "outbox row %s has an unreadable payload", id);
-    } else if (cc.kind == MV_OUTBOX_EMAIL) {
+/* Delivers a claimed row on this thread. */
+static void deliver_one(const mv_outbox_config *cfg, row_job *r) {
+    mv__callctx_reset(); /* this row's calls carry no ids of an earlier one */
+    if (!json_is_object(r->cc.payload)) return;
+    if (r->cc.kind == MV_OUTBOX_EMAIL) {
         if (cfg->email)
-            deliver_email(cfg, id, cc.payload, &a);
+            deliver_email(cfg, r->id, r->cc.payload, &r->a);
         else
-            mv_err_set(&a.err, MV_INVALID_CONFIG,
+            mv_err_set(&r->a.err, MV_INVALID_CONFIG,
                        "email is not configured"); /* not claimed normally */
     } else {
-        deliver_webhook(cfg, id, cc.payload, &a);
+        deliver_webhook(cfg, r->id, r->cc.payload, &r->a);
     }
+}
 
-    finish_ctx fc = {.id = id, .owner = owner, .now = mv_clock_now(cfg->clock)};
-    switch (a.v) {
+/* Records r's verdict while we still hold its lease, and reports a failure. */
+static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job *r,
+                          bool *delivered, mv_err *err) {
+    const char *id = r->id;
+    claim_ctx *cc = &r->cc;
+    attempt *a = &r->a;
+    finish_ctx fc = {.id = id, .owner = r->owner, .now = mv_clock_now(cfg->clock)};
+    switch (a->v) {
     case DONE_SENT: fc.state = "sent"; break;
     case DONE_SKIPPED:
         fc.state = "skipped";
@@ -330,32 +353,122 @@ static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const c
         break;
     case RETRY:
     case GIVE_UP:
-        fc.error = a.err.message;
-        fc.stage = a.stage;
-        if (a.v == GIVE_UP || cc.attempts >= cfg->max_attempts)
+        fc.error = a->err.message;
+        fc.stage = a->stage;
+        if (a->v == GIVE_UP || cc->attempts >= cfg->max_attempts)
             fc.state = "failed";
         else
-            fc.next_at = fc.now + backoff_ms(cfg, cc.attempts);
+            fc.next_at = fc.now + backoff_ms(cfg, cc->attempts);
         break;
     }
-    rc = mv_store_write(store, finish_row, &fc, err);
+    mv_code rc = mv_store_write(store, finish_row, &fc, err);
     if (rc == MV_OK && fc.kept) {
-        *delivered = a.v == DONE_SENT || a.v == DONE_SKIPPED;
-        if ((a.v == RETRY || a.v == GIVE_UP) && cfg->on_event) {
+        *delivered = a->v == DONE_SENT || a->v == DONE_SKIPPED;
+        if ((a->v == RETRY || a->v == GIVE_UP) && cfg->on_event) {
             mv_outbox_event ev = {.row_id = id,
-                                  .kind = cc.kind,
-                                  .stage = a.stage,
-                                  .error = a.err.message,
-                                  .attempt = cc.attempts,
+                                  .kind = cc->kind,
+                                  .stage = a->stage,
+                                  .error = a->err.message,
+                                  .attempt = cc->attempts,
                                   .final = fc.state != NULL};
-            if (cc.kind == MV_OUTBOX_EMAIL && json_is_object(cc.payload)) {
-                ev.message_id = mv_json_str(cc.payload, "messageId");
-                ev.recipient = mv_json_str(cc.payload, "toUser");
+            if (cc->kind == MV_OUTBOX_EMAIL && json_is_object(cc->payload)) {
+                ev.message_id = mv_json_str(cc->payload, "messageId");
+                ev.recipient = mv_json_str(cc->payload, "toUser");
             }
             cfg->on_event(cfg->on_event_ctx, &ev);
         }
     }
-    json_decref(cc.payload);
+    json_decref(cc->payload);
+    cc->payload = NULL;
+    return rc;
+}
+
+/* Claims, delivers and records one row. *claimed tells whether we won it; *delivered whether it
+ * reached sent/skipped. Only store failures are returned as errors. */
+static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const char *id,
+                           bool *claimed, bool *delivered, mv_err *err) {
+    *claimed = *delivered = false;
+    row_job r;
+    mv_code rc = claim_one(store, cfg, id, &r, err);
+    if (rc || !r.cc.won) return rc;
+    *claimed = true;
+    deliver_one(cfg, &r);
+    return finish_one(store, cfg, &r, delivered, err);
+}
+
+/* ---- a batch of webhook deliveries on the loop -------------------------------------------
+ * With a loop, the webhook rows of one batch are claimed, then all sent at once, then recorded:
+ * N slow receivers cost one delivery's wait instead of N in a row, still on the worker's one
+ * thread. Emails (directory lookup, SMTP) are delivered one by one as before. */
+
+typedef struct batch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int waiting;
+} batch;
+
+static void delivered_on_loop(void *ctx, mv_code rc, mv_webhook_response *res, const mv_err *e) {
+    row_job *r = ctx;
+    webhook_verdict(&r->a, rc, res);
+    mv_err_copy(&r->a.err, e);
+    mv_webhook_response_free(res);
+    batch *b = r->batch;
+    pthread_mutex_lock(&b->mu);
+    if (--b->waiting == 0) pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, char (*ids)[37],
+                                 int n, int *claimed, int *delivered, mv_err *err) {
+    row_job *rows = calloc((size_t)n, sizeof *rows);
+    if (!rows) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    batch b = {.waiting = 0};
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    mv_code rc = MV_OK;
+    int got = 0;
+    for (; got < n; got++) { /* claim; a store failure stops claiming, the claimed still end */
+        if ((rc = claim_one(store, cfg, ids[got], &rows[got], err)) != MV_OK) break;
+        row_job *r = &rows[got];
+        if (!r->cc.won) continue;
+        (*claimed)++;
+        if (r->cc.kind == MV_OUTBOX_EMAIL || !json_is_object(r->cc.payload)) {
+            deliver_one(cfg, r);
+            continue;
+        }
+        const json_t *p = r->cc.payload;
+        const char *key = mv_json_str(p, "idempotencyKey");
+        mv__callctx_reset();
+        mv__callctx_call("outbox", NULL, NULL, NULL);
+        r->batch = &b;
+        pthread_mutex_lock(&b.mu);
+        b.waiting++;
+        pthread_mutex_unlock(&b.mu);
+        mv_code sent = mv_webhook_post_async(cfg->loop, cfg->webhook, mv_json_str(p, "url"),
+                                             json_object_get(p, "body"), key ? key : r->id,
+                                             delivered_on_loop, r, &r->a.err);
+        if (sent != MV_OK) { /* never started: a bad URL gives up, a stopping loop retries */
+            pthread_mutex_lock(&b.mu);
+            b.waiting--;
+            pthread_mutex_unlock(&b.mu);
+            r->a.v = permanent(sent) ? GIVE_UP : RETRY;
+        }
+    }
+    pthread_mutex_lock(&b.mu);
+    while (b.waiting > 0)
+        pthread_cond_wait(&b.cv, &b.mu);
+    pthread_mutex_unlock(&b.mu);
+    for (int i = 0; i < got; i++) {
+        bool d = false;
+        if (!rows[i].cc.won) continue;
+        mv_err ferr = {0};
+        mv_code frc = finish_one(store, cfg, &rows[i], &d, &ferr);
+        if (frc != MV_OK && rc == MV_OK) rc = mv_err_copy(err, &ferr);
+        *delivered += d;
+    }
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
+    free(rows);
     return rc;
 }
 
@@ -371,6 +484,10 @@ static mv_code run_due(mv_store *store, const mv_outbox_config *in, int max_rows
     if (!dc.ids) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     mv_code rc = mv_store_read(store, find_due, &dc, err);
     int claimed = 0, delivered = 0;
+    if (rc == MV_OK && cfg.loop) {
+        rc = run_batch_on_loop(store, &cfg, dc.ids, dc.n, &claimed, &delivered, err);
+        dc.n = 0;
+    }
     for (int i = 0; rc == MV_OK && i < dc.n; i++) {
         bool c, d;
         rc = process_row(store, &cfg, dc.ids[i], &c, &d, err);

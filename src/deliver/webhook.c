@@ -152,12 +152,6 @@ static bool add_signatures(struct curl_slist **hdrs, const mv_webhook_config *c,
     return true;
 }
 
-typedef struct sink_buf {
-    char *data;
-    size_t len, cap, max;
-    bool too_large;
-} sink_buf;
-
 static size_t on_body(char *ptr, size_t size, size_t n, void *ud) {
     sink_buf *b = ud;
     size_t add = size * n;
@@ -202,13 +196,14 @@ static double seconds_since(const struct timespec *t0) {
     return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-/* Tells cfg's observer (if any) how the call went, labelled from the thread's call context. */
-static void observe(const mv_webhook_config *cfg, const char *method, const char *url,
-                    const mv_webhook_response *res, double duration_s) {
+/* Tells cfg's observer (if any) how the call went, labelled from the call context captured when
+ * the call was set up (the caller's thread; an asynchronous call concludes on the loop's). */
+static void observe(const mv__webhook_call *w, const mv_webhook_response *res, double duration_s) {
+    const mv_webhook_config *cfg = w->cfg;
     if (!cfg || !cfg->on_call) return;
-    const mv_callctx *cx = mv__callctx();
+    const mv_callctx *cx = &w->cx;
     char shown[512];
-    url_for_log(url, shown, sizeof shown);
+    url_for_log(w->url, shown, sizeof shown);
     char status_words[32];
     const char *failure = res->failure;
     if (!failure && res->outcome != MV_WEBHOOK_OK) {
@@ -216,7 +211,7 @@ static void observe(const mv_webhook_config *cfg, const char *method, const char
         failure = status_words;
     }
     mv_webhook_call_info info = {.kind = cx->kind ? cx->kind : "webhook",
-                                 .method = method,
+                                 .method = w->method,
                                  .url = shown,
                                  .status = res->status,
                                  .outcome = (int)res->outcome,
@@ -229,14 +224,27 @@ static void observe(const mv_webhook_config *cfg, const char *method, const char
     cfg->on_call(cfg->on_call_ctx, &info);
 }
 
-/* The shared half of POST and GET. body == NULL means GET. */
-static mv_code call(const mv_webhook_config *cfg, const char *method, const char *url,
-                    const char *body, size_t body_len, const char *key, mv_webhook_response *out,
-                    mv_err *err) {
-    mv_webhook_response local = {0};
-    mv_webhook_response *res = out ? out : &local;
-    memset(res, 0, sizeof *res);
-    res->outcome = MV_WEBHOOK_NOT_SENT;
+void mv__webhook_call_cleanup(mv__webhook_call *w) {
+    if (!w) return;
+    free(w->buf.data);
+    curl_slist_free_all(w->hdrs);
+    if (w->h) curl_easy_cleanup(w->h);
+    free(w->url);
+    free(w->body);
+    memset(w, 0, sizeof *w);
+}
+
+/* The shared half of POST and GET, synchronous or not: one easy handle with every limit, header
+ * and signature. body (NULL means GET) is taken over: freed by the cleanup. */
+mv_code mv__webhook_call_setup(mv__webhook_call *w, const mv_webhook_config *cfg,
+                               const char *url, char *body, size_t body_len, const char *key,
+                               mv_err *err) {
+    memset(w, 0, sizeof *w);
+    w->body = body;
+    w->body_len = body_len;
+    w->cfg = cfg;
+    w->method = body ? "POST" : "GET";
+    w->cx = *mv__callctx();
     char shown[512];
     url_for_log(url ? url : "", shown, sizeof shown);
     if (!http_url(url)) {
@@ -244,39 +252,34 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
                           "webhook URL \"%s\" must start with http:// or https://", shown);
     }
     if (!mv_curl_ready()) return mv_err_set(err, MV_INTERNAL, "libcurl failed to initialise");
+    if (!(w->url = strdup(url))) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
 
     mv_webhook_config c = cfg ? *cfg : (mv_webhook_config){0};
     if (c.connect_timeout_ms <= 0) c.connect_timeout_ms = MV_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS;
     if (c.timeout_ms <= 0) c.timeout_ms = MV_DEFAULT_WEBHOOK_TIMEOUT_MS;
     if (c.max_response_bytes == 0) c.max_response_bytes = MV_DEFAULT_WEBHOOK_MAX_RESPONSE_BYTES;
+    w->max_response_bytes = c.max_response_bytes;
+    w->buf.max = c.max_response_bytes;
 
-    mv_code rc = MV_OK;
-    bool performed = false;
-    double duration_s = 0;
-    struct curl_slist *hdrs = NULL;
-    sink_buf buf = {.max = c.max_response_bytes};
-    char errbuf[CURL_ERROR_SIZE] = "";
-    CURL *h = curl_easy_init();
+    CURL *h = w->h = curl_easy_init();
     if (!h) return mv_err_set(err, MV_NO_MEMORY, "out of memory creating an HTTP handle");
 
     char line[600];
-    hdrs = curl_slist_append(hdrs, "Accept: application/json");
-    hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip */
+    w->hdrs = curl_slist_append(w->hdrs, "Accept: application/json");
+    w->hdrs = curl_slist_append(w->hdrs, "Expect:"); /* no 100-continue round trip */
     if (body) {
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        w->hdrs = curl_slist_append(w->hdrs, "Content-Type: application/json");
         if (key) {
             snprintf(line, sizeof line, "Idempotency-Key: %s", key);
-            hdrs = curl_slist_append(hdrs, line);
+            w->hdrs = curl_slist_append(w->hdrs, line);
         }
     }
-    if (mv__callctx()->traceparent[0]) { /* W3C trace context: the request that caused this */
-        snprintf(line, sizeof line, "traceparent: %s", mv__callctx()->traceparent);
-        hdrs = curl_slist_append(hdrs, line);
+    if (w->cx.traceparent[0]) { /* W3C trace context: the request that caused this */
+        snprintf(line, sizeof line, "traceparent: %s", w->cx.traceparent);
+        w->hdrs = curl_slist_append(w->hdrs, line);
     }
-    if (!hdrs || !add_signatures(&hdrs, &c, key, body, body_len, body != NULL)) {
-        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory building HTTP headers");
-        goto done;
-    }
+    if (!w->hdrs || !add_signatures(&w->hdrs, &c, key, body, body_len, body != NULL))
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory building HTTP headers");
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -284,12 +287,13 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c.connect_timeout_ms);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c.timeout_ms);
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c.max_response_bytes);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, w->hdrs);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "missive");
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &w->buf);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, w->errbuf);
     curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, w);
     if (body) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
@@ -297,25 +301,44 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     } else {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     }
+    clock_gettime(CLOCK_MONOTONIC, &w->t0);
+    w->ready = true;
+    return MV_OK;
+}
 
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    performed = true;
-    CURLcode cc = curl_easy_perform(h);
-    duration_s = seconds_since(&t0);
+/* Classifies a finished transfer (cc: what libcurl said) into res and err, and tells the
+ * observer. Called once per call that was set up; res is filled in every case. */
+mv_code mv__webhook_call_conclude(mv__webhook_call *w, CURLcode cc, mv_webhook_response *res,
+                                  mv_err *err) {
+    memset(res, 0, sizeof *res);
+    res->outcome = MV_WEBHOOK_NOT_SENT;
+    if (!w->ready) return err ? err->code : MV_INTERNAL; /* the setup failed: err is set */
+    const char *method = w->method;
+    char shown[512];
+    url_for_log(w->url, shown, sizeof shown);
+    mv_code rc = MV_OK;
+    double duration_s = seconds_since(&w->t0);
     long status = 0;
     curl_off_t pretransfer = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+    curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(w->h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
     res->status = status;
 
-    if (cc == CURLE_OK) {
+    if (w->aborted) {
+        /* the loop shut down before the answer came: as a timeout, the far side may have
+         * acted once the request went out */
+        res->outcome = w->started && pretransfer > 0 ? MV_WEBHOOK_AMBIGUOUS : MV_WEBHOOK_NOT_SENT;
+        res->failure = "shutting down";
+        rc = mv_err_set(err, MV_DRAINING, "%s %s: abandoned, the server is shutting down",
+                        method, shown);
+        goto done;
+    } else if (cc == CURLE_OK) {
         res->outcome = classify_status(status);
-    } else if (buf.too_large || cc == CURLE_FILESIZE_EXCEEDED) {
+    } else if (w->buf.too_large || cc == CURLE_FILESIZE_EXCEEDED) {
         res->outcome = MV_WEBHOOK_AMBIGUOUS;
         res->failure = "response too large";
         rc = mv_err_set(err, MV_UPSTREAM_FAILED, "%s %s: response larger than %zu bytes (HTTP %ld)",
-                        method, shown, c.max_response_bytes, status);
+                        method, shown, w->max_response_bytes, status);
         goto done;
     } else {
         /* CURLE_UNSUPPORTED_PROTOCOL is not in the list: libcurl also answers it to a reply
@@ -331,13 +354,13 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
                                                       : "no answer";
         rc = mv_err_set(err, MV_UPSTREAM_FAILED, "%s %s: %s (%s)", method, shown,
                         not_sent ? "not sent" : "no complete answer",
-                        errbuf[0] ? errbuf : curl_easy_strerror(cc));
+                        w->errbuf[0] ? w->errbuf : curl_easy_strerror(cc));
         goto done;
     }
 
-    res->body = buf.data ? buf.data : strdup("");
-    res->body_len = buf.len;
-    buf.data = NULL;
+    res->body = w->buf.data ? w->buf.data : strdup("");
+    res->body_len = w->buf.len;
+    w->buf.data = NULL;
     if (!res->body) {
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory reading the response of %s", shown);
         goto done;
@@ -355,10 +378,25 @@ static mv_code call(const mv_webhook_config *cfg, const char *method, const char
     }
 
 done:
-    if (performed) observe(cfg, method, url, res, duration_s);
-    free(buf.data);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
+    observe(w, res, duration_s);
+    return rc;
+}
+
+/* A call on the calling thread: setup, curl_easy_perform, conclude. */
+static mv_code call(const mv_webhook_config *cfg, const char *url, char *body, size_t body_len,
+                    const char *key, mv_webhook_response *out, mv_err *err) {
+    mv_webhook_response local = {0};
+    mv_webhook_response *res = out ? out : &local;
+    mv__webhook_call w;
+    mv_code rc = mv__webhook_call_setup(&w, cfg, url, body, body_len, key, err);
+    if (rc == MV_OK) {
+        w.started = true;
+        rc = mv__webhook_call_conclude(&w, curl_easy_perform(w.h), res, err);
+    } else {
+        memset(res, 0, sizeof *res);
+        res->outcome = MV_WEBHOOK_NOT_SENT;
+    }
+    mv__webhook_call_cleanup(&w);
     if (!out) mv_webhook_response_free(&local);
     return rc;
 }
@@ -370,12 +408,10 @@ mv_code mv_webhook_post(const mv_webhook_config *cfg, const char *url, const jso
         if (out) memset(out, 0, sizeof *out), out->outcome = MV_WEBHOOK_NOT_SENT;
         return mv_err_set(err, MV_NO_MEMORY, "out of memory serialising a webhook body");
     }
-    mv_code rc = call(cfg, "POST", url, text, strlen(text), idempotency_key, out, err);
-    free(text);
-    return rc;
+    return call(cfg, url, text, strlen(text), idempotency_key, out, err);
 }
 
 mv_code mv_webhook_get(const mv_webhook_config *cfg, const char *url, mv_webhook_response *out,
                        mv_err *err) {
-    return call(cfg, "GET", url, NULL, 0, NULL, out, err);
+    return call(cfg, url, NULL, 0, NULL, out, err);
 }

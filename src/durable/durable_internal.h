@@ -35,6 +35,17 @@ mv_code mv__journal_insert_tx(mv_db *db, const mv_effect_intent *in, int64_t now
 mv_code mv__journal_move_tx(mv_db *db, const char *id, unsigned from_mask, mv_effect_state to,
                             const char *error_code, int64_t now, bool missing_ok, mv_err *err);
 
+/* The intent and executing transitions in one: the row is inserted already executing (version 2,
+ * as the two transitions would leave it). */
+mv_code mv__journal_insert_executing_tx(mv_db *db, const mv_effect_intent *in, int64_t now,
+                                        mv_err *err);
+/* mv__journal_move_tx for a caller that knows the row's state: one conditional UPDATE from
+ * `expected`; only when that changes nothing, the full transition (read, check from_mask, update).
+ */
+mv_code mv__journal_move_from_tx(mv_db *db, const char *id, mv_effect_state expected,
+                                 unsigned from_mask, mv_effect_state to, const char *error_code,
+                                 int64_t now, bool missing_ok, mv_err *err);
+
 /* Reconciliation keyset scans (reconcile.c): one state at a time, (updated_at, id) order. */
 extern const char mv_sql_scan_effects[];
 extern const char mv_sql_scan_sagas[];

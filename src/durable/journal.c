@@ -24,6 +24,17 @@ static const char SQL_INSERT_EFFECT[] =
 static const char SQL_GET_EFFECT[] =
     "SELECT effect_id, capability, target, digest, tenant_id, principal_id, state, error_code, "
     "created_at, updated_at, version FROM effects WHERE effect_id = ?";
+/* The saga engine's step intent: the row as an intent followed by the executing transition would
+ * leave it (state executing, version 2), in one statement. */
+static const char SQL_INSERT_EFFECT_EXECUTING[] =
+    "INSERT INTO effects (effect_id, capability, target, digest, tenant_id, principal_id, state, "
+    "error_code, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?, 'executing', NULL, ?, "
+    "?, 2) ON CONFLICT DO NOTHING";
+/* A transition from the one state the caller expects, without reading the row first: the row count
+ * decides as well as the (state, version) condition does. */
+static const char SQL_MOVE_EFFECT_FROM[] =
+    "UPDATE effects SET state = ?, updated_at = ?, version = version + 1, "
+    "error_code = COALESCE(?, error_code) WHERE effect_id = ? AND state = ?";
 static const char SQL_TRANSITION_EFFECT[] =
     "UPDATE effects SET state = ?, updated_at = ?, version = version + 1, "
     "error_code = COALESCE(?, error_code) WHERE effect_id = ? AND state = ? AND version = ?";
@@ -132,6 +143,19 @@ mv_code mv__journal_insert_tx(mv_db *db, const mv_effect_intent *in, int64_t now
     return MV_OK;
 }
 
+mv_code mv__journal_insert_executing_tx(mv_db *db, const mv_effect_intent *in, int64_t now,
+                                        mv_err *err) {
+    int64_t changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_INSERT_EFFECT_EXECUTING, &changes, err, "ssssssii",
+                             in->effect_id, in->capability, in->target, in->digest, in->tenant_id,
+                             in->principal_id, now, now);
+    if (rc) return rc;
+    if (changes != 1)
+        return mv_err_set(err, MV_EFFECT_TRANSITION,
+                          "durable effect %s: create transition was rejected", in->effect_id);
+    return MV_OK;
+}
+
 static mv_code intent_fn(mv_db *db, void *ctx, mv_err *err) {
     intent_tx *t = ctx;
     return mv__journal_insert_tx(db, t->in, t->now, err);
@@ -192,6 +216,18 @@ mv_code mv__journal_move_tx(mv_db *db, const char *id, unsigned from_mask, mv_ef
                           "durable effect %s: %s->%s transition was rejected", id, from,
                           mv_effect_state_name(to));
     return MV_OK;
+}
+
+mv_code mv__journal_move_from_tx(mv_db *db, const char *id, mv_effect_state expected,
+                                 unsigned from_mask, mv_effect_state to, const char *error_code,
+                                 int64_t now, bool missing_ok, mv_err *err) {
+    int64_t changes = 0;
+    mv_code rc =
+        mv_db_execf(db, SQL_MOVE_EFFECT_FROM, &changes, err, "sisss", mv_effect_state_name(to), now,
+                    error_code, id, mv_effect_state_name(expected));
+    if (rc || changes == 1) return rc;
+    /* not where expected: the full transition reads the row and names what it found */
+    return mv__journal_move_tx(db, id, from_mask, to, error_code, now, missing_ok, err);
 }
 
 typedef struct {

@@ -20,8 +20,15 @@ const char mv_sql_scan_effects[] =
     "SELECT effect_id, capability, state, updated_at FROM effects "
     "WHERE state = ? AND updated_at <= ? AND updated_at >= ? AND (updated_at > ? OR effect_id > ?) "
     "ORDER BY updated_at, effect_id LIMIT ?";
+/* The fifth column: the first step in doubt of the saga's step rows (migration 10) as
+ * "state effectId compensationEffectId name" (tokens hold no spaces), NULL when there is none; the
+ * third: a document written before migration 10, "[]" after it. */
 const char mv_sql_scan_sagas[] =
-    "SELECT saga_id, state, steps, updated_at FROM sagas "
+    "SELECT saga_id, state, steps, updated_at, "
+    "(SELECT t.state || ' ' || t.effect_id || ' ' || t.compensation_effect_id || ' ' || t.name "
+    "FROM saga_steps t WHERE t.saga_id = sagas.saga_id "
+    "AND t.state IN ('executing', 'ambiguous', 'compensating') ORDER BY t.idx LIMIT 1) "
+    "FROM sagas "
     "WHERE state = ? AND updated_at >= ? AND (updated_at > ? OR saga_id > ?) "
     "ORDER BY updated_at, saga_id LIMIT ?";
 
@@ -113,6 +120,14 @@ static json_t *saga_finding(mv_stmt *st, int64_t stale_before) {
     }
     json_decref(steps);
     if (out) return out;
+    const char *row = mv_stmt_text(st, 4);
+    char ss[32], eid[65], cid[65], name[129];
+    if (row && sscanf(row, "%31s %64s %64s %128s", ss, eid, cid, name) == 4) {
+        bool comp = mv_saga_step_state_parse(ss) == MV_STEP_COMPENSATING;
+        return json_pack("{s:s, s:s, s:s, s:s, s:s}", "sagaId", id, "state", state, "step", name,
+                         "effectId", comp ? cid : eid, "reason",
+                         comp ? "ambiguous-compensation" : "ambiguous-execution");
+    }
     if (mv_saga_state_parse(state) == MV_SAGA_MANUAL_REVIEW)
         return json_pack("{s:s, s:s, s:s}", "sagaId", id, "state", state, "reason",
                          mv_saga_state_name(MV_SAGA_MANUAL_REVIEW));

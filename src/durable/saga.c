@@ -1,13 +1,25 @@
 /* saga.c — durable sagas (§4.4): a sequence of steps, each journaled as executing before its
  * external call and committed after it, compensated in reverse order when a later step fails.
  *
- * The saga row holds the whole record (state, input, steps as a JSON array) and every save is one
- * compare-and-set on its version, so one record moves under one writer at a time. A runner that
- * finds the version moved under it stops with MV_SAGA_CONCURRENCY and touches nothing: another
- * runner owns the saga now (the reference would compensate; a lost race is not a failure). An
- * outcome the engine cannot know — a step that may or may not have committed, a compensator that
- * keeps failing — puts the saga in manual-review until an operator records the outcome with
- * mv_saga_resolve(). Input, results and compensation arguments can be encrypted at rest. */
+ * The saga row holds the saga (state, input, version, runner lease) and each step is a row of
+ * saga_steps, inserted when the step starts and updated by one small statement per transition.
+ * Every save is one write transaction: a compare-and-set on the saga's version (which also extends
+ * the runner lease), the step rows it changes and the step's effect in the journal, so one record
+ * moves under one writer at a time and the saga, its steps and the journal never disagree. A
+ * runner that finds the version moved under it stops with MV_SAGA_CONCURRENCY and touches
+ * nothing: another runner owns the saga now (the reference would compensate; a lost race is not a
+ * failure). An outcome the engine cannot know — a step that may or may not have committed, a
+ * compensator that keeps failing — puts the saga in manual-review until an operator records the
+ * outcome with mv_saga_resolve(). Input, results and compensation arguments can be encrypted at
+ * rest.
+ *
+ * Round trips: the runner keeps the record in memory while it holds the lease and never re-reads
+ * it between its own writes. A saga starts with one INSERT that also takes the runner lease; a
+ * step's commit is written with the next write of the saga (the next step's start, the saga's end
+ * or its compensation) rather than in a transaction of its own; the saga's end also drops the
+ * lease. A 3-step saga is 5 write transactions. The price of folding a commit forward: a runner
+ * that dies between a step's return and its next write leaves that step executing, which the next
+ * runner treats as ambiguous (manual review), as it would a crash during the call itself. */
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,18 +48,80 @@ struct mv_saga_ctx {
     mv_abort *abort;
 };
 
+/* Internal keys of the in-memory record (never in the public JSON): */
+#define K_RUNNER "runnerId"       /* the runner lease this process holds, until it drops it */
+#define K_PENDING "pendingCommit" /* index of a committed step not yet written */
+#define K_STALE "stale"           /* a save failed: the store may differ from memory */
+#define K_LEGACY "legacySteps"    /* the steps came from a pre-migration-10 document */
+#define K_END "endRun"            /* this save ends the run: it drops the runner lease */
+
+/* A new saga holds its runner lease from the first statement. */
 static const char SQL_INSERT_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
-    "created_at, updated_at, version, tenant_id) "
-    "VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1, ?) ON CONFLICT DO NOTHING";
+    "created_at, updated_at, version, tenant_id, runner_id, runner_expires_at) "
+    "VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING";
 static const char SQL_SAGA_TENANT[] = "SELECT tenant_id FROM sagas WHERE saga_id = ?";
 static const char SQL_GET_SAGA[] =
     "SELECT saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
     "created_at, updated_at, version FROM sagas WHERE saga_id = ?";
-static const char SQL_CAS_SAGA[] =
-    "UPDATE sagas SET state = ?, steps = ?, updated_at = ?, version = ?, "
-    "runner_expires_at = CASE WHEN runner_id IS NULL THEN NULL ELSE CAST(? AS BIGINT) END "
-    "WHERE saga_id = ? AND version = ?";
+static const char SQL_GET_STEPS[] =
+    "SELECT name, state, effect_id, compensation_effect_id, compensation_args, result, attempts, "
+    "error_code, next_attempt_at FROM saga_steps WHERE saga_id = ? ORDER BY idx";
+/* Every save: the compare-and-set on the version, extending the runner lease (while one is held)
+ * or dropping it when the save ends the run (the second and third parameters: the runner whose
+ * lease ends, or NULL). */
+#define CAS_SAGA                                                                                   \
+    "UPDATE sagas SET state = ?, updated_at = ?, version = ?, "                                    \
+    "runner_id = CASE WHEN runner_id = ? THEN NULL ELSE runner_id END, "                           \
+    "runner_expires_at = CASE WHEN runner_id IS NULL OR runner_id = ? THEN NULL "                  \
+    "ELSE CAST(? AS BIGINT) END "                                                                  \
+    "WHERE saga_id = ? AND version = ?"
+#define STEP_COLUMNS                                                                               \
+    "saga_id, idx, name, state, effect_id, compensation_effect_id, compensation_args, result, "    \
+    "attempts, error_code, next_attempt_at, created_at, updated_at"
+#define UPDATE_STEP                                                                                \
+    "UPDATE saga_steps SET state = ?, result = ?, attempts = ?, error_code = ?, "                  \
+    "next_attempt_at = ?, updated_at = ? WHERE saga_id = ? AND idx = ?"
+static const char SQL_CAS_SAGA[] = CAS_SAGA;
+static const char SQL_INSERT_STEP[] =
+    "INSERT INTO saga_steps (" STEP_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+static const char SQL_UPDATE_STEP[] = UPDATE_STEP;
+/* PostgreSQL: the saves of a running saga as one statement each (data-modifying CTEs, every part
+ * conditional on the compare-and-set), so a step transition is BEGIN, one statement, COMMIT.
+ * The result row counts what each part changed: s the saga, u the committed step's row, c its
+ * effect (executing → committed), i the new step's row, e its effect (inserted executing). */
+#define PG_S "s AS (" CAS_SAGA " RETURNING 1)"
+#define PG_U "u AS (" UPDATE_STEP " AND EXISTS (SELECT 1 FROM s) RETURNING 1)"
+#define PG_C                                                                                       \
+    "c AS (UPDATE effects SET state = 'committed', updated_at = ?, version = version + 1 "         \
+    "WHERE effect_id = ? AND state = 'executing' AND EXISTS (SELECT 1 FROM s) RETURNING 1)"
+#define PG_I                                                                                       \
+    "i AS (INSERT INTO saga_steps (" STEP_COLUMNS ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER), " \
+    "CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "        \
+    "CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), " \
+    "CAST(? AS BIGINT) FROM s RETURNING 1)"
+#define PG_E                                                                                       \
+    "e AS (INSERT INTO effects (effect_id, capability, target, digest, tenant_id, principal_id, "  \
+    "state, error_code, created_at, updated_at, version) SELECT CAST(? AS TEXT), CAST(? AS "       \
+    "TEXT), "                                                                                      \
+    "CAST(? AS TEXT), NULL, NULL, NULL, 'executing', NULL, CAST(? AS BIGINT), CAST(? AS BIGINT), " \
+    "2 FROM s ON CONFLICT DO NOTHING RETURNING 1)"
+#define PG_COUNT(x) "(SELECT count(*) FROM " x ")"
+/* a step's start */
+static const char SQL_PG_SAVE_START[] =
+    "WITH " PG_S ", " PG_I ", " PG_E
+    " SELECT " PG_COUNT("s") ", 1, 1, " PG_COUNT("i") ", " PG_COUNT("e");
+/* the previous step's commit and the next step's start */
+static const char SQL_PG_SAVE_COMMIT_START[] =
+    "WITH " PG_S ", " PG_U ", " PG_C ", " PG_I ", " PG_E " SELECT " PG_COUNT("s") ", " PG_COUNT(
+        "u") ", " PG_COUNT("c") ", " PG_COUNT("i") ", " PG_COUNT("e");
+/* the last step's commit and the saga's end (or any save that carries a pending commit) */
+static const char SQL_PG_SAVE_COMMIT[] =
+    "WITH " PG_S ", " PG_U ", " PG_C
+    " SELECT " PG_COUNT("s") ", " PG_COUNT("u") ", " PG_COUNT("c") ", 1, 1";
+/* A record read from a pre-migration-10 document is written out as rows on its first save. */
+static const char SQL_DELETE_STEPS[] = "DELETE FROM saga_steps WHERE saga_id = ?";
+static const char SQL_CLEAR_DOCUMENT[] = "UPDATE sagas SET steps = '[]' WHERE saga_id = ?";
 /* One runner at a time: resume and compensate take the saga's runner lease first, so a second
  * caller (another thread, process or daemon) answers saga_concurrency at once instead of racing
  * the first through a step that is still running. Every save extends the lease; a crashed
@@ -321,6 +395,65 @@ static mv_code validate(const char *id, const json_t *rec, mv_err *err) {
     return MV_OK;
 }
 
+/* A step value as stored (compact JSON, or sealed text) → JSON; NULL when it cannot be read. A
+ * sealed value without a key stays the string it is, as values inside a document always did. */
+static json_t *stored_value(const mv_saga_engine *e, const char *saga_id, const char *text,
+                            bool *undecryptable) {
+    if (strncmp(text, ENC_PREFIX, sizeof ENC_PREFIX - 1) == 0) {
+        if (!e->has_key) return json_string(text);
+        json_t *v = unseal_value(e, saga_id, text);
+        if (!v) *undecryptable = true;
+        return v;
+    }
+    json_t *v = NULL;
+    mv_json_parse(text, strlen(text), &v, NULL);
+    return v;
+}
+
+/* Appends the step rows of t->id to steps. */
+static mv_code load_steps(mv_db *db, load_tx *t, json_t *steps, mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_GET_STEPS, &st, err);
+    if (rc) return rc;
+    mv_stmt_bind_text(st, 1, t->id);
+    int r;
+    bool undecryptable = false, bad = false;
+    while ((r = mv_stmt_step(st, err)) == 1) {
+        json_t *s = json_object();
+        static const char *const texts[] = {"name", "state", "effectId", "compensationEffectId"};
+        for (int k = 0; k < 4; k++)
+            if (mv_stmt_text(st, k))
+                json_object_set_new(s, texts[k], json_string(mv_stmt_text(st, k)));
+        const char *args = mv_stmt_text(st, 4), *result = mv_stmt_text(st, 5);
+        json_t *v = args ? stored_value(t->e, t->id, args, &undecryptable) : NULL;
+        if (v)
+            json_object_set_new(s, "compensationArgs", v);
+        else
+            bad = true;
+        if (result) {
+            if ((v = stored_value(t->e, t->id, result, &undecryptable)))
+                json_object_set_new(s, "result", v);
+            else
+                bad = true;
+        }
+        if (!mv_stmt_is_null(st, 6))
+            json_object_set_new(s, "attempts", json_integer(mv_stmt_int64(st, 6)));
+        if (mv_stmt_text(st, 7))
+            json_object_set_new(s, "errorCode", json_string(mv_stmt_text(st, 7)));
+        if (!mv_stmt_is_null(st, 8))
+            json_object_set_new(s, "nextAttemptAt", json_integer(mv_stmt_int64(st, 8)));
+        json_array_append_new(steps, s);
+    }
+    mv_stmt_done(st);
+    if (r < 0) return err ? err->code : MV_INTERNAL;
+    if (undecryptable)
+        return mv_err_set(err, MV_INTERNAL, "saga %s: stored data cannot be decrypted", t->id);
+    if (bad)
+        return mv_err_set(err, MV_INTERNAL, "saga %s: store returned an invalid step record",
+                          t->id);
+    return MV_OK;
+}
+
 static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
     load_tx *t = ctx;
     mv_stmt *st;
@@ -331,9 +464,14 @@ static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
     bool encrypted_input =
         mv_stmt_text(st, 3) && strncmp(mv_stmt_text(st, 3), ENC_PREFIX, sizeof ENC_PREFIX - 1) == 0;
     json_t *input = unseal_value(t->e, t->id, mv_stmt_text(st, 3) ? mv_stmt_text(st, 3) : "");
+    /* a document other than [] predates migration 10 (or was written by hand): its steps first */
+    const char *doc = mv_stmt_text(st, 5);
+    bool legacy = doc && strcmp(doc, "[]") != 0;
     json_t *steps = NULL;
-    mv_json_parse(mv_stmt_text(st, 5) ? mv_stmt_text(st, 5) : "",
-                  mv_stmt_text(st, 5) ? strlen(mv_stmt_text(st, 5)) : 0, &steps, NULL);
+    if (legacy)
+        mv_json_parse(doc, strlen(doc), &steps, NULL);
+    else if (doc)
+        steps = json_array();
     bool ok = sid && strcmp(sid, t->id) == 0 && input && json_is_array(steps);
     json_t *rec = json_pack(
         "{s:s, s:s?, s:s?, s:o?, s:s?, s:o?, s:I, s:I, s:I, s:I}", "sagaId", t->id, "definition",
@@ -352,7 +490,7 @@ static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
             return mv_err_set(err, MV_INTERNAL, "saga %s: stored data cannot be decrypted", t->id);
         return invalid_record(t->id, err);
     }
-    /* decrypt the step values */
+    /* decrypt the step values of a document */
     size_t i;
     json_t *s;
     json_array_foreach(steps, i, s) {
@@ -371,7 +509,8 @@ static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
             json_object_set_new(s, keys[k], plain);
         }
     }
-    if ((rc = validate(t->id, rec, err))) {
+    if (legacy) json_object_set_new(rec, K_LEGACY, json_true());
+    if ((rc = load_steps(db, t, steps, err)) || (rc = validate(t->id, rec, err))) {
         json_decref(rec);
         return rc;
     }
@@ -414,41 +553,187 @@ static json_t *public_json(const json_t *rec) {
  * effects` finds a step left executing or ambiguous. Compensations are tracked on the saga record
  * only: they retry under one effect id, which the journal's terminal states do not allow. */
 typedef struct {
-    bool insert; /* the step's intent: the row is created and moved to executing */
+    bool insert; /* the step's intent: the row is created executing */
     const char *effect_id, *capability, *target;
     unsigned from_mask; /* otherwise: move from one of these states to `to` */
     mv_effect_state to;
     const char *error_code;
 } journal_note;
 
+/* One saga_steps row a save writes: the whole row when it is new, its mutable columns otherwise. */
 typedef struct {
-    const char *id, *state, *steps;
+    bool insert;
+    int64_t idx, attempts, next_at;
+    bool has_attempts, has_next;
+    const char *name, *state, *effect_id, *comp_id, *error_code;
+    char *args, *result; /* stored texts (owned; args only for an insert, result NULL: none) */
+} step_row;
+
+typedef struct {
+    const char *id, *state, *release;
     int64_t updated_at, version, lease_until;
-    const journal_note *note;
+    bool legacy, pending; /* pending: rows[0] and notes[0] are a pending step commit */
+    step_row *rows;
+    size_t nrows;
+    const journal_note *notes[2];
+    size_t nnotes;
 } cas_tx;
 
 static mv_code note_fn(mv_db *db, const journal_note *n, int64_t now, mv_err *err) {
-    if (!n->insert) /* a step saved before steps were journaled has no row: nothing to move */
-        return mv__journal_move_tx(db, n->effect_id, n->from_mask, n->to, n->error_code, now, true,
-                                   err);
-    mv_effect_intent in = {
-        .effect_id = n->effect_id, .capability = n->capability, .target = n->target};
-    mv_code rc = mv__journal_insert_tx(db, &in, now, err);
+    if (n->insert) {
+        mv_effect_intent in = {
+            .effect_id = n->effect_id, .capability = n->capability, .target = n->target};
+        return mv__journal_insert_executing_tx(db, &in, now, err);
+    }
+    /* a step saved before steps were journaled has no row: nothing to move (missing_ok) */
+    if (n->from_mask & MV__EFFECT_MASK(MV_EFFECT_EXECUTING))
+        return mv__journal_move_from_tx(db, n->effect_id, MV_EFFECT_EXECUTING, n->from_mask, n->to,
+                                        n->error_code, now, true, err);
+    return mv__journal_move_tx(db, n->effect_id, n->from_mask, n->to, n->error_code, now, true,
+                               err);
+}
+
+/* Binds a step row from *i on, in the order of SQL_INSERT_STEP or SQL_UPDATE_STEP. */
+static void bind_row(mv_stmt *st, int *i, const char *saga_id, const step_row *r, int64_t now) {
+    if (r->insert) {
+        mv_stmt_bind_text(st, (*i)++, saga_id);
+        mv_stmt_bind_int64(st, (*i)++, r->idx);
+        mv_stmt_bind_text(st, (*i)++, r->name);
+        mv_stmt_bind_text(st, (*i)++, r->state);
+        mv_stmt_bind_text(st, (*i)++, r->effect_id);
+        mv_stmt_bind_text(st, (*i)++, r->comp_id);
+        mv_stmt_bind_text(st, (*i)++, r->args);
+    } else {
+        mv_stmt_bind_text(st, (*i)++, r->state);
+    }
+    mv_stmt_bind_text(st, (*i)++, r->result);
+    if (r->has_attempts)
+        mv_stmt_bind_int64(st, (*i)++, r->attempts);
+    else
+        mv_stmt_bind_null(st, (*i)++);
+    mv_stmt_bind_text(st, (*i)++, r->error_code);
+    if (r->has_next)
+        mv_stmt_bind_int64(st, (*i)++, r->next_at);
+    else
+        mv_stmt_bind_null(st, (*i)++);
+    if (r->insert) mv_stmt_bind_int64(st, (*i)++, now);
+    mv_stmt_bind_int64(st, (*i)++, now);
+    if (!r->insert) {
+        mv_stmt_bind_text(st, (*i)++, saga_id);
+        mv_stmt_bind_int64(st, (*i)++, r->idx);
+    }
+}
+
+static mv_code no_row(const char *saga_id, const step_row *r, mv_err *err) {
+    return mv_err_set(err, MV_INTERNAL, "saga %s: step %s has no row to update", saga_id,
+                      r->name ? r->name : "?");
+}
+
+static mv_code write_row(mv_db *db, const char *saga_id, const step_row *r, int64_t now,
+                         mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, r->insert ? SQL_INSERT_STEP : SQL_UPDATE_STEP, &st, err);
     if (rc) return rc;
-    return mv__journal_move_tx(db, n->effect_id, MV__EFFECT_MASK(MV_EFFECT_ADMISSION),
-                               MV_EFFECT_EXECUTING, NULL, now, false, err);
+    int i = 1;
+    bind_row(st, &i, saga_id, r, now);
+    int step = mv_stmt_step(st, err);
+    int64_t changes = mv_stmt_changes(st);
+    mv_stmt_done(st);
+    if (step < 0) return err && err->code ? err->code : MV_INTERNAL;
+    return changes == 1 ? MV_OK : no_row(saga_id, r, err);
+}
+
+static void bind_cas(mv_stmt *st, int *i, const cas_tx *t) {
+    mv_stmt_bind_text(st, (*i)++, t->state);
+    mv_stmt_bind_int64(st, (*i)++, t->updated_at);
+    mv_stmt_bind_int64(st, (*i)++, t->version + 1);
+    mv_stmt_bind_text(st, (*i)++, t->release);
+    mv_stmt_bind_text(st, (*i)++, t->release);
+    mv_stmt_bind_int64(st, (*i)++, t->lease_until);
+    mv_stmt_bind_text(st, (*i)++, t->id);
+    mv_stmt_bind_int64(st, (*i)++, t->version);
+}
+
+/* The PostgreSQL statement for t when it has one of the shapes of a running saga, else NULL. */
+static const char *pg_save_sql(const cas_tx *t) {
+    bool start = t->nrows >= 1 && t->rows[t->nrows - 1].insert && t->nnotes >= 1 &&
+                 t->notes[t->nnotes - 1]->insert;
+    if (t->legacy) return NULL;
+    if (!t->pending && t->nrows == 1 && t->nnotes == 1 && start) return SQL_PG_SAVE_START;
+    if (t->pending && t->nrows == 2 && t->nnotes == 2 && start) return SQL_PG_SAVE_COMMIT_START;
+    if (t->pending && t->nrows == 1 && t->nnotes == 1 && !t->rows[0].insert)
+        return SQL_PG_SAVE_COMMIT;
+    return NULL;
+}
+
+static mv_code cas_pg(mv_db *db, cas_tx *t, const char *sql, mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, sql, &st, err);
+    if (rc) return rc;
+    int i = 1;
+    size_t r = 0, n = 0;
+    bind_cas(st, &i, t);
+    const journal_note *commit = NULL, *start = NULL;
+    if (t->pending) {
+        bind_row(st, &i, t->id, &t->rows[r++], t->updated_at);
+        commit = t->notes[n++];
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+        mv_stmt_bind_text(st, i++, commit->effect_id);
+    }
+    if (r < t->nrows) {
+        bind_row(st, &i, t->id, &t->rows[r], t->updated_at);
+        start = t->notes[n];
+        mv_stmt_bind_text(st, i++, start->effect_id);
+        mv_stmt_bind_text(st, i++, start->capability);
+        mv_stmt_bind_text(st, i++, start->target);
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+    }
+    int64_t count[5] = {0};
+    int step = mv_stmt_step(st, err);
+    for (int k = 0; step == 1 && k < 5; k++)
+        count[k] = mv_stmt_int64(st, k);
+    mv_stmt_done(st);
+    if (step != 1) return step < 0 && err && err->code ? err->code : MV_INTERNAL;
+    if (count[0] != 1)
+        return mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected",
+                          t->id);
+    if (count[1] != 1) return no_row(t->id, &t->rows[0], err);
+    if (count[2] != 1 && /* not executing: the full transition says why (or finds no row) */
+        (rc = mv__journal_move_tx(db, commit->effect_id, commit->from_mask, commit->to, NULL,
+                                  t->updated_at, true, err)))
+        return rc;
+    if (count[3] != 1) return no_row(t->id, &t->rows[r], err);
+    if (count[4] != 1)
+        return mv_err_set(err, MV_EFFECT_TRANSITION,
+                          "durable effect %s: create transition was rejected", start->effect_id);
+    return MV_OK;
 }
 
 static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     cas_tx *t = ctx;
-    int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_CAS_SAGA, &changes, err, "ssiiisi", t->state, t->steps,
-                             t->updated_at, t->version + 1, t->lease_until, t->id, t->version);
+    const char *one = mv_db_kind(db) == MV_STORE_POSTGRES ? pg_save_sql(t) : NULL;
+    if (one) return cas_pg(db, t, one, err);
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_CAS_SAGA, &st, err);
     if (rc) return rc;
+    int i = 1;
+    bind_cas(st, &i, t);
+    int step = mv_stmt_step(st, err);
+    int64_t changes = mv_stmt_changes(st);
+    mv_stmt_done(st);
+    if (step < 0) return err && err->code ? err->code : MV_INTERNAL;
     if (changes != 1)
         return mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected",
                           t->id);
-    return t->note ? note_fn(db, t->note, t->updated_at, err) : MV_OK;
+    if (t->legacy && ((rc = mv_db_execf(db, SQL_DELETE_STEPS, NULL, err, "s", t->id)) ||
+                      (rc = mv_db_execf(db, SQL_CLEAR_DOCUMENT, NULL, err, "s", t->id))))
+        return rc;
+    for (size_t i = 0; i < t->nrows; i++)
+        if ((rc = write_row(db, t->id, &t->rows[i], t->updated_at, err))) return rc;
+    for (size_t i = 0; i < t->nnotes; i++)
+        if ((rc = note_fn(db, t->notes[i], t->updated_at, err))) return rc;
+    return MV_OK;
 }
 
 static mv_code concurrency(const char *id, mv_err *err) {
@@ -457,49 +742,116 @@ static mv_code concurrency(const char *id, mv_err *err) {
     return MV_SAGA_CONCURRENCY;
 }
 
-/* Saves next (owned) over *rec with a compare-and-set on *rec's version, writing note (may be
- * NULL) to the journal in the same transaction; on success *rec becomes next (version + 1). */
-static mv_code save_noted(mv_saga_engine *e, json_t **rec, json_t *next, const journal_note *note,
-                          mv_err *err) {
+/* The row of step `idx` as stored (values sealed when encryption is on). */
+static mv_code fill_row(const mv_saga_engine *e, const char *saga_id, const json_t *step,
+                        int64_t idx, bool insert, step_row *r, mv_err *err) {
+    memset(r, 0, sizeof *r);
+    r->insert = insert;
+    r->idx = idx;
+    r->name = mv_json_str(step, "name");
+    r->state = mv_json_str(step, "state");
+    r->effect_id = mv_json_str(step, "effectId");
+    r->comp_id = mv_json_str(step, "compensationEffectId");
+    r->error_code = mv_json_str(step, "errorCode");
+    json_t *v;
+    if ((v = json_object_get(step, "attempts"))) {
+        r->has_attempts = true;
+        r->attempts = json_integer_value(v);
+    }
+    if ((v = json_object_get(step, "nextAttemptAt"))) {
+        r->has_next = true;
+        r->next_at = json_integer_value(v);
+    }
+    if ((v = json_object_get(step, "result")) && !(r->result = seal_value(e, saga_id, v)))
+        return mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", saga_id);
+    if (insert) {
+        v = json_object_get(step, "compensationArgs");
+        json_t *null = v ? NULL : json_null();
+        r->args = seal_value(e, saga_id, v ? v : null);
+        if (!r->args)
+            return mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", saga_id);
+    }
+    return MV_OK;
+}
+
+static bool ends_run(const json_t *rec) {
+    int state = mv_saga_state_parse(mv_json_str(rec, "state"));
+    return state == MV_SAGA_COMPLETED || state == MV_SAGA_COMPENSATED ||
+           state == MV_SAGA_MANUAL_REVIEW;
+}
+
+/* Saves next (owned) over *rec with a compare-and-set on *rec's version, in one transaction with:
+ * step `index` of next (-1: none; insert: a new row), a committed step still pending in next
+ * (K_PENDING), every step when next came from a document (K_LEGACY), and note (may be NULL) in
+ * the journal. A save that ends the run (completed, compensated, manual review) drops the runner
+ * lease in the same statement. On success *rec becomes next (version + 1); on failure *rec is
+ * marked stale. */
+static mv_code save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int index, bool insert,
+                          const journal_note *note, mv_err *err) {
     const char *id = mv_json_str(*rec, "sagaId");
     int64_t version = json_integer_value(json_object_get(*rec, "version"));
-    json_t *stored = json_deep_copy(json_object_get(next, "steps"));
-    size_t i;
-    json_t *s;
+    json_t *steps = json_object_get(next, "steps");
+    bool legacy = json_object_get(next, K_LEGACY) != NULL;
+    json_t *pending = json_object_get(next, K_PENDING);
+    int pidx = pending ? (int)json_integer_value(pending) : -1;
+    bool ends = ends_run(next) || json_object_get(next, K_END);
+    step_row small[2], *rows = small;
+    size_t nrows = 0, cap = 2;
     mv_code rc = MV_OK;
-    json_array_foreach(stored, i, s) {
-        static const char *const keys[] = {"compensationArgs", "result"};
-        for (int k = 0; e->has_key && k < 2; k++) {
-            json_t *v = json_object_get(s, keys[k]);
-            if (!v) continue;
-            char *sealed = seal_value(e, id, v);
-            if (!sealed)
-                rc = mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", id);
-            else
-                json_object_set_new(s, keys[k], json_string(sealed));
-            free(sealed);
+    if (legacy && json_array_size(steps) > cap) {
+        cap = json_array_size(steps);
+        if (!(rows = calloc(cap, sizeof *rows))) {
+            json_decref(next);
+            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
         }
     }
-    char *steps = stored ? mv_json_compact(stored) : NULL;
-    json_decref(stored);
-    if (!steps && rc == MV_OK) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (legacy) {
+        for (size_t i = 0; rc == MV_OK && i < json_array_size(steps); i++)
+            rc = fill_row(e, id, json_array_get(steps, i), (int64_t)i, true, &rows[nrows++], err);
+    } else {
+        if (pidx >= 0 && pidx != index)
+            rc = fill_row(e, id, json_array_get(steps, (size_t)pidx), pidx, false, &rows[nrows++],
+                          err);
+        if (rc == MV_OK && index >= 0)
+            rc = fill_row(e, id, json_array_get(steps, (size_t)index), index, insert,
+                          &rows[nrows++], err);
+    }
+    journal_note commit = {.effect_id =
+                               mv_json_str(json_array_get(steps, (size_t)pidx), "effectId"),
+                           .from_mask = MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
+                           .to = MV_EFFECT_COMMITTED};
     if (rc == MV_OK) {
         cas_tx t = {.id = id,
                     .state = mv_json_str(next, "state"),
-                    .steps = steps,
+                    .release = ends ? mv_json_str(next, K_RUNNER) : NULL,
                     .updated_at = json_integer_value(json_object_get(next, "updatedAt")),
                     .version = version,
-                    .note = note};
+                    .legacy = legacy,
+                    .rows = rows,
+                    .nrows = nrows};
+        if (pidx >= 0 && commit.effect_id) t.notes[t.nnotes++] = &commit;
+        t.pending = !legacy && pidx >= 0 && pidx != index && commit.effect_id;
+        if (note) t.notes[t.nnotes++] = note;
         t.lease_until = t.updated_at + e->runner_lease_ms;
         rc = mv_store_write(e->store, cas_fn, &t, err);
         if (rc == MV_SAGA_CONCURRENCY) concurrency(id, err);
     }
-    free(steps);
+    for (size_t i = 0; i < nrows; i++) {
+        free(rows[i].args);
+        free(rows[i].result);
+    }
+    if (rows != small) free(rows);
     if (rc) {
         json_decref(next);
+        json_object_set_new(*rec, K_STALE, json_true());
         return rc;
     }
     json_object_set_new(next, "version", json_integer(version + 1));
+    json_object_del(next, K_PENDING);
+    json_object_del(next, K_LEGACY);
+    json_object_del(next, K_STALE);
+    json_object_del(next, K_END);
+    if (ends) json_object_del(next, K_RUNNER);
     json_decref(*rec);
     *rec = next;
     if (e->on_save) {
@@ -558,7 +910,7 @@ static mv_code save_with_noted(mv_saga_engine *e, json_t **rec, int state, int i
                                const journal_note *note, mv_err *err) {
     json_t *next;
     mv_code rc = with(e, *rec, state, index, step, &next, err);
-    return rc ? rc : save_noted(e, rec, next, note, err);
+    return rc ? rc : save_noted(e, rec, next, step ? index : -1, false, note, err);
 }
 
 static mv_code save_with(mv_saga_engine *e, json_t **rec, int state, int index, json_t *step,
@@ -727,14 +1079,18 @@ static mv_code step_intent(const mv_effect_context *c, void *p, mv_err *err) {
     json_t *next;
     mv_code rc = with(r->ctx->e, *r->ctx->rec, KEEP_STATE, 0, NULL, &next, err);
     if (rc) return rc;
-    json_array_append(json_object_get(next, "steps"), r->step);
+    json_t *steps = json_object_get(next, "steps");
+    json_array_append(steps, r->step);
     journal_note note = {.insert = true,
                          .effect_id = c->effect_id,
                          .capability = c->capability,
                          .target = r->ctx->saga_id};
-    return save_noted(r->ctx->e, r->ctx->rec, next, &note, err);
+    return save_noted(r->ctx->e, r->ctx->rec, next, (int)json_array_size(steps) - 1, true, &note,
+                      err);
 }
 
+/* The commit is recorded in memory and written with the saga's next save (K_PENDING): the next
+ * step's intent, the saga's end or its compensation, whichever comes first. */
 static mv_code step_committed(const mv_effect_context *c, const json_t *result, void *p,
                               mv_err *err) {
     (void)c;
@@ -745,10 +1101,13 @@ static mv_code step_committed(const mv_effect_context *c, const json_t *result, 
         json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
     set_step_state(step, MV_STEP_COMMITTED);
     if (result) json_object_set_new(step, "result", json_deep_copy(result));
-    journal_note note = {.effect_id = c->effect_id,
-                         .from_mask = MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
-                         .to = MV_EFFECT_COMMITTED};
-    return save_with_noted(r->ctx->e, r->ctx->rec, KEEP_STATE, index, step, &note, err);
+    json_t *next;
+    mv_code rc = with(r->ctx->e, *r->ctx->rec, KEEP_STATE, index, step, &next, err);
+    if (rc) return rc;
+    json_object_set_new(next, K_PENDING, json_integer(index));
+    json_decref(*r->ctx->rec);
+    *r->ctx->rec = next;
+    return MV_OK;
 }
 
 static mv_code step_failed(const mv_effect_context *c, const mv_effect_failure *f, void *p,
@@ -815,23 +1174,19 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step execute must be a function");
     if (!find_compensator(ctx->def, name))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step %s has no compensator", name);
-    json_t *fresh;
-    if ((rc = load(e, ctx->saga_id, &fresh, err))) return rc;
-    bool moved = json_integer_value(json_object_get(fresh, "version")) !=
-                 json_integer_value(json_object_get(*ctx->rec, "version"));
-    json_decref(*ctx->rec);
-    *ctx->rec = fresh;
-    if (moved) return concurrency(ctx->saga_id, err); /* someone else is running this saga */
-    int index = find_step(fresh, "name", name);
+    /* The runner's record is the stored one (it holds the lease, and every save is a
+     * compare-and-set on the version): a step already in it is not run again. */
+    json_t *rec = *ctx->rec;
+    int index = find_step(rec, "name", name);
     if (index >= 0) {
-        json_t *existing = json_array_get(json_object_get(fresh, "steps"), (size_t)index);
+        json_t *existing = json_array_get(json_object_get(rec, "steps"), (size_t)index);
         if (step_is(existing, MV_STEP_COMMITTED)) {
             json_t *r = json_object_get(existing, "result");
             if (result && r) *result = json_deep_copy(r);
             return MV_OK;
         }
         if (step_is(existing, MV_STEP_EXECUTING) || step_is(existing, MV_STEP_AMBIGUOUS)) {
-            if (!saga_is(fresh, MV_SAGA_MANUAL_REVIEW) &&
+            if (!saga_is(rec, MV_SAGA_MANUAL_REVIEW) &&
                 (rc = save_with(e, ctx->rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err)))
                 return rc;
             return ambiguous(ctx->saga_id, name, err);
@@ -1041,27 +1396,90 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
 typedef mv_code (*loaded_fn)(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
                              mv_abort *abort, mv_err *err);
 
-/* The frame of resume and compensate: validate, hold the runner lease, load, run, release. */
-static mv_code as_runner(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
-                         mv_abort *abort, json_t **record, mv_err *err, loaded_fn run) {
-    mv_code rc;
-    json_t *rec = NULL;
-    char runner[37];
-    if ((rc = check_call(def, saga_id, abort, err)) || (rc = take_runner(e, saga_id, runner, err)))
+/* The end of a run: a commit still pending is written and the runner lease dropped, in one
+ * transaction; otherwise the lease is dropped unless the last save already did. */
+static void end_run(mv_saga_engine *e, const char *saga_id, json_t **rec, const char *runner) {
+    /* (after a failed save too: the compare-and-set succeeds only if the store is still at the
+     * version this record has, i.e. holds exactly this record) */
+    if (*rec && json_object_get(*rec, K_PENDING)) {
+        json_t *next;
+        if (with(e, *rec, KEEP_STATE, 0, NULL, &next, NULL) == MV_OK) {
+            /* this save ends the run whatever the state: it drops the lease like a final one */
+            json_object_set_new(next, K_END, json_true());
+            if (save_noted(e, rec, next, -1, false, NULL, NULL) == MV_OK) return;
+        }
+    }
+    if (!*rec || json_object_get(*rec, K_RUNNER) || json_object_get(*rec, K_STALE))
+        drop_runner(e, saga_id, runner); /* failing here only delays the next runner */
+}
+
+/* Fills *record with the saga: the runner's record when it is what the store holds, else as
+ * stored now. */
+static mv_code finish_run(mv_saga_engine *e, const char *saga_id, json_t *rec, json_t **record,
+                          mv_code rc) {
+    if (!record || !rec || json_object_get(rec, K_STALE) || json_object_get(rec, K_PENDING))
         return finish(e, saga_id, record, rc);
-    if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err)))
+    *record = public_json(rec);
+    return rc;
+}
+
+/* The frame of resume and compensate: validate, hold the runner lease, load, run, release. A saga
+ * just created arrives as created (owned, lease held, runner named in it): nothing is read. */
+static mv_code as_runner(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                         mv_abort *abort, json_t *created, json_t **record, mv_err *err,
+                         loaded_fn run) {
+    mv_code rc;
+    json_t *rec = created;
+    char runner[37];
+    if (created) {
+        mv_strlcpy(runner, mv_json_str(created, K_RUNNER), sizeof runner);
         rc = run(e, def, &rec, abort, err);
+    } else {
+        if ((rc = check_call(def, saga_id, abort, err)) ||
+            (rc = take_runner(e, saga_id, runner, err)))
+            return finish(e, saga_id, record, rc);
+        if (!(rc = load(e, saga_id, &rec, err)) && !(rc = check_definition(def, rec, err))) {
+            json_object_set_new(rec, K_RUNNER, json_string(runner));
+            rc = run(e, def, &rec, abort, err);
+        }
+    }
+    end_run(e, saga_id, &rec, runner);
+    rc = finish_run(e, saga_id, rec, record, rc);
     json_decref(rec);
-    drop_runner(e, saga_id, runner);
-    return finish(e, saga_id, record, rc);
+    return rc;
 }
 
 mv_code mv_saga_compensate(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
                            mv_abort *abort, json_t **record, mv_err *err) {
-    return as_runner(e, def, saga_id, abort, record, err, compensate_loaded);
+    return as_runner(e, def, saga_id, abort, NULL, record, err, compensate_loaded);
 }
 
 /* ---- resume and execute ------------------------------------------------------------------- */
+
+/* The runner's record after a failed save: what the store holds now. */
+static mv_code refresh(mv_saga_engine *e, const char *saga_id, json_t **rec, mv_err *err) {
+    if (!json_object_get(*rec, K_STALE)) return MV_OK;
+    json_t *fresh;
+    mv_code rc = load(e, saga_id, &fresh, err);
+    if (rc) return rc;
+    json_t *runner = json_object_get(*rec, K_RUNNER);
+    if (runner) json_object_set(fresh, K_RUNNER, runner);
+    /* a commit this runner holds and the store does not have yet stays pending */
+    json_t *pending = json_object_get(*rec, K_PENDING);
+    if (pending) {
+        size_t idx = (size_t)json_integer_value(pending);
+        json_t *mine = json_array_get(json_object_get(*rec, "steps"), idx),
+               *stored = json_array_get(json_object_get(fresh, "steps"), idx);
+        const char *id = mv_json_str(mine, "effectId");
+        if (stored && step_is(stored, MV_STEP_EXECUTING) && id && is(stored, "effectId", id)) {
+            json_array_set(json_object_get(fresh, "steps"), idx, mine);
+            json_object_set(fresh, K_PENDING, pending);
+        }
+    }
+    json_decref(*rec);
+    *rec = fresh;
+    return MV_OK;
+}
 
 static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
                              mv_abort *abort, mv_err *err) {
@@ -1075,58 +1493,56 @@ static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, j
     rc = def->run(&ctx, input, def->ctx, &run_err);
     json_decref(input);
     if (rc == MV_OK) {
-        json_t *fresh;
-        if ((rc = load(e, saga_id, &fresh, err))) return rc;
-        json_decref(*rec);
-        *rec = fresh;
-        if (saga_is(fresh, MV_SAGA_RUNNING))
+        if ((rc = refresh(e, saga_id, rec, err))) return rc;
+        if (saga_is(*rec, MV_SAGA_RUNNING))
             return save_with(e, rec, MV_SAGA_COMPLETED, 0, NULL, err);
         return MV_OK;
     }
     if (run_err.code == MV_OK) run_err.code = rc;
     if (rc == MV_SAGA_CONCURRENCY) return mv_err_copy(err, &run_err); /* the winner goes on */
-    json_t *fresh;
-    mv_code lrc = load(e, saga_id, &fresh, err);
+    mv_code lrc = refresh(e, saga_id, rec, err);
     if (lrc) return lrc;
-    json_decref(*rec);
-    *rec = fresh;
-    if (!saga_is(fresh, MV_SAGA_MANUAL_REVIEW) &&
-        (lrc = compensate_loaded(e, def, rec, abort, err)))
+    if (!saga_is(*rec, MV_SAGA_MANUAL_REVIEW) && (lrc = compensate_loaded(e, def, rec, abort, err)))
         return lrc;
     return mv_err_copy(err, &run_err);
 }
 
 mv_code mv_saga_resume(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
                        mv_abort *abort, json_t **record, mv_err *err) {
-    return as_runner(e, def, saga_id, abort, record, err, resume_loaded);
+    return as_runner(e, def, saga_id, abort, NULL, record, err, resume_loaded);
 }
 
 typedef struct {
-    const char *id, *definition, *input, *fingerprint, *tenant;
+    const char *id, *definition, *input, *fingerprint, *tenant, *runner;
     int max_attempts;
-    int64_t now;
+    int64_t now, until;
     bool created;
 } create_tx;
 
 static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc =
-        mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiis", t->id, t->definition, t->input,
-                    t->fingerprint, (int64_t)t->max_attempts, t->now, t->now, t->tenant);
+    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiissi", t->id, t->definition,
+                             t->input, t->fingerprint, (int64_t)t->max_attempts, t->now, t->now,
+                             t->tenant, t->runner, t->until);
     t->created = changes == 1;
     return rc;
 }
 
-/* Creates the row; *created = false when the id is taken. */
+/* Creates the row with this caller as its runner; *created (owned: the record as stored, with the
+ * runner named) is NULL when the id is taken. */
 static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
-                      const char *saga_id, const json_t *input, bool *created, mv_err *err) {
+                      const char *saga_id, const json_t *input, json_t **created, mv_err *err) {
     mv_code rc;
+    *created = NULL;
+    char runner[37];
     create_tx t = {.id = saga_id,
                    .definition = def->name,
                    .tenant = tenant ? tenant : "default",
+                   .runner = runner,
                    .max_attempts = max_attempts(def)};
-    if ((rc = now_ms(e, &t.now, err))) return rc;
+    if ((rc = mv_id_uuid(runner, err)) || (rc = now_ms(e, &t.now, err))) return rc;
+    t.until = t.now + e->runner_lease_ms;
     char fp[65];
     json_t *null_input = input ? NULL : json_null();
     input_fingerprint(e, input ? input : null_input, fp);
@@ -1136,8 +1552,18 @@ static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_defin
     t.fingerprint = fp;
     rc = mv_store_write(e->store, create_fn, &t, err);
     free(text);
-    *created = t.created;
-    return rc;
+    if (rc || !t.created) return rc;
+    *created =
+        json_pack("{s:s, s:s, s:s, s:o, s:s, s:[], s:i, s:I, s:I, s:i, s:s}", "sagaId", saga_id,
+                  "definition", def->name, "state", mv_saga_state_name(MV_SAGA_RUNNING), "input",
+                  input ? json_deep_copy(input) : json_null(), "inputFingerprint", fp, "steps",
+                  "maxAttempts", t.max_attempts, "createdAt", (json_int_t)t.now, "updatedAt",
+                  (json_int_t)t.now, "version", 1, K_RUNNER, runner);
+    if (!*created) { /* the row exists and holds our lease: let it expire rather than lie */
+        drop_runner(e, saga_id, runner);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
+    return MV_OK;
 }
 
 mv_code mv_saga_execute(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
@@ -1149,7 +1575,7 @@ mv_code mv_saga_execute_in(mv_saga_engine *e, const char *tenant, const mv_saga_
                            const char *saga_id, const json_t *input, mv_abort *abort,
                            json_t **record, mv_err *err) {
     mv_code rc;
-    bool created = false;
+    json_t *created = NULL;
     if (record) *record = NULL;
     if (tenant && !mv_valid_token(tenant, 128))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
@@ -1161,7 +1587,7 @@ mv_code mv_saga_execute_in(mv_saga_engine *e, const char *tenant, const mv_saga_
         if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
         return finish(e, saga_id, record, MV_SAGA_EXISTS);
     }
-    return mv_saga_resume(e, def, saga_id, abort, record, err);
+    return as_runner(e, def, saga_id, abort, created, record, err, resume_loaded);
 }
 
 mv_code mv_saga_start(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
@@ -1174,7 +1600,7 @@ mv_code mv_saga_start_in(mv_saga_engine *e, const char *tenant, const mv_saga_de
                          const char *saga_id, const json_t *input, mv_abort *abort, json_t **record,
                          bool *replayed, mv_err *err) {
     mv_code rc;
-    bool created = false;
+    json_t *created = NULL;
     if (record) *record = NULL;
     if (replayed) *replayed = false;
     if (tenant && !mv_valid_token(tenant, 128))
@@ -1182,7 +1608,7 @@ mv_code mv_saga_start_in(mv_saga_engine *e, const char *tenant, const mv_saga_de
                           "saga tenant must be a bounded printable token");
     if ((rc = check_call(def, saga_id, abort, err))) return rc;
     if ((rc = create(e, tenant, def, saga_id, input, &created, err))) return rc;
-    if (created) return mv_saga_resume(e, def, saga_id, abort, record, err);
+    if (created) return as_runner(e, def, saga_id, abort, created, record, err, resume_loaded);
     char owner[256];
     if ((rc = mv_saga_tenant(e, saga_id, owner, err))) return rc;
     if (strcmp(owner, tenant ? tenant : "default") != 0) /* another tenant's id does not exist */

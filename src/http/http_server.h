@@ -72,6 +72,11 @@ typedef struct mv_http_request {
     const mv_principal *principal; /* NULL on public routes */
     json_t *json; /* parsed body on routes that take one ({} when empty); borrowed */
     char request_id[48];
+    double started_s; /* when the dispatch began (monotonic seconds) */
+
+    /* Answering later (see mv_http_answer_later). */
+    void *server_ctx;  /* set by the server: the request can be answered later; NULL otherwise */
+    bool answer_later; /* the handler took a mv_http_later */
 } mv_http_request;
 
 typedef struct mv_http_response {
@@ -99,6 +104,26 @@ mv_code mv_http_request_init(mv_http_request *req, mv_arena *arena, const char *
 mv_code mv_http_request_add_header(mv_http_request *req, const char *name, const char *value,
                                    mv_err *err);
 void mv_http_response_init(mv_http_response *res, mv_arena *arena);
+
+/* ---- answering later ---------------------------------------------------------------------
+ * A handler whose work waits on something other than a thread (an outgoing call on the event
+ * loop) takes a mv_http_later and returns without an answer; its connection stays suspended.
+ * Whoever finishes the work calls mv_http_later_done, from any thread: `then` runs on the
+ * server's write pool (a thread that may block: store writes) once the handler has returned, fills
+ * the response, and the server sends it (request log and metrics then, as for any answer). Until
+ * then the request counts as in flight: a drain waits for it. */
+typedef struct mv_http_later mv_http_later;
+typedef void (*mv_http_then)(mv_http_request *req, mv_http_response *res, void *ctx);
+
+/* NULL when req did not come through a server (mv_http_dispatch called directly): the handler
+ * answers now. Otherwise exactly one of mv_http_later_done or (before anyone else saw the
+ * handle, on the handler's thread) mv_http_later_cancel must follow. */
+mv_http_later *mv_http_answer_later(mv_http_request *req);
+/* The answer is ready to be made: runs then(req, res, ctx) on the write pool, then sends res.
+ * May be called before the handler has returned (then waits for it). */
+void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx);
+/* The handler answers now after all (it fills res and returns as usual). */
+void mv_http_later_cancel(mv_http_later *later);
 
 /* ---- server ------------------------------------------------------------------------------ */
 

@@ -305,7 +305,7 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
         return;
     }
     e->r.handler(req, res, router->app);
-    if (res->status == 0)
+    if (res->status == 0 && !req->answer_later)
         mv_http_errorf(res, MV_INTERNAL, "handler for %s gave no response", e->pattern);
 }
 
@@ -351,7 +351,7 @@ static void preflight(mv_router *router, mv_http_request *req, mv_http_response 
 }
 
 void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response *res) {
-    double start = mono_seconds();
+    req->started_s = mono_seconds();
     set_request_id(req);
     /* W3C trace context: kept for this request's log line and the webhooks it causes */
     mv__callctx_reset();
@@ -375,13 +375,26 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
         req->route = e->pattern;
         req->route_ctx = e->r.ctx;
         run_route(router, e, req, res);
+        if (req->answer_later) { /* the server calls mv_http_dispatch_end with the answer */
+            mv__callctx_reset();
+            return;
+        }
     } else {
         const char *path = req->path && mv_valid_token(req->path, 200) ? req->path : "(this path)";
         mv_http_errorf(res, MV_NOT_FOUND, "no route for %s %s", method_label(req->method), path);
     }
+    mv_http_dispatch_end(router, req, res);
+}
+
+void mv_http_dispatch_end(mv_router *router, mv_http_request *req, mv_http_response *res) {
+    if (!mv__callctx()->traceparent[0]) { /* a deferred answer ends on another thread */
+        const char *traceparent = mv_http_header_get(req, "traceparent");
+        if (mv__traceparent_valid(traceparent))
+            mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
+    }
     mv_http_set_header(res, "X-Request-Id", req->request_id);
-    double elapsed = mono_seconds() - start;
-    const char *route = e ? e->pattern : "unmatched";
+    double elapsed = mono_seconds() - req->started_s;
+    const char *route = req->route ? req->route : "unmatched";
     const char *method = method_label(req->method);
     if (router->metrics) {
         char status[8];

@@ -69,5 +69,8 @@ void mv_router_set_logging(mv_router *router, bool on);
  * from the request's X-Request-Id when it is a printable token of at most 40 characters,
  * generated otherwise). */
 void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response *res);
+/* The end of a dispatch whose handler answered later (mv_http_answer_later): X-Request-Id,
+ * metrics and the request log line, once res holds the answer. The server calls it. */
+void mv_http_dispatch_end(mv_router *router, mv_http_request *req, mv_http_response *res);
 
 #endif

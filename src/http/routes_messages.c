@@ -234,25 +234,9 @@ static void get_actions(mv_http_request *req, mv_http_response *res, void *app) 
     mv_http_json(res, 200, out);
 }
 
-static void handle_action(mv_http_request *req, mv_http_response *res, void *app) {
-    mv_message_routes *r = req->route_ctx;
-    (void)app;
-    if (!json_is_object(req->json)) { /* the optional input: {} when empty, else an object */
-        mv_http_errorf(res, MV_INVALID_ARGUMENT, "body must be a JSON object");
-        return;
-    }
-    mv_user user;
-    mv_http_user(req, &user);
-    mv_action_request ar = {.message_id = mv_http_param(req, "id"),
-                            .action_cd = mv_http_param(req, "actionCd"),
-                            .user = &user,
-                            .input = req->json,
-                            .resume_token = mv_http_header_get(req, "X-Resume-Token"),
-                            .is_admin =
-                                mv_principal_has_permission(req->principal, r->admin_permission)};
-    json_t *result = NULL;
-    mv_err err = {0};
-    mv_code rc = mv_action_handle(r->service, &ar, &result, &err);
+/* The answer to an action, now or later. */
+static void answer_action(mv_message_routes *r, mv_http_response *res, mv_code rc, json_t *result,
+                          const mv_err *err) {
     if (r->metrics) {
         const char *labels[] = {"outcome", rc == MV_OK ? "ok" : mv_code_name(rc), NULL};
         mv_metrics_counter_add(r->metrics, "missive_actions_total", labels, 1);
@@ -260,15 +244,74 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     if (rc == MV_APPROVAL_REQUIRED) {
         mv_http_json(res, 202,
                      json_pack("{s:s,s:s,s:s,s:I}", "status", "approval_required", "approvalId",
-                               err.approval_id, "resumeToken", err.resume_token, "expiresAt",
-                               (json_int_t)err.expires_at));
+                               err->approval_id, "resumeToken", err->resume_token, "expiresAt",
+                               (json_int_t)err->expires_at));
         return;
     }
     if (rc != MV_OK) {
-        mv_http_error(res, &err);
+        mv_http_error(res, err);
         return;
     }
     mv_http_json(res, 200, json_pack("{s:o}", "result", result ? result : json_null()));
+}
+
+/* An action whose handler waits on the loop: what the completion needs, in the request's arena
+ * (the request lives until it is answered). */
+typedef struct action_call {
+    mv_message_routes *r;
+    mv_user user;
+    mv_action_request ar;
+    mv_http_later *later;
+    mv_action_pending *pending;
+} action_call;
+
+/* On the write pool, once the handler's call finished: record its outcome and answer. */
+static void action_then(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    action_call *c = ctx;
+    json_t *result = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_action_finish(c->pending, &result, &err);
+    answer_action(c->r, res, rc, result, &err);
+}
+
+/* On the loop's thread: must not block, so it only queues action_then. */
+static void action_wake(void *ctx) {
+    action_call *c = ctx;
+    mv_http_later_done(c->later, action_then, c);
+}
+
+static void handle_action(mv_http_request *req, mv_http_response *res, void *app) {
+    mv_message_routes *r = req->route_ctx;
+    (void)app;
+    if (!json_is_object(req->json)) { /* the optional input: {} when empty, else an object */
+        mv_http_errorf(res, MV_INVALID_ARGUMENT, "body must be a JSON object");
+        return;
+    }
+    action_call *c = mv_arena_alloc(req->arena, sizeof *c);
+    if (!c) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
+    c->r = r;
+    mv_http_user(req, &c->user);
+    c->ar = (mv_action_request){
+        .message_id = mv_http_param(req, "id"),
+        .action_cd = mv_http_param(req, "actionCd"),
+        .user = &c->user,
+        .input = req->json,
+        .resume_token = mv_http_header_get(req, "X-Resume-Token"),
+        .is_admin = mv_principal_has_permission(req->principal, r->admin_permission)};
+    json_t *result = NULL;
+    mv_err err = {0};
+    /* taken before the start: the call may finish before mv_action_start returns */
+    c->later = mv_http_answer_later(req);
+    mv_code rc = c->later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,
+                                            &result, &err)
+                          : mv_action_handle(r->service, &c->ar, &result, &err);
+    if (rc == MV_OK && c->pending) return; /* answered by action_then */
+    if (c->later) mv_http_later_cancel(c->later);
+    answer_action(r, res, rc, result, &err);
 }
 
 mv_code mv_message_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {

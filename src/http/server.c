@@ -9,6 +9,8 @@
  * slow webhook never queues a health check or a list behind it. The pool thread runs
  * mv_http_dispatch and resumes the connection; the I/O thread then sends the answer. An I/O
  * thread therefore never waits for a store or the network, and a slow client only costs a socket.
+ * A handler whose work waits on an outgoing call may answer later (mv_http_answer_later): its
+ * pool thread returns at once, and the completion queues the answer back on the write pool.
  *
  * Everything with meaning (routing, checks, errors) happens in mv_http_dispatch; this file only
  * converts. Bodies are buffered up to MV_HTTP_MAX_BODY: a Content-Length over the limit is
@@ -94,6 +96,11 @@ typedef struct conn_request {
     bool framing_conflict;      /* two different Content-Lengths */
     bool admitted;
     atomic_bool answered;
+    /* answering later (mv_http_answer_later): the holds are the handler's return and the
+     * completion's mv_http_later_done; whichever comes last queues `then` on the write pool */
+    atomic_int holds;
+    mv_http_then then;
+    void *then_ctx;
 } conn_request;
 
 /* ---- listen address ---------------------------------------------------------------------- */
@@ -296,6 +303,8 @@ static enum MHD_Result respond_now(mv_http_server *srv, struct MHD_Connection *c
     return queue(srv, c, &cr->res);
 }
 
+static void release_later(conn_request *cr);
+
 /* On a pool thread: the route's work, then back to the I/O thread. */
 static void run_request(mv__job *job) {
     conn_request *cr = (conn_request *)job;
@@ -303,9 +312,56 @@ static void run_request(mv__job *job) {
     cr->req.body = cr->body ? cr->body : "";
     cr->req.body_len = cr->too_large ? 0 : cr->len;
     cr->req.body_too_large = cr->too_large;
+    cr->req.server_ctx = cr;
     mv_http_dispatch(cr->srv->router, &cr->req, &cr->res);
+    if (cr->req.answer_later) {
+        release_later(cr); /* cr may be answered and gone once this returns */
+        return;
+    }
     atomic_store(&cr->answered, true);
     MHD_resume_connection(cr->conn);
+}
+
+/* ---- answering later ---------------------------------------------------------------------
+ * A handler that took a mv_http_later returned without an answer; its connection stays
+ * suspended and the request admitted (a drain waits for it). The answer is made by `then` on the
+ * write pool, after both the handler has returned and the completion has come, in either order:
+ * two holds, the last one released queues the job. No lock: one atomic counter. */
+
+static void run_later(mv__job *job) {
+    conn_request *cr = (conn_request *)job;
+    cr->then(&cr->req, &cr->res, cr->then_ctx);
+    if (cr->res.status == 0) mv_http_errorf(&cr->res, MV_INTERNAL, "a deferred answer was empty");
+    mv_http_dispatch_end(cr->srv->router, &cr->req, &cr->res);
+    atomic_store(&cr->answered, true);
+    MHD_resume_connection(cr->conn);
+}
+
+static void release_later(conn_request *cr) {
+    if (atomic_fetch_sub(&cr->holds, 1) != 1) return;
+    cr->job.run = run_later;
+    mv__work_pool_submit(cr->srv->writes, &cr->job);
+}
+
+mv_http_later *mv_http_answer_later(mv_http_request *req) {
+    conn_request *cr = req->server_ctx;
+    if (!cr) return NULL;
+    atomic_store(&cr->holds, 2);
+    req->answer_later = true;
+    return (mv_http_later *)cr;
+}
+
+void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx) {
+    conn_request *cr = (conn_request *)later;
+    cr->then = then;
+    cr->then_ctx = ctx;
+    release_later(cr);
+}
+
+void mv_http_later_cancel(mv_http_later *later) {
+    conn_request *cr = (conn_request *)later;
+    cr->req.answer_later = false;
+    atomic_store(&cr->holds, 0);
 }
 
 static bool is_read_method(const char *m) {

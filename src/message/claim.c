@@ -74,7 +74,8 @@ typedef struct attempt_info {
 typedef struct action_job {
     mv_service *svc;
     const mv_action_request *req;
-    const char *user_id;
+    const char *user_id; /* uid */
+    char uid[256];
     json_t *message;  /* as loaded */
     mv_template *tpl; /* a reference, released at the end */
     const mv_action_def *action;
@@ -472,19 +473,12 @@ static const char *failure_words(const mv_err *e) {
     return pub ? pub : e->message;
 }
 
-/* A handler that runs outside the store: claim, run it under a kept-alive lease, then archive —
- * or leave the attempt retryable (same attempt id next time), active again when a saga
- * compensated, or retryable for review when a saga is ambiguous. */
-static mv_code claim_run_archive(action_job *j, mv_err *err) {
+/* After the handler: archive — or leave the attempt retryable (same attempt id next time),
+ * active again when a saga compensated, or retryable for review when a saga is ambiguous. rc and
+ * herr are the handler's outcome. */
+static mv_code record_outcome(action_job *j, mv_code rc, mv_err *herr, mv_err *err) {
     mv_service *svc = j->svc;
-    mv_code rc = mv_store_write(svc->o.store, claim_tx, j, err);
-    if (rc != MV_OK) return rc;
-    mv_err herr = {0};
-    lease_keeper keeper;
-    bool keeping = keeper_start(&keeper, j);
-    rc = run_handler(j, &herr);
-    if (keeping) keeper_stop(&keeper);
-    if (rc == MV_OK) rc = build_notification(j, &herr);
+    if (rc == MV_OK) rc = build_notification(j, herr);
     if (rc == MV_OK) {
         rc = mv_store_write(svc->o.store, archive_tx, j, err);
         if (rc != MV_OK && rc != MV_ACTION_CONFLICT) {
@@ -495,54 +489,207 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
     }
     if (rc == MV_ACTION_COMPENSATED) { /* nothing happened: the message is active again */
         mv_store_write(svc->o.store, reset_tx, j, NULL);
-        return mv_err_copy(err, &herr);
+        return mv_err_copy(err, herr);
     }
     /* a webhook handler's own words (already free of its URL) win over the contract's */
-    retry_arg a = {j, herr.failure_code[0] ? herr.message : failure_words(&herr),
-                   herr.failure_code[0] ? herr.failure_code : mv_code_name(herr.code)};
+    retry_arg a = {j, herr->failure_code[0] ? herr->message : failure_words(herr),
+                   herr->failure_code[0] ? herr->failure_code : mv_code_name(herr->code)};
     mv_store_write(svc->o.store, mark_retryable_tx, &a, NULL); /* else the lease expires */
-    if (rc == MV_ACTION_NEEDS_REVIEW) {
-        mv_err_copy(err, &herr);
+    if (rc == MV_ACTION_NEEDS_REVIEW || rc == MV_DRAINING) {
+        /* DRAINING: the call was abandoned by a server shutting down; the attempt is retryable
+         * with the same id, and the client is told to go elsewhere (503) */
+        mv_err_copy(err, herr);
     } else {
         mv_err_set(err, MV_ACTION_RETRYABLE,
                    "message \"%s\" action attempt \"%s\" failed before commit and may be retried",
                    j->req->message_id, j->attempt_id);
-        if (err) mv_strlcpy(err->cause, herr.message, sizeof err->cause);
+        if (err) mv_strlcpy(err->cause, herr->message, sizeof err->cause);
         rc = MV_ACTION_RETRYABLE;
     }
     if (err) mv_strlcpy(err->attempt_id, j->attempt_id, sizeof err->attempt_id);
     return rc;
 }
 
+/* A handler that runs outside the store, on this thread: claim, run it under a lease kept alive
+ * by a keeper thread, then record its outcome. */
+static mv_code claim_run_archive(action_job *j, mv_err *err) {
+    mv_code rc = mv_store_write(j->svc->o.store, claim_tx, j, err);
+    if (rc != MV_OK) return rc;
+    mv_err herr = {0};
+    lease_keeper keeper;
+    bool keeping = keeper_start(&keeper, j);
+    rc = run_handler(j, &herr);
+    if (keeping) keeper_stop(&keeper);
+    return record_outcome(j, rc, &herr, err);
+}
+
+/* ---- the handler on the loop -------------------------------------------------------------- */
+
+/* A webhook handler waiting on the service's loop. The claim's lease is extended by a loop
+ * timer instead of a keeper thread; the call's completion (loop thread) stops the timer, keeps
+ * the outcome and wakes the caller, who records it (mv_action_finish). */
+struct mv_action_pending {
+    action_job j; /* first */
+    mv_loop_timer *lease_timer;
+    void (*wake)(void *ctx);
+    void *wake_ctx;
+    mv_code hrc;  /* the handler's outcome */
+    mv_err herr;
+};
+
+static bool extend_on_timer(void *ctx) {
+    action_job *j = ctx;
+    if (mv_action_extend_lease(j->svc, j->req->message_id, j->attempt_id)) return true;
+    mv_abort_fire(&j->abort, "the action's lease was lost");
+    return false;
+}
+
+static void handler_done(void *ctx, mv_code rc, mv_webhook_response *res, const mv_err *e) {
+    mv_action_pending *p = ctx;
+    p->hrc = mv__webhook_handler_outcome(rc, res, e, &p->j.result, &p->herr);
+    /* the lease timer is cancelled by mv_action_finish, not here: a cancel waits for an extension
+     * in progress (a store write), which the loop's thread must never do */
+    p->wake(p->wake_ctx);
+}
+
+/* Whether this action's handler is a webhook that can wait on the loop. */
+static bool runs_on_loop(action_job *j) {
+    mv_action_fn custom;
+    void *custom_ctx;
+    return j->svc->o.loop && j->action->handler == MV_HANDLER_WEBHOOK &&
+           !mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &custom,
+                                 &custom_ctx);
+}
+
+/* Claims and starts the call. MV_OK: the call is on the loop. Anything else: the action is
+ * over (err set; a claim that succeeded has had its outcome recorded). */
+static mv_code claim_and_start(mv_action_pending *p, mv_err *err) {
+    action_job *j = &p->j;
+    mv_code rc = mv_store_write(j->svc->o.store, claim_tx, j, err);
+    if (rc != MV_OK) return rc;
+    char *name = NULL;
+    json_t *empty = json_object();
+    rc = mv_tpl_render(j->action->name, json_object_get(j->message, "payload"), MV_ESCAPE_NONE,
+                       &name, NULL, &p->herr);
+    if (rc == MV_OK) {
+        mv_action_input in = {j->message,   j->action,     name,
+                              j->req->user, j->attempt_id, j->req->input ? j->req->input : empty,
+                              &j->abort};
+        int64_t period = j->svc->o.action_lease_ms / 3;
+        p->lease_timer = mv_loop_every(j->svc->o.loop, period > 0 ? period : 1, extend_on_timer, j);
+        if (!p->lease_timer) rc = mv_err_set(&p->herr, MV_DRAINING, "the server is shutting down");
+        if (rc == MV_OK)
+            rc = mv__webhook_handler_start(j->svc, j->action->handler_target, &in, handler_done, p,
+                                           &p->herr);
+        if (rc != MV_OK) {
+            mv_loop_timer_cancel(p->lease_timer);
+            p->lease_timer = NULL;
+        }
+    }
+    free(name);
+    json_decref(empty);
+    if (rc != MV_OK) return record_outcome(j, rc, &p->herr, err);
+    return MV_OK;
+}
+
+static void pending_free(mv_action_pending *p) {
+    json_decref(p->j.result);
+    json_decref(p->j.notification);
+    json_decref(p->j.message);
+    mv_template_release(p->j.tpl);
+    free(p);
+}
+
+mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wake)(void *ctx),
+                        void *wake_ctx, mv_action_pending **pending, json_t **result,
+                        mv_err *err) {
+    *result = NULL;
+    *pending = NULL;
+    mv_action_pending *p = calloc(1, sizeof *p);
+    if (!p) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    p->wake = wake;
+    p->wake_ctx = wake_ctx;
+    action_job *j = &p->j;
+    j->svc = svc;
+    j->req = req;
+    j->user_id = j->uid;
+    mv_code rc = mv__svc_require_user(req->user, j->uid, err);
+    if (rc != MV_OK) goto done;
+    if (!mv_valid_message_id(req->message_id)) {
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
+                        req->message_id ? req->message_id : "");
+        goto done;
+    }
+    if ((rc = mv_store_read(svc->o.store, load_tx, j, err)) != MV_OK) goto done;
+    if (!j->message) {
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
+        goto done;
+    }
+    if ((rc = check_action(j, err)) == MV_OK) rc = approval_gate(j, err);
+    if (rc != MV_OK) goto done;
+    mv_action_fn custom;
+    void *custom_ctx;
+    bool inline_only =
+        j->action->handler == MV_HANDLER_NONE &&
+        !mv__svc_find_handler(svc, j->tpl->template_cd, j->action->action_cd, &custom, &custom_ctx);
+    if (inline_only) { /* nothing runs outside: claim, notify and archive in one transaction */
+        rc = mv_store_write(svc->o.store, claim_and_archive_tx, j, err);
+    } else if (wake && runs_on_loop(j)) {
+        rc = claim_and_start(p, err);
+        if (rc == MV_OK) {
+            *pending = p;
+            return MV_OK;
+        }
+    } else {
+        rc = claim_run_archive(j, err);
+    }
+done:
+    if (rc == MV_OK) *result = j->result ? json_incref(j->result) : json_null();
+    pending_free(p);
+    return rc;
+}
+
+mv_code mv_action_finish(mv_action_pending *p, json_t **result, mv_err *err) {
+    *result = NULL;
+    mv_loop_timer_cancel(p->lease_timer); /* the claim is ours until its outcome is recorded */
+    p->lease_timer = NULL;
+    mv_code rc = record_outcome(&p->j, p->hrc, &p->herr, err);
+    if (rc == MV_OK) *result = p->j.result ? json_incref(p->j.result) : json_null();
+    pending_free(p);
+    return rc;
+}
+
+/* The synchronous caller of a handler on the loop waits for its completion here. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+} waiter;
+
+static void wake_waiter(void *ctx) {
+    waiter *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
                          mv_err *err) {
-    *result = NULL;
-    char uid[256];
-    action_job j = {.svc = svc, .req = req, .user_id = uid};
-    mv_code rc = mv__svc_require_user(req->user, uid, err);
-    if (rc != MV_OK) return rc;
-    if (!mv_valid_message_id(req->message_id))
-        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
-                          req->message_id ? req->message_id : "");
-    if ((rc = mv_store_read(svc->o.store, load_tx, &j, err)) != MV_OK) return rc;
-    if (!j.message)
-        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
-    if ((rc = check_action(&j, err)) == MV_OK) rc = approval_gate(&j, err);
-    if (rc == MV_OK) {
-        mv_action_fn custom;
-        void *custom_ctx;
-        bool inline_only = j.action->handler == MV_HANDLER_NONE &&
-                           !mv__svc_find_handler(svc, j.tpl->template_cd, j.action->action_cd,
-                                                 &custom, &custom_ctx);
-        /* nothing runs outside: claim, notify and archive in one transaction */
-        rc = inline_only ? mv_store_write(svc->o.store, claim_and_archive_tx, &j, err)
-                         : claim_run_archive(&j, err);
+    waiter w = {.done = false};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    mv_action_pending *p = NULL;
+    mv_code rc = mv_action_start(svc, req, wake_waiter, &w, &p, result, err);
+    if (rc == MV_OK && p) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        rc = mv_action_finish(p, result, err);
     }
-    if (rc == MV_OK) *result = j.result ? json_incref(j.result) : json_null();
-    json_decref(j.result);
-    json_decref(j.notification);
-    json_decref(j.message);
-    mv_template_release(j.tpl);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
     return rc;
 }
 

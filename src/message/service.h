@@ -108,6 +108,14 @@ mv_code mv__webhook_prepare(mv_service *svc, const char *url, const mv_prepare_i
 mv_code mv__webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
                             json_t **result, mv_err *err);
 
+/* The webhook handler on the service's loop: done runs on the loop's thread (see
+ * mv_webhook_post_async); feed what it gets to mv__webhook_handler_outcome. */
+mv_code mv__webhook_handler_start(mv_service *svc, const char *url, const mv_action_input *in,
+                                  mv_webhook_done done, void *ctx, mv_err *err);
+/* A finished handler call as the action sees it (result or the handler's words); frees res. */
+mv_code mv__webhook_handler_outcome(mv_code rc, mv_webhook_response *res, const mv_err *e,
+                                    json_t **result, mv_err *err);
+
 /* The body every handler gets: {message, action: {actionCd, name}, user, input, attemptId}. */
 json_t *mv__handler_request(const mv_action_input *in);
 

@@ -47,6 +47,30 @@ json_t *mv__handler_request(const mv_action_input *in) {
                      "input", in->input, "attemptId", in->attempt_id);
 }
 
+/* What a finished handler call means for the action: its JSON (or null) is the result; a failure
+ * carries the handler's own words for the client (lastFailure) and keeps the URL for the log.
+ * Frees res's members. */
+mv_code mv__webhook_handler_outcome(mv_code rc, mv_webhook_response *res, const mv_err *e,
+                                    json_t **result, mv_err *err) {
+    if (rc == MV_OK) *result = res->json ? json_incref(res->json) : json_null();
+    if (rc == MV_UPSTREAM_FAILED) {
+        char code[65], words[256];
+        mv_webhook_failure_words(res, code, words);
+        mv_err_set(err, rc, "%s", words);
+        if (err) {
+            mv_strlcpy(err->failure_code, code, sizeof err->failure_code);
+            mv_strlcpy(err->cause, e->message, sizeof err->cause);
+        }
+    } else if (rc == MV_DRAINING) { /* abandoned by a loop shutting down: e names the URL */
+        mv_err_set(err, rc, "the server is shutting down; retry elsewhere");
+        if (err) mv_strlcpy(err->cause, e->message, sizeof err->cause);
+    } else if (rc != MV_OK) {
+        mv_err_copy(err, e);
+    }
+    mv_webhook_response_free(res);
+    return rc;
+}
+
 mv_code mv__webhook_handler(mv_service *svc, const char *url, const mv_action_input *in,
                             json_t **result, mv_err *err) {
     json_t *body = mv__handler_request(in);
@@ -55,20 +79,17 @@ mv_code mv__webhook_handler(mv_service *svc, const char *url, const mv_action_in
     mv__callctx_call("handler", mv_json_str(in->message, "id"), in->attempt_id, NULL);
     mv_code rc = mv_webhook_post(svc->o.webhook, url, body, in->attempt_id, &res, &e);
     json_decref(body);
-    if (rc == MV_OK) *result = res.json ? json_incref(res.json) : json_null();
-    if (rc == MV_UPSTREAM_FAILED) {
-        /* the client sees the handler's words (lastFailure); the log sees the URL too */
-        char code[65], words[256];
-        mv_webhook_failure_words(&res, code, words);
-        mv_err_set(err, rc, "%s", words);
-        if (err) {
-            mv_strlcpy(err->failure_code, code, sizeof err->failure_code);
-            mv_strlcpy(err->cause, e.message, sizeof err->cause);
-        }
-    } else if (rc != MV_OK) {
-        mv_err_copy(err, &e);
-    }
-    mv_webhook_response_free(&res);
+    return mv__webhook_handler_outcome(rc, &res, &e, result, err);
+}
+
+mv_code mv__webhook_handler_start(mv_service *svc, const char *url, const mv_action_input *in,
+                                  mv_webhook_done done, void *ctx, mv_err *err) {
+    json_t *body = mv__handler_request(in);
+    if (!body) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv__callctx_call("handler", mv_json_str(in->message, "id"), in->attempt_id, NULL);
+    mv_code rc = mv_webhook_post_async(svc->o.loop, svc->o.webhook, url, body, in->attempt_id, done,
+                                       ctx, err);
+    json_decref(body);
     return rc;
 }
 

@@ -2,7 +2,9 @@
  * plus: two processes resuming one saga (one proceeds, the other gets MV_SAGA_CONCURRENCY, no
  * step runs twice), idempotent start, the public JSON shape, and encryption at rest. */
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "durable/fixture.h"
 #include "store/db.h"
@@ -659,6 +661,8 @@ STORE_TEST(
 /* ---- encryption at rest -------------------------------------------------------------------- */
 
 static const char SQL_RAW_SAGA[] = "SELECT input, steps FROM sagas WHERE saga_id = ?";
+static const char SQL_RAW_STEPS[] =
+    "SELECT name, compensation_args, result FROM saga_steps WHERE saga_id = ? ORDER BY idx";
 static const char SQL_TAMPER_SAGA[] =
     "UPDATE sagas SET input = substr(input, 1, length(input) - 2) || 'AA' WHERE saga_id = ?";
 
@@ -676,6 +680,16 @@ static mv_code raw_fn(mv_db *db, void *ctx, mv_err *err) {
     if (mv_stmt_step(st, err) == 1) {
         snprintf(r->input, sizeof r->input, "%s", mv_stmt_text(st, 0));
         snprintf(r->steps, sizeof r->steps, "%s", mv_stmt_text(st, 1));
+    }
+    mv_stmt_done(st);
+    /* the step rows (migration 10), appended as `"name":"<name>",<args>,<result>;` */
+    if ((rc = mv_db_prepare(db, SQL_RAW_STEPS, &st, err))) return rc;
+    mv_stmt_bindf(st, "s", r->id);
+    while (mv_stmt_step(st, err) == 1) {
+        size_t n = strlen(r->steps);
+        snprintf(r->steps + n, sizeof r->steps - n, "\"name\":\"%s\",%s,%s;", mv_stmt_text(st, 0),
+                 mv_stmt_text(st, 1) ? mv_stmt_text(st, 1) : "",
+                 mv_stmt_text(st, 2) ? mv_stmt_text(st, 2) : "");
     }
     mv_stmt_done(st);
     return MV_OK;
@@ -829,6 +843,98 @@ STORE_TEST(two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice) 
     mv_store_close(s);
 }
 
+/* ---- kill -9 between a step's return and the saga's next write ---------------------------- */
+
+static mv_code crash_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    racer *r = def_ctx;
+    mv_code rc = mv_saga_step(ctx, "one", NULL, race_exec, r, NULL, err);
+    if (rc) return rc;
+    char b = 'r';
+    if (write(r->ready_fd, &b, 1) != 1) return mv_err_set(err, MV_IO, "barrier failed");
+    for (;;)
+        pause(); /* killed here: step one returned, its commit not yet written */
+}
+
+static mv_code crash_run_two(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    racer *r = def_ctx;
+    mv_code rc = mv_saga_step(ctx, "one", NULL, race_exec, r, NULL, err);
+    if (rc) return rc;
+    return mv_saga_step(ctx, "two", NULL, race_exec, r, NULL, err);
+}
+
+STORE_TEST(a_runner_killed_after_a_step_returned_leaves_it_for_review_and_it_never_runs_twice) {
+    char url[600];
+    mv_store *s = fixture_store(kind, "crash.db", url, sizeof url);
+    REQUIRE(s);
+    mv_store_close(s); /* the child opens its own */
+    const char *count_path = test_tmp_path("crash.count");
+    unlink(count_path);
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    mv_saga_compensator c[] = {{"one", noop_comp, NULL}, {"two", noop_comp, NULL}};
+    racer r = {.count_path = count_path, .ready_fd = ready[1]};
+    mv_saga_definition def = {
+        .name = "crash", .run = crash_run, .compensators = c, .ncompensators = 2, .ctx = &r};
+    pid_t kid = fork();
+    REQUIRE(kid >= 0);
+    if (kid == 0) {
+        mv_store *cs = NULL;
+        mv_saga_engine *e = NULL;
+        mv_err ce = {0};
+        mv_saga_engine_options o = {.runner_lease_ms = 50};
+        if (mv_store_open(url, NULL, &cs, &ce) == MV_OK &&
+            mv_saga_engine_new(cs, &o, &e, &ce) == MV_OK)
+            mv_saga_execute(e, &def, "saga_crash", NULL, NULL, NULL, &ce);
+        _exit(3);
+    }
+    char b;
+    CHECK(read(ready[0], &b, 1) == 1);
+    kill(kid, SIGKILL);
+    int st = 0;
+    waitpid(kid, &st, 0);
+    CHECK(WIFSIGNALED(st));
+    close(ready[0]);
+    close(ready[1]);
+    usleep(100 * 1000); /* the dead runner's 50 ms lease runs out */
+    mv_saga_engine *e = NULL;
+    mv_err err = {0};
+    REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
+    REQUIRE(mv_saga_engine_new(s, NULL, &e, &err) == MV_OK);
+    def.run = crash_run_two;
+    json_t *rec = NULL;
+    CHECK_CODE(mv_saga_resume(e, &def, "saga_crash", NULL, &rec, &err), MV_SAGA_AMBIGUOUS_STEP,
+               &err);
+    CHECK_STR(mv_json_str(rec, "state"), "manual-review");
+    CHECK_STR(step_field(rec, 0, "state"), "executing");
+    char effect[64], state[16], cap[129];
+    snprintf(effect, sizeof effect, "%s", step_field(rec, 0, "effectId"));
+    journal_state(s, effect, state, cap);
+    CHECK_STR(state, "executing");
+    json_decref(rec);
+    /* the operator knows it committed; the saga goes on without calling step one again */
+    mv_saga_resolution res = {
+        .kind = "execution", .step = "one", .effect_id = effect, .outcome = "committed"};
+    CHECK_CODE(mv_saga_resolve(e, &def, "saga_crash", &res, NULL, &err), MV_OK, &err);
+    CHECK_CODE(mv_saga_resume(e, &def, "saga_crash", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    json_decref(rec);
+    FILE *f = fopen(count_path, "r");
+    REQUIRE(f);
+    char line[160];
+    int one = 0, two = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, " one")) one++;
+        if (strstr(line, " two")) two++;
+    }
+    fclose(f);
+    CHECK_INT(one, 1);
+    CHECK_INT(two, 1);
+    mv_saga_engine_free(e);
+    mv_store_close(s);
+}
+
 /* ---- a very long runner lease ------------------------------------------------------------- */
 
 typedef struct {
@@ -880,6 +986,196 @@ STORE_TEST(a_runner_lease_longer_than_the_clock_can_count_is_still_held) {
     rig_close(&r);
 }
 
+/* ---- migration 10: step documents become rows -------------------------------------------- */
+
+static const char SQL_UNDO_MIGRATION_10[] =
+    "DROP TABLE saga_steps; DELETE FROM schema_version WHERE version = 10";
+static const char SQL_COUNT_STEP_ROWS[] = "SELECT COUNT(*) FROM saga_steps WHERE saga_id = ?";
+static const char SQL_STEP_ARGS[] =
+    "SELECT compensation_args FROM saga_steps WHERE saga_id = ? ORDER BY idx";
+
+static mv_code undo_10_fn(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    return mv_db_exec(db, SQL_UNDO_MIGRATION_10, err);
+}
+
+typedef struct {
+    const char *id;
+    int64_t rows;
+    char doc[256], args[3][128];
+} step_rows;
+
+static mv_code step_rows_fn(mv_db *db, void *ctx, mv_err *err) {
+    step_rows *t = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_COUNT_STEP_ROWS, &st, err, "s", t->id);
+    if (rc) return rc;
+    t->rows = st ? mv_stmt_int64(st, 0) : -1;
+    mv_stmt_done(st);
+    if ((rc = mv_db_row(db, SQL_RAW_SAGA, &st, err, "s", t->id))) return rc;
+    snprintf(t->doc, sizeof t->doc, "%s", st ? mv_stmt_text(st, 1) : "");
+    mv_stmt_done(st);
+    if ((rc = mv_db_prepare(db, SQL_STEP_ARGS, &st, err))) return rc;
+    mv_stmt_bindf(st, "s", t->id);
+    for (int i = 0; i < 3 && mv_stmt_step(st, err) == 1; i++)
+        snprintf(t->args[i], sizeof t->args[i], "%s", mv_stmt_text(st, 0));
+    mv_stmt_done(st);
+    return MV_OK;
+}
+
+STORE_TEST(migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same) {
+    world w = {0};
+    rig r;
+    REQUIRE(rig_open(&r, kind, "mig10.db", &w, NULL));
+    mv_err err = {0};
+    /* the schema as it was before migration 10, holding a saga written by the document engine */
+    REQUIRE(mv_store_write(r.store, undo_10_fn, NULL, &err) == MV_OK);
+    const char *doc =
+        "[{\"name\":\"reserve\",\"effectId\":\"e_r\",\"compensationEffectId\":\"c_r\","
+        "\"state\":\"compensated\",\"compensationArgs\":{\"sku\":\"a\",\"n\":[1,2]},"
+        "\"attempts\":1,\"result\":{\"ok\":true}},"
+        "{\"name\":\"charge\",\"effectId\":\"e_c\",\"compensationEffectId\":\"c_c\","
+        "\"state\":\"compensation-failed\",\"compensationArgs\":\"enc-free text\","
+        "\"attempts\":2,\"result\":null,\"errorCode\":\"compensation_failed\","
+        "\"nextAttemptAt\":4000},"
+        "{\"name\":\"ship\",\"effectId\":\"e_s\",\"compensationEffectId\":\"c_s\","
+        "\"state\":\"failed\",\"compensationArgs\":null,\"attempts\":0,"
+        "\"errorCode\":\"not_committed\"}]";
+    put_saga p = {"saga_mig", "checkout", "compensating", doc};
+    REQUIRE(mv_store_write(r.store, put_saga_fn, &p, &err) == MV_OK);
+    int applied = 0;
+    CHECK_CODE(mv_store_migrate(r.store, &applied, &err), MV_OK, &err);
+    CHECK_INT(applied, 1);
+    step_rows t = {.id = "saga_mig"};
+    REQUIRE(mv_store_read(r.store, step_rows_fn, &t, &err) == MV_OK);
+    CHECK_INT(t.rows, 3);
+    CHECK_STR(t.doc, "[]");
+    json_t *args0 = NULL;
+    CHECK(mv_json_parse(t.args[0], strlen(t.args[0]), &args0, &err) == MV_OK);
+    json_t *want_args = json_pack("{s:s, s:[i,i]}", "sku", "a", "n", 1, 2);
+    CHECK(json_equal(args0, want_args));
+    json_decref(want_args);
+    json_decref(args0);
+    CHECK_STR(t.args[1], "\"enc-free text\"");
+    CHECK_STR(t.args[2], "null");
+    json_t *rec = NULL, *want = NULL;
+    CHECK_CODE(mv_saga_get(r.engine, "saga_mig", &rec, &err), MV_OK, &err);
+    REQUIRE(mv_json_parse(doc, strlen(doc), &want, &err) == MV_OK);
+    size_t i;
+    json_t *s;
+    json_array_foreach(want, i, s) json_object_del(s, "compensationArgs"); /* never public */
+    CHECK(json_equal(json_object_get(rec, "steps"), want));
+    CHECK_STR(mv_json_str(rec, "state"), "compensating");
+    json_decref(rec);
+    json_decref(want);
+    rig_close(&r);
+}
+
+/* ---- a step's commit travels with the saga's next write ------------------------------------ */
+
+typedef struct {
+    mv_store *store;
+    mv_abort *abort_between; /* fired after the first step returns */
+    int saves;
+    char stored_first[32];  /* step 0's state as stored while the run is between steps */
+    char journal_first[16]; /* and its effect's journal state */
+} fold_probe;
+
+static void count_save(const json_t *record, void *ctx) {
+    (void)record;
+    ((fold_probe *)ctx)->saves++;
+}
+
+static mv_code fold_step(mv_saga_step_call *call, void *ctx, json_t **result, mv_err *err) {
+    (void)call, (void)ctx, (void)err;
+    *result = json_pack("{s:b}", "ok", 1);
+    return MV_OK;
+}
+
+static mv_code fold_comp(const json_t *args, const mv_saga_compensation_call *call, void *ctx,
+                         mv_err *err) {
+    (void)args, (void)call, (void)ctx, (void)err;
+    return MV_OK;
+}
+
+static mv_code fold_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    fold_probe *p = def_ctx;
+    static const char *const names[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        mv_code rc = mv_saga_step(ctx, names[i], NULL, fold_step, NULL, NULL, err);
+        if (rc) return rc;
+        if (i > 0) continue;
+        mv_saga_engine *reader = NULL;
+        json_t *rec = NULL;
+        char cap[129];
+        if (mv_saga_engine_new(p->store, NULL, &reader, NULL) == MV_OK &&
+            mv_saga_get(reader, mv_saga_ctx_id(ctx), &rec, NULL) == MV_OK) {
+            snprintf(p->stored_first, sizeof p->stored_first, "%s", step_field(rec, 0, "state"));
+            journal_state(p->store, step_field(rec, 0, "effectId"), p->journal_first, cap);
+        }
+        json_decref(rec);
+        mv_saga_engine_free(reader);
+        if (p->abort_between) mv_abort_fire(p->abort_between, "stopped between steps");
+    }
+    return MV_OK;
+}
+
+STORE_TEST(a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_writes_it) {
+    rig r;
+    world w = {0};
+    REQUIRE(rig_open(&r, kind, "fold.db", &w, NULL));
+    fold_probe p = {.store = r.store};
+    mv_saga_engine *e = NULL;
+    mv_err err = {0};
+    mv_saga_engine_options o = {.clock = &r.clock, .on_save = count_save, .on_save_ctx = &p};
+    REQUIRE(mv_saga_engine_new(r.store, &o, &e, &err) == MV_OK);
+    mv_saga_compensator c[3] = {
+        {"a", fold_comp, NULL}, {"b", fold_comp, NULL}, {"c", fold_comp, NULL}};
+    mv_saga_definition def = {
+        .name = "fold", .run = fold_run, .compensators = c, .ncompensators = 3, .ctx = &p};
+    json_t *rec = NULL;
+    CHECK_CODE(mv_saga_execute(e, &def, "saga_fold", NULL, NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    /* between the steps the store still had step a executing: its commit came with b's start */
+    CHECK_STR(p.stored_first, "executing");
+    CHECK_STR(p.journal_first, "executing");
+    /* saves: a's start, a's commit + b's start, b's commit + c's start, c's commit + the end */
+    CHECK_INT(p.saves, 4);
+    json_decref(rec);
+    CHECK_CODE(mv_saga_get(e, "saga_fold", &rec, &err), MV_OK, &err);
+    char state[16], cap[129];
+    for (int i = 0; i < 3; i++) {
+        CHECK_STR(step_field(rec, i, "state"), "committed");
+        journal_state(r.store, step_field(rec, i, "effectId"), state, cap);
+        CHECK_STR(state, "committed");
+    }
+    json_decref(rec);
+    /* a run stopped between steps writes the commit it holds as it lets go of the saga */
+    mv_abort stop = {0};
+    p.abort_between = &stop;
+    CHECK_CODE(mv_saga_execute(e, &def, "saga_fold_stop", NULL, &stop, &rec, &err), MV_ABORTED,
+               &err);
+    CHECK_STR(step_field(rec, 0, "state"), "committed");
+    CHECK(json_array_size(json_object_get(rec, "steps")) == 1);
+    json_decref(rec);
+    mv_saga_engine *other = NULL;
+    REQUIRE(mv_saga_engine_new(r.store, NULL, &other, &err) == MV_OK);
+    CHECK_CODE(mv_saga_get(other, "saga_fold_stop", &rec, &err), MV_OK, &err);
+    CHECK_STR(step_field(rec, 0, "state"), "committed");
+    journal_state(r.store, step_field(rec, 0, "effectId"), state, cap);
+    CHECK_STR(state, "committed");
+    json_decref(rec);
+    /* and the lease went with it: another runner resumes at once and finishes */
+    p.abort_between = NULL;
+    CHECK_CODE(mv_saga_resume(other, &def, "saga_fold_stop", NULL, &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    json_decref(rec);
+    mv_saga_engine_free(other);
+    mv_saga_engine_free(e);
+    rig_close(&r);
+}
+
 int main(void) {
     return RUN_TESTS(
         checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
@@ -897,5 +1193,8 @@ int main(void) {
         invalid_backoff_sends_the_saga_to_review_and_not_compensated_resolution_respects_the_limit,
         encrypted_saga_stores_no_plaintext_and_detects_tampering,
         two_processes_resuming_one_saga_one_proceeds_and_no_step_runs_twice,
-        a_runner_lease_longer_than_the_clock_can_count_is_still_held);
+        a_runner_lease_longer_than_the_clock_can_count_is_still_held,
+        migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same,
+        a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_writes_it,
+        a_runner_killed_after_a_step_returned_leaves_it_for_review_and_it_never_runs_twice);
 }

@@ -1,0 +1,239 @@
+/* outbox_loop_test.c — outbox webhook rows sent on the outgoing-call loop (mv_outbox_config.loop):
+ * a batch of slow receivers costs one wait instead of one each, every row keeps its key and its
+ * verdict (sent, given up on 4xx, retried on 5xx), racing workers deliver each row once, and a
+ * loop that stops leaves its rows to be retried — on both stores. */
+#include <pthread.h>
+
+#include "missive/deliver.h"
+#include "store/db.h"
+#include "support/http_sink.h"
+#include "support/stores.h"
+
+static mv_store *open_store(const char *kind, const char *name) {
+    const char *url = test_store_url(kind, name);
+    mv_store *s = NULL;
+    mv_err err = {0};
+    if (!url || mv_store_open(url, NULL, &s, &err) != MV_OK ||
+        mv_store_migrate(s, NULL, &err) != MV_OK) {
+        fprintf(stderr, "store: %s\n", err.message);
+        mv_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+typedef struct add_ctx {
+    json_t *payload;
+    int64_t now;
+    char id[37];
+} add_ctx;
+
+static mv_code add_cb(mv_db *db, void *ctx, mv_err *err) {
+    add_ctx *c = ctx;
+    return mv_outbox_add_tx_id(db, MV_OUTBOX_WEBHOOK, c->payload, c->now, c->id, err);
+}
+
+/* Adds a webhook row {"url", "body": {"n": n}} due at now; its id into id. */
+static bool add_row(mv_store *s, const char *url, int n, int64_t now, char id[37]) {
+    add_ctx c = {.payload = json_pack("{s:s, s:{s:i}}", "url", url, "body", "n", n), .now = now};
+    mv_err err = {0};
+    mv_code rc = mv_store_write(s, add_cb, &c, &err);
+    json_decref(c.payload);
+    if (rc) fprintf(stderr, "add: %s\n", err.message);
+    memcpy(id, c.id, 37);
+    return rc == MV_OK;
+}
+
+static char *row_state(mv_store *s, const char *id) {
+    static char state[16];
+    mv_outbox_row r;
+    if (mv_outbox_get(s, id, &r, NULL) != MV_OK) return "?";
+    mv_strlcpy(state, r.state, sizeof state);
+    mv_outbox_row_free(&r);
+    return state;
+}
+
+STORE_TEST(ten_slow_webhook_rows_are_sent_at_once_each_with_its_key_and_verdict) {
+    mv_store *s = open_store(kind, "olbatch.db");
+    http_sink *hook = http_sink_start();
+    REQUIRE(s && hook);
+    http_sink_set_default(hook, &(http_sink_response){.delay_ms = 800});
+    http_sink_push(hook, &(http_sink_response){.path = "/four", .status = 422, .delay_ms = 800});
+    http_sink_push(hook, &(http_sink_response){.path = "/five", .status = 502, .delay_ms = 800});
+    mv_loop *loop = NULL;
+    REQUIRE(mv_loop_new(NULL, &loop, NULL) == MV_OK);
+    int64_t now = 1700000000000;
+    mv_clock clk = mv_manual_clock(&now);
+    char url[128], url4[128], url5[128], ids[10][37], id4[37], id5[37];
+    snprintf(url, sizeof url, "%s/events", http_sink_url(hook));
+    snprintf(url4, sizeof url4, "%s/four", http_sink_url(hook));
+    snprintf(url5, sizeof url5, "%s/five", http_sink_url(hook));
+    for (int i = 0; i < 8; i++)
+        REQUIRE(add_row(s, url, i, now, ids[i]));
+    REQUIRE(add_row(s, url4, 4, now, id4));
+    REQUIRE(add_row(s, url5, 5, now, id5));
+    mv_outbox_config cfg = {.clock = &clk, .loop = loop};
+    int delivered = 0;
+    mv_err err = {0};
+    int64_t t0 = mv_now_ms();
+    CHECK_CODE(mv_outbox_run_due(s, &cfg, 16, &delivered, &err), MV_OK, &err);
+    int64_t took = mv_now_ms() - t0;
+    CHECK(took < 2500); /* one after another: 8 s */
+    CHECK_INT(delivered, 8);
+    for (int i = 0; i < 8; i++)
+        CHECK_STR(row_state(s, ids[i]), "sent");
+    CHECK_STR(row_state(s, id4), "failed");  /* 4xx: given up */
+    CHECK_STR(row_state(s, id5), "pending"); /* 5xx: retried later */
+    int keyed = 0;
+    for (int i = 0; i < http_sink_count(hook); i++) {
+        http_sink_request q;
+        REQUIRE(http_sink_get(hook, i, &q));
+        json_t *b = json_loads(q.body, 0, NULL);
+        int n = (int)json_integer_value(json_object_get(b, "n"));
+        const char *key = http_sink_header(&q, "Idempotency-Key");
+        if (strcmp(q.path, "/events") == 0 && n >= 0 && n < 8 && key && !strcmp(key, ids[n]))
+            keyed++;
+        json_decref(b);
+        http_sink_request_free(&q);
+    }
+    CHECK_INT(keyed, 8);
+    CHECK_INT(http_sink_count(hook), 10);
+    mv_loop_free(loop);
+    http_sink_stop(hook);
+    mv_store_close(s);
+}
+
+typedef struct race {
+    mv_store *store;
+    const mv_outbox_config *cfg;
+    int delivered;
+    mv_code rc;
+} race;
+
+static void *race_worker(void *arg) {
+    race *r = arg;
+    for (int round = 0; round < 200; round++) {
+        int d = 0;
+        mv_err err = {0};
+        r->rc = mv_outbox_run_due(r->store, r->cfg, 7, &d, &err);
+        if (r->rc) break;
+        r->delivered += d;
+        int64_t pending = 0;
+        mv_outbox_depth(r->store, &pending, NULL, NULL);
+        if (pending == 0) break;
+    }
+    return NULL;
+}
+
+STORE_TEST(two_workers_on_loops_racing_over_forty_rows_deliver_each_exactly_once) {
+    mv_store *s = open_store(kind, "olrace.db");
+    http_sink *hook = http_sink_start();
+    REQUIRE(s && hook);
+    mv_loop *loops[2] = {NULL, NULL};
+    REQUIRE(mv_loop_new(NULL, &loops[0], NULL) == MV_OK);
+    REQUIRE(mv_loop_new(NULL, &loops[1], NULL) == MV_OK);
+    char url[128], ids[40][37];
+    snprintf(url, sizeof url, "%s/events", http_sink_url(hook));
+    for (int i = 0; i < 40; i++)
+        REQUIRE(add_row(s, url, i, mv_now_ms(), ids[i]));
+    mv_outbox_config cfg[2] = {{.loop = loops[0]}, {.loop = loops[1]}};
+    pthread_t t[2];
+    race r[2] = {{.store = s, .cfg = &cfg[0]}, {.store = s, .cfg = &cfg[1]}};
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, race_worker, &r[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    CHECK_INT(r[0].rc, MV_OK);
+    CHECK_INT(r[1].rc, MV_OK);
+    CHECK_INT(r[0].delivered + r[1].delivered, 40);
+    CHECK_INT(http_sink_count(hook), 40);
+    int seen[40] = {0};
+    for (int i = 0; i < http_sink_count(hook); i++) {
+        http_sink_request q;
+        REQUIRE(http_sink_get(hook, i, &q));
+        json_t *b = json_loads(q.body, 0, NULL);
+        int n = (int)json_integer_value(json_object_get(b, "n"));
+        if (n >= 0 && n < 40) {
+            seen[n]++;
+            CHECK_STR(http_sink_header(&q, "Idempotency-Key"), ids[n]);
+        }
+        json_decref(b);
+        http_sink_request_free(&q);
+    }
+    for (int i = 0; i < 40; i++)
+        CHECK_INT(seen[i], 1);
+    mv_loop_free(loops[0]);
+    mv_loop_free(loops[1]);
+    http_sink_stop(hook);
+    mv_store_close(s);
+}
+
+typedef struct runner {
+    mv_store *store;
+    const mv_outbox_config *cfg;
+    mv_code rc;
+} runner;
+
+static void *run_once(void *arg) {
+    runner *r = arg;
+    mv_err err = {0};
+    r->rc = mv_outbox_run_due(r->store, r->cfg, 10, NULL, &err);
+    return NULL;
+}
+
+STORE_TEST(rows_of_a_loop_that_stops_mid_delivery_are_retried_later_with_the_same_key) {
+    mv_store *s = open_store(kind, "olstop.db");
+    http_sink *hook = http_sink_start();
+    REQUIRE(s && hook);
+    http_sink_push(hook, &(http_sink_response){.delay_ms = 5000});
+    http_sink_push(hook, &(http_sink_response){.delay_ms = 5000});
+    mv_loop *loop = NULL;
+    REQUIRE(mv_loop_new(NULL, &loop, NULL) == MV_OK);
+    int64_t now = 1700000000000;
+    mv_clock clk = mv_manual_clock(&now);
+    char url[128], a[37], b[37];
+    snprintf(url, sizeof url, "%s/events", http_sink_url(hook));
+    REQUIRE(add_row(s, url, 1, now, a));
+    REQUIRE(add_row(s, url, 2, now, b));
+    mv_outbox_config cfg = {.clock = &clk, .loop = loop};
+    runner r = {.store = s, .cfg = &cfg};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, run_once, &r) == 0);
+    REQUIRE(http_sink_wait(hook, 2, 5000));
+    int64_t t0 = mv_now_ms();
+    mv_loop_stop(loop);
+    pthread_join(t, NULL);
+    CHECK(mv_now_ms() - t0 < 2000);
+    CHECK_INT(r.rc, MV_OK);
+    CHECK_STR(row_state(s, a), "pending");
+    CHECK_STR(row_state(s, b), "pending");
+    mv_outbox_row row;
+    REQUIRE(mv_outbox_get(s, a, &row, NULL) == MV_OK);
+    CHECK(row.last_error && strstr(row.last_error, "shutting down"));
+    mv_outbox_row_free(&row);
+    /* later, without a loop: both delivered, with the keys of the first attempt */
+    now += 3600 * 1000;
+    mv_outbox_config plain = {.clock = &clk};
+    int delivered = 0;
+    mv_err err = {0};
+    CHECK_CODE(mv_outbox_run_due(s, &plain, 10, &delivered, &err), MV_OK, &err);
+    CHECK_INT(delivered, 2);
+    int same = 0;
+    for (int i = 0; i < 4; i++) {
+        http_sink_request q;
+        REQUIRE(http_sink_get(hook, i, &q));
+        const char *key = http_sink_header(&q, "Idempotency-Key");
+        same += key && (!strcmp(key, a) || !strcmp(key, b));
+        http_sink_request_free(&q);
+    }
+    CHECK_INT(same, 4);
+    mv_loop_free(loop);
+    http_sink_stop(hook);
+    mv_store_close(s);
+}
+
+int main(void) {
+    return RUN_TESTS(ten_slow_webhook_rows_are_sent_at_once_each_with_its_key_and_verdict,
+                     two_workers_on_loops_racing_over_forty_rows_deliver_each_exactly_once,
+                     rows_of_a_loop_that_stops_mid_delivery_are_retried_later_with_the_same_key);
+}
