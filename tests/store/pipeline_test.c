@@ -431,6 +431,6 @@ int main(void) {
         a_connection_killed_mid_pipeline_fails_as_unavailable_and_the_pool_recovers,
         a_transaction_of_many_deferred_writes_commits_them_all,
         a_statement_first_sent_in_an_aborted_flush_works_afterwards,
-        deferred_writes_begin_and_commit_share_one_round_trip_and_reads_take_one,
+        deferred_writes_begin_and_commit_share_one_round_trip_and_reads_and_rollbacks_wait_for_no_answer,
         a_statement_after_the_commit_runs_once_only_when_it_commits_and_cannot_fail_it);
 }
