@@ -204,6 +204,28 @@ pg_bench_all() {
     pg_waits_stop "create, $CLIENTS clients"
     stop_daemon
 
+    # live updates on PostgreSQL: the latency from a create's request to its message.created event
+    # on a stream (the change log's NOTIFY, the hub's read and the sequencer of message/changes.c on
+    # the way), then creates while PG_STREAMS idle streams are open (the hub reads and numbers the
+    # log all the time)
+    local PG_STREAMS=${BENCH_PG_STREAMS:-100} PG_LAT= PG_CWS= PG_HOLD
+    STORE=$(pg_url missive_http) start_daemon pg-streams "{\"poolSize\": $CLIENTS}" \
+        ", \"maxConnections\": $(( PG_STREAMS + 256 )), \"maxConnectionsPerIp\": 0, \"stream\": {\"maxConnections\": $(( PG_STREAMS + 16 ))}"
+    sleep 1
+    log "PostgreSQL: stream latency, 200 creates each awaited on a stream"
+    PG_LAT=$("$BIN/streams" latency "$PORT" 200) || { FAILED=1; log "stream latency failed"; }
+    log "$PG_LAT"
+    "$BIN/streams" hold "$PORT" "$PG_STREAMS" >"$DATA/pg-streams.out" 2>"$DATA/pg-streams.err" &
+    PG_HOLD=$!
+    for _ in $(seq 300); do grep -q opened "$DATA/pg-streams.out" && break; sleep 0.1; done
+    grep -q opened "$DATA/pg-streams.out" || { FAILED=1; log "streams did not open: $(cat "$DATA/pg-streams.err")"; }
+    log "PostgreSQL: create with $PG_STREAMS idle streams, $CLIENTS clients, $SHORT s"
+    pg_waits_start missive_http
+    PG_CWS=$(run_load --mode create --threads "$CLIENTS" --seconds "$SHORT" --label pg-create-with-streams)
+    pg_waits_stop "create with $PG_STREAMS streams, $CLIENTS clients"
+    kill -TERM "$PG_HOLD" 2>/dev/null; wait "$PG_HOLD" 2>/dev/null
+    stop_daemon
+
     # saga3 over HTTP: POST /sagas/bench-saga3, three webhook steps against a receiver that
     # answers 200 at once (bench/slow_hook --delay-ms 0)
     local HOOK0 HOOK0_PORT PG_HSAGA=
@@ -250,6 +272,8 @@ EOF
     PG_ROWS="| PostgreSQL: 1-row INSERT autocommit (pgbench, prepared), 1 client, ${SHORT} s | $(fmt "$BR1") tx/s, $(lat "$B1") | — | — |
 | PostgreSQL: 1-row INSERT autocommit (pgbench, prepared), $CLIENTS clients, ${SHORT} s | $(fmt "$BR32") tx/s, $(lat "$B32") | — | 1.00 |
 | PostgreSQL: create ($CLIENTS keep-alive clients, poolSize $CLIENTS, ${SHORT} s) | $(fmt "$CR") msg/s, $(lat "$PG_CREATE"); daemon CPU $(us_per_op "$PG_CREATE_CPU" "$(field "$PG_CREATE" ops)") µs per create; $STMT_CREATE statements per create | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.5×) | $(ratio "$CR" "$BR32") |
+| PostgreSQL: stream latency (create → its message.created event, 200 sequential) | p50 $(fmt "$(field "$PG_LAT" p50_ms)") ms, p99 $(fmt "$(field "$PG_LAT" p99_ms)") ms | — | — |
+| PostgreSQL: create with $PG_STREAMS idle streams ($CLIENTS clients, ${SHORT} s) | $(fmt "$(field "$PG_CWS" rate)") msg/s, $(lat "$PG_CWS") | without streams $(fmt "$CR") msg/s | $(ratio "$(field "$PG_CWS" rate)" "$CR") |
 | PostgreSQL: saga3 (3 no-op steps, library, $CLIENTS threads, pool $CLIENTS, ${SHORT} s) | $(fmt "$S32") sagas/s, $(lat "$PG_SAGA"); library CPU $(field "$PG_SAGA" cpu_us_per_op) µs per saga | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.2×) | $(ratio "$S32" "$BR32") |
 | PostgreSQL: saga3 over HTTP (POST /sagas, 3 webhook steps to a no-op receiver, $CLIENTS clients, ${SHORT} s) | $(fmt "$(field "$PG_HSAGA" rate)") sagas/s, $(lat "$PG_HSAGA") | INSERT c$CLIENTS $(fmt "$BR32") tx/s | $(ratio "$(field "$PG_HSAGA" rate)" "$BR32") |
 | PostgreSQL: saga3 sequential (library, 1 thread, ${SHORT} s) | $(fmt "$(field "$PG_SAGA1" rate)") sagas/s, $(lat "$PG_SAGA1"); $STMT_SAGA statements per saga; library CPU $(field "$PG_SAGA1" cpu_us_per_op) µs per saga | target p50 ≤ 1.5 ms; INSERT c1 p50 $(fmt "$(field "$B1" p50_ms)") ms | $(ratio "$SEQ" 1.5) |"

@@ -93,7 +93,8 @@ mv_code mv_changes_latest(mv_store *store, int64_t *latest, int64_t *pruned, mv_
 mv_code mv_changes_gc(mv_store *store, int64_t older_than, int64_t *removed, mv_err *err);
 
 /* Waits for new changes: a write committed through this store (in this process) wakes the waiter
- * at once; on PostgreSQL a LISTEN connection also wakes it when another process commits one; on
+ * at once; on PostgreSQL a LISTEN connection also wakes it when another process numbers changes
+ * (message/changes.c: the sequencer NOTIFYs after numbering committed changes); on
  * SQLite other processes' changes are found by polling mv_changes_latest (one index lookup) after
  * each timeout. One waiter per store receives the in-process wake-ups (the newest one created).
  * Free with mv_change_waiter_free (NULL-safe). */

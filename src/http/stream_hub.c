@@ -1,13 +1,15 @@
 /* stream_hub.c — fans the change log out to open event streams (DESIGN part two, "Live updates").
  *
- * One thread per daemon. Each turn it asks the store for the newest change id (one index lookup),
- * reads the log from the lowest position any stream still needs, in pages, and for every change
- * decides per stream: same tenant; a viewer change only for that viewer; a message change only
- * when the stream's user can see the message (loaded once per change, not once per stream). The
- * message is then sent as that user sees it (with their "viewer"), and after each page a `counts`
- * event goes to every stream whose counts moved. Because each stream remembers its own position,
- * a resumed stream replays from the log exactly what it missed, in order, and a slow reader only
- * ever delays itself (its queue is bounded; past it the stream is closed and the client resumes).
+ * One thread per daemon. Each turn it asks the store for the newest change id (one index lookup;
+ * on PostgreSQL that first gives committed changes their event ids when some have none — the
+ * sequencer of message/changes.c — so the hub's wake-ups and timer drive it), reads the log from
+ * the lowest position any stream still needs, in pages, and for every change decides per stream:
+ * same tenant; a viewer change only for that viewer; a message change only when the stream's user
+ * can see the message (loaded once per change, not once per stream). The message is then sent as
+ * that user sees it (with their "viewer"), and after each page a `counts` event goes to every
+ * stream whose counts moved. Because each stream remembers its own position, a resumed stream
+ * replays from the log exactly what it missed, in order, and a slow reader only ever delays itself
+ * (its queue is bounded; past it the stream is closed and the client resumes).
  *
  * Tickets (`v1.<base64url claims>.<base64url HMAC-SHA256>`) let a browser's EventSource, which
  * cannot send headers, authenticate this one route: they carry user, roles, permissions, tenant
@@ -24,6 +26,8 @@
 #include "http/routes_messages.h"
 #include "http/sse.h"
 #include "http/stream_hub.h"
+#include "message/inbox_internal.h"
+#include "store/listen.h"
 
 #define PAGE 256
 #define PAGES_PER_TURN 16
@@ -53,6 +57,13 @@ struct mv_stream_hub {
     int nsubs;
     bool stopping, draining;
     int64_t last_gc_ms;
+    uint64_t idle_written; /* mv__changes_written() at the last idle_sequence */
+    /* The store the hub reads, numbers and trims the change log through: on PostgreSQL a private
+     * one-connection store on the same database, so the hub's transactions (the sequencer's among
+     * them) never take a connection a request is about to use, nor wait for one under load; on
+     * SQLite the daemon's store. */
+    mv_store *log;
+    bool own_log;
 };
 
 static int64_t mono_ms(void) {
@@ -201,29 +212,51 @@ static sub **snapshot(mv_stream_hub *hub, int *n) {
     return out;
 }
 
-static void turn(mv_stream_hub *hub) {
+/* With no stream open nobody here reads the log, but on PostgreSQL its new rows still need their
+ * event ids (message/changes.c), and the sequencer's NOTIFY is what wakes the other daemons'
+ * streams for changes written in this process: when this process has written changes since the
+ * last look, asking for the newest id numbers them. Otherwise an idle hub leaves the store alone
+ * (it wakes on every commit of the process, most of which write no change), and retention numbers
+ * whatever is left (gc). True when it looked. */
+static bool idle_sequence(mv_stream_hub *hub) {
+    uint64_t written = mv__changes_written();
+    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES || written == hub->idle_written)
+        return false;
+    hub->idle_written = written;
+    mv_err err = {0};
+    if (mv_changes_latest(hub->log, NULL, NULL, &err) != MV_OK)
+        mv_log("warn", "stream: cannot read the change log",
+               json_pack("{s:s}", "error", err.message));
+    return true;
+}
+
+/* One pass over the log for every open stream; true when there was something new to read (or,
+ * with none open, to number). */
+static bool turn(mv_stream_hub *hub) {
     int n;
     sub **subs = snapshot(hub, &n);
     if (n == 0) {
         free(subs);
-        return;
+        return idle_sequence(hub);
     }
     int64_t latest = 0;
     mv_err err = {0};
-    if (mv_changes_latest(hub->o.store, &latest, NULL, &err) != MV_OK) {
+    if (mv_changes_latest(hub->log, &latest, NULL, &err) != MV_OK) {
         mv_log("warn", "stream: cannot read the change log",
                json_pack("{s:s}", "error", err.message));
         free(subs);
-        return;
+        return false;
     }
     mv_change *page = malloc(PAGE * sizeof *page);
+    bool moved = false;
     for (int round = 0; page && round < PAGES_PER_TURN; round++) {
         int64_t from = INT64_MAX;
         for (int i = 0; i < n; i++)
             if (subs[i]->cursor < from) from = subs[i]->cursor;
         if (from >= latest) break;
+        moved = true;
         int got = 0;
-        if (mv_changes_read(hub->o.store, from, page, PAGE, &got, &err) != MV_OK) break;
+        if (mv_changes_read(hub->log, from, page, PAGE, &got, &err) != MV_OK) break;
         for (int k = 0; k < got; k++)
             deliver(hub, &page[k], subs, n);
         int64_t upto = got ? page[got - 1].id : latest;
@@ -239,6 +272,7 @@ static void turn(mv_stream_hub *hub) {
         if (now - mv_sse_last_write_ms(subs[i]->s) >= hub->o.heartbeat_ms)
             mv_sse_write(subs[i]->s, ": ping\n\n", 8);
     free(subs);
+    return moved;
 }
 
 static void gc(mv_stream_hub *hub) {
@@ -247,15 +281,19 @@ static void gc(mv_stream_hub *hub) {
     hub->last_gc_ms = now;
     int64_t removed = 0;
     mv_err err = {0};
-    if (mv_changes_gc(hub->o.store, mv_clock_now(hub->o.clock) - hub->o.retention_ms, &removed,
-                      &err) != MV_OK)
+    if (mv_changes_gc(hub->log, mv_clock_now(hub->o.clock) - hub->o.retention_ms, &removed, &err) !=
+        MV_OK)
         mv_log("warn", "stream: change log retention failed",
                json_pack("{s:s}", "error", err.message));
 }
 
 /* Under a stream of commits the hub would wake for each; at most one turn per MIN_TURN_MS lets
- * one turn take many changes at once (a page read instead of one per commit). */
+ * one turn take many changes at once (a page read instead of one per commit). After a turn that
+ * found nothing new the pause is shorter: on PostgreSQL the hub's own sequencer commit wakes it
+ * once more for such a turn, and a change committed just after it began should not wait out the
+ * whole pause again. */
 #define MIN_TURN_MS 5
+#define MIN_EMPTY_TURN_MS 2
 
 static void *run(void *arg) {
     mv_stream_hub *hub = arg;
@@ -265,11 +303,12 @@ static void *run(void *arg) {
         pthread_mutex_unlock(&hub->mu);
         if (stop) break;
         int64_t started = mono_ms();
-        turn(hub);
+        bool moved = turn(hub);
         gc(hub);
         mv_change_waiter_wait(hub->waiter, hub->o.poll_ms);
         int64_t since = mono_ms() - started;
-        if (since < MIN_TURN_MS) mv_sleep_ms(MIN_TURN_MS - since);
+        int pause = moved ? MIN_TURN_MS : MIN_EMPTY_TURN_MS;
+        if (since < pause) mv_sleep_ms(pause - since);
     }
     return NULL;
 }
@@ -300,11 +339,21 @@ mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out
         rc = mv_random_bytes(hub->secret, 32, err);
     }
     pthread_mutex_init(&hub->mu, NULL);
+    hub->log = opts->store;
+    if (rc == MV_OK && mv_store_kind_of(opts->store) == MV_STORE_POSTGRES) {
+        mv_err e = {0};
+        mv_store_options lo = {.pool_size = 1};
+        if (mv_store_open(mv__store_url(opts->store), &lo, &hub->log, &e) == MV_OK)
+            hub->own_log = true;
+        else /* the daemon's store just connected: share it rather than fail */
+            hub->log = opts->store;
+    }
     if (rc == MV_OK) rc = mv_change_waiter_new(opts->store, &hub->waiter, err);
     if (rc == MV_OK && pthread_create(&hub->thread, NULL, run, hub) != 0)
         rc = mv_err_set(err, MV_INTERNAL, "cannot start the stream thread");
     if (rc != MV_OK) {
         mv_change_waiter_free(hub->waiter);
+        if (hub->own_log) mv_store_close(hub->log);
         pthread_mutex_destroy(&hub->mu);
         free(hub);
         return rc;
@@ -334,6 +383,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
         sub_free(s);
     }
     mv_change_waiter_free(hub->waiter);
+    if (hub->own_log) mv_store_close(hub->log);
     pthread_mutex_destroy(&hub->mu);
     memset(hub->secret, 0, sizeof hub->secret);
     free(hub);

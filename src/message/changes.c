@@ -1,14 +1,56 @@
 /* changes.c — the durable change log (`stream_events`) behind live streams.
  *
- * Every transaction that changes a message calls mv__change_add_tx() as its last statement, so the
- * row commits or rolls back with the change itself: a reader of the log never sees a change that
- * did not happen and never misses one that did. Readers resume by id, which is only safe if ids
- * become visible in id order. SQLite guarantees that (one writer at a time, across processes).
- * PostgreSQL does not — two transactions may commit in the opposite order of their sequence
- * values — so every writer first takes one transaction-scoped advisory lock: ids are then drawn
- * and committed in the same order. The lock is held from the change-log insert to the commit
- * only, which is why the insert comes last. The same transaction sends a NOTIFY, which
- * PostgreSQL delivers after the commit, to wake the streams of every daemon. */
+ * Every transaction that changes a message calls mv__change_add_tx(), so the row commits or rolls
+ * back with the change itself: a reader of the log never sees a change that did not happen and
+ * never misses one that did. Readers page through the log by event id and resume from the last one
+ * they got, which is only safe if event ids become visible in increasing order: a reader that has
+ * passed id N must never later find a smaller one.
+ *
+ * SQLite guarantees that by itself (one writer at a time, across processes): the row id is the
+ * event id. PostgreSQL does not — two transactions commit in any order, whatever order they drew
+ * their ids in. Writers used to take one transaction-scoped advisory lock before the insert so
+ * that ids were drawn and committed in the same order; but that lock was held through the commit's
+ * WAL flush, so no two writes of the whole database could share a flush (measured: 92–96 % of 32
+ * backends waiting on it, creates at 0.07× a plain INSERT's rate).
+ *
+ * So on PostgreSQL the event id is not the row id but `seq`, assigned after commit:
+ * - Writers insert with seq NULL and take no lock. Nor do they NOTIFY: PostgreSQL serialises the
+ *   commits of notifying transactions (a database-wide lock on the notification queue, held from
+ *   before the commit record to the end of the commit — measured, `Lock:object` replaced
+ *   `Lock:advisory` and creates stayed at 0.04× the INSERT rate). A commit in this process wakes
+ *   this process's reader directly (mv__store_on_commit).
+ * - A *sequencer* step numbers committed rows that have none, in id order, continuing above every
+ *   seq ever handed out (and above what retention removed). It is one short transaction that first
+ *   takes a transaction-scoped advisory lock with pg_try_advisory_xact_lock: one sequencer at a
+ *   time across every daemon; one that finds the lock taken tries again a few times, 2 ms apart,
+ *   then leaves it (the holder's commit wakes the readers; the caller's next turn retries). When
+ *   it numbered rows it sends the NOTIFY that wakes the readers of every other process. Readers
+ *   run it — the stream hub on its turns (with no stream open, only after this process wrote
+ *   changes), mv_changes_read, mv_changes_latest and retention — whenever
+ *   a cheap check (the seq index's NULL entries) says there is something to number. A process
+ *   that writes changes but runs no stream hub (a library user, the CLI) wakes nobody: a daemon
+ *   with streams open finds its changes on its timer (every 500 ms on PostgreSQL).
+ * - Readers page by seq. Sequencer transactions commit one after another (the lock is released
+ *   only after the commit is visible), and each hands out numbers above all earlier ones, so the
+ *   visible seqs always form a prefix of what will ever exist: a reader that saw N will never see
+ *   a new seq at or below N.
+ * - Causal order: if change B was written after change A committed, B's id is larger (drawn later)
+ *   and a sequencer that sees B committed sees A committed too, so A gets the smaller seq (in the
+ *   same batch, by id order; else in an earlier one).
+ * - A rolled-back change never gets a seq (it is never visible to a sequencer). A transaction
+ *   that stays open holds back only its own change: it is numbered when it commits, after changes
+ *   that committed before it.
+ * - The sequencer commits with synchronous_commit on whatever the database's setting: a number a
+ *   reader has seen must survive a crash, or it could be handed to another change and a client
+ *   resuming after it would skip that change.
+ *
+ * Why not a transaction-id watermark (record pg_current_xact_id() per row and return only rows of
+ * transactions older than the oldest one still running): the watermark stops at the oldest open
+ * transaction of the whole cluster (any application's), and xid order is first-write order, not
+ * commit order, so a change written after another committed can carry the smaller xid — the
+ * per-message causal order would be lost, and an integer event id could not express the
+ * (xid, id) position. The sequencer costs one extra small UPDATE per batch of changes instead. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,31 +59,69 @@
 
 #define CHANGE_CHANNEL "missive_changes"
 
-static const char SQL_PG_ORDER_LOCK[] = "SELECT pg_advisory_xact_lock(7052464)";
+/* The most rows one sequencer transaction numbers; a larger backlog takes several. */
+#define SEQUENCE_BATCH 5000
+/* How often a sequencer that found the lock taken tries again (2 ms apart) before leaving it. */
+#define SEQUENCE_BUSY_RETRIES 3
+
 static const char SQL_PG_NOTIFY[] = "SELECT pg_notify('" CHANGE_CHANNEL "', '')";
 static const char SQL_INSERT_CHANGE[] =
     "INSERT INTO stream_events (tenant_id, message_id, kind, viewer_id, created_at) "
     "VALUES (?, ?, ?, ?, ?)";
-static const char SQL_READ_CHANGES[] =
-    "SELECT id, tenant_id, message_id, kind, viewer_id, created_at FROM stream_events "
-    "WHERE id > ? ORDER BY id LIMIT ?";
-static const char SQL_LATEST_CHANGE[] = "SELECT (SELECT COALESCE(MAX(id), 0) FROM stream_events), "
-                                        "(SELECT upto FROM stream_events_pruned WHERE one = 1)";
-static const char SQL_GC_MAX[] =
-    "SELECT COALESCE(MAX(id), 0) FROM stream_events WHERE created_at <= ?";
-static const char SQL_GC_CHANGES[] = "DELETE FROM stream_events WHERE id <= ?";
+
+/* The event id is `seq` on PostgreSQL and the row id on SQLite: one statement text per dialect,
+ * the same code around it. */
+#define READ_CHANGES(ev)                                                                           \
+    "SELECT " ev ", tenant_id, message_id, kind, viewer_id, created_at FROM stream_events "        \
+    "WHERE " ev " > ? ORDER BY " ev " LIMIT ?"
+static const char SQL_READ_CHANGES_SQLITE[] = READ_CHANGES("id");
+static const char SQL_READ_CHANGES_PG[] = READ_CHANGES("seq");
+/* Newest event id, retention's watermark, and (PostgreSQL) whether committed rows await a seq. */
+static const char SQL_LATEST_CHANGE_SQLITE[] =
+    "SELECT (SELECT COALESCE(MAX(id), 0) FROM stream_events), "
+    "(SELECT upto FROM stream_events_pruned WHERE one = 1), 0";
+static const char SQL_LATEST_CHANGE_PG[] =
+    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM stream_events), "
+    "(SELECT upto FROM stream_events_pruned WHERE one = 1), "
+    "CASE WHEN EXISTS (SELECT 1 FROM stream_events WHERE seq IS NULL) THEN 1 ELSE 0 END";
+static const char SQL_PG_UNSEQUENCED[] =
+    "SELECT CASE WHEN EXISTS (SELECT 1 FROM stream_events WHERE seq IS NULL) THEN 1 ELSE 0 END";
+#define GC_MAX(ev) "SELECT COALESCE(MAX(" ev "), 0) FROM stream_events WHERE created_at <= ?"
+static const char SQL_GC_MAX_SQLITE[] = GC_MAX("id");
+static const char SQL_GC_MAX_PG[] = GC_MAX("seq"); /* MAX skips the unsequenced (NULL) rows */
+static const char SQL_GC_CHANGES_SQLITE[] = "DELETE FROM stream_events WHERE id <= ?";
+static const char SQL_GC_CHANGES_PG[] = "DELETE FROM stream_events WHERE seq <= ?";
 static const char SQL_GC_MARK[] =
     "UPDATE stream_events_pruned SET upto = ? WHERE one = 1 AND upto < ?";
 
+/* The sequencer (PostgreSQL). The lock key differs from the writers' lock of schema versions
+ * before 9, which no longer exists. set_config(…, true) is SET LOCAL: this commit is durable before
+ * it is visible even where the database runs with synchronous_commit off. */
+static const char SQL_PG_SEQUENCER_LOCK[] =
+    "SELECT set_config('synchronous_commit', 'on', true), "
+    "CASE WHEN pg_try_advisory_xact_lock(7052465) THEN 1 ELSE 0 END";
+/* Numbers the oldest unsequenced committed rows (at most ?) in id order, above every seq handed
+ * out before: the highest one still in the log, or the highest retention removed. The statement's
+ * snapshot is taken after the lock, so it sees every earlier sequencer's commit. */
+static const char SQL_PG_SEQUENCE[] =
+    "WITH base AS (SELECT GREATEST((SELECT COALESCE(MAX(seq), 0) FROM stream_events),"
+    " (SELECT upto FROM stream_events_pruned WHERE one = 1)) AS b),"
+    " todo AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM"
+    " (SELECT id FROM stream_events WHERE seq IS NULL ORDER BY id LIMIT ?) AS t)"
+    " UPDATE stream_events AS e SET seq = base.b + todo.n FROM base, todo"
+    " WHERE e.id = todo.id AND e.seq IS NULL";
+
 static const char *const KIND_NAMES[] = {"created", "updated", "viewer"};
+
+static bool is_pg(mv_db *db) { return mv_db_kind(db) == MV_STORE_POSTGRES; }
+
+static atomic_uint_fast64_t changes_written;
+
+uint64_t mv__changes_written(void) { return atomic_load(&changes_written); }
 
 mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                           mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err) {
-    mv_code rc;
-    if (mv_db_kind(db) == MV_STORE_POSTGRES) {
-        if ((rc = mv_db_execf(db, SQL_PG_ORDER_LOCK, NULL, err, "")) != MV_OK) return rc;
-        if ((rc = mv_db_exec_after_commit(db, SQL_PG_NOTIFY, err)) != MV_OK) return rc;
-    }
+    atomic_fetch_add(&changes_written, 1);
     return mv_db_execf_later(db, SQL_INSERT_CHANGE, err, "ssssi", tenant ? tenant : "default",
                              message_id ? message_id : "", KIND_NAMES[kind],
                              kind == MV_CHANGE_VIEWER ? viewer_id : NULL, now);
@@ -54,6 +134,7 @@ typedef struct {
     mv_change *out;
     int max, n;
     int64_t latest, pruned;
+    bool unsequenced; /* PostgreSQL: committed rows without an event id exist */
 } read_arg;
 
 static mv_change_kind kind_of(const char *s) {
@@ -62,12 +143,58 @@ static mv_change_kind kind_of(const char *s) {
     return MV_CHANGE_UPDATED;
 }
 
+/* ---- the sequencer (PostgreSQL) ------------------------------------------------------------ */
+
+static mv_code latest_tx(mv_db *db, void *ctx, mv_err *err);
+
+typedef struct {
+    int64_t numbered;
+    bool busy;     /* another sequencer holds the lock */
+    read_arg *out; /* the newest id and the watermark, read after numbering */
+} sequence_arg;
+
+static mv_code sequence_tx(mv_db *db, void *ctx, mv_err *err) {
+    sequence_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_PG_SEQUENCER_LOCK, &st, err, "");
+    a->busy = !st || mv_stmt_int64(st, 1) != 1;
+    mv_stmt_done(st);
+    if (rc == MV_OK && !a->busy &&
+        (rc = mv_db_execf(db, SQL_PG_SEQUENCE, &a->numbered, err, "i", (int64_t)SEQUENCE_BATCH)) ==
+            MV_OK &&
+        a->numbered > 0)
+        /* Wakes the readers of every other process (delivered after this commit). */
+        rc = mv_db_execf(db, SQL_PG_NOTIFY, NULL, err, "");
+    /* Busy or not, what this transaction sees is a prefix: every earlier sequencer committed. */
+    return rc == MV_OK ? latest_tx(db, a->out, err) : rc;
+}
+
+/* Numbers every committed unsequenced row, batch after batch, unless another sequencer keeps the
+ * lock through the retries (its commit wakes the readers, or the caller's next turn retries), and
+ * leaves the newest id in *out. Only called when a read found such rows: its commit wakes this
+ * process's waiter, which must not turn into a loop of empty transactions. */
+static mv_code sequence(mv_store *store, read_arg *out, mv_err *err) {
+    for (int busy = 0;;) {
+        sequence_arg a = {.out = out};
+        mv_code rc = mv_store_write(store, sequence_tx, &a, err);
+        if (rc != MV_OK) return rc;
+        /* The holder may have taken its snapshot before our rows committed: try again shortly
+         * (its transaction is a few statements and one flush), a few times. */
+        if (a.busy && ++busy <= SEQUENCE_BUSY_RETRIES) {
+            mv_sleep_ms(2);
+            continue;
+        }
+        if (a.busy || a.numbered < SEQUENCE_BATCH) return MV_OK;
+    }
+}
+
 static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
     read_arg *a = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_READ_CHANGES, &st, err);
+    mv_code rc =
+        mv_db_prepare(db, is_pg(db) ? SQL_READ_CHANGES_PG : SQL_READ_CHANGES_SQLITE, &st, err);
     if (rc != MV_OK) return rc;
-    mv_stmt_bindf(st, "ii", a->after, (int64_t)a->max);
+    mv_stmt_bindf(st, "ii", a->after, (int64_t)(a->max - a->n));
     int r = 0;
     while (a->n < a->max && (r = mv_stmt_step(st, err)) == 1) {
         mv_change *c = &a->out[a->n++];
@@ -80,7 +207,14 @@ static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
         c->created_at = mv_stmt_int64(st, 5);
     }
     mv_stmt_done(st);
-    return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+    if (r < 0) return err ? err->code : MV_INTERNAL;
+    a->unsequenced = false;
+    if (!is_pg(db) || a->n == a->max) return MV_OK;
+    /* A short page: are there committed changes the sequencer has not numbered yet? */
+    if ((rc = mv_db_row(db, SQL_PG_UNSEQUENCED, &st, err, "")) == MV_OK && st)
+        a->unsequenced = mv_stmt_int64(st, 0) == 1;
+    mv_stmt_done(st);
+    return rc;
 }
 
 mv_code mv_changes_read(mv_store *store, int64_t after, mv_change *out, int max, int *n,
@@ -89,6 +223,15 @@ mv_code mv_changes_read(mv_store *store, int64_t after, mv_change *out, int max,
     if (max <= 0) return MV_OK;
     read_arg a = {.after = after, .out = out, .max = max};
     mv_code rc = mv_store_read(store, read_tx, &a, err);
+    if (rc == MV_OK && a.unsequenced) {
+        /* Number them, then read on from where the page ended: what was read so far stays
+         * valid, since new numbers are above every earlier one. */
+        read_arg latest = {0};
+        if ((rc = sequence(store, &latest, err)) == MV_OK) {
+            if (a.n > 0) a.after = a.out[a.n - 1].id;
+            rc = mv_store_read(store, read_tx, &a, err);
+        }
+    }
     *n = rc == MV_OK ? a.n : 0;
     return rc;
 }
@@ -96,10 +239,14 @@ mv_code mv_changes_read(mv_store *store, int64_t after, mv_change *out, int max,
 static mv_code latest_tx(mv_db *db, void *ctx, mv_err *err) {
     read_arg *a = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_LATEST_CHANGE, &st, err, "");
+    mv_code rc =
+        mv_db_row(db, is_pg(db) ? SQL_LATEST_CHANGE_PG : SQL_LATEST_CHANGE_SQLITE, &st, err, "");
     if (st) {
         a->latest = mv_stmt_int64(st, 0);
         a->pruned = mv_stmt_int64(st, 1);
+        a->unsequenced = mv_stmt_int64(st, 2) == 1;
+        /* Retention may have removed everything: the newest id handed out is then the mark. */
+        if (a->latest < a->pruned) a->latest = a->pruned;
     }
     mv_stmt_done(st);
     return rc;
@@ -108,6 +255,7 @@ static mv_code latest_tx(mv_db *db, void *ctx, mv_err *err) {
 mv_code mv_changes_latest(mv_store *store, int64_t *latest, int64_t *pruned, mv_err *err) {
     read_arg a = {0};
     mv_code rc = mv_store_read(store, latest_tx, &a, err);
+    if (rc == MV_OK && a.unsequenced) rc = sequence(store, &a, err);
     if (latest) *latest = a.latest;
     if (pruned) *pruned = a.pruned;
     return rc;
@@ -120,19 +268,26 @@ typedef struct {
 static mv_code gc_tx(mv_db *db, void *ctx, mv_err *err) {
     gc_arg *a = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_GC_MAX, &st, err, "i", a->older_than);
+    mv_code rc =
+        mv_db_row(db, is_pg(db) ? SQL_GC_MAX_PG : SQL_GC_MAX_SQLITE, &st, err, "i", a->older_than);
     int64_t upto = st ? mv_stmt_int64(st, 0) : 0;
     mv_stmt_done(st);
     if (rc != MV_OK || upto == 0) return rc;
-    /* Ids are monotonic in time per writer order, so "up to the newest expired id" removes exactly
-     * the expired prefix; the watermark tells resuming clients what they can no longer get. */
-    if ((rc = mv_db_execf(db, SQL_GC_CHANGES, &a->removed, err, "i", upto)) != MV_OK) return rc;
+    /* Event ids grow with time, so "up to the newest expired id" removes the expired prefix; the
+     * watermark tells resuming clients what they can no longer get (and keeps the sequencer's
+     * numbers above it when the log is empty). */
+    if ((rc = mv_db_execf(db, is_pg(db) ? SQL_GC_CHANGES_PG : SQL_GC_CHANGES_SQLITE, &a->removed,
+                          err, "i", upto)) != MV_OK)
+        return rc;
     return mv_db_execf(db, SQL_GC_MARK, NULL, err, "ii", upto, upto);
 }
 
 mv_code mv_changes_gc(mv_store *store, int64_t older_than, int64_t *removed, mv_err *err) {
     gc_arg a = {older_than, 0};
-    mv_code rc = mv_store_write(store, gc_tx, &a, err);
+    /* Expired rows nobody has numbered yet (no reader ran since they committed) are numbered
+     * first, so they are removed with the rest and counted in the watermark. */
+    mv_code rc = mv_changes_latest(store, NULL, NULL, err);
+    if (rc == MV_OK) rc = mv_store_write(store, gc_tx, &a, err);
     if (removed) *removed = rc == MV_OK ? a.removed : 0;
     return rc;
 }

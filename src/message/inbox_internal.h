@@ -6,11 +6,14 @@
 #include "message/service.h"
 #include "missive/inbox.h"
 
-/* Appends one change-log row (and, on PostgreSQL, takes the commit-order lock and queues the
- * wake-up). Call it as the last statement of the transaction that made the change. viewer_id is
- * stored for MV_CHANGE_VIEWER only. */
+/* Appends one change-log row in the transaction that made the change: one INSERT, no lock, no
+ * NOTIFY, so it may come anywhere in that transaction. On PostgreSQL the row gets its event id
+ * after commit (changes.c). viewer_id is stored for MV_CHANGE_VIEWER only. */
 mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                           mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err);
+/* How many change-log rows this process has appended (committed or not) — a cheap "has anything
+ * been written since" for the stream hub, which numbers them on PostgreSQL (changes.c). */
+uint64_t mv__changes_written(void);
 
 /* The viewer join and the filter of every inbox query, over messages aliased `m`: one LEFT JOIN
  * (binds the viewer id) and INBOX_FILTER_PARAMS placeholders bound by mv__inbox_filter_bind. A

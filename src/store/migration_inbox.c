@@ -3,9 +3,9 @@
  * `message_viewers` holds one row per (message, user) that ever touched the message: the state is
  * per viewer, so a role-addressed message has one row per member who marked it, and absent means
  * "never seen". `stream_events` is the change log every state change writes in its own
- * transaction; its id is the SSE event id. Ids must become visible in id order: SQLite has one
- * writer at a time, PostgreSQL writers take a transaction-scoped advisory lock before inserting
- * (message/changes.c). `stream_events_pruned` remembers the highest id retention removed, so a
+ * transaction; on SQLite its id is the SSE event id (one writer at a time: ids become visible in
+ * id order). On PostgreSQL migration 9 adds a `seq` that a sequencer assigns after the commit, and
+ * that is the event id there (message/changes.c). `stream_events_pruned` remembers the highest id retention removed, so a
  * client resuming below it is told to refetch (`reset`) instead of silently missing events. */
 #include "store/driver.h"
 

@@ -8,6 +8,7 @@ extern const mv_migration mv_migration_durable;
 extern const mv_migration mv_migration_tenants;
 extern const mv_migration mv_migration_inbox;
 extern const mv_migration mv_migration_operations;
+extern const mv_migration mv_migration_changes;
 extern const mv_migration mv_migration_saga_steps;
 
 const mv_migration *const mv_migrations[] = {
@@ -17,6 +18,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_tenants,
     &mv_migration_inbox,
     &mv_migration_operations,
+    &mv_migration_changes,
     &mv_migration_saga_steps,
     NULL,
 };
