@@ -119,6 +119,10 @@ typedef struct mv_service_options {
     /* Warnings for operators and template authors (an action condition stopped at its work
      * bound: {"templateCd", "actionCd", "messageId", "error"}); called with hook_ctx. */
     void (*on_warning)(void *ctx, const char *what, const json_t *fields);
+    /* Optional, borrowed: fired at shutdown; a {"saga": …} handler running on the loop then
+     * starts no further step and its action fails with MV_DRAINING (the attempt retryable: the
+     * next press continues the same saga). */
+    mv_abort *saga_stop;
 } mv_service_options;
 
 #define MV_DEFAULT_MESSAGE_BYTES 1048576
@@ -223,6 +227,12 @@ typedef struct mv_action_request {
     const json_t *input;      /* request body; NULL = {} */
     const char *resume_token; /* X-Resume-Token, for actions that need approval */
     bool is_admin;            /* the caller is an admin: sees every message of its tenant */
+    /* Optional, for mv_action_start: runs fn(arg) soon on a thread that may block, never inline
+     * (a server's write pool). With it and a loop, a {"saga": …} handler whose definition is a
+     * book's runs on the loop too (mv_saga_book_start_async): its rounds run here, wake follows
+     * the saga's end. Without it the saga runs on the calling thread. */
+    void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
+    void *submit_ctx;
 } mv_action_request;
 
 /* handleAction. *result: new reference (the handler's result, json null when none).

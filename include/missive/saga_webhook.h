@@ -46,6 +46,48 @@ mv_code mv_saga_book_load_dir(mv_saga_book *book, const char *dir, mv_err *err);
 /* The definition, or NULL. Borrowed: valid as long as the book. */
 const mv_saga_definition *mv_saga_book_find(const mv_saga_book *book, const char *name);
 
+/* ---- running on the outgoing-call loop -------------------------------------------------------
+ * A saga of this book can run without holding a thread while its steps' calls wait: each step's
+ * intent is saved, its webhook waits on the loop (mv_webhook_post_async), and the outcome is
+ * recorded on a thread of the caller's choosing (env->submit), which then starts the next step
+ * or compensation. Records, journal rows, effect ids (the Idempotency-Keys), statuses and the
+ * crash/takeover behaviour are the synchronous engine's; in addition the runner lease is extended
+ * every lease/3 by a loop timer while the saga runs, so a step slower than the lease keeps it. */
+typedef struct mv_saga_async {
+    mv_loop *loop; /* where the calls wait (and the lease timer runs) */
+    /* Runs fn(arg) soon on a thread that may block (store writes), never on the loop's thread
+     * and never inline. At most one job of a saga is outstanding at a time. */
+    void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
+    void *submit_ctx;
+    /* May be NULL. Once fired (shutdown), no further step is started: the run ends with
+     * MV_DRAINING, its last commit written and its lease dropped, so recovery resumes it. A step
+     * whose call the loop abandons is left executing (as after a crash mid-step); a compensation
+     * call abandoned counts as a failed attempt, retried after its backoff. */
+    mv_abort *stop;
+} mv_saga_async;
+
+/* The end of a run started by mv_saga_book_start_async: what mv_saga_start_in would have
+ * returned (record owned by the callee, may be NULL). Runs on a submit thread. */
+typedef void (*mv_saga_async_done)(void *ctx, mv_code rc, json_t *record, const mv_err *err);
+
+/* mv_saga_start_in for def (a definition of a book), its calls waiting on env->loop. When the
+ * saga is new, *started is true, the function returns MV_OK and done(done_ctx, …) runs exactly
+ * once, later or before this returns. Otherwise *started is false and nothing runs: rc, *record
+ * and *replayed are mv_saga_start_in's (a replay, a mismatch, or an error before the saga
+ * existed). env is copied; engine and def must outlive the run. */
+mv_code mv_saga_book_start_async(mv_saga_engine *engine, const mv_saga_definition *def,
+                                 const mv_saga_async *env, const char *tenant, const char *saga_id,
+                                 const json_t *input, mv_saga_async_done done, void *done_ctx,
+                                 bool *started, json_t **record, bool *replayed, mv_err *err);
+/* mv_saga_resume (compensate false) or mv_saga_compensate for def, as above: *started true when
+ * the runner lease was taken (done follows), else the call's answer now. */
+mv_code mv_saga_book_run_async(mv_saga_engine *engine, const mv_saga_definition *def,
+                               const mv_saga_async *env, const char *saga_id, bool compensate,
+                               mv_saga_async_done done, void *done_ctx, bool *started,
+                               json_t **record, mv_err *err);
+/* True when def came from a book (mv_saga_book_find), i.e. can run on the loop. */
+bool mv_saga_book_owns(const mv_saga_definition *def);
+
 #ifdef __cplusplus
 }
 #endif

@@ -189,6 +189,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .sagas = d->saga_engine,
         .find_saga = find_saga,
         .find_saga_ctx = d->sagas,
+        .saga_stop = &d->saga_stop,
         .max_message_bytes = cfg->limits.message_bytes,
         .max_page_bytes = cfg->list.max_page_bytes,
         .on_warning = log_warning,
@@ -295,7 +296,9 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                             .engine = d->saga_engine,
                                             .book = d->sagas,
                                             .admin_permission = cfg->admin_permission_key,
-                                            .metrics = d->metrics};
+                                            .metrics = d->metrics,
+                                            .loop = d->loop,
+                                            .stop = &d->saga_stop};
     return MV_OK;
 }
 

@@ -44,6 +44,7 @@ typedef struct mv_daemon {
     mv_list_routes list_routes;        /* GET /sagas, GET /approvals */
     struct mv_recovery_loop *recovery; /* resumes sagas whose runner died; retention */
     atomic_bool draining;              /* set on SIGTERM: /readyz answers 503 */
+    mv_abort saga_stop;                /* fired on SIGTERM: sagas on the loop stop between steps */
     mv_stream_hub *streams;            /* GET /messages/stream: the change log fanned out */
 } mv_daemon;
 

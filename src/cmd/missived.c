@@ -121,6 +121,9 @@ static int serve(const mv_config *cfg, bool migrate) {
                      (json_int_t)cfg->shutdown_timeout_ms));
     atomic_store(&d.draining, true); /* /readyz answers 503 on connections still open */
     mv_stream_hub_drain(d.streams);  /* event streams end cleanly; clients reconnect elsewhere */
+    /* sagas on the loop start no further step: each ends after the call in flight, its commit
+     * written and its lease dropped, answered 503 draining, and recovery resumes it */
+    mv_abort_fire(&d.saga_stop, "the server is shutting down");
     /* outgoing calls still waiting shortly before the deadline are abandoned (their actions left
      * retryable, answered 503 draining), so that every accepted request is answered in time */
     int64_t margin = cfg->shutdown_timeout_ms / 5 < 500 ? cfg->shutdown_timeout_ms / 5 : 500;

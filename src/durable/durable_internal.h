@@ -50,4 +50,59 @@ mv_code mv__journal_move_from_tx(mv_db *db, const char *id, mv_effect_state expe
 extern const char mv_sql_scan_effects[];
 extern const char mv_sql_scan_sagas[];
 
+/* ---- a saga run in halves (saga.c), for a driver whose calls wait elsewhere ------------------
+ * The run of mv_saga_start_in / mv_saga_resume / mv_saga_compensate with the executor and
+ * compensator calls cut out: the driver makes each call itself and hands its outcome back, on any
+ * thread (one at a time). The saves, records, journal rows, effect ids and lifecycle events are
+ * the engine's own. Every runner ends with mv__saga_runner_finish. */
+typedef struct mv__saga_runner mv__saga_runner;
+
+/* A compensation to call: comp->fn's arguments, valid until the next call on the runner. */
+typedef struct mv__saga_comp_call {
+    const mv_saga_compensator *comp;
+    const json_t *args;
+    mv_saga_compensation_call call;
+} mv__saga_comp_call;
+
+/* As mv_saga_start_in (abort NULL): a new saga gives *out (the lease held, nothing run yet); an
+ * existing id gives *out NULL and mv_saga_start_in's answer (replay or mismatch). */
+mv_code mv__saga_runner_start(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
+                              const char *saga_id, const json_t *input, mv__saga_runner **out,
+                              json_t **record, bool *replayed, mv_err *err);
+/* As mv_saga_resume / mv_saga_compensate up to the run: takes the runner lease and loads. On
+ * failure *out is NULL and *record what those calls would give. */
+mv_code mv__saga_runner_take(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
+                             mv__saga_runner **out, json_t **record, mv_err *err);
+const char *mv__saga_runner_id(const mv__saga_runner *r);
+bool mv__saga_runner_running(const mv__saga_runner *r);
+bool mv__saga_runner_compensating(const mv__saga_runner *r);
+json_t *mv__saga_runner_input(const mv__saga_runner *r);   /* a new reference */
+json_t *mv__saga_runner_results(const mv__saga_runner *r); /* mv_saga_ctx_results */
+int64_t mv__saga_runner_lease_ms(const mv__saga_runner *r);
+/* Extends the runner lease (any thread, also while a step is being saved); false once the runner
+ * no longer holds it. */
+bool mv__saga_runner_extend(const mv__saga_runner *r);
+/* mv_saga_step up to the executor. MV_OK with *effect_id set: make the call (its idempotency key)
+ * and give its outcome to step_end; MV_OK with *effect_id NULL: the step was already committed.
+ * Any error is mv_saga_step's. */
+mv_code mv__saga_runner_step_begin(mv__saga_runner *r, const char *name,
+                                   const json_t *compensation_args, const char **effect_id,
+                                   mv_err *err);
+/* The call's outcome (what the executor would have returned; result owned, error_code as in
+ * mv_saga_step_call); returns what mv_saga_step returns. */
+mv_code mv__saga_runner_step_end(mv__saga_runner *r, mv_code call_rc, json_t *result,
+                                 const char *error_code, const mv_err *call_err, mv_err *err);
+/* After the steps (run_rc: the run's result, run_err its error): completes the saga, or starts
+ * compensating. *call set: a compensation to make, then comp_end; else the run's result. */
+mv_code mv__saga_runner_ran(mv__saga_runner *r, mv_code run_rc, const mv_err *run_err,
+                            const mv__saga_comp_call **call, mv_err *err);
+/* mv_saga_compensate's run, in the same halves as ran. */
+mv_code mv__saga_runner_compensate(mv__saga_runner *r, const mv__saga_comp_call **call,
+                                   mv_err *err);
+mv_code mv__saga_runner_comp_end(mv__saga_runner *r, mv_code call_rc, const mv_err *call_err,
+                                 const mv__saga_comp_call **call, mv_err *err);
+/* Ends the run (a pending commit written, the lease dropped), fills *record (may be NULL) as the
+ * engine's calls do, frees r (NULL-safe) and returns rc. */
+mv_code mv__saga_runner_finish(mv__saga_runner *r, mv_code rc, json_t **record);
+
 #endif

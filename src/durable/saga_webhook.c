@@ -131,6 +131,314 @@ static int64_t backoff(int attempt, void *def_ctx) {
     return delay < d->backoff_max ? delay : d->backoff_max;
 }
 
+/* ---- the same calls on the loop ---------------------------------------------------------------
+ * One run at a time per saga, as a chain: a job (on a submit thread) saves and posts, the call's
+ * completion (on the loop's thread) only hands its outcome to the next job. The outcome words and
+ * codes come from the same classification as execute_step and compensate_step above. */
+
+typedef struct async_run {
+    wh_def *d;
+    mv_saga_async env;
+    mv__saga_runner *r;
+    mv_loop_timer *lease;
+    json_t *input, *args;
+    size_t next;                    /* the next step to begin */
+    const mv__saga_comp_call *comp; /* the compensation in flight, or NULL */
+    char traceparent[64];
+    mv_saga_async_done done;
+    void *done_ctx;
+    /* the last call's outcome, from the loop's thread to the next job */
+    mv_code call_rc;
+    mv_webhook_response res;
+    mv_err call_err;
+} async_run;
+
+static void async_free(async_run *a) {
+    json_decref(a->input);
+    json_decref(a->args);
+    free(a);
+}
+
+/* Ends the run: the lease timer stopped (never on the loop's thread: we are on a submit thread or
+ * the caller's), the run ended as the engine ends it, then done. */
+static void async_finish(async_run *a, mv_code rc, const mv_err *err) {
+    mv_loop_timer_cancel(a->lease);
+    json_t *record = NULL;
+    rc = mv__saga_runner_finish(a->r, rc, &record);
+    mv_err e = {0};
+    if (err) mv_err_copy(&e, err);
+    e.code = rc;
+    a->done(a->done_ctx, rc, record, &e);
+    async_free(a);
+}
+
+static bool async_extend(void *p) {
+    async_run *a = p;
+    return mv__saga_runner_extend(a->r);
+}
+
+/* The labels a call carries (request trace, saga id), as the thread that ran the saga had them. */
+static void async_label(const async_run *a, const char *kind) {
+    mv_strlcpy(mv__callctx()->traceparent, a->traceparent, sizeof mv__callctx()->traceparent);
+    mv__callctx_call(kind, NULL, NULL, mv__saga_runner_id(a->r));
+}
+
+static void async_steps(async_run *a);
+static void async_compensations(async_run *a, mv_code rc, const mv_err *err);
+
+static void async_call_done(void *p, mv_code rc, mv_webhook_response *res, const mv_err *err,
+                            void (*next)(void *)) {
+    async_run *a = p;
+    a->call_rc = rc;
+    a->res = *res; /* owned from here */
+    mv_err_copy(&a->call_err, err);
+    a->env.submit(a->env.submit_ctx, next, a);
+}
+
+/* ---- steps ---- */
+
+static void step_job(void *p);
+
+static void step_call_done(void *p, mv_code rc, mv_webhook_response *res, const mv_err *err) {
+    async_call_done(p, rc, res, err, step_job);
+}
+
+/* The step call's outcome → the engine (execute_step's classification). */
+static void step_job(void *p) {
+    async_run *a = p;
+    const wh_step *st = &a->d->steps[a->next];
+    if (a->call_rc == MV_DRAINING) { /* abandoned at shutdown: its outcome is not known */
+        mv_webhook_response_free(&a->res);
+        mv_err e = {0};
+        mv_err_set(&e, MV_DRAINING, "the server is shutting down; saga %s continues later",
+                   mv__saga_runner_id(a->r));
+        mv_strlcpy(e.saga_id, mv__saga_runner_id(a->r), sizeof e.saga_id);
+        async_finish(a, MV_DRAINING, &e);
+        mv__callctx_reset();
+        return;
+    }
+    json_t *result = NULL;
+    mv_code rc = MV_OK;
+    mv_err err = {0};
+    char code[65], words[256], error_code[65] = "";
+    mv_webhook_failure_words(&a->res, code, words);
+    switch (a->res.outcome) {
+    case MV_WEBHOOK_OK: result = a->res.json ? json_incref(a->res.json) : json_null(); break;
+    case MV_WEBHOOK_REJECTED:
+    case MV_WEBHOOK_NOT_SENT:
+        mv_strlcpy(error_code,
+                   a->res.outcome == MV_WEBHOOK_REJECTED ? "step_rejected" : "step_not_sent",
+                   sizeof error_code);
+        rc = mv_err_set(&err, MV_SAGA_STEP_FAILED, "saga step %s: %s", st->name, words);
+        break;
+    case MV_WEBHOOK_AMBIGUOUS:
+        rc = mv_err_set(&err, MV_UPSTREAM_FAILED, "saga step %s: %s", st->name, words);
+        break;
+    }
+    mv_webhook_response_free(&a->res);
+    mv_err out = {0};
+    rc = mv__saga_runner_step_end(a->r, rc, result, error_code, &err, &out);
+    if (rc != MV_OK) {
+        async_compensations(a, rc, &out);
+    } else {
+        a->next++;
+        async_steps(a);
+    }
+    mv__callctx_reset();
+}
+
+/* Begins steps from a->next until one needs a call (posted) or the run is over. */
+static void async_steps(async_run *a) {
+    for (; a->next < a->d->nsteps; a->next++) {
+        if (mv_abort_is_set(a->env.stop)) {
+            mv_err e = {0};
+            mv_err_set(&e, MV_DRAINING, "the server is shutting down; saga %s continues later",
+                       mv__saga_runner_id(a->r));
+            mv_strlcpy(e.saga_id, mv__saga_runner_id(a->r), sizeof e.saga_id);
+            async_finish(a, MV_DRAINING, &e);
+            return;
+        }
+        const wh_step *st = &a->d->steps[a->next];
+        const char *effect_id = NULL;
+        mv_err err = {0};
+        mv_code rc = mv__saga_runner_step_begin(a->r, st->name, a->args, &effect_id, &err);
+        if (rc != MV_OK) {
+            async_compensations(a, rc, &err);
+            return;
+        }
+        if (!effect_id) continue; /* committed before: not run again */
+        json_t *body = json_pack("{s:s, s:s, s:O, s:o, s:s}", "sagaId", mv__saga_runner_id(a->r),
+                                 "step", st->name, "input", a->input, "results",
+                                 mv__saga_runner_results(a->r), "effectId", effect_id);
+        async_label(a, "saga_step");
+        mv_err perr = {0};
+        rc = body ? mv_webhook_post_async(a->env.loop, a->d->wh, st->run_url, body, effect_id,
+                                          step_call_done, a, &perr)
+                  : mv_err_set(&perr, MV_NO_MEMORY, "out of memory");
+        json_decref(body);
+        if (rc == MV_OK) return; /* step_job goes on */
+        /* never sent: the loop is stopping (its outcome is then left open, as if cut off), or
+         * the call could not be built — conclusively not sent, as mv_webhook_post says */
+        a->call_rc = rc;
+        a->res = (mv_webhook_response){.outcome = MV_WEBHOOK_NOT_SENT};
+        a->call_err = perr;
+        step_job(a);
+        return;
+    }
+    const mv__saga_comp_call *call = NULL;
+    mv_err err = {0};
+    mv_code rc = mv__saga_runner_ran(a->r, MV_OK, NULL, &call, &err);
+    async_finish(a, rc, &err);
+}
+
+/* ---- compensations ---- */
+
+static void comp_job(void *p);
+
+static void comp_call_done(void *p, mv_code rc, mv_webhook_response *res, const mv_err *err) {
+    async_call_done(p, rc, res, err, comp_job);
+}
+
+/* Posts a->comp (compensate_step's request); false when it could not be sent. */
+static bool comp_post(async_run *a) {
+    const mv__saga_comp_call *c = a->comp;
+    const wh_step *step = c->comp->ctx;
+    json_t *input = json_object_get(c->args, "input");
+    json_t *body = json_pack("{s:s, s:s, s:O, s:O, s:s, s:i}", "sagaId", c->call.saga_id, "step",
+                             c->call.step, "input", input ? input : json_null(), "result",
+                             c->call.result ? (json_t *)c->call.result : json_null(),
+                             "compensationEffectId", c->call.effect_id, "attempt", c->call.attempt);
+    async_label(a, "saga_compensation");
+    mv_err perr = {0};
+    mv_code rc = body ? mv_webhook_post_async(a->env.loop, a->d->wh, step->compensate_url, body,
+                                              c->call.effect_id, comp_call_done, a, &perr)
+                      : mv_err_set(&perr, MV_NO_MEMORY, "out of memory");
+    json_decref(body);
+    if (rc == MV_OK) return true;
+    a->call_rc = rc;
+    a->res = (mv_webhook_response){.outcome = MV_WEBHOOK_NOT_SENT};
+    a->call_err = perr;
+    return false;
+}
+
+/* rc/err: the engine's answer; a->comp the next compensation to call (or NULL: the end). */
+static void comp_next(async_run *a, mv_code rc, const mv_err *err) {
+    if (!a->comp) {
+        async_finish(a, rc, err);
+    } else if (!comp_post(a)) {
+        comp_job(a); /* not sent: a failed attempt, recorded now */
+    }
+}
+
+/* The compensation call's outcome → the engine (compensate_step's classification: anything but
+ * 2xx is a failed attempt, also a call abandoned at shutdown). */
+static void comp_job(void *p) {
+    async_run *a = p;
+    const mv__saga_comp_call *c = a->comp;
+    char code[65], words[256];
+    mv_webhook_failure_words(&a->res, code, words);
+    mv_webhook_response_free(&a->res);
+    mv_err err = {0};
+    mv_code rc = a->call_rc == MV_OK ? MV_OK
+                                     : mv_err_set(&err, MV_UPSTREAM_FAILED,
+                                                  "saga compensation %s: %s", c->call.step, words);
+    mv_err out = {0};
+    rc = mv__saga_runner_comp_end(a->r, rc, &err, &a->comp, &out);
+    comp_next(a, rc, &out);
+    mv__callctx_reset();
+}
+
+/* The run stopped at a step (rc, err: what mv_saga_step returned): resume_loaded's end. */
+static void async_compensations(async_run *a, mv_code rc, const mv_err *err) {
+    mv_err out = {0};
+    rc = mv__saga_runner_ran(a->r, rc, err, &a->comp, &out);
+    comp_next(a, rc, &out);
+}
+
+/* ---- starting ---- */
+
+bool mv_saga_book_owns(const mv_saga_definition *def) { return def && def->run == run_definition; }
+
+static mv_code async_begin(mv__saga_runner *r, const mv_saga_definition *def,
+                           const mv_saga_async *env, mv_saga_async_done done, void *done_ctx,
+                           async_run **out, mv_err *err) {
+    async_run *a = calloc(1, sizeof *a);
+    if (a) {
+        a->d = def->ctx;
+        a->env = *env;
+        a->r = r;
+        a->done = done;
+        a->done_ctx = done_ctx;
+        a->input = mv__saga_runner_input(r);
+        a->args = a->input ? json_pack("{s:O}", "input", a->input) : NULL;
+        mv_strlcpy(a->traceparent, mv__callctx()->traceparent, sizeof a->traceparent);
+    }
+    int64_t period = mv__saga_runner_lease_ms(r) / 3;
+    if (a && a->args) a->lease = mv_loop_every(env->loop, period > 0 ? period : 1, async_extend, a);
+    if (!a || !a->args || !a->lease) {
+        if (a) async_free(a);
+        mv__saga_runner_finish(r, MV_NO_MEMORY, NULL);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory (or the loop is stopping)");
+    }
+    *out = a;
+    return MV_OK;
+}
+
+static mv_code check_async(const mv_saga_definition *def, const mv_saga_async *env,
+                           mv_saga_async_done done, mv_err *err) {
+    if (!mv_saga_book_owns(def) || !env || !env->loop || !env->submit || !done)
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "an asynchronous saga needs a book's definition, a loop, a submit "
+                          "function and a completion");
+    return MV_OK;
+}
+
+mv_code mv_saga_book_start_async(mv_saga_engine *engine, const mv_saga_definition *def,
+                                 const mv_saga_async *env, const char *tenant, const char *saga_id,
+                                 const json_t *input, mv_saga_async_done done, void *done_ctx,
+                                 bool *started, json_t **record, bool *replayed, mv_err *err) {
+    *started = false;
+    if (record) *record = NULL;
+    if (replayed) *replayed = false;
+    mv_code rc = check_async(def, env, done, err);
+    if (rc) return rc;
+    mv__saga_runner *r = NULL;
+    if ((rc = mv__saga_runner_start(engine, tenant, def, saga_id, input, &r, record, replayed,
+                                    err)) ||
+        !r)
+        return rc;
+    async_run *a;
+    if ((rc = async_begin(r, def, env, done, done_ctx, &a, err))) return rc;
+    *started = true;
+    async_steps(a);
+    return MV_OK;
+}
+
+mv_code mv_saga_book_run_async(mv_saga_engine *engine, const mv_saga_definition *def,
+                               const mv_saga_async *env, const char *saga_id, bool compensate,
+                               mv_saga_async_done done, void *done_ctx, bool *started,
+                               json_t **record, mv_err *err) {
+    *started = false;
+    if (record) *record = NULL;
+    mv_code rc = check_async(def, env, done, err);
+    if (rc) return rc;
+    mv__saga_runner *r = NULL;
+    if ((rc = mv__saga_runner_take(engine, def, saga_id, &r, record, err))) return rc;
+    async_run *a;
+    if ((rc = async_begin(r, def, env, done, done_ctx, &a, err))) return rc;
+    *started = true;
+    if (compensate) {
+        mv_err out = {0};
+        rc = mv__saga_runner_compensate(r, &a->comp, &out);
+        comp_next(a, rc, &out);
+    } else if (!mv__saga_runner_running(r)) { /* resume_loaded: other states are answered */
+        async_finish(a, MV_OK, NULL);
+    } else {
+        async_steps(a);
+    }
+    return MV_OK;
+}
+
 /* ---- parsing ----------------------------------------------------------------------------- */
 
 static void def_free(wh_def *d) {

@@ -124,6 +124,10 @@ mv_http_later *mv_http_answer_later(mv_http_request *req);
 void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx);
 /* The handler answers now after all (it fills res and returns as usual). */
 void mv_http_later_cancel(mv_http_later *later);
+/* Runs job on the write pool while the answer is still to come (a step of work that waits on the
+ * loop in several rounds); job must stay valid until it starts. The request stays in flight. */
+struct mv__job;
+void mv_http_later_run(mv_http_later *later, struct mv__job *job);
 
 /* ---- server ------------------------------------------------------------------------------ */
 

@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "http/auth.h"
+#include "http/http_server.h"
 #include "http/request.h"
 #include "http/routes_durable.h"
+#include "http/work_pool.h"
 
 static const char *admin_permission(const mv_durable_routes *r) {
     return r->admin_permission ? r->admin_permission : "is.admin";
@@ -189,6 +191,65 @@ static void answer_saga(mv_http_response *res, mv_code rc, json_t *record, const
     mv_http_error(res, err);
 }
 
+/* A saga run on the loop, answered later: what its jobs and its answer need, in the request's
+ * arena (the request lives until it is answered). At most one job of a run is queued at a time,
+ * so one job record serves them all. */
+typedef struct saga_call {
+    mv__job job;
+    void (*fn)(void *arg);
+    void *arg;
+    mv_http_later *later;
+    bool compensating;
+    mv_code rc;
+    json_t *record;
+    mv_err err;
+} saga_call;
+
+static void saga_job(mv__job *job) {
+    saga_call *c = (saga_call *)job;
+    void (*fn)(void *) = c->fn;
+    void *arg = c->arg;
+    fn(arg); /* may queue the next job through c */
+}
+
+static void saga_submit(void *ctx, void (*fn)(void *arg), void *arg) {
+    saga_call *c = ctx;
+    c->fn = fn;
+    c->arg = arg;
+    c->job.run = saga_job;
+    mv_http_later_run(c->later, &c->job);
+}
+
+static void saga_then(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    saga_call *c = ctx;
+    answer_saga(res, c->rc, c->record, &c->err, c->compensating);
+}
+
+static void saga_done(void *ctx, mv_code rc, json_t *record, const mv_err *err) {
+    saga_call *c = ctx;
+    c->rc = rc;
+    c->record = record;
+    mv_err_copy(&c->err, err);
+    mv_http_later_done(c->later, saga_then, c);
+}
+
+/* A saga call on the loop when the server and the definition allow it: the later answer taken,
+ * env filled; NULL to run it here. */
+static saga_call *saga_on_loop(mv_http_request *req, const mv_saga_definition *def,
+                               mv_saga_async *env) {
+    mv_durable_routes *r = req->route_ctx;
+    if (!r->loop || !mv_saga_book_owns(def)) return NULL;
+    saga_call *c = mv_arena_alloc(req->arena, sizeof *c);
+    if (!c) return NULL;
+    memset(c, 0, sizeof *c);
+    /* taken before the start: the run may end before the start returns */
+    if (!(c->later = mv_http_answer_later(req))) return NULL;
+    *env =
+        (mv_saga_async){.loop = r->loop, .submit = saga_submit, .submit_ctx = c, .stop = r->stop};
+    return c;
+}
+
 static void start_saga(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     mv_durable_routes *r = req->route_ctx;
@@ -211,8 +272,20 @@ static void start_saga(mv_http_request *req, mv_http_response *res, void *app) {
     json_t *record = NULL;
     bool replayed = false;
     mv_err err = {0};
-    mv_code rc = mv_saga_start_in(r->engine, req->principal->tenant, def, saga_id,
-                                  input ? input : json_null(), NULL, &record, &replayed, &err);
+    mv_saga_async env;
+    saga_call *c = saga_on_loop(req, def, &env);
+    mv_code rc;
+    if (c) {
+        bool started = false;
+        rc = mv_saga_book_start_async(r->engine, def, &env, req->principal->tenant, saga_id,
+                                      input ? input : json_null(), saga_done, c, &started, &record,
+                                      &replayed, &err);
+        if (started) return; /* answered by saga_then */
+        mv_http_later_cancel(c->later);
+    } else {
+        rc = mv_saga_start_in(r->engine, req->principal->tenant, def, saga_id,
+                              input ? input : json_null(), NULL, &record, &replayed, &err);
+    }
     if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
     answer_saga(res, rc, record, &err, false);
 }
@@ -264,7 +337,19 @@ static void run_saga(mv_http_request *req, mv_http_response *res, saga_run_fn ru
     if (!def) return;
     json_t *record = NULL;
     mv_err err = {0};
-    mv_code rc = run(r->engine, def, mv_http_param(req, "id"), NULL, &record, &err);
+    mv_saga_async env;
+    saga_call *c = saga_on_loop(req, def, &env);
+    mv_code rc;
+    if (c) {
+        bool started = false;
+        c->compensating = compensating;
+        rc = mv_saga_book_run_async(r->engine, def, &env, mv_http_param(req, "id"), compensating,
+                                    saga_done, c, &started, &record, &err);
+        if (started) return; /* answered by saga_then */
+        mv_http_later_cancel(c->later);
+    } else {
+        rc = run(r->engine, def, mv_http_param(req, "id"), NULL, &record, &err);
+    }
     answer_saga(res, rc, record, &err, compensating);
 }
 

@@ -14,6 +14,12 @@ typedef struct mv_durable_routes {
     const mv_saga_book *book;     /* borrowed; NULL → the saga routes answer 404 not_found */
     const char *admin_permission; /* "is.admin" (NULL → "is.admin") */
     mv_metrics *metrics;          /* NULL → decisions are not counted */
+    /* When set, POST /sagas/{definition}, resume and compensate of a book's saga run on the loop
+     * and answer later (the write-pool thread is free while a step's call waits); stop (may be
+     * NULL) is fired at shutdown: runs in flight then end after their current step, answered 503
+     * draining and left for recovery. */
+    mv_loop *loop;
+    mv_abort *stop;
 } mv_durable_routes;
 
 /* The permission that lets a user decide approvals (admins may too). */

@@ -11,6 +11,7 @@
 #include "http/request.h"
 #include "http/routes_inbox.h"
 #include "http/routes_messages.h"
+#include "http/work_pool.h"
 
 void mv_http_user(mv_http_request *req, mv_user *out) {
     const mv_principal *p = req->principal;
@@ -258,6 +259,9 @@ static void answer_action(mv_message_routes *r, mv_http_response *res, mv_code r
 /* An action whose handler waits on the loop: what the completion needs, in the request's arena
  * (the request lives until it is answered). */
 typedef struct action_call {
+    mv__job job; /* a saga handler's rounds (one queued at a time) */
+    void (*fn)(void *arg);
+    void *arg;
     mv_message_routes *r;
     mv_user user;
     mv_action_request ar;
@@ -273,6 +277,22 @@ static void action_then(mv_http_request *req, mv_http_response *res, void *ctx) 
     mv_err err = {0};
     mv_code rc = mv_action_finish(c->pending, &result, &err);
     answer_action(c->r, res, rc, result, &err);
+}
+
+/* A round of a saga handler on the write pool, the request still suspended. */
+static void action_job(mv__job *job) {
+    action_call *c = (action_call *)job;
+    void (*fn)(void *) = c->fn;
+    void *arg = c->arg;
+    fn(arg); /* may queue the next round through c */
+}
+
+static void action_submit(void *ctx, void (*fn)(void *arg), void *arg) {
+    action_call *c = ctx;
+    c->fn = fn;
+    c->arg = arg;
+    c->job.run = action_job;
+    mv_http_later_run(c->later, &c->job);
 }
 
 /* On the loop's thread: must not block, so it only queues action_then. */
@@ -306,6 +326,10 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     mv_err err = {0};
     /* taken before the start: the call may finish before mv_action_start returns */
     c->later = mv_http_answer_later(req);
+    if (c->later) {
+        c->ar.submit = action_submit;
+        c->ar.submit_ctx = c;
+    }
     mv_code rc = c->later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,
                                             &result, &err)
                           : mv_action_handle(r->service, &c->ar, &result, &err);

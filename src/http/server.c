@@ -358,6 +358,10 @@ void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx) {
     release_later(cr);
 }
 
+void mv_http_later_run(mv_http_later *later, mv__job *job) {
+    mv__work_pool_submit(((conn_request *)later)->srv->writes, job);
+}
+
 void mv_http_later_cancel(mv_http_later *later) {
     conn_request *cr = (conn_request *)later;
     cr->req.answer_later = false;

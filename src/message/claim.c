@@ -552,11 +552,25 @@ static void handler_done(void *ctx, mv_code rc, mv_webhook_response *res, const 
     p->wake(p->wake_ctx);
 }
 
-/* Whether this action's handler is a webhook that can wait on the loop. */
+/* A saga handler's end (on a submit thread, or at once when nothing ran): keep the outcome and
+ * wake the caller, as handler_done does for a webhook. */
+static void saga_handler_done(void *ctx, mv_code rc, json_t *result, const mv_err *e) {
+    mv_action_pending *p = ctx;
+    p->hrc = rc;
+    p->j.result = result;
+    mv_err_copy(&p->herr, e);
+    p->wake(p->wake_ctx);
+}
+
+/* Whether this action's handler is a webhook, or a book's saga with a submit function, that can
+ * wait on the loop. */
 static bool runs_on_loop(action_job *j) {
     mv_action_fn custom;
     void *custom_ctx;
-    return j->svc->o.loop && j->action->handler == MV_HANDLER_WEBHOOK &&
+    bool kind = j->action->handler == MV_HANDLER_WEBHOOK ||
+                (j->action->handler == MV_HANDLER_SAGA && j->req->submit &&
+                 mv__saga_action_on_loop(j->svc, j->action->handler_target));
+    return j->svc->o.loop && kind &&
            !mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &custom,
                                  &custom_ctx);
 }
@@ -578,9 +592,14 @@ static mv_code claim_and_start(mv_action_pending *p, mv_err *err) {
         int64_t period = j->svc->o.action_lease_ms / 3;
         p->lease_timer = mv_loop_every(j->svc->o.loop, period > 0 ? period : 1, extend_on_timer, j);
         if (!p->lease_timer) rc = mv_err_set(&p->herr, MV_DRAINING, "the server is shutting down");
-        if (rc == MV_OK)
+        if (rc == MV_OK && j->action->handler == MV_HANDLER_SAGA) {
+            mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
+            rc = mv__saga_action_start(j->svc, j->action->handler_target, &in, j->req->submit,
+                                       j->req->submit_ctx, saga_handler_done, p, &p->herr);
+        } else if (rc == MV_OK) {
             rc = mv__webhook_handler_start(j->svc, j->action->handler_target, &in, handler_done, p,
                                            &p->herr);
+        }
         if (rc != MV_OK) {
             mv_loop_timer_cancel(p->lease_timer);
             p->lease_timer = NULL;

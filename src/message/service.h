@@ -123,6 +123,16 @@ json_t *mv__handler_request(const mv_action_input *in);
 mv_code mv__saga_action_run(mv_service *svc, const char *name, const mv_action_input *in,
                             json_t **result, mv_err *err);
 
+/* The same handler on the service's loop (a book's definition and a loop: see
+ * mv__saga_action_on_loop). done(ctx, rc, result, err) runs exactly once — on a submit thread, or
+ * before this returns when nothing had to run (the saga had ended) — with what mv__saga_action_run
+ * would have returned (result owned). MV_OK: done follows; anything else: it never runs. */
+typedef void (*mv__saga_action_done)(void *ctx, mv_code rc, json_t *result, const mv_err *err);
+bool mv__saga_action_on_loop(mv_service *svc, const char *name);
+mv_code mv__saga_action_start(mv_service *svc, const char *name, const mv_action_input *in,
+                              void (*submit)(void *, void (*)(void *), void *), void *submit_ctx,
+                              mv__saga_action_done done, void *ctx, mv_err *err);
+
 /* A generic-notification document from createNotification params (not stored). */
 json_t *mv__notification_doc(mv_service *svc, const json_t *params);
 
