@@ -191,6 +191,11 @@ pg_bench_all() {
         STMT_CREATE=$(awk -v c="$calls" -v n="$(field "$PG_ONE" ops)" 'BEGIN { if (n > 0) printf "%.1f", c / n; else print "n/a" }')
         log "statements per create: $STMT_CREATE"
     fi
+    # one client, no statement log: the latency of one create's round trips
+    log "PostgreSQL: create, 1 client, $SHORT s"
+    local PG_C1
+    PG_C1=$(run_load --mode create --threads 1 --seconds "$SHORT" --label pg-create-c1)
+    log "$PG_C1"
     log "PostgreSQL: create, $CLIENTS clients, $SHORT s"
     T0=$(cpu_ticks "$DPID")
     pg_waits_start missive_http
@@ -274,4 +279,6 @@ EOF
 | PostgreSQL: saga3 sequential (library, 1 thread, ${SHORT} s) | $(fmt "$(field "$PG_SAGA1" rate)") sagas/s, $(lat "$PG_SAGA1"); $STMT_SAGA statements per saga; library CPU $(field "$PG_SAGA1" cpu_us_per_op) µs per saga | target p50 ≤ 1.5 ms; INSERT c1 p50 $(fmt "$(field "$B1" p50_ms)") ms | $(ratio "$SEQ" 1.5) |"
     PG_TARGETS="PostgreSQL: create ≥ 0.5× INSERT c$CLIENTS: $(met "$CR >= 0.5 * $BR32");" 
     PG_TARGETS="$PG_TARGETS saga3 c$CLIENTS ≥ 0.2×: $(met "$S32 >= 0.2 * $BR32"); saga3 sequential p50 ≤ 1.5 ms: $(met "$SEQ <= 1.5")."
+    PG_ROWS="$PG_ROWS
+| PostgreSQL: create (1 keep-alive client, ${SHORT} s) | $(fmt "$(field "$PG_C1" rate)") msg/s, $(lat "$PG_C1") | INSERT c1 p50 $(fmt "$(field "$B1" p50_ms)") ms | $(ratio "$(field "$PG_C1" p50_ms)" "$(field "$B1" p50_ms)") |"
 }

@@ -122,9 +122,9 @@ uint64_t mv__changes_written(void) { return atomic_load(&changes_written); }
 mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                           mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err) {
     atomic_fetch_add(&changes_written, 1);
-    return mv_db_execf(db, SQL_INSERT_CHANGE, NULL, err, "ssssi", tenant ? tenant : "default",
-                       message_id ? message_id : "", KIND_NAMES[kind],
-                       kind == MV_CHANGE_VIEWER ? viewer_id : NULL, now);
+    return mv_db_execf_later(db, SQL_INSERT_CHANGE, err, "ssssi", tenant ? tenant : "default",
+                             message_id ? message_id : "", KIND_NAMES[kind],
+                             kind == MV_CHANGE_VIEWER ? viewer_id : NULL, now);
 }
 
 /* ---- reading ----------------------------------------------------------------------------- */

@@ -51,6 +51,16 @@ static const char SQL_ARCHIVE[] =
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
 static const char SQL_ARCHIVE_ROLES[] =
     "UPDATE message_roles SET archived = 1 WHERE message_id = ?";
+/* The message and its claim columns in one statement (MESSAGE_COLUMNS has them all). */
+static const char SQL_LOAD_FOR_ACTION[] =
+    "SELECT " MESSAGE_COLUMNS " FROM messages WHERE id = ? AND tenant_id = ?";
+enum { /* the claim columns' places in MESSAGE_COLUMNS */
+       COL_ACTION_STATE = 16,
+       COL_ACTION_CD = 17,
+       COL_ATTEMPT_ID = 18,
+       COL_LEASE_EXPIRES_AT = 21,
+       COL_APPROVAL_ID = 23
+};
 static const char SQL_EXTEND_LEASE[] =
     "UPDATE messages SET action_lease_expires_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
@@ -316,8 +326,11 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
     if (changes != 1)
         return mv_err_set(err, MV_ACTION_CONFLICT,
                           "message \"%s\" already has an action in progress", id);
-    if ((rc = mv_db_execf(db, SQL_ARCHIVE_ROLES, NULL, err, "s", id)) != MV_OK) return rc;
-    if ((rc = mv__tally_archived_tx(db, mv__svc_tenant(j->req->user), id, err)) != MV_OK) return rc;
+    if ((rc = mv_db_execf_later(db, SQL_ARCHIVE_ROLES, err, "s", id)) != MV_OK) return rc;
+    /* the message as loaded by this request: its addresses never change */
+    if ((rc = mv__tally_archived_doc_tx(db, mv__svc_tenant(j->req->user), j->message, err)) !=
+        MV_OK)
+        return rc;
     if (j->notification) {
         if ((rc = mv__doc_insert(db, j->notification, mv__svc_tenant(j->req->user), NULL, -1,
                                  err)) != MV_OK)
@@ -340,9 +353,20 @@ static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
 
 static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    mv_code rc =
-        mv__doc_load(db, j->req->message_id, mv__svc_tenant(j->req->user), &j->message, err);
-    return rc == MV_OK && j->message ? read_attempt(db, j->req->message_id, &j->stored, err) : rc;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_LOAD_FOR_ACTION, &st, err, "ss", j->req->message_id,
+                           mv__svc_tenant(j->req->user));
+    if (!st) return rc;
+    j->message = mv__doc_from_row(st);
+    attempt_info *a = &j->stored;
+    memset(a, 0, sizeof *a);
+    mv_strlcpy(a->attempt_id, mv_stmt_text(st, COL_ATTEMPT_ID), sizeof a->attempt_id);
+    mv_strlcpy(a->state, mv_stmt_text(st, COL_ACTION_STATE), sizeof a->state);
+    mv_strlcpy(a->action_cd, mv_stmt_text(st, COL_ACTION_CD), sizeof a->action_cd);
+    mv_strlcpy(a->approval_id, mv_stmt_text(st, COL_APPROVAL_ID), sizeof a->approval_id);
+    a->lease_expires_at = mv_stmt_int64(st, COL_LEASE_EXPIRES_AT);
+    mv_stmt_done(st);
+    return MV_OK;
 }
 
 /* The approval id inside a resume token "v1.<claims>.<mac>" (unverified: consume verifies). */
@@ -509,7 +533,7 @@ struct mv_action_pending {
     mv_loop_timer *lease_timer;
     void (*wake)(void *ctx);
     void *wake_ctx;
-    mv_code hrc;  /* the handler's outcome */
+    mv_code hrc; /* the handler's outcome */
     mv_err herr;
 };
 
@@ -596,8 +620,7 @@ static void pending_free(mv_action_pending *p) {
 }
 
 mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wake)(void *ctx),
-                        void *wake_ctx, mv_action_pending **pending, json_t **result,
-                        mv_err *err) {
+                        void *wake_ctx, mv_action_pending **pending, json_t **result, mv_err *err) {
     *result = NULL;
     *pending = NULL;
     mv_action_pending *p = calloc(1, sizeof *p);

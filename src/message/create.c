@@ -353,6 +353,19 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     return MV_OK;
 }
 
+/* The change-log rows of the created messages (the last statements: see changes.c). */
+static mv_code log_created_tx(mv_db *db, create_job *job, mv_err *err) {
+    size_t i;
+    json_t *doc;
+    mv_code rc = MV_OK;
+    json_array_foreach(job->docs, i, doc) {
+        if (rc != MV_OK) break;
+        rc = mv__change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED,
+                               NULL, mv__svc_now(job->svc), err);
+    }
+    return rc;
+}
+
 static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
     create_job *job = ctx;
     mv_code rc = insert_docs_tx(db, job, err);
@@ -360,14 +373,7 @@ static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
         rc = mv__request_complete_tx(db, &job->scope, job->lease_owner,
                                      (int64_t)json_array_size(job->docs), mv__svc_now(job->svc),
                                      err);
-    size_t i;
-    json_t *doc;
-    json_array_foreach(job->docs, i, doc) {
-        if (rc != MV_OK) break;
-        rc = mv__change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED,
-                               NULL, mv__svc_now(job->svc), err);
-    }
-    return rc;
+    return rc == MV_OK ? log_created_tx(db, job, err) : rc;
 }
 
 /* What a failed reservation replays: the contract's words for codes whose messages may carry
@@ -460,6 +466,34 @@ typedef struct {
     mv_err failure; /* a definitive failure recorded in the transaction */
 } one_shot_arg;
 
+/* The common case of the one-shot path — a key nobody has used — written blind: the reservation
+ * row goes in already completed (or failed, for a definitive failure) beside the messages, and
+ * nothing in the transaction waits for an answer, so on PostgreSQL the whole create is one round
+ * trip. A key that exists fails the insert (MV__REQUEST_KEY_TAKEN) and with it the transaction,
+ * and the caller takes the reservation path (one_shot_tx), which replays, takes over or waits. */
+static mv_code fresh_key_tx(mv_db *db, void *ctx, mv_err *err) {
+    one_shot_arg *o = ctx;
+    create_job *job = o->a.job;
+    int64_t now = mv__svc_now(job->svc);
+    mv_err_clear(&o->failure);
+    json_array_clear(job->docs);
+    mv_code rc = build_all(job, &o->failure);
+    if (rc != MV_OK) {
+        if (!mv_code_is_definitive(rc)) return mv_err_copy(err, &o->failure);
+        char text[sizeof o->failure.message];
+        failure_text(&o->failure, text, sizeof text);
+        return mv__request_record_tx(db, &job->scope, job->lease_owner, 0, text, now, err);
+    }
+    if ((rc = mv__request_record_tx(db, &job->scope, job->lease_owner,
+                                    (int64_t)json_array_size(job->docs), NULL, now, err)) !=
+            MV_OK ||
+        (rc = insert_docs_tx(db, job, err)) != MV_OK ||
+        (rc = log_created_tx(db, job, err)) != MV_OK)
+        return rc;
+    o->done = true;
+    return MV_OK;
+}
+
 static mv_code one_shot_tx(mv_db *db, void *ctx, mv_err *err) {
     one_shot_arg *o = ctx;
     create_job *job = o->a.job;
@@ -484,6 +518,14 @@ static mv_code create_with_reservation(create_job *job, json_t **messages, bool 
     if (rc != MV_OK) return rc;
     if (builds_without_io(job)) {
         one_shot_arg o = {.a = a};
+        rc = mv_store_write(svc->o.store, fresh_key_tx, &o, err);
+        if (rc == MV_OK && o.failure.code != MV_OK) return mv_err_copy(err, &o.failure);
+        if (rc == MV_OK) {
+            *messages = json_incref(job->docs);
+            return MV_OK;
+        }
+        if (rc != MV__REQUEST_KEY_TAKEN) return rc;
+        o = (one_shot_arg){.a = a};
         if ((rc = mv_store_write(svc->o.store, one_shot_tx, &o, err)) != MV_OK) return rc;
         if (o.failure.code != MV_OK) return mv_err_copy(err, &o.failure);
         if (o.a.replay || o.done) {

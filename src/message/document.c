@@ -115,18 +115,18 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
     mv_stmt_bind_int64(st, 17, created);
     mv_stmt_bind_int64(st, 18, json_integer_value(json_object_get(doc, "updatedAt")));
     mv_stmt_bind_text(st, 19, tenant ? tenant : MV_DEFAULT_TENANT);
-    int r = mv_stmt_step(st, err);
-    mv_stmt_done(st);
+    rc = mv_stmt_exec_later(st, err); /* deferred: store/db.h */
     for (int i = 0; i < 6; i++)
         free(texts[i]);
-    if (r < 0) return err ? err->code : MV_INTERNAL;
+    if (rc != MV_OK) return rc;
 
     size_t i;
     json_t *role;
     json_array_foreach(json_object_get(doc, "toRoles"), i, role) {
         if (!json_is_string(role)) continue;
-        rc = mv_db_execf(db, SQL_INSERT_ROLE, NULL, err, "ssis", mv_json_str(doc, "id"),
-                         json_string_value(role), created, tenant ? tenant : MV_DEFAULT_TENANT);
+        rc = mv_db_execf_later(db, SQL_INSERT_ROLE, err, "ssis", mv_json_str(doc, "id"),
+                               json_string_value(role), created,
+                               tenant ? tenant : MV_DEFAULT_TENANT);
         if (rc != MV_OK) return rc;
     }
     return mv__tally_created_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, doc, err);

@@ -59,6 +59,9 @@ tally_flags mv__tally_flags_from_row(mv_stmt *st, int col);
 mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err);
 /* Message id has just been archived: it and its viewers' marks leave the counts. */
 mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err);
+/* The same for a message whose document the caller loaded (its addresses never change), in the
+ * transaction that archived it: no re-read of the message row. */
+mv_code mv__tally_archived_doc_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err);
 /* user's marks on m went from before to after (nothing when m is archived). */
 mv_code mv__tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *m, const char *user,
                             tally_flags before, tally_flags after, mv_err *err);

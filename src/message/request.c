@@ -17,6 +17,12 @@ static const char SQL_RESERVE[] =
     "client_request_id, state, fingerprint, item_count, lease_owner_id, lease_expires_at, "
     "created_at, updated_at) "
     "VALUES (?, ?, ?, ?, 'pending', ?, NULL, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+/* One row, already completed or failed: for a key nobody has used (a conflict fails it). */
+static const char SQL_RECORD[] =
+    "INSERT INTO message_requests (tenant_id, client_request_owner_id, template_cd, "
+    "client_request_id, state, fingerprint, item_count, lease_owner_id, lease_expires_at, "
+    "completed_at, failed_at, failure_message, created_at, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)";
 static const char SQL_TAKEOVER[] =
     "UPDATE message_requests SET lease_owner_id = ?, lease_expires_at = ?, updated_at = ? "
     "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
@@ -184,8 +190,20 @@ mv_code mv__request_complete_tx(mv_db *db, const request_scope *s, const char *l
 
 mv_code mv__request_fail_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                             const char *failure, int64_t now, mv_err *err) {
-    return mv_db_execf(db, SQL_FAIL, NULL, err, "isisssss", now, failure, now, s->tenant, s->owner,
-                       s->template_cd, s->id, lease_owner);
+    /* nobody reads its row count: a lease lost meanwhile leaves the row to its new owner */
+    return mv_db_execf_later(db, SQL_FAIL, err, "isisssss", now, failure, now, s->tenant, s->owner,
+                             s->template_cd, s->id, lease_owner);
+}
+
+mv_code mv__request_record_tx(mv_db *db, const request_scope *s, const char *lease_owner,
+                              int64_t item_count, const char *failure, int64_t now, mv_err *err) {
+    if (failure)
+        return mv_db_execf_later_unique(db, SQL_RECORD, MV__REQUEST_KEY_TAKEN, err, "ssssssnsnisii",
+                                        s->tenant, s->owner, s->template_cd, s->id, "failed",
+                                        s->fingerprint, lease_owner, now, failure, now, now);
+    return mv_db_execf_later_unique(db, SQL_RECORD, MV__REQUEST_KEY_TAKEN, err, "ssssssisinnii",
+                                    s->tenant, s->owner, s->template_cd, s->id, "completed",
+                                    s->fingerprint, item_count, lease_owner, now, now, now);
 }
 
 mv_code mv__request_gc_tx(mv_db *db, int64_t completed_before, int64_t *removed, mv_err *err) {

@@ -26,6 +26,15 @@ mv_code mv__request_complete_tx(mv_db *db, const request_scope *s, const char *l
 /* pending → failed with the reason, only while lease_owner holds it. */
 mv_code mv__request_fail_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                             const char *failure, int64_t now, mv_err *err);
+/* What mv__request_record_tx fails with when the key already has a reservation (whatever its
+ * state): the caller rolls back and takes the reservation path (acquire, replay or wait). */
+#define MV__REQUEST_KEY_TAKEN MV_CLIENT_REQUEST_PENDING
+/* The one-shot create's blind write: the reservation inserted directly in its final state —
+ * completed with item_count messages (failure NULL) or failed with the reason — held by
+ * lease_owner. Deferred (store/db.h): a key that exists fails the transaction, at the latest at
+ * its commit, with MV__REQUEST_KEY_TAKEN. */
+mv_code mv__request_record_tx(mv_db *db, const request_scope *s, const char *lease_owner,
+                              int64_t item_count, const char *failure, int64_t now, mv_err *err);
 /* Deletes completed reservations completed at or before the bound. */
 mv_code mv__request_gc_tx(mv_db *db, int64_t completed_before, int64_t *removed, mv_err *err);
 

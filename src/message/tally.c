@@ -20,13 +20,26 @@
 
 #include "message/inbox_internal.h"
 
-static const char SQL_TALLY_ADD[] =
-    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, n_seen, n_read) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, owner, role_set) DO UPDATE SET "
-    "n_active = inbox_tallies.n_active + excluded.n_active, "
-    "n_dismissed = inbox_tallies.n_dismissed + excluded.n_dismissed, "
-    "n_seen = inbox_tallies.n_seen + excluded.n_seen, "
-    "n_read = inbox_tallies.n_read + excluded.n_read";
+/* One statement adds to every row a change touches (at most 5: see count_message), rows in key
+ * order so two creates never lock the same tally rows in opposite orders. */
+#define TALLY_ADD                                                                                  \
+    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, "               \
+    "n_seen, n_read) VALUES (?, ?, ?, ?, ?, ?, ?)"
+#define TALLY_ROW ", (?, ?, ?, ?, ?, ?, ?)"
+#define TALLY_UPSERT                                                                               \
+    " ON CONFLICT (tenant_id, owner, role_set) DO UPDATE SET "                                     \
+    "n_active = inbox_tallies.n_active + excluded.n_active, "                                      \
+    "n_dismissed = inbox_tallies.n_dismissed + excluded.n_dismissed, "                             \
+    "n_seen = inbox_tallies.n_seen + excluded.n_seen, "                                            \
+    "n_read = inbox_tallies.n_read + excluded.n_read"
+static const char SQL_TALLY_ADD[] = TALLY_ADD TALLY_UPSERT;
+static const char SQL_TALLY_ADD2[] = TALLY_ADD TALLY_ROW TALLY_UPSERT;
+static const char SQL_TALLY_ADD3[] = TALLY_ADD TALLY_ROW TALLY_ROW TALLY_UPSERT;
+static const char SQL_TALLY_ADD4[] = TALLY_ADD TALLY_ROW TALLY_ROW TALLY_ROW TALLY_UPSERT;
+static const char SQL_TALLY_ADD5[] = TALLY_ADD TALLY_ROW TALLY_ROW TALLY_ROW TALLY_ROW TALLY_UPSERT;
+static const char *const SQL_TALLY_ADD_N[] = {NULL,           SQL_TALLY_ADD,  SQL_TALLY_ADD2,
+                                              SQL_TALLY_ADD3, SQL_TALLY_ADD4, SQL_TALLY_ADD5};
+#define TALLY_MAX_ROWS 5
 static const char SQL_TALLY_ROWS[] =
     "SELECT owner, role_set, n_active, n_dismissed, n_seen, n_read FROM inbox_tallies "
     "WHERE tenant_id = ? AND (owner = ? OR owner = '')";
@@ -47,13 +60,13 @@ tally_flags mv__tally_flags_from_row(mv_stmt *st, int col) {
                     !mv_stmt_is_null(st, col + 2));
 }
 
+/* Deferred (store/db.h): nobody reads a tally write's result. */
 static mv_code add(mv_db *db, const char *tenant, const char *owner, const char *role_set,
                    int64_t active, int64_t dismissed, int64_t seen, int64_t read, mv_err *err) {
     if (!active && !dismissed && !seen && !read) return MV_OK;
-    return mv_db_execf(db, SQL_TALLY_ADD, NULL, err, "sssiiii", tenant, owner, role_set, active,
-                       dismissed, seen, read);
+    return mv_db_execf_later(db, SQL_TALLY_ADD, err, "sssiiii", tenant, owner, role_set, active,
+                             dismissed, seen, read);
 }
-
 static bool is_direct(const tally_message *m, const char *user) {
     return (m->from[0] && strcmp(m->from, user) == 0) || (m->to[0] && strcmp(m->to, user) == 0);
 }
@@ -62,26 +75,49 @@ static bool has_roles(const tally_message *m) {
     return m->role_set[0] && strcmp(m->role_set, "[]") != 0;
 }
 
-/* +1 / −1 for every way into the message (no viewer marks). */
+typedef struct {
+    const char *owner, *role_set;
+} tally_key;
+
+static int key_order(const void *a, const void *b) {
+    const tally_key *x = a, *y = b;
+    int c = strcmp(x->owner, y->owner);
+    return c ? c : strcmp(x->role_set, y->role_set);
+}
+
+/* +1 / −1 for every way into the message (no viewer marks), in one statement. */
 static mv_code count_message(mv_db *db, const char *tenant, const tally_message *m, int64_t sign,
                              mv_err *err) {
     const char *users[2] = {m->from, m->to};
-    mv_code rc = MV_OK;
-    for (int i = 0; i < 2 && rc == MV_OK; i++) {
+    tally_key keys[TALLY_MAX_ROWS];
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
         if (!users[i][0] || (i == 1 && strcmp(m->from, m->to) == 0)) continue;
-        rc = add(db, tenant, users[i], "", sign, 0, 0, 0, err);
-        if (rc == MV_OK && has_roles(m))
-            rc = add(db, tenant, users[i], m->role_set, sign, 0, 0, 0, err);
+        keys[n++] = (tally_key){users[i], ""};
+        if (has_roles(m)) keys[n++] = (tally_key){users[i], m->role_set};
     }
-    if (rc == MV_OK && has_roles(m)) rc = add(db, tenant, "", m->role_set, sign, 0, 0, 0, err);
-    return rc;
+    if (has_roles(m)) keys[n++] = (tally_key){"", m->role_set};
+    if (n == 0) return MV_OK;
+    qsort(keys, (size_t)n, sizeof keys[0], key_order);
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_TALLY_ADD_N[n], &st, err);
+    if (rc != MV_OK) return rc;
+    for (int i = 0; i < n; i++) {
+        mv_stmt_bind_text(st, i * 7 + 1, tenant);
+        mv_stmt_bind_text(st, i * 7 + 2, keys[i].owner);
+        mv_stmt_bind_text(st, i * 7 + 3, keys[i].role_set);
+        mv_stmt_bind_int64(st, i * 7 + 4, sign);
+        for (int k = 5; k <= 7; k++)
+            mv_stmt_bind_int64(st, i * 7 + k, 0);
+    }
+    return mv_stmt_exec_later(st, err);
 }
 
 mv_code mv__tally_message_load(mv_db *db, const char *tenant, const char *id, bool lock,
                                tally_message *m, mv_err *err) {
     memset(m, 0, sizeof *m);
     mv_code rc;
-    if (lock && (rc = mv_db_execf(db, SQL_LOCK_MESSAGE, NULL, err, "ss", id, tenant)) != MV_OK)
+    if (lock && (rc = mv_db_execf_later(db, SQL_LOCK_MESSAGE, err, "ss", id, tenant)) != MV_OK)
         return rc;
     mv_stmt *st;
     if ((rc = mv_db_row(db, SQL_MESSAGE_ADDRESS, &st, err, "ss", id, tenant)) != MV_OK) return rc;
@@ -115,13 +151,13 @@ mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, m
     return rc;
 }
 
-mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err) {
-    tally_message m;
-    mv_code rc = mv__tally_message_load(db, tenant, id, false, &m, err);
-    m.archived = false; /* take out what it counted while active */
-    if (rc == MV_OK && m.found) rc = count_message(db, tenant, &m, -1, err);
+/* Takes out what an active message m counted, its viewers' marks included. */
+static mv_code uncount_archived(mv_db *db, const char *tenant, const char *id, tally_message *m,
+                                mv_err *err) {
+    m->archived = false; /* take out what it counted while active */
+    mv_code rc = count_message(db, tenant, m, -1, err);
     mv_stmt *st = NULL;
-    if (rc == MV_OK && m.found) rc = mv_db_prepare(db, SQL_VIEWERS_OF, &st, err);
+    if (rc == MV_OK) rc = mv_db_prepare(db, SQL_VIEWERS_OF, &st, err);
     if (st) {
         mv_stmt_bindf(st, "s", id);
         int r;
@@ -147,12 +183,31 @@ mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_
         if (r < 0) rc = err ? err->code : MV_INTERNAL;
         for (size_t i = 0; i < n; i++) {
             if (rc == MV_OK && marks[i].user)
-                rc = mv__tally_viewer_tx(db, tenant, &m, marks[i].user, marks[i].f,
-                                         (tally_flags){0}, err);
+                rc = mv__tally_viewer_tx(db, tenant, m, marks[i].user, marks[i].f, (tally_flags){0},
+                                         err);
             free(marks[i].user);
         }
         free(marks);
     }
+    return rc;
+}
+
+mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_err *err) {
+    tally_message m;
+    mv_code rc = mv__tally_message_load(db, tenant, id, false, &m, err);
+    if (rc == MV_OK && m.found) rc = uncount_archived(db, tenant, id, &m, err);
+    mv__tally_message_clear(&m);
+    return rc;
+}
+
+mv_code mv__tally_archived_doc_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
+    tally_message m = {.found = true};
+    mv_strlcpy(m.from, mv_json_str(doc, "fromUser"), sizeof m.from);
+    mv_strlcpy(m.to, mv_json_str(doc, "toUser"), sizeof m.to);
+    json_t *roles = json_object_get(doc, "toRoles");
+    m.role_set = roles && json_is_array(roles) ? mv_json_compact(roles) : strdup("[]");
+    if (!m.role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv_code rc = uncount_archived(db, tenant, mv_json_str(doc, "id"), &m, err);
     mv__tally_message_clear(&m);
     return rc;
 }

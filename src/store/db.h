@@ -12,6 +12,13 @@
  *   int r = mv_stmt_step(st, err);        // 1 row, 0 done, -1 error (err filled)
  *   int64_t n = mv_stmt_changes(st);      // rows changed (compare-and-set)
  *   mv_stmt_done(st);                     // always: returns the statement to the cache
+ *
+ * A write whose result the caller never reads (no rows, no row count, no branch on its specific
+ * error) may be deferred: mv_db_execf_later queues it and PostgreSQL sends it in libpq's pipeline
+ * mode together with the next statement that needs a result, or with the COMMIT — BEGIN, the
+ * deferred writes and COMMIT then cost one round trip. Its error fails the transaction and is
+ * reported by that next statement or by the commit at the latest (same codes as mv_db_execf);
+ * SQLite runs it at once. A later statement of the same transaction sees its effects.
  */
 #ifndef MISSIVE_STORE_DB_H
 #define MISSIVE_STORE_DB_H
@@ -71,9 +78,36 @@ mv_code mv_db_execf(mv_db *db, const char *sql, int64_t *changes, mv_err *err, c
  *   mv_stmt_done(st); */
 mv_code mv_db_row(mv_db *db, const char *sql, mv_stmt **st, mv_err *err, const char *fmt, ...);
 
+/* Queues one parameterised statement whose result nobody reads (see the top of this file).
+ * Returns an error only when it cannot be queued (or, on SQLite, when it failed). */
+mv_code mv_db_execf_later(mv_db *db, const char *sql, mv_err *err, const char *fmt, ...);
+/* The same, but a unique violation by this statement is reported as on_unique instead of
+ * MV_INTERNAL: a caller may write the common case blind ("this key is new") and take a slower
+ * path in a new transaction when the key turns out to exist. */
+mv_code mv_db_execf_later_unique(mv_db *db, const char *sql, mv_code on_unique, mv_err *err,
+                                 const char *fmt, ...);
+/* mv_stmt_step's deferred twin for a statement bound by hand: queues it and returns it to the
+ * cache (no mv_stmt_done needed). */
+mv_code mv_stmt_exec_later(mv_stmt *st, mv_err *err);
+
+/* A statement whose only purpose is a side effect once the transaction has committed — a
+ * wake-up such as `SELECT pg_notify(…)`: PostgreSQL sends it (text, no parameters) right after
+ * the COMMIT in the same flush, once per transaction however often it is asked for, and not at
+ * all when the transaction rolls back; its failure (or a connection lost after the commit
+ * answered) does not fail the commit, so it may be lost (the statements after one commit share
+ * an implicit transaction: one failing loses the others too) — only for wake-ups that have a
+ * timeout behind them. Why not inside the transaction: a NOTIFY takes one database-wide lock at
+ * commit and holds it through the commit's WAL flush, so no two notifying transactions share a
+ * flush. SQLite runs it at once. sql must be a static constant. */
+mv_code mv_db_exec_after_commit(mv_db *db, const char *sql, mv_err *err);
+
 /* Runs SQL text without parameters (may hold several statements; for DDL and migrations). */
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err);
 
 mv_store_kind mv_db_kind(const mv_db *db);
+
+/* Round trips to the server (PostgreSQL: each flush that waits for answers) made by the committed
+ * and failed transactions of this store so far; 0 on SQLite. For tests and benchmarks. */
+uint64_t mv__store_round_trips(mv_store *store);
 
 #endif

@@ -33,6 +33,19 @@ typedef struct mv_driver {
     bool (*is_null)(void *stmt, int col);
     int (*column_count)(void *stmt);
     void (*reset)(void *stmt);
+    /* Queues a statement whose result nobody reads (db.h: mv_db_execf_later); its error surfaces
+     * at the next step or exec of the connection. on_unique: the code of a unique violation
+     * (MV_OK: the usual mapping). NULL: the generic layer steps it at once. */
+    mv_code (*send)(void *conn, void *stmt, const mv_param *params, int nparams, mv_code on_unique,
+                    mv_err *err);
+    /* Sends sql (text, no parameters) right after the COMMIT of the open transaction, in the same
+     * flush, once per transaction; nothing when it rolls back. Its failure does not fail the
+     * commit. NULL: the generic layer runs it at once. */
+    mv_code (*after_commit)(void *conn, const char *sql, mv_err *err);
+    /* True when the last failed step was a unique violation (for drivers without send). */
+    bool (*unique_violation)(void *conn);
+    /* Round trips made on this connection so far (NULL: none are counted). */
+    uint64_t (*round_trips)(void *conn);
     /* True when the connection is unusable and must be reopened (PostgreSQL after a drop). */
     bool (*is_broken)(void *conn);
     /* True while a transaction is open (SQLite rolls a transaction back by itself on some errors:

@@ -114,6 +114,11 @@ static void sq_reset(void *st) {
 
 static bool sq_in_transaction(void *conn) { return !sqlite3_get_autocommit(conn); }
 
+static bool sq_unique_violation(void *conn) {
+    int code = sqlite3_extended_errcode(conn);
+    return code == SQLITE_CONSTRAINT_UNIQUE || code == SQLITE_CONSTRAINT_PRIMARYKEY;
+}
+
 const mv_driver mv_sqlite_driver = {
     .name = "sqlite",
     .connect = sq_connect,
@@ -130,4 +135,6 @@ const mv_driver mv_sqlite_driver = {
     .reset = sq_reset,
     .is_broken = NULL,
     .in_transaction = sq_in_transaction,
+    .send = NULL, /* a deferred statement runs at once: there is no network to save */
+    .unique_violation = sq_unique_violation,
 };

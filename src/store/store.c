@@ -38,6 +38,7 @@ struct mv_store {
     pthread_mutex_t hook_mu;      /* guards the hook, so removing it waits for a call in flight */
     void (*on_commit)(void *ctx); /* listen.h: called after every committed write */
     void *on_commit_ctx;
+    atomic_uint_fast64_t round_trips; /* of finished transactions (mv__store_round_trips) */
 };
 
 /* Remembers how the last write ended (see write_failing). */
@@ -209,10 +210,13 @@ static void store_release(mv_store *s, mv_db *db) {
     pthread_mutex_unlock(&s->pool_mu);
 }
 
+uint64_t mv__store_round_trips(mv_store *store) { return atomic_load(&store->round_trips); }
+
 static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *err) {
     mv_db *db;
     mv_code rc = store_acquire(s, &db, err);
     if (rc != MV_OK) return rc;
+    uint64_t trips = s->drv->round_trips ? s->drv->round_trips(db->conn) : 0;
     bool lock = write && s->kind == MV_STORE_SQLITE;
     if (lock) pthread_mutex_lock(&s->write_mu);
     rc = s->drv->begin(db->conn, write, err);
@@ -226,6 +230,8 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
         }
     }
     if (lock) pthread_mutex_unlock(&s->write_mu);
+    if (s->drv->round_trips)
+        atomic_fetch_add(&s->round_trips, s->drv->round_trips(db->conn) - trips);
     store_release(s, db);
     if (write) note_write(s, rc);
     if (write && rc == MV_OK) committed(s);
@@ -356,16 +362,18 @@ static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
     sem_init(&job.wake, 0, 0);
     pthread_mutex_lock(&s->gc_mu);
     enqueue(s, &job);
-    if (!s->leader_active) s->leader_active = job.lead = true; /* the queue was empty */
+    bool leading = !s->leader_active; /* the queue was empty */
+    if (leading) s->leader_active = true;
     pthread_mutex_unlock(&s->gc_mu);
     for (;;) {
-        if (job.lead) {
-            job.lead = false;
-            lead(s); /* our job is at the head: it is in this batch */
-        }
+        if (leading) lead(s); /* our job is at the head: it is in this batch */
         while (sem_wait(&job.wake) != 0) {
         }
+        /* job.done and job.lead are written before the sem_post that woke us, never read before
+         * it: a leader may hand us the lead while we are still on our way to sem_wait. */
         if (job.done) break;
+        leading = job.lead;
+        job.lead = false;
     }
     sem_destroy(&job.wake);
     if (err) mv_err_copy(err, &job.err);
@@ -543,6 +551,56 @@ mv_code mv_db_row(mv_db *db, const char *sql, mv_stmt **out, mv_err *err, const 
     }
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
+}
+
+/* Queues a bound statement (or, without a driver queue, runs it now) and returns it to the cache.
+ */
+static mv_code exec_later(mv_stmt *st, mv_code on_unique, mv_err *err) {
+    mv_db *db = st->db;
+    mv_code rc = MV_OK;
+    if (db->drv->send) {
+        rc = db->drv->send(db->conn, st->drv_stmt, st->params, st->nparams, on_unique, err);
+    } else {
+        int r;
+        while ((r = mv_stmt_step(st, err)) == 1) {
+        }
+        if (r < 0) {
+            rc = err ? err->code : MV_INTERNAL;
+            if (on_unique != MV_OK && db->drv->unique_violation &&
+                db->drv->unique_violation(db->conn)) {
+                rc = on_unique;
+                if (err) err->code = on_unique;
+            }
+        }
+    }
+    mv_stmt_done(st);
+    return rc;
+}
+
+mv_code mv_stmt_exec_later(mv_stmt *st, mv_err *err) { return exec_later(st, MV_OK, err); }
+
+mv_code mv_db_execf_later(mv_db *db, const char *sql, mv_err *err, const char *fmt, ...) {
+    mv_stmt *st;
+    va_list ap;
+    va_start(ap, fmt);
+    mv_code rc = prepare_bound(db, sql, &st, err, fmt, ap);
+    va_end(ap);
+    return rc != MV_OK ? rc : exec_later(st, MV_OK, err);
+}
+
+mv_code mv_db_execf_later_unique(mv_db *db, const char *sql, mv_code on_unique, mv_err *err,
+                                 const char *fmt, ...) {
+    mv_stmt *st;
+    va_list ap;
+    va_start(ap, fmt);
+    mv_code rc = prepare_bound(db, sql, &st, err, fmt, ap);
+    va_end(ap);
+    return rc != MV_OK ? rc : exec_later(st, on_unique, err);
+}
+
+mv_code mv_db_exec_after_commit(mv_db *db, const char *sql, mv_err *err) {
+    if (db->drv->after_commit) return db->drv->after_commit(db->conn, sql, err);
+    return db->drv->exec(db->conn, sql, err);
 }
 
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err) {
