@@ -103,9 +103,9 @@ typedef struct mv_service_options {
      * their lease is extended by its timer (see mv_action_start). Must outlive the service's
      * last action. NULL: handlers call out on the caller's thread. */
     mv_loop *loop;
-    mv_handler_runner handlers;       /* runs handlers of other kinds (none today) */
-    mv_approvals *approvals;          /* actions with "approval"; NULL = such actions fail */
-    mv_saga_engine *sagas;            /* {"saga": NAME} handlers; NULL = such actions fail */
+    mv_handler_runner handlers; /* runs handlers of other kinds (none today) */
+    mv_approvals *approvals;    /* actions with "approval"; NULL = such actions fail */
+    mv_saga_engine *sagas;      /* {"saga": NAME} handlers; NULL = such actions fail */
     /* Looks up a saga definition by name (e.g. mv_saga_book_find). */
     const mv_saga_definition *(*find_saga)(void *ctx, const char *name);
     void *find_saga_ctx;

@@ -311,7 +311,8 @@ static mv_code claim_one(mv_store *store, const mv_outbox_config *cfg, const cha
     mv_code rc = mv_id_uuid(r->owner, err);
     if (rc) return rc;
     int64_t now = mv_clock_now(cfg->clock);
-    r->cc = (claim_ctx){.id = r->id, .owner = r->owner, .now = now, .lease_until = now + cfg->lease_ms};
+    r->cc =
+        (claim_ctx){.id = r->id, .owner = r->owner, .now = now, .lease_until = now + cfg->lease_ms};
     if ((rc = mv_store_write(store, claim_row, &r->cc, err))) {
         json_decref(r->cc.payload);
         r->cc.payload = NULL;
@@ -339,8 +340,8 @@ static void deliver_one(const mv_outbox_config *cfg, row_job *r) {
 }
 
 /* Records r's verdict while we still hold its lease, and reports a failure. */
-static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job *r,
-                          bool *delivered, mv_err *err) {
+static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job *r, bool *delivered,
+                          mv_err *err) {
     const char *id = r->id;
     claim_ctx *cc = &r->cc;
     attempt *a = &r->a;

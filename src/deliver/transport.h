@@ -37,18 +37,17 @@ typedef struct mv__webhook_call {
     char *url, *body;             /* owned */
     size_t body_len, max_response_bytes;
     struct timespec t0;
-    mv_callctx cx;  /* the caller's call context, for the observer */
-    bool ready;     /* set up completely */
-    bool started;   /* handed to libcurl (easy perform, or added to a multi handle) */
-    bool aborted;   /* abandoned by a loop shutting down: concluded as MV_DRAINING */
+    mv_callctx cx; /* the caller's call context, for the observer */
+    bool ready;    /* set up completely */
+    bool started;  /* handed to libcurl (easy perform, or added to a multi handle) */
+    bool aborted;  /* abandoned by a loop shutting down: concluded as MV_DRAINING */
 } mv__webhook_call;
 
 /* Builds the request (POST when body is non-NULL, else GET) with every limit, header and
  * signature; takes over body (freed by the cleanup) in every case. On failure err is set and
  * only the cleanup may follow. */
-mv_code mv__webhook_call_setup(mv__webhook_call *w, const mv_webhook_config *cfg,
-                               const char *url, char *body, size_t body_len, const char *key,
-                               mv_err *err);
+mv_code mv__webhook_call_setup(mv__webhook_call *w, const mv_webhook_config *cfg, const char *url,
+                               char *body, size_t body_len, const char *key, mv_err *err);
 /* Fills res (always) and err from the finished transfer's CURLcode, and calls the observer. */
 mv_code mv__webhook_call_conclude(mv__webhook_call *w, CURLcode cc, mv_webhook_response *res,
                                   mv_err *err);

@@ -236,9 +236,8 @@ void mv__webhook_call_cleanup(mv__webhook_call *w) {
 
 /* The shared half of POST and GET, synchronous or not: one easy handle with every limit, header
  * and signature. body (NULL means GET) is taken over: freed by the cleanup. */
-mv_code mv__webhook_call_setup(mv__webhook_call *w, const mv_webhook_config *cfg,
-                               const char *url, char *body, size_t body_len, const char *key,
-                               mv_err *err) {
+mv_code mv__webhook_call_setup(mv__webhook_call *w, const mv_webhook_config *cfg, const char *url,
+                               char *body, size_t body_len, const char *key, mv_err *err) {
     memset(w, 0, sizeof *w);
     w->body = body;
     w->body_len = body_len;
@@ -329,8 +328,8 @@ mv_code mv__webhook_call_conclude(mv__webhook_call *w, CURLcode cc, mv_webhook_r
          * acted once the request went out */
         res->outcome = w->started && pretransfer > 0 ? MV_WEBHOOK_AMBIGUOUS : MV_WEBHOOK_NOT_SENT;
         res->failure = "shutting down";
-        rc = mv_err_set(err, MV_DRAINING, "%s %s: abandoned, the server is shutting down",
-                        method, shown);
+        rc = mv_err_set(err, MV_DRAINING, "%s %s: abandoned, the server is shutting down", method,
+                        shown);
         goto done;
     } else if (cc == CURLE_OK) {
         res->outcome = classify_status(status);

@@ -337,9 +337,9 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
         c->ar.submit = action_submit;
         c->ar.submit_ctx = c;
     }
-    mv_code rc = c->later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,
-                                            &result, &err)
-                          : mv_action_handle(r->service, &c->ar, &result, &err);
+    mv_code rc =
+        c->later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending, &result, &err)
+                 : mv_action_handle(r->service, &c->ar, &result, &err);
     if (rc == MV_OK && c->pending) return; /* answered by action_then */
     if (c->later) mv_http_later_cancel(c->later);
     answer_action(r, res, rc, result, &err);

@@ -533,7 +533,7 @@ struct mv_action_pending {
     mv_loop_timer *lease_timer;
     void (*wake)(void *ctx);
     void *wake_ctx;
-    mv_code hrc;  /* the handler's outcome */
+    mv_code hrc; /* the handler's outcome */
     mv_err herr;
 };
 
@@ -620,8 +620,7 @@ static void pending_free(mv_action_pending *p) {
 }
 
 mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wake)(void *ctx),
-                        void *wake_ctx, mv_action_pending **pending, json_t **result,
-                        mv_err *err) {
+                        void *wake_ctx, mv_action_pending **pending, json_t **result, mv_err *err) {
     *result = NULL;
     *pending = NULL;
     mv_action_pending *p = calloc(1, sizeof *p);

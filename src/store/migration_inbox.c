@@ -5,8 +5,9 @@
  * "never seen". `stream_events` is the change log every state change writes in its own
  * transaction; on SQLite its id is the SSE event id (one writer at a time: ids become visible in
  * id order). On PostgreSQL migration 9 adds a `seq` that a sequencer assigns after the commit, and
- * that is the event id there (message/changes.c). `stream_events_pruned` remembers the highest id retention removed, so a
- * client resuming below it is told to refetch (`reset`) instead of silently missing events. */
+ * that is the event id there (message/changes.c). `stream_events_pruned` remembers the highest id
+ * retention removed, so a client resuming below it is told to refetch (`reset`) instead of silently
+ * missing events. */
 #include "store/driver.h"
 
 #define VIEWERS_SQL                                                                                \

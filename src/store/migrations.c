@@ -12,13 +12,7 @@ extern const mv_migration mv_migration_changes;
 extern const mv_migration mv_migration_saga_steps;
 
 const mv_migration *const mv_migrations[] = {
-    &mv_migration_messages,
-    &mv_migration_outbox,
-    &mv_migration_durable,
-    &mv_migration_tenants,
-    &mv_migration_inbox,
-    &mv_migration_operations,
-    &mv_migration_changes,
-    &mv_migration_saga_steps,
-    NULL,
+    &mv_migration_messages, &mv_migration_outbox,     &mv_migration_durable,
+    &mv_migration_tenants,  &mv_migration_inbox,      &mv_migration_operations,
+    &mv_migration_changes,  &mv_migration_saga_steps, NULL,
 };

@@ -362,16 +362,18 @@ static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
     sem_init(&job.wake, 0, 0);
     pthread_mutex_lock(&s->gc_mu);
     enqueue(s, &job);
-    if (!s->leader_active) s->leader_active = job.lead = true; /* the queue was empty */
+    bool leading = !s->leader_active; /* the queue was empty */
+    if (leading) s->leader_active = true;
     pthread_mutex_unlock(&s->gc_mu);
     for (;;) {
-        if (job.lead) {
-            job.lead = false;
-            lead(s); /* our job is at the head: it is in this batch */
-        }
+        if (leading) lead(s); /* our job is at the head: it is in this batch */
         while (sem_wait(&job.wake) != 0) {
         }
+        /* job.done and job.lead are written before the sem_post that woke us, never read before
+         * it: a leader may hand us the lead while we are still on our way to sem_wait. */
         if (job.done) break;
+        leading = job.lead;
+        job.lead = false;
     }
     sem_destroy(&job.wake);
     if (err) mv_err_copy(err, &job.err);
