@@ -111,9 +111,9 @@ static bool write_string(mv_strbuf *b, const char *s, size_t n) {
     return mv_strbuf_add(b, "\"", 1);
 }
 
-static bool write_real(mv_strbuf *b, double d) {
+bool mv_json_write_real(mv_strbuf *b, double d, int digits) {
     char num[64];
-    int n = snprintf(num, sizeof num, "%.17g", d);
+    int n = snprintf(num, sizeof num, "%.*g", digits, d);
     if (n < 0 || (size_t)n >= sizeof num - 3) return false;
     if (!strchr(num, '.') && !strchr(num, 'e')) {
         memcpy(num + n, ".0", 3);
@@ -178,7 +178,7 @@ static bool write_value(mv_strbuf *b, const json_t *v, int depth, bool sorted) {
         int n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return mv_strbuf_add(b, num, (size_t)n);
     }
-    case JSON_REAL: return write_real(b, json_real_value(v));
+    case JSON_REAL: return mv_json_write_real(b, json_real_value(v), 17);
     case JSON_STRING: return write_string(b, json_string_value(v), json_string_length(v));
     case JSON_ARRAY: {
         size_t n = json_array_size(v);

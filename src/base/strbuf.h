@@ -30,5 +30,8 @@ char *mv_strbuf_take(mv_strbuf *b, size_t *len);
  * v was appended. */
 typedef struct json_t json_t;
 bool mv_json_write(mv_strbuf *b, const json_t *v);
+/* Appends d as jansson writes a real with `digits` significant digits (17: its default): always
+ * with a '.' or an exponent, the exponent without leading zeros. False when out of memory. */
+bool mv_json_write_real(mv_strbuf *b, double d, int digits);
 
 #endif

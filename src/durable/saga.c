@@ -1596,6 +1596,19 @@ mv_code mv_saga_start(mv_saga_engine *e, const mv_saga_definition *def, const ch
     return mv_saga_start_in(e, NULL, def, saga_id, input, abort, record, replayed, err);
 }
 
+/* A start's checks, then the saga's row: *created is the new record (its runner lease taken), or
+ * NULL when the id already exists (the caller answers as a replay). */
+static mv_code checked_create(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
+                              const char *saga_id, const json_t *input, mv_abort *abort,
+                              json_t **created, mv_err *err) {
+    mv_code rc;
+    if (tenant && !mv_valid_token(tenant, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "saga tenant must be a bounded printable token");
+    if ((rc = check_call(def, saga_id, abort, err))) return rc;
+    return create(e, tenant, def, saga_id, input, created, err);
+}
+
 mv_code mv_saga_start_in(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
                          const char *saga_id, const json_t *input, mv_abort *abort, json_t **record,
                          bool *replayed, mv_err *err) {
@@ -1603,11 +1616,7 @@ mv_code mv_saga_start_in(mv_saga_engine *e, const char *tenant, const mv_saga_de
     json_t *created = NULL;
     if (record) *record = NULL;
     if (replayed) *replayed = false;
-    if (tenant && !mv_valid_token(tenant, 128))
-        return mv_err_set(err, MV_INVALID_ARGUMENT,
-                          "saga tenant must be a bounded printable token");
-    if ((rc = check_call(def, saga_id, abort, err))) return rc;
-    if ((rc = create(e, tenant, def, saga_id, input, &created, err))) return rc;
+    if ((rc = checked_create(e, tenant, def, saga_id, input, abort, &created, err))) return rc;
     if (created) return as_runner(e, def, saga_id, abort, created, record, err, resume_loaded);
     char owner[256];
     if ((rc = mv_saga_tenant(e, saga_id, owner, err))) return rc;
@@ -1839,11 +1848,7 @@ mv_code mv__saga_runner_start(mv_saga_engine *e, const char *tenant, const mv_sa
     *out = NULL;
     if (record) *record = NULL;
     if (replayed) *replayed = false;
-    if (tenant && !mv_valid_token(tenant, 128))
-        return mv_err_set(err, MV_INVALID_ARGUMENT,
-                          "saga tenant must be a bounded printable token");
-    if ((rc = check_call(def, saga_id, NULL, err))) return rc;
-    if ((rc = create(e, tenant, def, saga_id, input, &created, err))) return rc;
+    if ((rc = checked_create(e, tenant, def, saga_id, input, NULL, &created, err))) return rc;
     if (created) {
         *out = runner_new(e, def, saga_id, mv_json_str(created, K_RUNNER), created);
         if (*out) return MV_OK;

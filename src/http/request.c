@@ -641,25 +641,6 @@ static void put_json_string(mv_strbuf *b, const char *s) {
     mv_strbuf_add(b, "\"", 1);
 }
 
-static void put_json_real(mv_strbuf *b, double d) {
-    char num[64];
-    int n = snprintf(num, sizeof num, "%.9g", d);
-    if (n < 0 || (size_t)n >= sizeof num - 3) return;
-    if (!strchr(num, '.') && !strchr(num, 'e')) {
-        memcpy(num + n, ".0", 3);
-        n += 2;
-    }
-    char *e = strchr(num, 'e');
-    if (e) {
-        char *start = e + 1, *end = start + 1;
-        if (*start == '-') start++;
-        while (*end == '0')
-            end++;
-        if (end != start) memmove(start, end, strlen(end) + 1);
-    }
-    mv_strbuf_adds(b, num);
-}
-
 static void put_field_str(mv_strbuf *b, const char *key, const char *value) {
     mv_strbuf_add(b, ",", 1);
     put_json_string(b, key);
@@ -700,7 +681,7 @@ void mv_log_fields(const char *level, const char *msg, const mv_log_field *field
             snprintf(num, sizeof num, "%lld", f->i);
             mv_strbuf_adds(&b, num);
         } else {
-            put_json_real(&b, f->d);
+            mv_json_write_real(&b, f->d, 9);
         }
     }
     mv_strbuf_add(&b, "}\n", 2);

@@ -139,14 +139,22 @@ void mv__tally_message_clear(tally_message *m) {
     m->role_set = NULL;
 }
 
-mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
-    tally_message m = {.found = true};
-    mv_strlcpy(m.from, mv_json_str(doc, "fromUser"), sizeof m.from);
-    mv_strlcpy(m.to, mv_json_str(doc, "toUser"), sizeof m.to);
+/* The sender, recipient and role set of a message document already in hand (no re-read). */
+static mv_code from_doc(const json_t *doc, tally_message *m, mv_err *err) {
+    memset(m, 0, sizeof *m);
+    m->found = true;
+    mv_strlcpy(m->from, mv_json_str(doc, "fromUser"), sizeof m->from);
+    mv_strlcpy(m->to, mv_json_str(doc, "toUser"), sizeof m->to);
     json_t *roles = json_object_get(doc, "toRoles");
-    m.role_set = roles && json_is_array(roles) ? mv_json_compact(roles) : strdup("[]");
-    if (!m.role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    mv_code rc = count_message(db, tenant, &m, 1, err);
+    m->role_set = roles && json_is_array(roles) ? mv_json_compact(roles) : strdup("[]");
+    return m->role_set ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+}
+
+mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
+    tally_message m;
+    mv_code rc = from_doc(doc, &m, err);
+    if (rc != MV_OK) return rc;
+    rc = count_message(db, tenant, &m, 1, err);
     mv__tally_message_clear(&m);
     return rc;
 }
@@ -201,13 +209,10 @@ mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_
 }
 
 mv_code mv__tally_archived_doc_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
-    tally_message m = {.found = true};
-    mv_strlcpy(m.from, mv_json_str(doc, "fromUser"), sizeof m.from);
-    mv_strlcpy(m.to, mv_json_str(doc, "toUser"), sizeof m.to);
-    json_t *roles = json_object_get(doc, "toRoles");
-    m.role_set = roles && json_is_array(roles) ? mv_json_compact(roles) : strdup("[]");
-    if (!m.role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    mv_code rc = uncount_archived(db, tenant, mv_json_str(doc, "id"), &m, err);
+    tally_message m;
+    mv_code rc = from_doc(doc, &m, err);
+    if (rc != MV_OK) return rc;
+    rc = uncount_archived(db, tenant, mv_json_str(doc, "id"), &m, err);
     mv__tally_message_clear(&m);
     return rc;
 }
