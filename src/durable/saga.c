@@ -1018,7 +1018,7 @@ static mv_code check_call(const mv_saga_definition *def, const char *saga_id, mv
     if ((rc = mv_saga_definition_check(def, err))) return rc;
     if (!mv_valid_token(saga_id, 128))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga id must be a bounded printable token");
-    if (mv_abort_is_set(abort))
+    if (abort && mv_abort_is_set(abort))
         return mv_err_set(err, MV_ABORTED, "%s",
                           abort->reason[0] ? abort->reason : "saga execution aborted");
     return MV_OK;
