@@ -127,16 +127,16 @@ static const char SQL_PG_SAVE_COMMIT[] =
 #define PG_GUARD(parts, n)                                                                         \
     " INSERT INTO sagas (saga_id) SELECT CAST(NULL AS TEXT) WHERE " parts " <> " #n
 static const char SQL_PG_BLIND_START[] =
-    "WITH " PG_S ", " PG_I ", " PG_E PG_GUARD(PG_COUNT("s") " + " PG_COUNT("i") " + " PG_COUNT(
-        "e"), 3);
+    "WITH " PG_S ", " PG_I
+    ", " PG_E PG_GUARD(PG_COUNT("s") " + " PG_COUNT("i") " + " PG_COUNT("e"), 3);
 static const char SQL_PG_BLIND_COMMIT_START[] =
-    "WITH " PG_S ", " PG_U ", " PG_C ", " PG_I ", " PG_E PG_GUARD(
-        PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c") " + " PG_COUNT("i") " + " PG_COUNT(
-            "e"),
-        5);
+    "WITH " PG_S ", " PG_U ", " PG_C ", " PG_I
+    ", " PG_E PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c") " + " PG_COUNT(
+                           "i") " + " PG_COUNT("e"),
+                       5);
 static const char SQL_PG_BLIND_COMMIT[] =
-    "WITH " PG_S ", " PG_U ", " PG_C PG_GUARD(
-        PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c"), 3);
+    "WITH " PG_S ", " PG_U
+    ", " PG_C PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c"), 3);
 /* A record read from a pre-migration-10 document is written out as rows on its first save. */
 static const char SQL_DELETE_STEPS[] = "DELETE FROM saga_steps WHERE saga_id = ?";
 static const char SQL_CLEAR_DOCUMENT[] = "UPDATE sagas SET steps = '[]' WHERE saga_id = ?";

@@ -1205,7 +1205,8 @@ POSTGRES_TEST(a_three_step_saga_costs_six_round_trips_on_postgresql) {
     REQUIRE(rig_open(&r, kind, "trips.db", &w, NULL));
     mv_saga_compensator c[3] = {
         {"a", fold_comp, NULL}, {"b", fold_comp, NULL}, {"c", fold_comp, NULL}};
-    mv_saga_definition def = {.name = "flat", .run = flat_run, .compensators = c, .ncompensators = 3};
+    mv_saga_definition def = {
+        .name = "flat", .run = flat_run, .compensators = c, .ncompensators = 3};
     mv_err err = {0};
     json_t *rec = NULL;
     REQUIRE(mv_saga_execute(r.engine, &def, "saga_trips_warm", NULL, NULL, NULL, &err) == MV_OK);
