@@ -664,8 +664,11 @@ STORE_TEST(
 static const char SQL_RAW_SAGA[] = "SELECT input, steps FROM sagas WHERE saga_id = ?";
 static const char SQL_RAW_STEPS[] =
     "SELECT name, compensation_args, result FROM saga_steps WHERE saga_id = ? ORDER BY idx";
+/* Changes the first character of the nonce (always a full 6 bits, always a different one: the
+ * old tamper wrote 'AA' over the last two, which are already "AA" now and then) */
 static const char SQL_TAMPER_SAGA[] =
-    "UPDATE sagas SET input = substr(input, 1, length(input) - 2) || 'AA' WHERE saga_id = ?";
+    "UPDATE sagas SET input = substr(input, 1, 7) || CASE WHEN substr(input, 8, 1) = 'A' THEN 'B' "
+    "ELSE 'A' END || substr(input, 9) WHERE saga_id = ?";
 
 typedef struct {
     const char *id;
