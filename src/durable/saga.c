@@ -119,6 +119,24 @@ static const char SQL_PG_SAVE_COMMIT_START[] =
 static const char SQL_PG_SAVE_COMMIT[] =
     "WITH " PG_S ", " PG_U ", " PG_C
     " SELECT " PG_COUNT("s") ", " PG_COUNT("u") ", " PG_COUNT("c") ", 1, 1";
+/* The same saves sent blind (mv_stmt_exec_later), so BEGIN, the save and COMMIT go in one flush:
+ * instead of a result row, the statement's own INSERT fails when any part did not change exactly
+ * its one row — it inserts a saga whose saga_id is NULL, a not-null violation that writes
+ * nothing and fails the transaction at its COMMIT. The caller then rolls back and runs the save
+ * again with SQL_PG_SAVE_*, whose result says which part it was. */
+#define PG_GUARD(parts, n)                                                                         \
+    " INSERT INTO sagas (saga_id) SELECT CAST(NULL AS TEXT) WHERE " parts " <> " #n
+static const char SQL_PG_BLIND_START[] =
+    "WITH " PG_S ", " PG_I
+    ", " PG_E PG_GUARD(PG_COUNT("s") " + " PG_COUNT("i") " + " PG_COUNT("e"), 3);
+static const char SQL_PG_BLIND_COMMIT_START[] =
+    "WITH " PG_S ", " PG_U ", " PG_C ", " PG_I
+    ", " PG_E PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c") " + " PG_COUNT(
+                           "i") " + " PG_COUNT("e"),
+                       5);
+static const char SQL_PG_BLIND_COMMIT[] =
+    "WITH " PG_S ", " PG_U
+    ", " PG_C PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c"), 3);
 /* A record read from a pre-migration-10 document is written out as rows on its first save. */
 static const char SQL_DELETE_STEPS[] = "DELETE FROM saga_steps WHERE saga_id = ?";
 static const char SQL_CLEAR_DOCUMENT[] = "UPDATE sagas SET steps = '[]' WHERE saga_id = ?";
@@ -666,29 +684,57 @@ static const char *pg_save_sql(const cas_tx *t) {
     return NULL;
 }
 
+/* The blind twin of a SQL_PG_SAVE_* statement (same parameters). */
+static const char *pg_blind_sql(const char *sql) {
+    if (sql == SQL_PG_SAVE_START) return SQL_PG_BLIND_START;
+    if (sql == SQL_PG_SAVE_COMMIT_START) return SQL_PG_BLIND_COMMIT_START;
+    return SQL_PG_BLIND_COMMIT;
+}
+
+/* Binds the parameters of a SQL_PG_SAVE_* (or its blind twin) statement; *r is the index of the
+ * row of the step started (when one is). */
+static void bind_pg(mv_stmt *st, const cas_tx *t, const journal_note **commit,
+                    const journal_note **start, size_t *r) {
+    int i = 1;
+    size_t n = 0;
+    *r = 0;
+    bind_cas(st, &i, t);
+    if (t->pending) {
+        bind_row(st, &i, t->id, &t->rows[(*r)++], t->updated_at);
+        *commit = t->notes[n++];
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+        mv_stmt_bind_text(st, i++, (*commit)->effect_id);
+    }
+    if (*r < t->nrows) {
+        bind_row(st, &i, t->id, &t->rows[*r], t->updated_at);
+        *start = t->notes[n];
+        mv_stmt_bind_text(st, i++, (*start)->effect_id);
+        mv_stmt_bind_text(st, i++, (*start)->capability);
+        mv_stmt_bind_text(st, i++, (*start)->target);
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+        mv_stmt_bind_int64(st, i++, t->updated_at);
+    }
+}
+
+/* The hot save in one round trip: the blind statement, its answer read with the COMMIT's. */
+static mv_code cas_pg_blind(mv_db *db, void *ctx, mv_err *err) {
+    cas_tx *t = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, pg_blind_sql(pg_save_sql(t)), &st, err);
+    if (rc) return rc;
+    const journal_note *commit = NULL, *start = NULL;
+    size_t r;
+    bind_pg(st, t, &commit, &start, &r);
+    return mv_stmt_exec_later(st, err);
+}
+
 static mv_code cas_pg(mv_db *db, cas_tx *t, const char *sql, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql, &st, err);
     if (rc) return rc;
-    int i = 1;
-    size_t r = 0, n = 0;
-    bind_cas(st, &i, t);
+    size_t r;
     const journal_note *commit = NULL, *start = NULL;
-    if (t->pending) {
-        bind_row(st, &i, t->id, &t->rows[r++], t->updated_at);
-        commit = t->notes[n++];
-        mv_stmt_bind_int64(st, i++, t->updated_at);
-        mv_stmt_bind_text(st, i++, commit->effect_id);
-    }
-    if (r < t->nrows) {
-        bind_row(st, &i, t->id, &t->rows[r], t->updated_at);
-        start = t->notes[n];
-        mv_stmt_bind_text(st, i++, start->effect_id);
-        mv_stmt_bind_text(st, i++, start->capability);
-        mv_stmt_bind_text(st, i++, start->target);
-        mv_stmt_bind_int64(st, i++, t->updated_at);
-        mv_stmt_bind_int64(st, i++, t->updated_at);
-    }
+    bind_pg(st, t, &commit, &start, &r);
     int64_t count[5] = {0};
     int step = mv_stmt_step(st, err);
     for (int k = 0; step == 1 && k < 5; k++)
@@ -833,7 +879,17 @@ static mv_code save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int ind
         t.pending = !legacy && pidx >= 0 && pidx != index && commit.effect_id;
         if (note) t.notes[t.nnotes++] = note;
         t.lease_until = t.updated_at + e->runner_lease_ms;
-        rc = mv_store_write(e->store, cas_fn, &t, err);
+        rc = MV_INTERNAL;
+        /* PostgreSQL: a running saga's save is sent blind first; when it fails for any reason
+         * but a lost connection, the transaction rolled back and the save runs again reading
+         * its results, which tells a moved version from a taken effect id as before */
+        if (mv_store_kind_of(e->store) == MV_STORE_POSTGRES && pg_save_sql(&t)) {
+            mv_err blind = {0};
+            rc = mv_store_write(e->store, cas_pg_blind, &t, &blind);
+            if (rc == MV_STORE_UNAVAILABLE) mv_err_copy(err, &blind);
+        }
+        if (rc != MV_OK && rc != MV_STORE_UNAVAILABLE)
+            rc = mv_store_write(e->store, cas_fn, &t, err);
         if (rc == MV_SAGA_CONCURRENCY) concurrency(id, err);
     }
     for (size_t i = 0; i < nrows; i++) {

@@ -664,8 +664,11 @@ STORE_TEST(
 static const char SQL_RAW_SAGA[] = "SELECT input, steps FROM sagas WHERE saga_id = ?";
 static const char SQL_RAW_STEPS[] =
     "SELECT name, compensation_args, result FROM saga_steps WHERE saga_id = ? ORDER BY idx";
+/* Changes the first character of the nonce (always a full 6 bits, always a different one: the
+ * old tamper wrote 'AA' over the last two, which are already "AA" now and then) */
 static const char SQL_TAMPER_SAGA[] =
-    "UPDATE sagas SET input = substr(input, 1, length(input) - 2) || 'AA' WHERE saga_id = ?";
+    "UPDATE sagas SET input = substr(input, 1, 7) || CASE WHEN substr(input, 8, 1) = 'A' THEN 'B' "
+    "ELSE 'A' END || substr(input, 9) WHERE saga_id = ?";
 
 typedef struct {
     const char *id;
@@ -1185,6 +1188,97 @@ STORE_TEST(a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_w
     rig_close(&r);
 }
 
+static mv_code flat_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input, (void)def_ctx;
+    static const char *const names[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        json_t *args = json_pack("{s:i}", "i", i);
+        mv_code rc = mv_saga_step(ctx, names[i], args, fold_step, NULL, NULL, err);
+        json_decref(args);
+        if (rc) return rc;
+    }
+    return MV_OK;
+}
+
+/* The start (BEGIN + INSERT, then COMMIT) waits for its answer: 2; each of the four saves of a
+ * running saga is BEGIN, its statement and COMMIT sent in one flush: 4 (before: 2 each, 10). */
+POSTGRES_TEST(a_three_step_saga_costs_six_round_trips_on_postgresql) {
+    rig r;
+    world w = {0};
+    REQUIRE(rig_open(&r, kind, "trips.db", &w, NULL));
+    mv_saga_compensator c[3] = {
+        {"a", fold_comp, NULL}, {"b", fold_comp, NULL}, {"c", fold_comp, NULL}};
+    mv_saga_definition def = {
+        .name = "flat", .run = flat_run, .compensators = c, .ncompensators = 3};
+    mv_err err = {0};
+    json_t *rec = NULL;
+    REQUIRE(mv_saga_execute(r.engine, &def, "saga_trips_warm", NULL, NULL, NULL, &err) == MV_OK);
+    uint64_t t0 = mv__store_round_trips(r.store);
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_trips", NULL, NULL, &rec, &err), MV_OK, &err);
+    uint64_t trips = mv__store_round_trips(r.store) - t0;
+    printf("round trips per 3-step saga: %llu\n", (unsigned long long)trips);
+    CHECK_INT((int64_t)trips, 6);
+    CHECK_STR(mv_json_str(rec, "state"), "completed");
+    json_decref(rec);
+    CHECK_CODE(mv_saga_get(r.engine, "saga_trips", &rec, &err), MV_OK, &err);
+    char state[16], cap[129];
+    for (int i = 0; i < 3; i++) {
+        CHECK_STR(step_field(rec, i, "state"), "committed");
+        journal_state(r.store, step_field(rec, i, "effectId"), state, cap);
+        CHECK_STR(state, "committed");
+    }
+    json_decref(rec);
+    rig_close(&r);
+}
+
+static const char SQL_BUMP_VERSION[] = "UPDATE sagas SET version = version + 1 WHERE saga_id = ?";
+
+static mv_code bump_fn(mv_db *db, void *ctx, mv_err *err) {
+    return mv_db_execf(db, SQL_BUMP_VERSION, NULL, err, "s", (const char *)ctx);
+}
+
+/* Step b moves the saga's version under its runner (as another writer would). */
+static mv_code bump_step(mv_saga_step_call *call, void *ctx, json_t **result, mv_err *err) {
+    (void)call;
+    mv_code rc = mv_store_write(ctx, bump_fn, "saga_moved", err);
+    *result = json_pack("{s:b}", "ok", 1);
+    return rc;
+}
+
+static mv_code moved_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    mv_code rc = mv_saga_step(ctx, "a", NULL, fold_step, NULL, NULL, err);
+    if (rc == MV_OK) rc = mv_saga_step(ctx, "b", NULL, bump_step, def_ctx, NULL, err);
+    if (rc == MV_OK) rc = mv_saga_step(ctx, "c", NULL, fold_step, NULL, NULL, err);
+    return rc;
+}
+
+/* The save after b (b's commit with c's start) is sent blind and fails its compare-and-set: the
+ * runner stops with saga_concurrency, and neither c's row nor its effect was written. */
+STORE_TEST(a_save_whose_version_moved_answers_saga_concurrency_and_writes_nothing) {
+    rig r;
+    world w = {0};
+    REQUIRE(rig_open(&r, kind, "moved.db", &w, NULL));
+    mv_saga_compensator c[3] = {
+        {"a", fold_comp, NULL}, {"b", fold_comp, NULL}, {"c", fold_comp, NULL}};
+    mv_saga_definition def = {
+        .name = "moved", .run = moved_run, .compensators = c, .ncompensators = 3, .ctx = r.store};
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "saga_moved", NULL, NULL, NULL, &err),
+               MV_SAGA_CONCURRENCY, &err);
+    CHECK_STR(err.saga_id, "saga_moved");
+    json_t *rec = NULL;
+    CHECK_CODE(mv_saga_get(r.engine, "saga_moved", &rec, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(rec, "state"), "running");
+    CHECK(json_array_size(json_object_get(rec, "steps")) == 2);
+    CHECK_STR(step_field(rec, 1, "state"), "executing");
+    char state[16], cap[129];
+    journal_state(r.store, step_field(rec, 1, "effectId"), state, cap);
+    CHECK_STR(state, "executing");
+    json_decref(rec);
+    rig_close(&r);
+}
+
 int main(void) {
     return RUN_TESTS(
         checkout_compensates_in_reverse_with_retries_sharing_one_effect_id,
@@ -1205,5 +1299,7 @@ int main(void) {
         a_runner_lease_longer_than_the_clock_can_count_is_still_held,
         migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same,
         a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_writes_it,
+        a_three_step_saga_costs_six_round_trips_on_postgresql,
+        a_save_whose_version_moved_answers_saga_concurrency_and_writes_nothing,
         a_runner_killed_after_a_step_returned_leaves_it_for_review_and_it_never_runs_twice);
 }
