@@ -61,7 +61,7 @@ mv_code mv_json_load_file(const char *path, json_t **out, mv_err *err) {
 
 #define MAX_DEPTH 2048
 
-static bool write_string(mv_strbuf *b, const char *s, size_t n) {
+bool mv_json_write_string(mv_strbuf *b, const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s, *end = p + n, *run = p;
     mv_strbuf_add(b, "\"", 1);
     while (p < end) {
@@ -160,7 +160,7 @@ static bool write_sorted_object(mv_strbuf *b, const json_t *v, int depth) {
     bool ok = mv_strbuf_add(b, "{", 1);
     for (size_t k = 0; ok && k < i; k++) {
         if (k) mv_strbuf_add(b, ",", 1);
-        ok = write_string(b, m[k].key, m[k].len) && mv_strbuf_add(b, ":", 1) &&
+        ok = mv_json_write_string(b, m[k].key, m[k].len) && mv_strbuf_add(b, ":", 1) &&
              write_value(b, m[k].value, depth + 1, true);
     }
     if (m != stack) free(m);
@@ -179,7 +179,7 @@ static bool write_value(mv_strbuf *b, const json_t *v, int depth, bool sorted) {
         return mv_strbuf_add(b, num, (size_t)n);
     }
     case JSON_REAL: return mv_json_write_real(b, json_real_value(v), 17);
-    case JSON_STRING: return write_string(b, json_string_value(v), json_string_length(v));
+    case JSON_STRING: return mv_json_write_string(b, json_string_value(v), json_string_length(v));
     case JSON_ARRAY: {
         size_t n = json_array_size(v);
         mv_strbuf_add(b, "[", 1);
@@ -197,7 +197,7 @@ static bool write_value(mv_strbuf *b, const json_t *v, int depth, bool sorted) {
              it = json_object_iter_next((json_t *)v, it)) {
             if (!first) mv_strbuf_add(b, ",", 1);
             first = false;
-            if (!write_string(b, json_object_iter_key(it), json_object_iter_key_len(it)))
+            if (!mv_json_write_string(b, json_object_iter_key(it), json_object_iter_key_len(it)))
                 return false;
             mv_strbuf_add(b, ":", 1);
             if (!write_value(b, json_object_iter_value(it), depth + 1, false)) return false;

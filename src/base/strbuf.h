@@ -30,6 +30,10 @@ char *mv_strbuf_take(mv_strbuf *b, size_t *len);
  * v was appended. */
 typedef struct json_t json_t;
 bool mv_json_write(mv_strbuf *b, const json_t *v);
+/* Appends the n bytes at s as a JSON string, escaped as jansson escapes it. False when they are
+ * not valid UTF-8 (json_string refuses those) or out of memory; then part of it may have been
+ * appended. */
+bool mv_json_write_string(mv_strbuf *b, const char *s, size_t n);
 /* Appends d as jansson writes a real with `digits` significant digits (17: its default): always
  * with a '.' or an exponent, the exponent without leading zeros. False when out of memory. */
 bool mv_json_write_real(mv_strbuf *b, double d, int digits);

@@ -589,73 +589,28 @@ void mv_log(const char *level, const char *msg, json_t *fields) {
  * the exponent without '+' or leading zeros. A string that is not valid UTF-8 is left out, as
  * json_string() refuses it. */
 
-static bool utf8_valid(const char *s) {
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        int n;
-        unsigned min;
-        if (c < 0x80) {
-            p++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, min = 0x80, c &= 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, min = 0x800, c &= 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, min = 0x10000, c &= 0x07;
-        } else {
-            return false;
-        }
-        p++;
-        for (int i = 0; i < n; i++, p++) {
-            if ((*p & 0xC0) != 0x80) return false;
-            c = c << 6 | (*p & 0x3F);
-        }
-        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
-    }
-    return true;
-}
+static void put_json_string(mv_strbuf *b, const char *s) { mv_json_write_string(b, s, strlen(s)); }
 
-static void put_json_string(mv_strbuf *b, const char *s) {
-    mv_strbuf_add(b, "\"", 1);
-    const char *run = s;
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        mv_strbuf_add(b, run, (size_t)(p - run));
-        run = p + 1;
-        char esc[8];
-        switch (c) {
-        case '"': mv_strbuf_add(b, "\\\"", 2); break;
-        case '\\': mv_strbuf_add(b, "\\\\", 2); break;
-        case '\b': mv_strbuf_add(b, "\\b", 2); break;
-        case '\f': mv_strbuf_add(b, "\\f", 2); break;
-        case '\n': mv_strbuf_add(b, "\\n", 2); break;
-        case '\r': mv_strbuf_add(b, "\\r", 2); break;
-        case '\t': mv_strbuf_add(b, "\\t", 2); break;
-        default: snprintf(esc, sizeof esc, "\\u%04X", c); mv_strbuf_add(b, esc, 6);
-        }
-    }
-    mv_strbuf_adds(b, run);
-    mv_strbuf_add(b, "\"", 1);
-}
-
+/* ,"key":"value" — or nothing when value is not valid UTF-8 */
 static void put_field_str(mv_strbuf *b, const char *key, const char *value) {
+    size_t mark = b->len;
     mv_strbuf_add(b, ",", 1);
     put_json_string(b, key);
     mv_strbuf_add(b, ":", 1);
+    bool ok;
     if (!strstr(value, "://")) {
-        put_json_string(b, value);
-        return;
+        ok = mv_json_write_string(b, value, strlen(value));
+    } else { /* URLs lose their credentials and query string, as in mv_log */
+        size_t n = strlen(value) + 1;
+        char *clean = malloc(n);
+        ok = clean != NULL;
+        if (clean) {
+            mv_redact_urls(value, clean, n);
+            ok = mv_json_write_string(b, clean, strlen(clean));
+        }
+        free(clean);
     }
-    /* URLs lose their credentials and query string, as in mv_log */
-    size_t n = strlen(value) + 1;
-    char *clean = malloc(n);
-    if (!clean) return;
-    mv_redact_urls(value, clean, n);
-    put_json_string(b, clean);
-    free(clean);
+    if (!ok && !b->oom) b->len = mark;
 }
 
 void mv_log_fields(const char *level, const char *msg, const mv_log_field *fields, size_t n) {
@@ -671,7 +626,7 @@ void mv_log_fields(const char *level, const char *msg, const mv_log_field *field
     for (size_t i = 0; i < n; i++) {
         const mv_log_field *f = &fields[i];
         if (f->type == MV_LOG_STR) {
-            if (f->s && utf8_valid(f->s)) put_field_str(&b, f->key, f->s);
+            if (f->s) put_field_str(&b, f->key, f->s);
             continue;
         }
         mv_strbuf_add(&b, ",", 1);
