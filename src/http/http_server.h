@@ -122,6 +122,11 @@ mv_http_later *mv_http_answer_later(mv_http_request *req);
 /* The answer is ready to be made: runs then(req, res, ctx) on the write pool, then sends res.
  * May be called before the handler has returned (then waits for it). */
 void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx);
+/* The answer is already in res (filled by the completion, on any thread, after the handler
+ * took the handle): the request log, metrics and the send follow on this thread — or on the
+ * handler's, if it has not returned yet — without a hop through the write pool. The completion
+ * must not block (it may be a store's committing thread). Instead of mv_http_later_done. */
+void mv_http_later_answered(mv_http_later *later);
 /* The handler answers now after all (it fills res and returns as usual). */
 void mv_http_later_cancel(mv_http_later *later);
 /* Runs job on the write pool while the answer is still to come (a step of work that waits on the

@@ -12,6 +12,7 @@
 #include "http/routes_inbox.h"
 #include "http/routes_messages.h"
 #include "http/work_pool.h"
+#include "message/create_async.h"
 
 void mv_http_user(mv_http_request *req, mv_user *out) {
     const mv_principal *p = req->principal;
@@ -62,6 +63,52 @@ static mv_code check_action(const mv_http_request *req, mv_err *err) {
 
 /* ---- handlers ----------------------------------------------------------------------------- */
 
+/* A create in flight: what its completion needs, in the request's arena (the request lives until
+ * it is answered). */
+typedef struct create_call {
+    mv__job job; /* the blocking fallback on the write pool */
+    mv_message_routes *r;
+    mv_user user;
+    mv_create_request cr;
+    mv_http_later *later;
+    mv_http_response *res;
+} create_call;
+
+static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
+                          const mv_err *err) {
+    if (rc != MV_OK) {
+        mv_http_error(res, err);
+        return;
+    }
+    if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
+    mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
+}
+
+/* On the write pool: a create that must wait (a key already reserved: replay, take over or wait
+ * for its lease), the request still suspended. */
+static void create_blocking(mv__job *job) {
+    create_call *c = (create_call *)job;
+    json_t *messages = NULL;
+    bool replayed = false;
+    mv_err err = {0};
+    mv_code rc = mv_message_create(c->r->service, &c->cr, &messages, &replayed, &err);
+    answer_create(c->res, rc, messages, replayed, &err);
+    mv_http_later_answered(c->later);
+}
+
+/* On the store's committing thread (or on the handler's, for a request that failed its checks):
+ * renders the answer and hands it to the server directly. */
+static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err, bool again) {
+    create_call *c = ctx;
+    if (again) {
+        c->job.run = create_blocking;
+        mv_http_later_run(c->later, &c->job);
+        return;
+    }
+    answer_create(c->res, rc, messages, false, err);
+    mv_http_later_answered(c->later);
+}
+
 static void create_message(mv_http_request *req, mv_http_response *res, void *app) {
     mv_message_routes *r = req->route_ctx;
     (void)app;
@@ -92,20 +139,29 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
         }
         json_object_del(payload, "clientRequestId");
     }
-    mv_user user;
-    mv_http_user(req, &user);
-    mv_create_request cr = {.template_cd = mv_http_param(req, "templateCd"),
-                            .user = &user,
-                            .payload = payload,
-                            .client_request_id = body_id ? body_id : header_id};
-    json_t *messages = NULL;
-    bool replayed = false;
-    if (mv_message_create(r->service, &cr, &messages, &replayed, &err) != MV_OK) {
-        mv_http_error(res, &err);
+    create_call *c = mv_arena_alloc(req->arena, sizeof *c);
+    if (!c) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
     }
-    if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
-    mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
+    c->r = r;
+    c->res = res;
+    mv_http_user(req, &c->user);
+    c->cr = (mv_create_request){.template_cd = mv_http_param(req, "templateCd"),
+                                .user = &c->user,
+                                .payload = payload,
+                                .client_request_id = body_id ? body_id : header_id};
+    /* Answered from its commit when nothing in it calls out; nothing here touches req or res
+     * once it started (the completion may already be answering). */
+    c->later = mv_http_answer_later(req);
+    if (c->later) {
+        if (mv__message_create_async(r->service, &c->cr, create_done, c)) return;
+        mv_http_later_cancel(c->later);
+    }
+    json_t *messages = NULL;
+    bool replayed = false;
+    mv_code rc = mv_message_create(r->service, &c->cr, &messages, &replayed, &err);
+    answer_create(res, rc, messages, replayed, &err);
 }
 
 /* A query value as a JSON number for the service's pagination checks: integers stay integers,

@@ -328,17 +328,28 @@ static void run_request(mv__job *job) {
  * write pool, after both the handler has returned and the completion has come, in either order:
  * two holds, the last one released queues the job. No lock: one atomic counter. */
 
-static void run_later(mv__job *job) {
-    conn_request *cr = (conn_request *)job;
-    cr->then(&cr->req, &cr->res, cr->then_ctx);
+/* The answer is in res: the request log and metrics, then back to the I/O thread. */
+static void finish_later(conn_request *cr) {
     if (cr->res.status == 0) mv_http_errorf(&cr->res, MV_INTERNAL, "a deferred answer was empty");
     mv_http_dispatch_end(cr->srv->router, &cr->req, &cr->res);
     atomic_store(&cr->answered, true);
     MHD_resume_connection(cr->conn);
 }
 
+static void run_later(mv__job *job) {
+    conn_request *cr = (conn_request *)job;
+    cr->then(&cr->req, &cr->res, cr->then_ctx);
+    finish_later(cr);
+}
+
+/* Without `then` (mv_http_later_answered) the answer is finished on the thread that releases the
+ * last hold: no hop through the pool. */
 static void release_later(conn_request *cr) {
     if (atomic_fetch_sub(&cr->holds, 1) != 1) return;
+    if (!cr->then) {
+        finish_later(cr);
+        return;
+    }
     cr->job.run = run_later;
     mv__work_pool_submit(cr->srv->writes, &cr->job);
 }
@@ -355,6 +366,12 @@ void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx) {
     conn_request *cr = (conn_request *)later;
     cr->then = then;
     cr->then_ctx = ctx;
+    release_later(cr);
+}
+
+void mv_http_later_answered(mv_http_later *later) {
+    conn_request *cr = (conn_request *)later;
+    cr->then = NULL;
     release_later(cr);
 }
 

@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "message/create_async.h"
 #include "message/inbox_internal.h"
 #include "message/request.h"
+#include "store/write_async.h"
 
 typedef struct create_job {
     mv_service *svc;
@@ -464,7 +466,21 @@ typedef struct {
     acquire_arg a;
     bool done;
     mv_err failure; /* a definitive failure recorded in the transaction */
+    mv_code built;  /* fresh_key_tx: how building the documents (before it) ended */
 } one_shot_arg;
+
+/* Builds the one-shot path's documents before its transaction (nothing in them depends on the
+ * store, so the write holds only inserts): a failure that is not definitive is returned and no
+ * transaction runs; a definitive one stays in o->failure for fresh_key_tx to record. */
+static mv_code one_shot_build(one_shot_arg *o, mv_err *err) {
+    create_job *job = o->a.job;
+    mv_err_clear(&o->failure);
+    json_array_clear(job->docs);
+    o->built = build_all(job, &o->failure);
+    if (o->built != MV_OK && !mv_code_is_definitive(o->built))
+        return mv_err_copy(err, &o->failure);
+    return MV_OK;
+}
 
 /* The common case of the one-shot path — a key nobody has used — written blind: the reservation
  * row goes in already completed (or failed, for a definitive failure) beside the messages, and
@@ -475,11 +491,8 @@ static mv_code fresh_key_tx(mv_db *db, void *ctx, mv_err *err) {
     one_shot_arg *o = ctx;
     create_job *job = o->a.job;
     int64_t now = mv__svc_now(job->svc);
-    mv_err_clear(&o->failure);
-    json_array_clear(job->docs);
-    mv_code rc = build_all(job, &o->failure);
-    if (rc != MV_OK) {
-        if (!mv_code_is_definitive(rc)) return mv_err_copy(err, &o->failure);
+    mv_code rc;
+    if (o->built != MV_OK) { /* definitive (one_shot_build): recorded as the key's failure */
         char text[sizeof o->failure.message];
         failure_text(&o->failure, text, sizeof text);
         return mv__request_record_tx(db, &job->scope, job->lease_owner, 0, text, now, err);
@@ -518,7 +531,8 @@ static mv_code create_with_reservation(create_job *job, json_t **messages, bool 
     if (rc != MV_OK) return rc;
     if (builds_without_io(job)) {
         one_shot_arg o = {.a = a};
-        rc = mv_store_write(svc->o.store, fresh_key_tx, &o, err);
+        rc = one_shot_build(&o, err);
+        if (rc == MV_OK) rc = mv_store_write(svc->o.store, fresh_key_tx, &o, err);
         if (rc == MV_OK && o.failure.code != MV_OK) return mv_err_copy(err, &o.failure);
         if (rc == MV_OK) {
             *messages = json_incref(job->docs);
@@ -570,48 +584,119 @@ static mv_code create_with_reservation(create_job *job, json_t **messages, bool 
     return MV_OK;
 }
 
+/* The start of every create: the request checked and the job filled (its template held). On an
+ * error the job is still to be ended with job_end. *empty: the {} standing in for no payload. */
+static mv_code job_start(create_job *job, mv_service *svc, const mv_create_request *req,
+                         json_t **empty, mv_err *err) {
+    *job = (create_job){.svc = svc, .req = req};
+    *empty = NULL;
+    mv_code rc = mv_client_request_id_normalize(req->client_request_id, job->crid, err);
+    if (rc != MV_OK) return rc;
+    if ((rc = mv__svc_require_user(req->user, job->user_id, err)) != MV_OK) return rc;
+    if (req->payer ? !mv_user_id(req->payer, job->payer_id, sizeof job->payer_id)
+                   : !mv_user_id(req->user, job->payer_id, sizeof job->payer_id))
+        mv_strlcpy(job->payer_id, job->user_id, sizeof job->payer_id);
+    *empty = json_object();
+    job->payload = req->payload ? req->payload : *empty;
+    if (!json_is_object(job->payload))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "body must be a JSON object");
+    job->tpl = mv_registry_find(svc->o.registry, req->template_cd ? req->template_cd : "");
+    if (!job->tpl)
+        return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",
+                          req->template_cd ? req->template_cd : "");
+    job->docs = json_array();
+    job->sessions = json_array();
+    job->scope.tenant = mv__svc_tenant(req->user);
+    if (job->crid[0]) {
+        job->scope.owner = job->user_id;
+        job->scope.template_cd = job->tpl->template_cd;
+        job->scope.id = job->crid;
+        mv_json_fingerprint(job->payload, job->scope.fingerprint);
+    }
+    return MV_OK;
+}
+
+static void job_end(create_job *job, json_t *empty) {
+    json_decref(job->docs);
+    json_decref(job->sessions);
+    json_decref(empty);
+    if (job->tpl) mv_template_release(job->tpl);
+}
+
 mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t **messages,
                           bool *replayed, mv_err *err) {
     *messages = NULL;
     bool replay_flag = false;
-    create_job job = {.svc = svc, .req = req};
-    mv_code rc = mv_client_request_id_normalize(req->client_request_id, job.crid, err);
-    if (rc != MV_OK) return rc;
-    if ((rc = mv__svc_require_user(req->user, job.user_id, err)) != MV_OK) return rc;
-    if (req->payer ? !mv_user_id(req->payer, job.payer_id, sizeof job.payer_id)
-                   : !mv_user_id(req->user, job.payer_id, sizeof job.payer_id))
-        mv_strlcpy(job.payer_id, job.user_id, sizeof job.payer_id);
-    json_t *empty = json_object();
-    job.payload = req->payload ? req->payload : empty;
-    if (!json_is_object(job.payload)) {
-        json_decref(empty);
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "body must be a JSON object");
-    }
-    job.tpl = mv_registry_find(svc->o.registry, req->template_cd ? req->template_cd : "");
-    if (!job.tpl) {
-        json_decref(empty);
-        return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",
-                          req->template_cd ? req->template_cd : "");
-    }
-    job.docs = json_array();
-    job.sessions = json_array();
-    job.scope.tenant = mv__svc_tenant(req->user);
-    if (job.crid[0]) {
-        job.scope.owner = job.user_id;
-        job.scope.template_cd = job.tpl->template_cd;
-        job.scope.id = job.crid;
-        mv_json_fingerprint(job.payload, job.scope.fingerprint);
+    create_job job;
+    json_t *empty;
+    mv_code rc = job_start(&job, svc, req, &empty, err);
+    if (rc == MV_OK && job.crid[0]) {
         rc = create_with_reservation(&job, messages, &replay_flag, err);
-    } else {
+    } else if (rc == MV_OK) {
         rc = build_and_persist(&job, err);
         if (rc == MV_OK) *messages = json_incref(job.docs);
     }
     if (replayed) *replayed = replay_flag;
-    json_decref(job.docs);
-    json_decref(job.sessions);
-    json_decref(empty);
-    mv_template_release(job.tpl);
+    job_end(&job, empty);
     return rc;
+}
+
+/* ---- the one-shot create, answered from its commit (create_async.h) ----------------------- */
+
+typedef struct async_create {
+    create_job job;
+    one_shot_arg o; /* with a client request id */
+    json_t *empty;
+    mv__create_done done;
+    void *done_ctx;
+} async_create;
+
+static void async_free(async_create *c) {
+    job_end(&c->job, c->empty);
+    free(c);
+}
+
+/* On the committing thread (store/write_async.h), once the batch holding the write committed. */
+static void async_written(mv_code rc, const mv_err *err, void *ctx) {
+    async_create *c = ctx;
+    if (rc == MV_OK && c->o.failure.code != MV_OK) /* a definitive failure, now recorded */
+        c->done(c->done_ctx, c->o.failure.code, NULL, &c->o.failure, false);
+    else if (rc == MV_OK)
+        c->done(c->done_ctx, MV_OK, json_incref(c->job.docs), NULL, false);
+    else /* a key already reserved: replay, take over or wait — on a thread that may block */
+        c->done(c->done_ctx, rc, NULL, err, c->job.crid[0] && rc == MV__REQUEST_KEY_TAKEN);
+    async_free(c);
+}
+
+bool mv__message_create_async(mv_service *svc, const mv_create_request *req,
+                              mv__create_done done, void *done_ctx) {
+    if (!mv__store_writes_async(svc->o.store)) return false;
+    async_create *c = calloc(1, sizeof *c);
+    if (!c) return false;
+    mv_err err = {0};
+    mv_code rc = job_start(&c->job, svc, req, &c->empty, &err);
+    if (rc == MV_OK && !builds_without_io(&c->job)) {
+        async_free(c);
+        return false;
+    }
+    c->o.a.job = &c->job;
+    if (rc == MV_OK && c->job.crid[0]) {
+        if ((rc = mv_id_uuid(c->job.lease_owner, &err)) == MV_OK) rc = one_shot_build(&c->o, &err);
+    } else if (rc == MV_OK) {
+        rc = build_all(&c->job, &err); /* no payment session: nothing to compensate */
+    }
+    if (rc != MV_OK) {
+        done(done_ctx, rc, NULL, &err, false);
+        async_free(c);
+        return true;
+    }
+    c->done = done;
+    c->done_ctx = done_ctx;
+    if (c->job.crid[0])
+        mv__store_write_async(svc->o.store, fresh_key_tx, &c->o, async_written, c);
+    else
+        mv__store_write_async(svc->o.store, persist_tx, &c->job, async_written, c);
+    return true;
 }
 
 /* ---- notifications ------------------------------------------------------------------------ */

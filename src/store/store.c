@@ -4,8 +4,11 @@
  * Invariants: a connection is used by one thread at a time (checked out of the pool for the
  * length of one transaction); on SQLite, write transactions of one store are serialised by a
  * mutex (one writer per process, BEGIN IMMEDIATE between processes), so writers queue in memory
- * instead of spinning on SQLITE_BUSY; with group commit (the default) one writer thread per store
- * runs them all, and readers keep the other connections of the pool. */
+ * instead of spinning on SQLITE_BUSY; with group commit (the default) writers queue their
+ * callbacks and one thread at a time commits a batch of them (see "group commit" below): a
+ * synchronous writer that finds nobody leading, or the store's own writer thread for
+ * asynchronous writes (mv__store_write_async), and readers keep the other connections of the
+ * pool. */
 #include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -13,9 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/callctx.h"
 #include "missive/base.h"
 #include "store/driver.h"
 #include "store/listen.h"
+#include "store/write_async.h"
 
 struct mv_store {
     const mv_driver *drv;
@@ -32,6 +37,13 @@ struct mv_store {
     pthread_mutex_t gc_mu;
     struct write_job *queue_head, *queue_tail;
     bool leader_active;
+    /* The writer thread: leads batches for asynchronous writes when nobody else leads. Started by
+     * the first asynchronous write; woken by posting writer_wake (with leader_active set for it). */
+    pthread_mutex_t writer_mu; /* guards the start */
+    pthread_t writer;
+    bool writer_started;
+    atomic_bool writer_quit;
+    sem_t writer_wake;
     /* The last write transaction failed because the store could not take it (a full disk, an
      * I/O error, a lost server) and none has committed since: health checks then probe. */
     atomic_bool write_failing;
@@ -118,6 +130,8 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
     pthread_cond_init(&s->pool_cv, NULL);
     pthread_mutex_init(&s->write_mu, NULL);
     pthread_mutex_init(&s->gc_mu, NULL);
+    pthread_mutex_init(&s->writer_mu, NULL);
+    sem_init(&s->writer_wake, 0, 0);
     pthread_mutex_init(&s->hook_mu, NULL);
     if (!s->url || !s->free_list) {
         mv_store_close(s);
@@ -160,8 +174,11 @@ static void db_free(mv_db *db) {
     free(db);
 }
 
+static void writer_stop(mv_store *s);
+
 void mv_store_close(mv_store *store) {
     if (!store) return;
+    writer_stop(store); /* runs what is still queued first */
     for (int i = 0; store->free_list && i < store->nfree; i++)
         db_free(store->free_list[i]);
     free(store->free_list);
@@ -170,6 +187,8 @@ void mv_store_close(mv_store *store) {
     pthread_cond_destroy(&store->pool_cv);
     pthread_mutex_destroy(&store->write_mu);
     pthread_mutex_destroy(&store->gc_mu);
+    pthread_mutex_destroy(&store->writer_mu);
+    sem_destroy(&store->writer_wake);
     pthread_mutex_destroy(&store->hook_mu);
     free(store);
 }
@@ -269,8 +288,12 @@ typedef struct write_job {
     void *ctx;
     mv_err err;
     mv_code rc;
-    sem_t wake; /* posted when done, or when this writer is handed the lead */
+    /* synchronous: the writer waits on wake, posted when done or when it is handed the lead */
+    sem_t wake;
     bool done, lead;
+    /* asynchronous (mv__store_write_async): heap-allocated, freed after done ran */
+    mv__write_done on_done;
+    void *done_ctx;
     struct write_job *next;
 } write_job;
 
@@ -321,7 +344,7 @@ static void run_batch(mv_store *s, write_job *batch) {
     if (rc == MV_OK) committed(s);
 }
 
-/* Appends a job (gc_mu held). The job lives on its writer's stack until it is done. */
+/* Appends a job (gc_mu held). A synchronous job lives on its writer's stack until it is done. */
 static void enqueue(mv_store *s, write_job *job) {
     if (s->queue_tail)
         s->queue_tail->next = job;
@@ -330,30 +353,55 @@ static void enqueue(mv_store *s, write_job *job) {
     s->queue_tail = job;
 }
 
-/* Runs batches while this thread holds the lead, then hands the lead to the oldest waiting
- * writer (or drops it when nobody waits) and wakes the writers of its batches. */
-static void lead(mv_store *s) {
-    pthread_mutex_lock(&s->gc_mu);
-    write_job *batch = s->queue_head, *last = batch;
-    for (int n = 1; n < GROUP_COMMIT_MAX && last->next; n++)
-        last = last->next;
-    s->queue_head = last->next;
-    if (!s->queue_head) s->queue_tail = NULL;
-    last->next = NULL;
-    pthread_mutex_unlock(&s->gc_mu);
-    run_batch(s, batch);
-    pthread_mutex_lock(&s->gc_mu);
-    write_job *next_leader = s->queue_head;
-    if (next_leader)
-        next_leader->lead = true;
-    else
-        s->leader_active = false;
-    pthread_mutex_unlock(&s->gc_mu);
-    if (next_leader) sem_post(&next_leader->wake);
+/* Ends the jobs of a committed (or failed) batch: wakes the synchronous writers, calls the
+ * asynchronous jobs' done and frees them. */
+static void finish_batch(write_job *batch) {
+    mv_callctx saved; /* a synchronous leader's own request context, kept across the dones */
+    bool saved_ctx = false;
     for (write_job *j = batch, *next; j; j = next) {
         next = j->next; /* j belongs to its writer again once posted */
-        j->done = true;
-        sem_post(&j->wake);
+        if (j->on_done) {
+            if (!saved_ctx) saved = *mv__callctx(), saved_ctx = true;
+            mv__callctx_reset();
+            j->on_done(j->rc, j->rc == MV_OK ? NULL : &j->err, j->done_ctx);
+            free(j);
+        } else {
+            j->done = true;
+            sem_post(&j->wake);
+        }
+    }
+    if (saved_ctx) *mv__callctx() = saved;
+}
+
+/* Runs batches while this thread holds the lead. After each batch the lead goes to the oldest
+ * waiting job: a synchronous writer is handed it on its own semaphore; an asynchronous job is
+ * led by the writer thread — which is this thread when it is the writer (it keeps leading until
+ * the queue is empty), else it is woken. Nobody waiting: the lead is dropped. */
+static void lead(mv_store *s, bool writer) {
+    for (;;) {
+        pthread_mutex_lock(&s->gc_mu);
+        write_job *batch = s->queue_head, *last = batch;
+        for (int n = 1; n < GROUP_COMMIT_MAX && last->next; n++)
+            last = last->next;
+        s->queue_head = last->next;
+        if (!s->queue_head) s->queue_tail = NULL;
+        last->next = NULL;
+        pthread_mutex_unlock(&s->gc_mu);
+        run_batch(s, batch);
+        pthread_mutex_lock(&s->gc_mu);
+        write_job *next = s->queue_head;
+        bool keep = false, wake_writer = false;
+        if (!next)
+            s->leader_active = false;
+        else if (next->on_done)
+            keep = writer, wake_writer = !writer;
+        else
+            next->lead = true;
+        pthread_mutex_unlock(&s->gc_mu);
+        if (next && !next->on_done) sem_post(&next->wake);
+        if (wake_writer) sem_post(&s->writer_wake);
+        finish_batch(batch);
+        if (!keep) return;
     }
 }
 
@@ -366,7 +414,7 @@ static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
     if (leading) s->leader_active = true;
     pthread_mutex_unlock(&s->gc_mu);
     for (;;) {
-        if (leading) lead(s); /* our job is at the head: it is in this batch */
+        if (leading) lead(s, false); /* our job is at the head: it is in this batch */
         while (sem_wait(&job.wake) != 0) {
         }
         /* job.done and job.lead are written before the sem_post that woke us, never read before
@@ -378,6 +426,80 @@ static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
     sem_destroy(&job.wake);
     if (err) mv_err_copy(err, &job.err);
     return job.rc;
+}
+
+/* ---- the writer thread ------------------------------------------------------------------ */
+
+/* Sleeps until it is handed the lead (an asynchronous job found nobody leading, or a synchronous
+ * leader left asynchronous jobs behind), then leads until the queue is empty. */
+static void *writer_main(void *arg) {
+    mv_store *s = arg;
+    for (;;) {
+        while (sem_wait(&s->writer_wake) != 0) {
+        }
+        pthread_mutex_lock(&s->gc_mu);
+        bool handed = s->queue_head != NULL; /* else the wake-up is writer_stop's */
+        pthread_mutex_unlock(&s->gc_mu);
+        if (handed)
+            lead(s, true);
+        else if (atomic_load(&s->writer_quit))
+            return NULL;
+    }
+}
+
+static bool writer_start(mv_store *s) {
+    pthread_mutex_lock(&s->writer_mu);
+    if (!s->writer_started && !atomic_load(&s->writer_quit))
+        s->writer_started = pthread_create(&s->writer, NULL, writer_main, s) == 0;
+    bool ok = s->writer_started;
+    pthread_mutex_unlock(&s->writer_mu);
+    return ok;
+}
+
+/* At close: waits until no batch runs and nothing is queued (every done has been called), then
+ * ends the writer thread. */
+static void writer_stop(mv_store *s) {
+    pthread_mutex_lock(&s->writer_mu);
+    bool started = s->writer_started;
+    pthread_mutex_unlock(&s->writer_mu);
+    if (!started) return;
+    for (;;) {
+        pthread_mutex_lock(&s->gc_mu);
+        bool busy = s->leader_active;
+        pthread_mutex_unlock(&s->gc_mu);
+        if (!busy) break;
+        mv_sleep_ms(1);
+    }
+    atomic_store(&s->writer_quit, true);
+    sem_post(&s->writer_wake);
+    pthread_join(s->writer, NULL);
+}
+
+bool mv__store_writes_async(const mv_store *store) {
+    return store->kind == MV_STORE_SQLITE && !store->opts.no_group_commit;
+}
+
+void mv__store_write_async(mv_store *store, mv_tx_fn fn, void *ctx, mv__write_done done,
+                           void *done_ctx) {
+    write_job *job = NULL;
+    if (mv__store_writes_async(store) && writer_start(store))
+        job = calloc(1, sizeof *job);
+    if (!job) { /* no group commit (or no memory for the job, or no thread): on this thread */
+        mv_err err = {0};
+        mv_code rc = mv_store_write(store, fn, ctx, &err);
+        done(rc, rc == MV_OK ? NULL : &err, done_ctx);
+        return;
+    }
+    job->fn = fn;
+    job->ctx = ctx;
+    job->on_done = done;
+    job->done_ctx = done_ctx;
+    pthread_mutex_lock(&store->gc_mu);
+    enqueue(store, job);
+    bool wake = !store->leader_active;
+    if (wake) store->leader_active = true; /* for the writer thread, woken below */
+    pthread_mutex_unlock(&store->gc_mu);
+    if (wake) sem_post(&store->writer_wake);
 }
 
 mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {

@@ -1,0 +1,37 @@
+/* store/write_async.h — a store write that does not wait for its commit.
+ *
+ * mv_store_write() returns once the transaction holding fn's work is durable, so the thread that
+ * calls it sleeps through the commit (and, with group commit, through the other jobs of its
+ * batch). A request handler that has nothing else to do until then can instead queue the write
+ * and return: done(rc, err, done_ctx) runs once the batch holding the job has committed (or
+ * failed), on the thread that committed it. See docs/internals.md "Group commit". */
+#ifndef MISSIVE_STORE_WRITE_ASYNC_H
+#define MISSIVE_STORE_WRITE_ASYNC_H
+
+#include <stdbool.h>
+
+#include "missive/store.h"
+
+/* The end of an asynchronous write: rc is fn's code or the commit's error (err then holds the
+ * message; err is NULL on MV_OK). err is valid only during the call. done runs on the store's
+ * committing thread (see below) and must not block on the store: no mv_store_write or
+ * mv_store_read of the same store from it (it may queue another asynchronous write). */
+typedef void (*mv__write_done)(mv_code rc, const mv_err *err, void *done_ctx);
+
+/* Queues fn as a write job of store and returns at once. fn runs in its own savepoint of a group
+ * commit, exactly as for mv_store_write (a batch may hold synchronous and asynchronous jobs), on
+ * whichever thread leads that batch: a synchronous writer already leading, or else the store's
+ * writer thread (started by the first call), so the caller never runs a commit. done is called
+ * exactly once, after the commit that holds the job is durable — or with the error that failed
+ * it — and ctx, done_ctx must stay valid until then.
+ *
+ * Without group commit (PostgreSQL, or SQLite with groupCommit false) this runs mv_store_write
+ * on the caller's thread and calls done before returning: check mv__store_writes_async first
+ * when the caller must not block. */
+void mv__store_write_async(mv_store *store, mv_tx_fn fn, void *ctx, mv__write_done done,
+                           void *done_ctx);
+
+/* True when mv__store_write_async returns before the commit (SQLite with group commit). */
+bool mv__store_writes_async(const mv_store *store);
+
+#endif
