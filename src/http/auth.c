@@ -24,6 +24,8 @@ static char *path_or(const char *path, const char *dflt) {
     return strdup(path && *path ? path : dflt);
 }
 
+mv_auth_mode mv_auth_mode_of(const mv_auth *auth) { return auth->mode; }
+
 mv_code mv_auth_new(const mv_auth_options *opts, mv_auth **out, mv_err *err) {
     *out = NULL;
     mv_auth *a = calloc(1, sizeof *a);

@@ -55,6 +55,9 @@ typedef struct mv_auth_options {
 mv_code mv_auth_new(const mv_auth_options *opts, mv_auth **out, mv_err *err);
 void mv_auth_free(mv_auth *auth);
 
+/* The mode (headers mode never waits; jwt mode may wait for a JWKS refresh). */
+mv_auth_mode mv_auth_mode_of(const mv_auth *auth);
+
 /* Authenticates req: fills *out (arena-owned) or fails with MV_UNAUTHENTICATED and a message
  * saying what is missing or wrong (never echoing the token). */
 mv_code mv_auth_authenticate(const mv_auth *auth, mv_http_request *req, mv_principal *out,

@@ -77,6 +77,7 @@ typedef struct mv_http_request {
     /* Answering later (see mv_http_answer_later). */
     void *server_ctx;  /* set by the server: the request can be answered later; NULL otherwise */
     bool answer_later; /* the handler took a mv_http_later */
+    bool io_thread;    /* set by the server: the handler runs on an I/O thread (must not block) */
 } mv_http_request;
 
 typedef struct mv_http_response {

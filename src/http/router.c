@@ -240,6 +240,14 @@ static const route_entry *match(mv_router *router, mv_http_request *req) {
     return best;
 }
 
+bool mv_router_io_thread(mv_router *router, mv_http_request *req) {
+    const route_entry *e = match(router, req);
+    req->params = NULL; /* the dispatch matches again */
+    req->nparams = 0;
+    return e && e->r.io_thread &&
+           (e->r.public_route || (router->auth && mv_auth_mode_of(router->auth) == MV_AUTH_HEADERS));
+}
+
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
 static double mono_seconds(void) {

@@ -34,6 +34,9 @@ typedef struct mv_route {
     void *ctx;                        /* handed to the handler as req->route_ctx */
     bool accepts_ticket;              /* a `ticket` query parameter may authenticate (event streams:
                                        * browsers' EventSource cannot send headers); no other route */
+    bool io_thread; /* the handler neither blocks nor waits (it passes anything that may to a pool
+                     * with mv_http_later_run, and answers later): the server runs it on the I/O
+                     * thread that read the request, when authentication cannot wait either */
 } mv_route;
 
 /* A new router; app is passed to every handler. Free with mv_router_free (NULL-safe). */
@@ -64,6 +67,10 @@ mv_code mv_router_set_cors(mv_router *router, const char *const *origins, size_t
 void mv_router_set_metrics(mv_router *router, mv_metrics *metrics);
 /* When true, one JSON log line per request (default false, so tests and fuzzers stay quiet). */
 void mv_router_set_logging(mv_router *router, bool on);
+
+/* True when req's route runs on the I/O thread (mv_route.io_thread) and authenticating it cannot
+ * wait (a public route, or headers mode). */
+bool mv_router_io_thread(mv_router *router, mv_http_request *req);
 
 /* Routes req and fills res. Always produces a response (status != 0). Sets X-Request-Id (taken
  * from the request's X-Request-Id when it is a printable token of at most 40 characters,

@@ -156,6 +156,11 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
     c->later = mv_http_answer_later(req);
     if (c->later) {
         if (mv__message_create_async(r->service, &c->cr, create_done, c)) return;
+        if (req->io_thread) { /* it calls out or commits on this thread: on the write pool */
+            c->job.run = create_blocking;
+            mv_http_later_run(c->later, &c->job);
+            return;
+        }
         mv_http_later_cancel(c->later);
     }
     json_t *messages = NULL;
@@ -404,7 +409,7 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
 mv_code mv_message_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {
     const mv_route table[] = {
         {"POST", "/messages/new/{templateCd}", create_message, false, true, check_template_cd,
-         routes},
+         routes, .io_thread = true},
         {"GET", "/messages", list_messages, false, false, NULL, routes},
         {"GET", "/messages/count", count_messages, false, false, NULL, routes},
         {"GET", "/messages/{id}", get_message, false, false, check_id, routes},

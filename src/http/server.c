@@ -70,6 +70,7 @@ struct mv_http_server {
     int admitted;               /* guarded by mu: requests handed to a pool and not yet answered */
     struct conn_request *spare; /* guarded by mu: finished requests kept for reuse */
     int nspare;
+    bool inline_routes; /* run mv_route.io_thread routes on the I/O thread (MISSIVE_INLINE=0: no) */
 };
 
 #define MAX_SPARE 256 /* finished requests (with their arena's first block) kept for reuse */
@@ -389,6 +390,27 @@ static bool is_read_method(const char *m) {
     return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0;
 }
 
+/* On the I/O thread, for a route that never blocks (mv_route.io_thread): the dispatch runs here;
+ * an answer made at once is queued at once (no suspend, no pool); a handler that answers later
+ * leaves the connection suspended until its completion. */
+static enum MHD_Result run_inline(mv_http_server *srv, struct MHD_Connection *c,
+                                  conn_request *cr) {
+    mv_http_response_init(&cr->res, cr->arena);
+    cr->req.body = cr->body ? cr->body : "";
+    cr->req.body_len = cr->too_large ? 0 : cr->len;
+    cr->req.body_too_large = cr->too_large;
+    cr->req.server_ctx = cr;
+    cr->req.io_thread = true;
+    mv_http_dispatch(srv->router, &cr->req, &cr->res);
+    if (!cr->req.answer_later) {
+        atomic_store(&cr->answered, true);
+        return queue(srv, c, &cr->res);
+    }
+    MHD_suspend_connection(c);
+    release_later(cr); /* the completion may have come already: then this answers */
+    return MHD_YES;
+}
+
 static enum MHD_Result admit(mv_http_server *srv, struct MHD_Connection *c, conn_request *cr) {
     if (cr->init_failed || atomic_load(&srv->stopping)) return respond_now(srv, c, cr);
     pthread_mutex_lock(&srv->mu);
@@ -396,6 +418,8 @@ static enum MHD_Result admit(mv_http_server *srv, struct MHD_Connection *c, conn
     pthread_mutex_unlock(&srv->mu);
     cr->admitted = true;
     cr->conn = c;
+    if (srv->inline_routes && !cr->too_large && mv_router_io_thread(srv->router, &cr->req))
+        return run_inline(srv, c, cr);
     cr->job.run = run_request;
     MHD_suspend_connection(c);
     mv__work_pool_submit(is_read_method(cr->req.method) ? srv->reads : srv->writes, &cr->job);
@@ -626,6 +650,8 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
     }
     srv->router = router;
     srv->port = port;
+    const char *inl = getenv("MISSIVE_INLINE");
+    srv->inline_routes = !inl || strcmp(inl, "0") != 0;
     pthread_mutex_init(&srv->mu, NULL);
     pthread_cond_init(&srv->idle, NULL);
 
