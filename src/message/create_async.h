@@ -27,7 +27,7 @@ typedef void (*mv__create_done)(void *ctx, mv_code rc, json_t *messages, const m
  * nothing started — when this create must run as mv_message_create: it calls out (a prepare
  * hook or webhook, a payment session) or the store commits on the caller's thread (PostgreSQL,
  * groupCommit false). req and everything it points to stay valid until done. */
-bool mv__message_create_async(mv_service *svc, const mv_create_request *req,
-                              mv__create_done done, void *done_ctx);
+bool mv__message_create_async(mv_service *svc, const mv_create_request *req, mv__create_done done,
+                              void *done_ctx);
 
 #endif

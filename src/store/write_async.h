@@ -14,8 +14,9 @@
 
 /* The end of an asynchronous write: rc is fn's code or the commit's error (err then holds the
  * message; err is NULL on MV_OK). err is valid only during the call. done runs on the store's
- * committing thread (see below) and must not block on the store: no mv_store_write or
- * mv_store_read of the same store from it (it may queue another asynchronous write). */
+ * committing thread (see below) and must not wait for a write of the same store: no
+ * mv_store_write from it (it would wait for a batch that only this thread can lead). It may read,
+ * and it may queue another asynchronous write. */
 typedef void (*mv__write_done)(mv_code rc, const mv_err *err, void *done_ctx);
 
 /* Queues fn as a write job of store and returns at once. fn runs in its own savepoint of a group
