@@ -313,7 +313,7 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
         return;
     }
     e->r.handler(req, res, router->app);
-    if (res->status == 0 && !req->answer_later)
+    if (!req->answer_later && res->status == 0) /* else res may be the completion's already */
         mv_http_errorf(res, MV_INTERNAL, "handler for %s gave no response", e->pattern);
 }
 

@@ -12,6 +12,15 @@
  * A handler whose work waits on an outgoing call may answer later (mv_http_answer_later): its
  * pool thread returns at once, and the completion queues the answer back on the write pool.
  *
+ * A route whose handler never blocks (mv_route.io_thread: the create, whose write joins the
+ * group commit without waiting for it) runs on the I/O thread itself, when authentication cannot
+ * wait either (headers mode): an error is answered there and then, without suspending; otherwise
+ * the connection is suspended and the completion — on the store's committing thread — fills the
+ * answer, writes the request log line and resumes the connection (mv_http_later_answered): one
+ * wake-up of the committing thread per batch and one of the I/O thread per answer, instead of a
+ * pool hand-off and a commit wait per request. Anything such a handler finds it must block on
+ * (a prepare webhook, a key already reserved) it hands to the write pool (mv_http_later_run).
+ *
  * Everything with meaning (routing, checks, errors) happens in mv_http_dispatch; this file only
  * converts. Bodies are buffered up to MV_HTTP_MAX_BODY: a Content-Length over the limit is
  * answered as soon as the headers are in (the dispatch still runs authentication and route checks
@@ -98,7 +107,8 @@ typedef struct conn_request {
     bool admitted;
     atomic_bool answered;
     /* answering later (mv_http_answer_later): the holds are the handler's return and the
-     * completion's mv_http_later_done; whichever comes last queues `then` on the write pool */
+     * completion's mv_http_later_done (or _answered); whichever comes last queues `then` on the
+     * write pool (or, without `then`, finishes the answer on its own thread) */
     atomic_int holds;
     mv_http_then then;
     void *then_ctx;
@@ -781,6 +791,15 @@ void mv_http_server_free(mv_http_server *server) {
     /* The pools first: a job still running resumes its connection, which must still exist. */
     mv__work_pool_free(server->reads);
     mv__work_pool_free(server->writes);
+    /* An answer still to come from a store's committing thread resumes its connection from
+     * there: give such commits a moment before the connections go (a drain has waited already). */
+    struct timespec until = deadline_after(5000);
+    pthread_mutex_lock(&server->mu);
+    while (server->admitted > 0 && before(&until)) {
+        struct timespec tick = deadline_after(10);
+        pthread_cond_timedwait(&server->idle, &server->mu, &tick);
+    }
+    pthread_mutex_unlock(&server->mu);
     if (server->daemon) MHD_stop_daemon(server->daemon);
     mv__gate_free(server->gate);
     for (conn_request *cr = server->spare, *next; cr; cr = next) {

@@ -260,18 +260,28 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
 /* ---- group commit (SQLite) -----------------------------------------------------------------
  *
  * With synchronous=FULL every commit waits for an fsync, so one-transaction-per-request caps
- * writes at the disk's flush rate. Writers therefore queue their callbacks; one writer at a time
+ * writes at the disk's flush rate. Writers therefore queue their callbacks; one thread at a time
  * holds the lead: it takes everything queued (up to GROUP_COMMIT_MAX) and runs each callback
  * inside its own SAVEPOINT of one transaction (a failing callback rolls back to its savepoint and
- * leaves the others intact), commits once, hands the lead to the oldest writer still waiting and
- * wakes exactly the writers of its batch, each on its own semaphore (no broadcast that wakes every
- * waiting writer only for most to sleep again). Every writer returns only after the commit that
- * contains its work is durable, so durability is unchanged; the fsync is shared.
+ * leaves the others intact), commits once, hands the lead on and ends the jobs of its batch.
+ * Every job ends only after the commit that contains its work is durable, so durability is
+ * unchanged; the fsync is shared.
  *
- * Why not a dedicated writer thread: measured on the 2-core benchmark machine, a writer thread
- * that every request must wake (and that then competes for a core with the request threads as
- * one runnable thread among dozens) halved saga3 throughput (≈ 1,350 → ≈ 700 sagas/s, see
- * bench/RESULTS.md); the batch runs faster on a thread that is already on a core. */
+ * Two kinds of job share the queue. A synchronous writer (mv_store_write) waits on its own
+ * semaphore, posted when its job is done or when it is handed the lead (no broadcast that wakes
+ * every waiting writer only for most to sleep again); finding nobody leading, it leads itself.
+ * An asynchronous job (mv__store_write_async, write_async.h) has nobody waiting: its done
+ * callback runs on the leading thread after the commit. Finding nobody leading, it wakes the
+ * store's writer thread (started by the first asynchronous job), so the caller — an HTTP I/O
+ * thread — never runs a commit. After a batch the lead goes to the oldest job still queued: a
+ * synchronous one's writer, else the writer thread, which keeps leading until the queue is empty.
+ *
+ * Why synchronous writers still lead themselves rather than all writes going through the writer
+ * thread: measured on the 2-core benchmark machine, a writer thread that every synchronous write
+ * must wake (and that then competes for a core with the request threads as one runnable thread
+ * among dozens) halved saga3 throughput (≈ 1,350 → ≈ 700 sagas/s, see bench/RESULTS.md). For an
+ * asynchronous job the wake-up is one per batch, not one per job, and it replaces the wake-ups of
+ * the request's thread (see docs/internals.md "Group commit"). */
 
 #define GROUP_COMMIT_MAX 64
 
