@@ -79,7 +79,6 @@ struct mv_http_server {
     int admitted;               /* guarded by mu: requests handed to a pool and not yet answered */
     struct conn_request *spare; /* guarded by mu: finished requests kept for reuse */
     int nspare;
-    bool inline_routes; /* run mv_route.io_thread routes on the I/O thread (MISSIVE_INLINE=0: no) */
 };
 
 #define MAX_SPARE 256 /* finished requests (with their arena's first block) kept for reuse */
@@ -428,7 +427,7 @@ static enum MHD_Result admit(mv_http_server *srv, struct MHD_Connection *c, conn
     pthread_mutex_unlock(&srv->mu);
     cr->admitted = true;
     cr->conn = c;
-    if (srv->inline_routes && !cr->too_large && mv_router_io_thread(srv->router, &cr->req))
+    if (!cr->too_large && mv_router_io_thread(srv->router, &cr->req))
         return run_inline(srv, c, cr);
     cr->job.run = run_request;
     MHD_suspend_connection(c);
@@ -660,8 +659,7 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
     }
     srv->router = router;
     srv->port = port;
-    const char *inl = getenv("MISSIVE_INLINE");
-    srv->inline_routes = !inl || strcmp(inl, "0") != 0;
+
     pthread_mutex_init(&srv->mu, NULL);
     pthread_cond_init(&srv->idle, NULL);
 

@@ -444,6 +444,9 @@ static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
  * leader left asynchronous jobs behind), then leads until the queue is empty. */
 static void *writer_main(void *arg) {
     mv_store *s = arg;
+#ifdef __GLIBC__
+    pthread_setname_np(pthread_self(), "mv-writer"); /* else it inherits its starter's name */
+#endif
     for (;;) {
         while (sem_wait(&s->writer_wake) != 0) {
         }
