@@ -128,6 +128,11 @@ void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx);
  * handler's, if it has not returned yet — without a hop through the write pool. The completion
  * must not block (it may be a store's committing thread). Instead of mv_http_later_done. */
 void mv_http_later_answered(mv_http_later *later);
+/* One more hold on the answer, taken while the handler still holds its own (before it
+ * returns): the answer waits for the matching mv_http_later_release too — e.g. a job queued with
+ * mv_http_later_run that must finish reading its state before a completion may answer. */
+void mv_http_later_hold(mv_http_later *later);
+void mv_http_later_release(mv_http_later *later);
 /* The handler answers now after all (it fills res and returns as usual). */
 void mv_http_later_cancel(mv_http_later *later);
 /* Runs job on the write pool while the answer is still to come (a step of work that waits on the

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/callctx.h"
 #include "base/strbuf.h"
 #include "http/request.h"
 #include "http/routes_inbox.h"
 #include "http/routes_messages.h"
 #include "http/work_pool.h"
+#include "message/action_async.h"
 #include "message/create_async.h"
 
 void mv_http_user(mv_http_request *req, mv_user *out) {
@@ -72,7 +74,14 @@ typedef struct create_call {
     mv_create_request cr;
     mv_http_later *later;
     mv_http_response *res;
+    char traceparent[64]; /* the request's, for the calls a blocking create makes elsewhere */
 } create_call;
+
+/* A job on the write pool works for the request that queued it: its trace context too. */
+static void adopt_trace(const char *traceparent) {
+    mv__callctx_reset();
+    mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
+}
 
 static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
                           const mv_err *err) {
@@ -91,9 +100,11 @@ static void create_blocking(mv__job *job) {
     json_t *messages = NULL;
     bool replayed = false;
     mv_err err = {0};
+    adopt_trace(c->traceparent);
     mv_code rc = mv_message_create(c->r->service, &c->cr, &messages, &replayed, &err);
     answer_create(c->res, rc, messages, replayed, &err);
     mv_http_later_answered(c->later);
+    mv__callctx_reset(); /* nothing of this request stays on the pool thread */
 }
 
 /* On the store's committing thread (or on the handler's, for a request that failed its checks):
@@ -146,6 +157,7 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
     }
     c->r = r;
     c->res = res;
+    mv_strlcpy(c->traceparent, mv__callctx()->traceparent, sizeof c->traceparent);
     mv_http_user(req, &c->user);
     c->cr = (mv_create_request){.template_cd = mv_http_param(req, "templateCd"),
                                 .user = &c->user,
@@ -327,14 +339,16 @@ static void answer_action(mv_message_routes *r, mv_http_response *res, mv_code r
 /* An action whose handler waits on the loop: what the completion needs, in the request's arena
  * (the request lives until it is answered). */
 typedef struct action_call {
-    mv__job job; /* a saga handler's rounds (one queued at a time) */
+    mv__job job; /* a saga handler's rounds (one queued at a time), or the blocking start */
     void (*fn)(void *arg);
     void *arg;
     mv_message_routes *r;
+    mv_http_response *res;
     mv_user user;
     mv_action_request ar;
     mv_http_later *later;
     mv_action_pending *pending;
+    char traceparent[64]; /* the request's: the handler's call forwards it */
 } action_call;
 
 /* On the write pool, once the handler's call finished: record its outcome and answer. */
@@ -369,6 +383,34 @@ static void action_wake(void *ctx) {
     mv_http_later_done(c->later, action_then, c);
 }
 
+/* On the store's committing thread (or on the handler's, for a press that failed its checks):
+ * an action without a handler, answered from its commit. */
+static void action_done(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
+    action_call *c = ctx;
+    answer_action(c->r, c->res, rc, result, err);
+    mv_http_later_answered(c->later);
+}
+
+/* On the write pool, for a press the I/O thread could not start: a handler to call, an approval,
+ * or a store that commits on the caller's thread. The request is still suspended. */
+static void action_blocking(mv__job *job) {
+    action_call *c = (action_call *)job;
+    json_t *result = NULL;
+    mv_err err = {0};
+    adopt_trace(c->traceparent);
+    c->ar.submit = action_submit;
+    c->ar.submit_ctx = c;
+    mv_code rc =
+        mv_action_start(c->r->service, &c->ar, action_wake, c, &c->pending, &result, &err);
+    mv_http_later *later = c->later;
+    if (rc != MV_OK || !c->pending) { /* else answered by action_then */
+        answer_action(c->r, c->res, rc, result, &err);
+        mv_http_later_answered(later);
+    }
+    mv__callctx_reset(); /* nothing of this request stays on the pool thread */
+    mv_http_later_release(later); /* action_then may run now: c->pending is set */
+}
+
 static void handle_action(mv_http_request *req, mv_http_response *res, void *app) {
     mv_message_routes *r = req->route_ctx;
     (void)app;
@@ -382,6 +424,8 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
         return;
     }
     c->r = r;
+    c->res = res;
+    mv_strlcpy(c->traceparent, mv__callctx()->traceparent, sizeof c->traceparent);
     mv_http_user(req, &c->user);
     c->ar = (mv_action_request){
         .message_id = mv_http_param(req, "id"),
@@ -394,6 +438,15 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     mv_err err = {0};
     /* taken before the start: the call may finish before mv_action_start returns */
     c->later = mv_http_answer_later(req);
+    /* an action without a handler is answered from its commit; nothing here touches req or res
+     * once it started */
+    if (c->later && mv__action_start_async(r->service, &c->ar, action_done, c)) return;
+    if (c->later && req->io_thread) {
+        c->job.run = action_blocking;
+        mv_http_later_hold(c->later); /* released when action_blocking returns */
+        mv_http_later_run(c->later, &c->job);
+        return;
+    }
     if (c->later) {
         c->ar.submit = action_submit;
         c->ar.submit_ctx = c;
@@ -416,7 +469,7 @@ mv_code mv_message_routes_add(mv_router *router, mv_message_routes *routes, mv_e
         {"GET", "/messages/{id}/actions/{usertype}", get_actions, false, false, check_usertype,
          routes},
         {"POST", "/messages/{id}/action/{actionCd}", handle_action, false, true, check_action,
-         routes},
+         routes, .io_thread = true},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         mv_code rc = mv_router_add(router, &table[i], err);

@@ -385,6 +385,12 @@ void mv_http_later_answered(mv_http_later *later) {
     release_later(cr);
 }
 
+void mv_http_later_hold(mv_http_later *later) {
+    atomic_fetch_add(&((conn_request *)later)->holds, 1);
+}
+
+void mv_http_later_release(mv_http_later *later) { release_later((conn_request *)later); }
+
 void mv_http_later_run(mv_http_later *later, mv__job *job) {
     mv__work_pool_submit(((conn_request *)later)->srv->writes, job);
 }

@@ -16,8 +16,10 @@
 #include <time.h>
 
 #include "base/callctx.h"
+#include "message/action_async.h"
 #include "message/inbox_internal.h"
 #include "message/service.h"
+#include "store/write_async.h"
 
 static const char SQL_CLAIM_ACTIVE[] =
     "UPDATE messages SET action_state = 'processing', action_cd = ?, action_attempt_id = ?, "
@@ -535,6 +537,8 @@ struct mv_action_pending {
     void *wake_ctx;
     mv_code hrc; /* the handler's outcome */
     mv_err herr;
+    mv__action_done async_done; /* mv__action_start_async */
+    void *async_ctx;
 };
 
 static bool extend_on_timer(void *ctx) {
@@ -727,4 +731,53 @@ static mv_code extend_tx(mv_db *db, void *ctx, mv_err *err) {
 bool mv_action_extend_lease(mv_service *svc, const char *message_id, const char *attempt_id) {
     extend_arg a = {svc, message_id, attempt_id, 0};
     return mv_store_write(svc->o.store, extend_tx, &a, NULL) == MV_OK && a.changes == 1;
+}
+
+/* ---- an action answered from its commit (action_async.h) ---------------------------------- */
+
+/* On the committing thread, once the batch holding the claim-and-archive committed. */
+static void action_written(mv_code rc, const mv_err *err, void *ctx) {
+    mv_action_pending *p = ctx;
+    json_t *result = rc == MV_OK ? (p->j.result ? json_incref(p->j.result) : json_null()) : NULL;
+    p->async_done(p->async_ctx, rc, result, err);
+    pending_free(p);
+}
+
+bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__action_done done,
+                            void *done_ctx) {
+    if (!mv__store_writes_async(svc->o.store)) return false;
+    mv_action_pending *p = calloc(1, sizeof *p);
+    if (!p) return false;
+    action_job *j = &p->j;
+    j->svc = svc;
+    j->req = req;
+    j->user_id = j->uid;
+    mv_err err = {0};
+    mv_code rc = mv__svc_require_user(req->user, j->uid, &err);
+    if (rc == MV_OK && !mv_valid_message_id(req->message_id))
+        rc = mv_err_set(&err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
+                        req->message_id ? req->message_id : "");
+    if (rc == MV_OK) rc = mv_store_read(svc->o.store, load_tx, j, &err);
+    if (rc == MV_OK && !j->message)
+        rc = mv_err_set(&err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
+    if (rc == MV_OK) rc = check_action(j, &err);
+    mv_action_fn custom;
+    void *custom_ctx;
+    /* as mv_action_start's inline_only, and no approval (its gate writes) */
+    if (rc == MV_OK &&
+        (j->action->handler != MV_HANDLER_NONE || j->action->approval_capability ||
+         mv__svc_find_handler(svc, j->tpl->template_cd, j->action->action_cd, &custom,
+                              &custom_ctx))) {
+        pending_free(p);
+        return false;
+    }
+    if (rc != MV_OK) {
+        done(done_ctx, rc, NULL, &err);
+        pending_free(p);
+        return true;
+    }
+    p->async_done = done;
+    p->async_ctx = done_ctx;
+    mv__store_write_async(svc->o.store, claim_and_archive_tx, j, action_written, p);
+    return true;
 }

@@ -1,9 +1,10 @@
 /* async_create_test.c — the create answered from its commit (message/create_async.h) through a
  * real missived: 32 clients sending one Idempotency-Key at once get one message (one answer made
  * from the commit, 31 replays), on both stores; a create that calls out (a prepare webhook) still
- * works from the I/O thread's route; and SIGTERM while a few hundred creates wait for their
- * commits answers every request (201 or 503 draining, none reset), exits 0, and exactly the
- * answered-201 creates are in the store afterwards. */
+ * works from the I/O thread's route; SIGTERM while a few hundred creates wait for their commits
+ * answers every request (201 or 503 draining, none reset), exits 0, and exactly the answered-201
+ * creates are in the store afterwards; and 16 presses of an action without a handler (answered
+ * from its commit as well) archive the message once. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -31,7 +32,9 @@ static bool rig_start(rig *r, const char *store, const char *name, const char *p
     snprintf(path, sizeof path, "%s/templates/note.json", r->dir);
     if (!test_write_file(path, "{\"templateCd\": \"note\", \"receiverContent\": {\"title\":"
                                " \"{{title}}\"}, \"prepare\": {\"toUser\": \"{{to}}\"},"
-                               " \"actions\": []}"))
+                               " \"actions\": [{\"actionCd\": \"ack\", \"name\": \"Ack\","
+                               " \"variant\": \"primary\", \"receiver\": true,"
+                               " \"handler\": null}]}"))
         return false;
     snprintf(path, sizeof path, "%s/templates/hooked.json", r->dir);
     if (prepare_url && !test_write_file(path,
@@ -260,12 +263,105 @@ TEST(sigterm_while_creates_wait_for_their_commit_answers_every_request) {
     burst_free(&b);
 }
 
+/* n presses of one action at once, one connection each. */
+typedef struct presses {
+    int port, n;
+    const char *path;
+    long *status;
+    char **body;
+} presses;
+
+static void *run_presses(void *arg) {
+    presses *p = arg;
+    CURLM *m = curl_multi_init();
+    CURL **h = calloc((size_t)p->n, sizeof *h);
+    struct curl_slist *hdrs = curl_slist_append(NULL, "X-User-Id: bob");
+    hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", p->port, p->path);
+    for (int i = 0; i < p->n; i++) {
+        h[i] = curl_easy_init();
+        curl_easy_setopt(h[i], CURLOPT_URL, url);
+        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, "{}");
+        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 30000L);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, keep);
+        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &p->body[i]);
+        curl_multi_add_handle(m, h[i]);
+    }
+    int running = 1;
+    while (running) {
+        curl_multi_perform(m, &running);
+        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    for (int i = 0; i < p->n; i++) {
+        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &p->status[i]);
+        curl_multi_remove_handle(m, h[i]);
+        curl_easy_cleanup(h[i]);
+    }
+    curl_slist_free_all(hdrs);
+    free(h);
+    curl_multi_cleanup(m);
+    return NULL;
+}
+
+STORE_TEST(sixteen_presses_of_an_action_without_handler_archive_the_message_once) {
+    enum { N = 16 };
+    char label[64];
+    snprintf(label, sizeof label, "async-action-%s", kind);
+    const char *store = test_store_url(kind, "async_action");
+    REQUIRE(store);
+    rig r;
+    REQUIRE(rig_start(&r, store, label, NULL));
+    test_reply t = test_http(r.port, "POST", "/messages/new/note", "X-User-Id: ana",
+                             "{\"to\": \"bob\", \"title\": \"hi\"}");
+    REQUIRE(t.status == 201);
+    char id[32], path[128];
+    mv_strlcpy(id, mv_json_str(json_array_get(json_object_get(t.json, "messages"), 0), "id"),
+               sizeof id);
+    test_reply_free(&t);
+    /* an unknown action and another user's press: the checks' errors, nothing archived */
+    snprintf(path, sizeof path, "/messages/%s/action/nosuch", id);
+    t = test_http(r.port, "POST", path, "X-User-Id: bob", "{}");
+    CHECK_INT(t.status, 404);
+    CHECK_STR(test_reply_code(&t), "action_not_found");
+    test_reply_free(&t);
+    snprintf(path, sizeof path, "/messages/%s/action/ack", id);
+    t = test_http(r.port, "POST", path, "X-User-Id: eve", "{}");
+    CHECK_INT(t.status, 404);
+    CHECK_STR(test_reply_code(&t), "message_not_found");
+    test_reply_free(&t);
+    presses p = {.port = r.port, .n = N, .path = path};
+    p.status = calloc(N, sizeof *p.status);
+    p.body = calloc(N, sizeof *p.body);
+    run_presses(&p);
+    int ok = 0, refused = 0;
+    for (int i = 0; i < N; i++) {
+        ok += p.status[i] == 200 && p.body[i] && strstr(p.body[i], "\"result\":null");
+        refused += (p.status[i] == 409 && strstr(p.body[i], "action_conflict")) ||
+                   (p.status[i] == 410 && strstr(p.body[i], "message_archived"));
+    }
+    CHECK_INT(ok, 1);
+    CHECK_INT(refused, N - 1);
+    t = test_http(r.port, "GET", "/messages/count?archived=true", "X-User-Id: bob", NULL);
+    CHECK_INT(t.status, 200);
+    CHECK_INT(json_integer_value(json_object_get(t.json, "count")), 1);
+    test_reply_free(&t);
+    CHECK_INT(count_for(&r, "bob"), 0); /* archived: out of the inbox */
+    CHECK_INT(test_daemon_stop(r.pid), 0);
+    for (int i = 0; i < N; i++)
+        free(p.body[i]);
+    free(p.body);
+    free(p.status);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = RUN_TESTS(thirty_two_clients_with_one_idempotency_key_create_one_message,
                        a_create_whose_prepare_calls_out_still_answers_from_the_io_threads_route,
-                       sigterm_while_creates_wait_for_their_commit_answers_every_request);
+                       sigterm_while_creates_wait_for_their_commit_answers_every_request,
+                       sixteen_presses_of_an_action_without_handler_archive_the_message_once);
     curl_global_cleanup();
     return rc;
 }

@@ -1,0 +1,29 @@
+/* message/action_async.h — an action answered from its commit.
+ *
+ * An action without a handler (nothing to call: claim, sender notification and archive in one
+ * transaction) needs no thread to wait for its write: the message is read and the checks of
+ * handleAction run on the calling thread, the write joins the store's group commit
+ * (store/write_async.h), and the completion — on the thread that committed — hands over the
+ * result. Same rules and errors as mv_action_start. */
+#ifndef MISSIVE_MESSAGE_ACTION_ASYNC_H
+#define MISSIVE_MESSAGE_ACTION_ASYNC_H
+
+#include <stdbool.h>
+
+#include "missive/message.h"
+
+/* The end of an asynchronous action, called exactly once: rc MV_OK with *result a new reference
+ * (owned by the callee; JSON null for an action without a result), else the error in err (valid
+ * only during the call). Runs on the store's committing thread (must not block on the store), or
+ * on the caller's thread before mv__action_start_async returns when a check failed. */
+typedef void (*mv__action_done)(void *ctx, mv_code rc, json_t *result, const mv_err *err);
+
+/* Starts req as an asynchronous action and returns true (done follows), or returns false —
+ * nothing written — when it must run as mv_action_start: the action has a handler (or a custom
+ * one registered), needs an approval, or the store commits on the caller's thread (PostgreSQL,
+ * groupCommit false). Reads the message on the calling thread (SQLite: a local read). req and
+ * everything it points to stay valid until done. */
+bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__action_done done,
+                            void *done_ctx);
+
+#endif
