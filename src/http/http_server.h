@@ -128,6 +128,10 @@ void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx);
  * handler's, if it has not returned yet — without a hop through the write pool. The completion
  * must not block (it may be a store's committing thread). Instead of mv_http_later_done. */
 void mv_http_later_answered(mv_http_later *later);
+/* As mv_http_later_done, but `then` runs on the connection's I/O thread when it resumes (so it
+ * must not block: it only renders what the completion left), followed by the request log and
+ * the send: a completion on a busy thread (a store's committing thread) only resumes. */
+void mv_http_later_done_io(mv_http_later *later, mv_http_then then, void *ctx);
 /* One more hold on the answer, taken while the handler still holds its own (before it
  * returns): the answer waits for the matching mv_http_later_release too — e.g. a job queued with
  * mv_http_later_run that must finish reading its state before a completion may answer. */

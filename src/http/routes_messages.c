@@ -75,6 +75,10 @@ typedef struct create_call {
     mv_http_later *later;
     mv_http_response *res;
     char traceparent[64]; /* the request's, for the calls a blocking create makes elsewhere */
+    mv_arena *arena;
+    mv_code rc; /* the outcome, for create_render */
+    json_t *messages;
+    mv_err *err;
 } create_call;
 
 /* A job on the write pool works for the request that queued it: its trace context too. */
@@ -107,8 +111,16 @@ static void create_blocking(mv__job *job) {
     mv__callctx_reset(); /* nothing of this request stays on the pool thread */
 }
 
+/* On the connection's I/O thread, once resumed: the answer from what create_done kept. */
+static void create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    create_call *c = ctx;
+    answer_create(res, c->rc, c->messages, false, c->err);
+}
+
 /* On the store's committing thread (or on the handler's, for a request that failed its checks):
- * renders the answer and hands it to the server directly. */
+ * keeps the outcome and resumes the connection, whose I/O thread renders it — the committing
+ * thread goes on to the next batch. */
 static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err, bool again) {
     create_call *c = ctx;
     if (again) {
@@ -116,8 +128,18 @@ static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *e
         mv_http_later_run(c->later, &c->job);
         return;
     }
-    answer_create(c->res, rc, messages, false, err);
-    mv_http_later_answered(c->later);
+    c->rc = rc;
+    c->messages = messages;
+    c->err = NULL;
+    if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
+        if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
+            mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
+            mv_http_later_answered(c->later);
+            return;
+        }
+        mv_err_copy(c->err, err);
+    }
+    mv_http_later_done_io(c->later, create_render, c);
 }
 
 static void create_message(mv_http_request *req, mv_http_response *res, void *app) {
@@ -157,6 +179,7 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
     }
     c->r = r;
     c->res = res;
+    c->arena = req->arena;
     mv_strlcpy(c->traceparent, mv__callctx()->traceparent, sizeof c->traceparent);
     mv_http_user(req, &c->user);
     c->cr = (mv_create_request){.template_cd = mv_http_param(req, "templateCd"),
@@ -349,6 +372,10 @@ typedef struct action_call {
     mv_http_later *later;
     mv_action_pending *pending;
     char traceparent[64]; /* the request's: the handler's call forwards it */
+    mv_arena *arena;
+    mv_code rc; /* an action answered from its commit: the outcome, for action_render */
+    json_t *result;
+    mv_err *err;
 } action_call;
 
 /* On the write pool, once the handler's call finished: record its outcome and answer. */
@@ -385,10 +412,27 @@ static void action_wake(void *ctx) {
 
 /* On the store's committing thread (or on the handler's, for a press that failed its checks):
  * an action without a handler, answered from its commit. */
+static void action_render(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    action_call *c = ctx;
+    answer_action(c->r, res, c->rc, c->result, c->err);
+}
+
+/* Keeps the outcome and resumes the connection; its I/O thread renders it (action_render). */
 static void action_done(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
     action_call *c = ctx;
-    answer_action(c->r, c->res, rc, result, err);
-    mv_http_later_answered(c->later);
+    c->rc = rc;
+    c->result = result;
+    c->err = NULL;
+    if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
+        if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
+            mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
+            mv_http_later_answered(c->later);
+            return;
+        }
+        mv_err_copy(c->err, err);
+    }
+    mv_http_later_done_io(c->later, action_render, c);
 }
 
 /* On the write pool, for a press the I/O thread could not start: a handler to call, an approval,
@@ -425,6 +469,7 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     }
     c->r = r;
     c->res = res;
+    c->arena = req->arena;
     mv_strlcpy(c->traceparent, mv__callctx()->traceparent, sizeof c->traceparent);
     mv_http_user(req, &c->user);
     c->ar = (mv_action_request){

@@ -111,6 +111,8 @@ typedef struct conn_request {
     atomic_int holds;
     mv_http_then then;
     void *then_ctx;
+    bool then_io;       /* mv_http_later_done_io: `then` runs on the I/O thread at the resume */
+    atomic_bool render; /* resumed for then_io's `then` */
 } conn_request;
 
 /* ---- listen address ---------------------------------------------------------------------- */
@@ -356,6 +358,11 @@ static void run_later(mv__job *job) {
  * last hold: no hop through the pool. */
 static void release_later(conn_request *cr) {
     if (atomic_fetch_sub(&cr->holds, 1) != 1) return;
+    if (cr->then_io) { /* the I/O thread renders, logs and sends (on_request) */
+        atomic_store(&cr->render, true);
+        MHD_resume_connection(cr->conn);
+        return;
+    }
     if (!cr->then) {
         finish_later(cr);
         return;
@@ -376,6 +383,14 @@ void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx) {
     conn_request *cr = (conn_request *)later;
     cr->then = then;
     cr->then_ctx = ctx;
+    release_later(cr);
+}
+
+void mv_http_later_done_io(mv_http_later *later, mv_http_then then, void *ctx) {
+    conn_request *cr = (conn_request *)later;
+    cr->then = then;
+    cr->then_ctx = ctx;
+    cr->then_io = true;
     release_later(cr);
 }
 
@@ -525,6 +540,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (atomic_load(&cr->answered)) return queue(srv, c, &cr->res); /* resumed by the pool */
+    if (atomic_exchange(&cr->render, false)) { /* resumed by mv_http_later_done_io */
+        cr->then(&cr->req, &cr->res, cr->then_ctx);
+        if (cr->res.status == 0)
+            mv_http_errorf(&cr->res, MV_INTERNAL, "a deferred answer was empty");
+        mv_http_dispatch_end(srv->router, &cr->req, &cr->res);
+        atomic_store(&cr->answered, true);
+        return queue(srv, c, &cr->res);
+    }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
