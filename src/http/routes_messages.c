@@ -115,7 +115,7 @@ static void create_blocking(mv__job *job) {
 static void create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
     create_call *c = ctx;
-    answer_create(res, c->rc, c->messages, false, c->err);
+    answer_create(res, c->rc, json_incref(c->messages), false, c->err);
 }
 
 /* On the store's committing thread (or on the handler's, for a request that failed its checks):
@@ -129,7 +129,13 @@ static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *e
         return;
     }
     c->rc = rc;
-    c->messages = messages;
+    /* the arena's: a client gone before the render (no render at all) leaks nothing */
+    c->messages = messages ? mv_arena_json(c->arena, messages) : NULL;
+    if (rc == MV_OK && !c->messages) {
+        mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
+        mv_http_later_answered(c->later);
+        return;
+    }
     c->err = NULL;
     if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
         if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
@@ -415,14 +421,19 @@ static void action_wake(void *ctx) {
 static void action_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
     action_call *c = ctx;
-    answer_action(c->r, res, c->rc, c->result, c->err);
+    answer_action(c->r, res, c->rc, json_incref(c->result), c->err);
 }
 
 /* Keeps the outcome and resumes the connection; its I/O thread renders it (action_render). */
 static void action_done(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
     action_call *c = ctx;
     c->rc = rc;
-    c->result = result;
+    c->result = result ? mv_arena_json(c->arena, result) : NULL; /* as in create_done */
+    if (rc == MV_OK && !c->result) {
+        mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
+        mv_http_later_answered(c->later);
+        return;
+    }
     c->err = NULL;
     if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
         if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
