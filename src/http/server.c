@@ -12,14 +12,16 @@
  * A handler whose work waits on an outgoing call may answer later (mv_http_answer_later): its
  * pool thread returns at once, and the completion queues the answer back on the write pool.
  *
- * A route whose handler never blocks (mv_route.io_thread: the create, whose write joins the
- * group commit without waiting for it) runs on the I/O thread itself, when authentication cannot
- * wait either (headers mode): an error is answered there and then, without suspending; otherwise
- * the connection is suspended and the completion — on the store's committing thread — fills the
- * answer, writes the request log line and resumes the connection (mv_http_later_answered): one
- * wake-up of the committing thread per batch and one of the I/O thread per answer, instead of a
- * pool hand-off and a commit wait per request. Anything such a handler finds it must block on
- * (a prepare webhook, a key already reserved) it hands to the write pool (mv_http_later_run).
+ * A route whose handler never blocks (mv_route.io_thread: the create and the action, whose
+ * write joins the group commit without waiting for it) runs on the I/O thread itself, when
+ * authentication cannot wait either (headers mode): an error is answered there and then, without
+ * suspending; otherwise the connection is suspended, and the completion — on the store's
+ * committing thread — keeps the outcome and resumes the connection (mv_http_later_done_io); the
+ * I/O thread then renders the answer, writes the request log line and sends it: one wake-up of
+ * the committing thread per batch and one of the I/O thread per answer, instead of a pool
+ * hand-off and a commit wait per request. Anything such a handler finds it must block on (a
+ * prepare webhook, a key already reserved, an action's handler) it hands to the write pool
+ * (mv_http_later_run).
  *
  * Everything with meaning (routing, checks, errors) happens in mv_http_dispatch; this file only
  * converts. Bodies are buffered up to MV_HTTP_MAX_BODY: a Content-Length over the limit is
