@@ -67,7 +67,7 @@ static mv_code check_action(const mv_http_request *req, mv_err *err) {
 
 /* A create in flight: what its completion needs, in the request's arena (the request lives until
  * it is answered). */
-typedef struct create_call {
+typedef struct commit_create {
     mv__job job; /* the blocking fallback on the write pool */
     mv_message_routes *r;
     mv_user user;
@@ -76,19 +76,19 @@ typedef struct create_call {
     mv_http_response *res;
     char traceparent[64]; /* the request's, for the calls a blocking create makes elsewhere */
     mv_arena *arena;
-    mv_code rc; /* the outcome, for create_render */
+    mv_code rc; /* the outcome, for commit_create_render */
     json_t *messages;
     mv_err *err;
-} create_call;
+} commit_create;
 
 /* A job on the write pool works for the request that queued it: its trace context too. */
-static void adopt_trace(const char *traceparent) {
+static void commit_adopt_trace(const char *traceparent) {
     mv__callctx_reset();
     mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
 }
 
-static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
-                          const mv_err *err) {
+static void commit_create_answer(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
+                                 const mv_err *err) {
     if (rc != MV_OK) {
         mv_http_error(res, err);
         return;
@@ -99,32 +99,33 @@ static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, b
 
 /* On the write pool: a create that must wait (a key already reserved: replay, take over or wait
  * for its lease), the request still suspended. */
-static void create_blocking(mv__job *job) {
-    create_call *c = (create_call *)job;
+static void commit_create_blocking(mv__job *job) {
+    commit_create *c = (commit_create *)job;
     json_t *messages = NULL;
     bool replayed = false;
     mv_err err = {0};
-    adopt_trace(c->traceparent);
+    commit_adopt_trace(c->traceparent);
     mv_code rc = mv_message_create(c->r->service, &c->cr, &messages, &replayed, &err);
-    answer_create(c->res, rc, messages, replayed, &err);
+    commit_create_answer(c->res, rc, messages, replayed, &err);
     mv_http_later_answered(c->later);
     mv__callctx_reset(); /* nothing of this request stays on the pool thread */
 }
 
-/* On the connection's I/O thread, once resumed: the answer from what create_done kept. */
-static void create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
+/* On the connection's I/O thread, once resumed: the answer from what commit_create_done kept. */
+static void commit_create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
-    create_call *c = ctx;
-    answer_create(res, c->rc, json_incref(c->messages), false, c->err);
+    commit_create *c = ctx;
+    commit_create_answer(res, c->rc, json_incref(c->messages), false, c->err);
 }
 
 /* On the store's committing thread (or on the handler's, for a request that failed its checks):
  * keeps the outcome and resumes the connection, whose I/O thread renders it — the committing
  * thread goes on to the next batch. */
-static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err, bool again) {
-    create_call *c = ctx;
+static void commit_create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err,
+                               bool again) {
+    commit_create *c = ctx;
     if (again) {
-        c->job.run = create_blocking;
+        c->job.run = commit_create_blocking;
         mv_http_later_run(c->later, &c->job);
         return;
     }
@@ -145,7 +146,7 @@ static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *e
         }
         mv_err_copy(c->err, err);
     }
-    mv_http_later_done_io(c->later, create_render, c);
+    mv_http_later_done_io(c->later, commit_create_render, c);
 }
 
 static void create_message(mv_http_request *req, mv_http_response *res, void *app) {
@@ -178,7 +179,7 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
         }
         json_object_del(payload, "clientRequestId");
     }
-    create_call *c = mv_arena_alloc(req->arena, sizeof *c);
+    commit_create *c = mv_arena_alloc(req->arena, sizeof *c);
     if (!c) {
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
@@ -196,9 +197,9 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
      * once it started (the completion may already be answering). */
     c->later = mv_http_answer_later(req);
     if (c->later) {
-        if (mv__message_create_async(r->service, &c->cr, create_done, c)) return;
+        if (mv__message_create_async(r->service, &c->cr, commit_create_done, c)) return;
         if (req->io_thread) { /* it calls out or commits on this thread: on the write pool */
-            c->job.run = create_blocking;
+            c->job.run = commit_create_blocking;
             mv_http_later_run(c->later, &c->job);
             return;
         }
@@ -207,7 +208,7 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
     json_t *messages = NULL;
     bool replayed = false;
     mv_code rc = mv_message_create(r->service, &c->cr, &messages, &replayed, &err);
-    answer_create(res, rc, messages, replayed, &err);
+    commit_create_answer(res, rc, messages, replayed, &err);
 }
 
 /* A query value as a JSON number for the service's pagination checks: integers stay integers,
@@ -428,7 +429,7 @@ static void action_render(mv_http_request *req, mv_http_response *res, void *ctx
 static void action_done(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
     action_call *c = ctx;
     c->rc = rc;
-    c->result = result ? mv_arena_json(c->arena, result) : NULL; /* as in create_done */
+    c->result = result ? mv_arena_json(c->arena, result) : NULL; /* as in commit_create_done */
     if (rc == MV_OK && !c->result) {
         mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
         mv_http_later_answered(c->later);
@@ -452,17 +453,16 @@ static void action_blocking(mv__job *job) {
     action_call *c = (action_call *)job;
     json_t *result = NULL;
     mv_err err = {0};
-    adopt_trace(c->traceparent);
+    commit_adopt_trace(c->traceparent);
     c->ar.submit = action_submit;
     c->ar.submit_ctx = c;
-    mv_code rc =
-        mv_action_start(c->r->service, &c->ar, action_wake, c, &c->pending, &result, &err);
+    mv_code rc = mv_action_start(c->r->service, &c->ar, action_wake, c, &c->pending, &result, &err);
     mv_http_later *later = c->later;
     if (rc != MV_OK || !c->pending) { /* else answered by action_then */
         answer_action(c->r, c->res, rc, result, &err);
         mv_http_later_answered(later);
     }
-    mv__callctx_reset(); /* nothing of this request stays on the pool thread */
+    mv__callctx_reset();          /* nothing of this request stays on the pool thread */
     mv_http_later_release(later); /* action_then may run now: c->pending is set */
 }
 

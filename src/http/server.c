@@ -425,8 +425,7 @@ static bool is_read_method(const char *m) {
 /* On the I/O thread, for a route that never blocks (mv_route.io_thread): the dispatch runs here;
  * an answer made at once is queued at once (no suspend, no pool); a handler that answers later
  * leaves the connection suspended until its completion. */
-static enum MHD_Result run_inline(mv_http_server *srv, struct MHD_Connection *c,
-                                  conn_request *cr) {
+static enum MHD_Result run_inline(mv_http_server *srv, struct MHD_Connection *c, conn_request *cr) {
     mv_http_response_init(&cr->res, cr->arena);
     cr->req.body = cr->body ? cr->body : "";
     cr->req.body_len = cr->too_large ? 0 : cr->len;
@@ -450,8 +449,7 @@ static enum MHD_Result admit(mv_http_server *srv, struct MHD_Connection *c, conn
     pthread_mutex_unlock(&srv->mu);
     cr->admitted = true;
     cr->conn = c;
-    if (!cr->too_large && mv_router_io_thread(srv->router, &cr->req))
-        return run_inline(srv, c, cr);
+    if (!cr->too_large && mv_router_io_thread(srv->router, &cr->req)) return run_inline(srv, c, cr);
     cr->job.run = run_request;
     MHD_suspend_connection(c);
     mv__work_pool_submit(is_read_method(cr->req.method) ? srv->reads : srv->writes, &cr->job);

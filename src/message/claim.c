@@ -764,10 +764,9 @@ bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__a
     mv_action_fn custom;
     void *custom_ctx;
     /* as mv_action_start's inline_only, and no approval (its gate writes) */
-    if (rc == MV_OK &&
-        (j->action->handler != MV_HANDLER_NONE || j->action->approval_capability ||
-         mv__svc_find_handler(svc, j->tpl->template_cd, j->action->action_cd, &custom,
-                              &custom_ctx))) {
+    if (rc == MV_OK && (j->action->handler != MV_HANDLER_NONE || j->action->approval_capability ||
+                        mv__svc_find_handler(svc, j->tpl->template_cd, j->action->action_cd,
+                                             &custom, &custom_ctx))) {
         pending_free(p);
         return false;
     }

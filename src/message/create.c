@@ -477,8 +477,7 @@ static mv_code one_shot_build(one_shot_arg *o, mv_err *err) {
     mv_err_clear(&o->failure);
     json_array_clear(job->docs);
     o->built = build_all(job, &o->failure);
-    if (o->built != MV_OK && !mv_code_is_definitive(o->built))
-        return mv_err_copy(err, &o->failure);
+    if (o->built != MV_OK && !mv_code_is_definitive(o->built)) return mv_err_copy(err, &o->failure);
     return MV_OK;
 }
 
@@ -668,8 +667,8 @@ static void async_written(mv_code rc, const mv_err *err, void *ctx) {
     async_free(c);
 }
 
-bool mv__message_create_async(mv_service *svc, const mv_create_request *req,
-                              mv__create_done done, void *done_ctx) {
+bool mv__message_create_async(mv_service *svc, const mv_create_request *req, mv__create_done done,
+                              void *done_ctx) {
     if (!mv__store_writes_async(svc->o.store)) return false;
     async_create *c = calloc(1, sizeof *c);
     if (!c) return false;

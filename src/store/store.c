@@ -38,7 +38,8 @@ struct mv_store {
     struct write_job *queue_head, *queue_tail;
     bool leader_active;
     /* The writer thread: leads batches for asynchronous writes when nobody else leads. Started by
-     * the first asynchronous write; woken by posting writer_wake (with leader_active set for it). */
+     * the first asynchronous write; woken by posting writer_wake (with leader_active set for it).
+     */
     pthread_mutex_t writer_mu; /* guards the start */
     pthread_t writer;
     bool writer_started;
@@ -495,8 +496,7 @@ bool mv__store_writes_async(const mv_store *store) {
 void mv__store_write_async(mv_store *store, mv_tx_fn fn, void *ctx, mv__write_done done,
                            void *done_ctx) {
     write_job *job = NULL;
-    if (mv__store_writes_async(store) && writer_start(store))
-        job = calloc(1, sizeof *job);
+    if (mv__store_writes_async(store) && writer_start(store)) job = calloc(1, sizeof *job);
     if (!job) { /* no group commit (or no memory for the job, or no thread): on this thread */
         mv_err err = {0};
         mv_code rc = mv_store_write(store, fn, ctx, &err);

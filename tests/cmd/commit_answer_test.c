@@ -1,10 +1,11 @@
-/* async_create_test.c — the create answered from its commit (message/create_async.h) through a
- * real missived: 32 clients sending one Idempotency-Key at once get one message (one answer made
- * from the commit, 31 replays), on both stores; a create that calls out (a prepare webhook) still
- * works from the I/O thread's route; SIGTERM while a few hundred creates wait for their commits
- * answers every request (201 or 503 draining, none reset), exits 0, and exactly the answered-201
- * creates are in the store afterwards; and 16 presses of an action without a handler (answered
- * from its commit as well) archive the message once. */
+/* commit_answer_test.c — the create and the action answered from their commit
+ * (message/create_async.h, message/action_async.h) through a real missived: 32 clients sending one
+ * Idempotency-Key at once get one message (one answer made from the commit, 31 replays), on both
+ * stores; a create that calls out (a prepare webhook) still works from the I/O thread's route;
+ * SIGTERM while a few hundred creates wait for their commits answers every request (201 or 503
+ * draining, none reset), exits 0, and exactly the answered-201 creates are in the store afterwards;
+ * and 16 presses of an action without a handler (answered from its commit as well) archive the
+ * message once. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
