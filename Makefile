@@ -238,7 +238,7 @@ deb:
 	@scripts/build-deb $(BUILD) $(VERSION)
 
 clean:
-	rm -rf build build-asan build-release build-fuzz var
+	rm -rf build build-asan build-tsan build-release build-fuzz var
 
 .PHONY: all test screenshots asan tsan tsan-run run lint format-check clean fuzz fuzz-deps bench bench-bin bench-peers install uninstall deb
 .SECONDARY:
