@@ -160,6 +160,33 @@ typedef struct mv_create_request {
 mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t **messages,
                           bool *replayed, mv_err *err);
 
+/* createMessage in rounds, for a server that must not hold a thread while a prepare webhook or
+ * the webhook payment provider (mv_payment_webhook_new) answers: with the service's loop, the
+ * reservation is taken here, then the prepare call, each paid item's session call and, after a
+ * failure, each compensating expire wait on the loop, while the local work between them (and the
+ * persist) runs in rounds on env->submit's threads. Same calls, keys, order, records and errors as
+ * mv_message_create; a C prepare function or C payment provider is called in a round. When the
+ * work went to the loop, *started is true, MV_OK is returned and env->done runs exactly once —
+ * later, or before this returns — with what mv_message_create would have returned (messages: a
+ * new reference, NULL on failure; never a replay). Otherwise (a replay, an error before any work,
+ * no loop) *started is false and the answer is here. A call the loop abandons at shutdown fails
+ * the create with MV_DRAINING (the key is left to its lease); an expire it abandons is made
+ * again on a thread. req and what it points to must stay valid until env->done has run. */
+typedef void (*mv_create_done)(void *ctx, mv_code rc, json_t *messages, const mv_err *err);
+typedef struct mv_create_async {
+    /* runs fn(arg) soon on a thread that may block, never on the loop's and never inline */
+    void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
+    void *submit_ctx;
+    mv_create_done done;
+    void *done_ctx;
+} mv_create_async;
+mv_code mv_message_create_start(mv_service *svc, const mv_create_request *req,
+                                const mv_create_async *env, bool *started, json_t **messages,
+                                bool *replayed, mv_err *err);
+/* True when a create of this template may call out on the service's loop (a prepare webhook, or
+ * the webhook payment provider): worth mv_message_create_start. */
+bool mv_message_create_calls_out(mv_service *svc, const char *template_cd);
+
 /* Normalises a client request id: NULL → none (out[0] = 0); not a string →
  * "clientRequestId must be a string when provided"; trimmed empty → "…non-empty string after
  * trimming whitespace"; longer than 128 → "…at most 128 characters". out holds 129 bytes. */
