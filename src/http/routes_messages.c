@@ -60,36 +60,9 @@ static mv_code check_action(const mv_http_request *req, mv_err *err) {
     return MV_OK;
 }
 
-/* ---- answering later ---------------------------------------------------------------------- */
-
-/* Work of a request answered later that runs in rounds on the write pool between calls on the
- * loop (a create's prepare and payment calls, a saga handler's steps), one round queued at a
- * time, so one job record serves them all; in the request's arena, which lives until the answer. */
-typedef struct later_rounds {
-    mv__job job;
-    void (*fn)(void *arg);
-    void *arg;
-    mv_http_later *later;
-} later_rounds;
-
-static void rounds_job(mv__job *job) {
-    later_rounds *l = (later_rounds *)job;
-    void (*fn)(void *) = l->fn;
-    void *arg = l->arg;
-    fn(arg); /* may queue the next round through l */
-}
-
-static void rounds_submit(void *ctx, void (*fn)(void *arg), void *arg) {
-    later_rounds *l = ctx;
-    l->fn = fn;
-    l->arg = arg;
-    l->job.run = rounds_job;
-    mv_http_later_run(l->later, &l->job);
-}
-
 /* A create whose prepare webhook or payment calls wait on the loop (mv_message_create_start). */
 typedef struct create_call {
-    later_rounds rounds;
+    mv_http_later_rounds rounds;
     mv_user user;
     mv_create_request cr;
     mv_code rc;
@@ -127,8 +100,7 @@ static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *e
 static bool create_on_loop(mv_http_request *req, mv_http_response *res,
                            const mv_create_request *cr) {
     mv_message_routes *r = req->route_ctx;
-    if (!req->server_ctx || !mv_message_create_calls_out(r->service, cr->template_cd))
-        return false;
+    if (!req->server_ctx || !mv_message_create_calls_out(r->service, cr->template_cd)) return false;
     create_call *c = mv_arena_alloc(req->arena, sizeof *c);
     if (!c) return false;
     memset(c, 0, sizeof *c);
@@ -137,7 +109,7 @@ static bool create_on_loop(mv_http_request *req, mv_http_response *res,
     c->cr.user = &c->user;
     /* taken before the start: the create may end before the start returns */
     if (!(c->rounds.later = mv_http_answer_later(req))) return false;
-    mv_create_async env = {rounds_submit, &c->rounds, create_done, c};
+    mv_create_async env = {mv_http_later_submit, &c->rounds, create_done, c};
     json_t *messages = NULL;
     bool started = false, replayed = false;
     mv_err err = {0};
@@ -356,7 +328,7 @@ static void answer_action(mv_message_routes *r, mv_http_response *res, mv_code r
 /* An action whose handler waits on the loop: what the completion needs, in the request's arena
  * (the request lives until it is answered). */
 typedef struct action_call {
-    later_rounds rounds; /* a saga handler's rounds; rounds.later the answer */
+    mv_http_later_rounds rounds; /* a saga handler's rounds; rounds.later the answer */
     mv_message_routes *r;
     mv_user user;
     mv_action_request ar;
@@ -405,7 +377,7 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     /* taken before the start: the call may finish before mv_action_start returns */
     c->rounds.later = mv_http_answer_later(req);
     if (c->rounds.later) {
-        c->ar.submit = rounds_submit;
+        c->ar.submit = mv_http_later_submit;
         c->ar.submit_ctx = &c->rounds;
     }
     mv_code rc = c->rounds.later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,

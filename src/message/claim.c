@@ -579,12 +579,12 @@ static void saga_handler_done(void *ctx, mv_code rc, json_t *result, const mv_er
 static bool runs_on_loop(action_job *j) {
     mv_action_fn custom;
     void *custom_ctx;
-    bool kind = j->action->handler == MV_HANDLER_WEBHOOK ||
-                (j->action->handler == MV_HANDLER_PAYMENT &&
-                 mv__payment_is_webhook(j->svc->o.payment) &&
-                 mv_json_str(j->message, "paymentSession")) ||
-                (j->action->handler == MV_HANDLER_SAGA && j->req->submit &&
-                 mv__saga_action_on_loop(j->svc, j->action->handler_target));
+    bool kind =
+        j->action->handler == MV_HANDLER_WEBHOOK ||
+        (j->action->handler == MV_HANDLER_PAYMENT && mv__payment_is_webhook(j->svc->o.payment) &&
+         mv_json_str(j->message, "paymentSession")) ||
+        (j->action->handler == MV_HANDLER_SAGA && j->req->submit &&
+         mv__saga_action_on_loop(j->svc, j->action->handler_target));
     return j->svc->o.loop && kind &&
            !mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &custom,
                                  &custom_ctx);
@@ -613,9 +613,8 @@ static mv_code claim_and_start(mv_action_pending *p, mv_err *err) {
                                        j->req->submit_ctx, saga_handler_done, p, &p->herr);
         } else if (rc == MV_OK && j->action->handler == MV_HANDLER_PAYMENT) {
             mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
-            mv__payment_call c = {.op = strcmp(j->action->handler_target, "refund") == 0
-                                            ? "refund"
-                                            : "expire",
+            mv__payment_call c = {.op = strcmp(j->action->handler_target, "refund") == 0 ? "refund"
+                                                                                         : "expire",
                                   .session = mv_json_str(j->message, "paymentSession")};
             rc = mv__payment_webhook_start(j->svc->o.payment, j->svc->o.loop, &c, payment_done, p,
                                            &p->herr);

@@ -35,25 +35,25 @@ typedef struct create_job {
     json_t *docs;     /* built documents */
     json_t *sessions; /* payment session ids opened so far, in order */
     /* the build as steps between calls (see step()) */
-    int at;                /* the next step */
-    bool build_only;       /* stop when the documents are built (the one-transaction path) */
-    bool on_loop;          /* the daemon's driver: build_and_persist only sets the steps up, */
-    bool deferred;         /* and did */
-    json_t *empty;         /* the payload when the request has none */
-    call_kind call;        /* the call the steps wait for */
-    char key[65];          /* its Idempotency-Key (prepare, session) */
-    mv_prepare_input in;   /* the prepare call's input */
-    json_t *items;         /* the prepare answer (as an array once checked) */
-    size_t next;           /* the item being built, then the session being expired */
-    json_t *doc;           /* the item's document, waiting for its payment session */
+    int at;              /* the next step */
+    bool build_only;     /* stop when the documents are built (the one-transaction path) */
+    bool on_loop;        /* the daemon's driver: build_and_persist only sets the steps up, */
+    bool deferred;       /* and did */
+    json_t *empty;       /* the payload when the request has none */
+    call_kind call;      /* the call the steps wait for */
+    char key[65];        /* its Idempotency-Key (prepare, session) */
+    mv_prepare_input in; /* the prepare call's input */
+    json_t *items;       /* the prepare answer (as an array once checked) */
+    size_t next;         /* the item being built, then the session being expired */
+    json_t *doc;         /* the item's document, waiting for its payment session */
     const char *payment_cd;
-    mv_code call_rc;       /* the call's outcome, */
-    mv_err call_err;       /* its error, */
-    json_t *call_items;    /* a prepare's answer, */
-    char *call_session;    /* a session's id */
-    mv_code failed_rc;     /* what failed the build or the persist */
+    mv_code call_rc;    /* the call's outcome, */
+    mv_err call_err;    /* its error, */
+    json_t *call_items; /* a prepare's answer, */
+    char *call_session; /* a session's id */
+    mv_code failed_rc;  /* what failed the build or the persist */
     mv_err failure;
-    mv_code rc;            /* the create's outcome, once the steps are over */
+    mv_code rc; /* the create's outcome, once the steps are over */
     mv_err err;
 } create_job;
 
@@ -191,7 +191,7 @@ static mv_code session_opened(create_job *job, char **session, mv_err *err) {
         /* a refusal stays definitive; anything else (no answer, the provider's store) is not */
         mv_code code = rc == MV_PAYMENT_FAILED || mv_code_is_definitive(rc) ? MV_PAYMENT_FAILED
                        : rc == MV_DRAINING                                  ? MV_DRAINING
-                                                                           : MV_PAYMENT_UNAVAILABLE;
+                                           : MV_PAYMENT_UNAVAILABLE;
         mv_err_copy(err, &job->call_err);
         if (err) err->code = code;
         return code;
@@ -600,10 +600,10 @@ static void call_here(create_job *job) {
         break;
     }
     case CALL_SESSION:
-        job->call_rc = p->create_session(
-            p->ctx, job->payer_id, job->payment_cd,
-            json_object_get(json_array_get(job->items, job->next), "priceArgs"), job->key,
-            &job->call_session, e);
+        job->call_rc =
+            p->create_session(p->ctx, job->payer_id, job->payment_cd,
+                              json_object_get(json_array_get(job->items, job->next), "priceArgs"),
+                              job->key, &job->call_session, e);
         break;
     case CALL_EXPIRE:
         job->call_rc = p->expire_session(
@@ -921,9 +921,9 @@ static int post_call(create_run *r) {
                                      .price_args = json_object_get(
                                          json_array_get(job->items, job->next), "priceArgs"),
                                      .key = job->key}
-                : (mv__payment_call){.op = "expire",
-                                     .session = json_string_value(
-                                         json_array_get(job->sessions, job->next))};
+                : (mv__payment_call){
+                      .op = "expire",
+                      .session = json_string_value(json_array_get(job->sessions, job->next))};
         rc = mv__payment_webhook_start(svc->o.payment, svc->o.loop, &c, call_done, r, &e);
     }
     if (rc == MV_OK) return 1;

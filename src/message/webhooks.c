@@ -16,10 +16,10 @@ static json_t *user_json(const mv_user *u) {
 
 static json_t *prepare_request(const mv_prepare_input *in) {
     const mv_user *u = in->user;
-    return json_pack(
-        "{s:s,s:o,s:o,s:o,s:O}", "templateCd", in->template_cd, "user", user_json(u), "identity",
-        u->identity ? json_deep_copy(u->identity) : json_object(), "permissions",
-        u->permissions ? json_deep_copy(u->permissions) : json_object(), "payload", in->payload);
+    return json_pack("{s:s,s:o,s:o,s:o,s:O}", "templateCd", in->template_cd, "user", user_json(u),
+                     "identity", u->identity ? json_deep_copy(u->identity) : json_object(),
+                     "permissions", u->permissions ? json_deep_copy(u->permissions) : json_object(),
+                     "payload", in->payload);
 }
 
 mv_code mv__webhook_prepare_outcome(const char *url, mv_code rc, mv_webhook_response *res,
@@ -65,8 +65,8 @@ mv_code mv__webhook_prepare_start(mv_service *svc, const char *url, const mv_pre
     json_t *body = prepare_request(in);
     if (!body) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     mv__callctx_call("prepare", NULL, NULL, NULL);
-    mv_code rc = mv_webhook_post_async(svc->o.loop, svc->o.webhook, url, body,
-                                       in->idempotency_key, done, ctx, err);
+    mv_code rc = mv_webhook_post_async(svc->o.loop, svc->o.webhook, url, body, in->idempotency_key,
+                                       done, ctx, err);
     json_decref(body);
     return rc;
 }
@@ -190,8 +190,8 @@ static mv_code pay_call(payment_webhook *pw, const mv__payment_call *c, char **s
 
 static mv_code pay_create(void *ctx, const char *payer, const char *code, const json_t *args,
                           const char *key, char **session, mv_err *err) {
-    mv__payment_call c = {.op = "create", .payer = payer, .payment_cd = code, .price_args = args,
-                          .key = key};
+    mv__payment_call c = {
+        .op = "create", .payer = payer, .payment_cd = code, .price_args = args, .key = key};
     return pay_call(ctx, &c, session, err);
 }
 
