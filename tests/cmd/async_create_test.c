@@ -7,69 +7,25 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "missive/base.h"
 #include "support/daemon_proc.h"
+#include "support/far_side.h"
 #include "support/http_sink.h"
 #include "support/stores.h"
 #include "test.h"
 
-static int64_t mono_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static int threads_of(pid_t pid) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    int n = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
-    if (f) fclose(f);
-    return n;
-}
-
-/* The far side: prepare answers the payload's "items" (default one item to "host") after
- * delay_ms; the payment provider opens s-1, s-2, … and refuses priceArgs {"fail": true}. */
-typedef struct far_side {
-    int delay_ms;
-    atomic_int sessions;
-} far_side;
-
-static void answer(void *ctx, const http_sink_request *req, http_sink_response *res) {
-    far_side *fs = ctx;
-    static _Thread_local char body[2048];
-    json_t *in = json_loads(req->body, 0, NULL);
-    *res = (http_sink_response){.body = "{}"};
-    if (strncmp(req->path, "/prepare", 8) == 0) {
-        json_t *items = json_object_get(json_object_get(in, "payload"), "items");
-        char *text = items ? json_dumps(items, JSON_COMPACT) : strdup("{\"toUser\": \"host\"}");
-        mv_strlcpy(body, text, sizeof body);
-        free(text);
-        res->body = body;
-        res->delay_ms = fs->delay_ms;
-    } else if (strcmp(mv_json_str(in, "op") ? mv_json_str(in, "op") : "", "create") == 0) {
-        if (json_is_true(json_object_get(json_object_get(in, "priceArgs"), "fail"))) {
-            res->status = 400;
-        } else {
-            snprintf(body, sizeof body, "{\"sessionId\": \"s-%d\"}",
-                     atomic_fetch_add(&fs->sessions, 1) + 1);
-            res->body = body;
-        }
-    }
-    json_decref(in);
-}
-
-/* A daemon on store (a URL) whose template "prep" has a prepare webhook, and "paid" a prepare
- * webhook and a payment code, both going to the sink. */
-static pid_t start_daemon(const char *name, const char *store, http_sink *sink, const char *extra,
-                          int *port) {
-    char dir[600], path[800], config[800], log[800];
+/* A daemon on a fresh store of that kind whose template "prep" has a prepare webhook, and "paid"
+ * a prepare webhook and a payment code, all going to a new sink that plays fs (*sink). */
+static pid_t start_daemon(const char *name, const char *kind, far_side *fs, const char *extra,
+                          http_sink **sink, int *port) {
+    char dir[600], path[800], config[800], log[800], store[700];
+    if (!(*sink = http_sink_start())) return -1;
+    http_sink_set_handler(*sink, far_side_answer, fs);
+    fs->to = "host";
+    snprintf(path, sizeof path, "%s.db", name);
+    mv_strlcpy(store, test_store_url(kind, path), sizeof store);
     mv_strlcpy(dir, test_tmp_path(name), sizeof dir);
     snprintf(path, sizeof path, "%s/templates", dir);
     mkdir(dir, 0700);
@@ -80,7 +36,7 @@ static pid_t start_daemon(const char *name, const char *store, http_sink *sink, 
         if (!test_write_file(path,
                              "{\"templateCd\": \"%s\", \"receiverContent\": {\"title\": \"t\"},"
                              " \"prepare\": {\"webhook\": \"%s/prepare\"}, \"actions\": []%s}",
-                             names[i], http_sink_url(sink),
+                             names[i], http_sink_url(*sink),
                              i ? ", \"paymentCd\": \"deposit\"" : ""))
             return -1;
     }
@@ -89,14 +45,14 @@ static pid_t start_daemon(const char *name, const char *store, http_sink *sink, 
                          "{\"store\": \"%s\", \"templates\": \"%s/templates\","
                          " \"auth\": {\"mode\": \"headers\"}, \"threads\": 2,"
                          " \"payment\": {\"webhook\": \"%s/pay\"}%s}",
-                         store, dir, http_sink_url(sink), extra))
+                         store, dir, http_sink_url(*sink), extra))
         return -1;
     snprintf(log, sizeof log, "%s/daemon.log", dir);
     *port = test_free_port();
     return test_daemon_start(config, *port, NULL, log);
 }
 
-/* n creates of "prep" at once over libcurl's multi interface (one connection each). */
+/* n creates of "prep" at once (a fresh Idempotency-Key each), on a thread of their own. */
 typedef struct creates {
     int port, n;
     long *status;
@@ -104,54 +60,24 @@ typedef struct creates {
     int64_t took_ms;
 } creates;
 
-static size_t keep(char *p, size_t size, size_t n, void *ud) {
-    char **b = ud;
-    size_t old = *b ? strlen(*b) : 0;
-    char *grown = realloc(*b, old + size * n + 1);
-    if (!grown) return 0;
-    memcpy(grown + old, p, size * n);
-    grown[old + size * n] = '\0';
-    *b = grown;
-    return size * n;
-}
-
 static void *create_all(void *arg) {
     creates *c = arg;
-    CURLM *m = curl_multi_init();
-    CURL **h = calloc((size_t)c->n, sizeof *h);
-    struct curl_slist **hdrs = calloc((size_t)c->n, sizeof *hdrs);
-    int64_t t0 = mono_ms();
+    const char **paths = calloc((size_t)c->n, sizeof *paths),
+               **bodies = calloc((size_t)c->n, sizeof *bodies);
+    char **headers = calloc((size_t)c->n, sizeof *headers);
     for (int i = 0; i < c->n; i++) {
-        char url[256], key[64];
-        snprintf(url, sizeof url, "http://127.0.0.1:%d/messages/new/prep", c->port);
-        snprintf(key, sizeof key, "Idempotency-Key: many-%d", i);
-        hdrs[i] = curl_slist_append(NULL, "X-User-Id: guest");
-        hdrs[i] = curl_slist_append(hdrs[i], "Content-Type: application/json");
-        hdrs[i] = curl_slist_append(hdrs[i], key);
-        h[i] = curl_easy_init();
-        curl_easy_setopt(h[i], CURLOPT_URL, url);
-        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, "{}");
-        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdrs[i]);
-        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 30000L);
-        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, keep);
-        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &c->body[i]);
-        curl_multi_add_handle(m, h[i]);
+        paths[i] = "/messages/new/prep";
+        bodies[i] = "{}";
+        headers[i] = malloc(64);
+        snprintf(headers[i], 64, "X-User-Id: guest\nIdempotency-Key: many-%d", i);
     }
-    int running = 1;
-    while (running) {
-        curl_multi_perform(m, &running);
-        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
-    }
-    c->took_ms = mono_ms() - t0;
-    for (int i = 0; i < c->n; i++) {
-        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &c->status[i]);
-        curl_multi_remove_handle(m, h[i]);
-        curl_easy_cleanup(h[i]);
-        curl_slist_free_all(hdrs[i]);
-    }
-    free(hdrs);
-    free(h);
-    curl_multi_cleanup(m);
+    c->took_ms = test_http_many(c->port, c->n, "POST", paths, (const char *const *)headers, bodies,
+                                c->status, c->body);
+    for (int i = 0; i < c->n; i++)
+        free(headers[i]);
+    free(headers);
+    free(bodies);
+    free(paths);
     return NULL;
 }
 
@@ -185,14 +111,11 @@ static void creates_free(creates *c) {
 STORE_TEST(fifty_creates_whose_prepare_takes_300_ms_on_two_write_threads_finish_in_about_one_call) {
     enum { N = 50 };
     far_side fs = {.delay_ms = 300};
-    http_sink *sink = http_sink_start();
-    REQUIRE(sink);
-    http_sink_set_handler(sink, answer, &fs);
+    http_sink *sink = NULL;
     int port;
-    pid_t pid =
-        start_daemon("acreate-many", test_store_url(kind, "acreate-many.db"), sink, "", &port);
+    pid_t pid = start_daemon("acreate-many", kind, &fs, "", &sink, &port);
     REQUIRE(pid > 0);
-    int threads_idle = threads_of(pid), threads_max = threads_idle;
+    int threads_idle = test_threads_of(pid), threads_max = threads_idle;
     creates c;
     creates_init(&c, port, N);
     pthread_t t;
@@ -200,7 +123,7 @@ STORE_TEST(fifty_creates_whose_prepare_takes_300_ms_on_two_write_threads_finish_
     while (http_sink_count(sink) < N / 2 && !c.took_ms)
         mv_sleep_ms(5);
     for (int i = 0; i < 5; i++) {
-        int n = threads_of(pid);
+        int n = test_threads_of(pid);
         if (n > threads_max) threads_max = n;
         mv_sleep_ms(20);
     }
@@ -226,12 +149,9 @@ STORE_TEST(fifty_creates_whose_prepare_takes_300_ms_on_two_write_threads_finish_
 
 STORE_TEST(a_refused_payment_session_is_the_same_502_and_the_earlier_session_is_expired) {
     far_side fs = {0};
-    http_sink *sink = http_sink_start();
-    REQUIRE(sink);
-    http_sink_set_handler(sink, answer, &fs);
+    http_sink *sink = NULL;
     int port;
-    pid_t pid =
-        start_daemon("acreate-pay", test_store_url(kind, "acreate-pay.db"), sink, "", &port);
+    pid_t pid = start_daemon("acreate-pay", kind, &fs, "", &sink, &port);
     REQUIRE(pid > 0);
     const char *body = "{\"items\": [{\"toUser\": \"a\"}, {\"toUser\": \"b\", \"priceArgs\":"
                        " {\"fail\": true}}]}";
@@ -263,12 +183,10 @@ STORE_TEST(a_refused_payment_session_is_the_same_502_and_the_earlier_session_is_
 STORE_TEST(sigterm_with_twenty_prepare_calls_in_flight_finishes_and_answers_every_create) {
     enum { N = 20 };
     far_side fs = {.delay_ms = 800};
-    http_sink *sink = http_sink_start();
-    REQUIRE(sink);
-    http_sink_set_handler(sink, answer, &fs);
+    http_sink *sink = NULL;
     int port;
-    pid_t pid = start_daemon("acreate-drain", test_store_url(kind, "acreate-drain.db"), sink,
-                             ", \"shutdownTimeoutMs\": 5000", &port);
+    pid_t pid =
+        start_daemon("acreate-drain", kind, &fs, ", \"shutdownTimeoutMs\": 5000", &sink, &port);
     REQUIRE(pid > 0);
     creates c;
     creates_init(&c, port, N);

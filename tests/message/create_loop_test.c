@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "fixture.h"
+#include "support/far_side.h"
 #include "support/http_sink.h"
 
 static const char *PAID_TEMPLATE =
@@ -20,70 +21,28 @@ static const char *PAID_TEMPLATE =
 
 static const mv_clock REAL_CLOCK = {0};
 
-static int64_t mono_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* ---- the far side: prepare answers the payload's "items"; the payment provider opens a session
- * per create (refusing priceArgs {"fail": true}) and fails expires when told to ---- */
-
-typedef struct far_side {
-    atomic_int sessions;
-    atomic_int fail_expire;
-    int prepare_delay_ms;
-    int hooks;
-    char hook_session[64], hook_error[512];
-} far_side;
-
-static void answer(void *ctx, const http_sink_request *req, http_sink_response *res) {
-    far_side *fs = ctx;
-    static _Thread_local char body[4096];
-    json_t *in = json_loads(req->body, 0, NULL);
-    const char *op = mv_json_str(in, "op");
-    *res = (http_sink_response){.body = "{}"};
-    if (strncmp(req->path, "/prepare", 8) == 0) {
-        json_t *items = json_object_get(json_object_get(in, "payload"), "items");
-        char *text = items ? json_dumps(items, JSON_COMPACT) : strdup("{\"toUser\": \"shop\"}");
-        mv_strlcpy(body, text, sizeof body);
-        free(text);
-        res->body = body;
-        res->delay_ms = fs->prepare_delay_ms;
-    } else if (op && strcmp(op, "create") == 0) {
-        if (json_is_true(json_object_get(json_object_get(in, "priceArgs"), "fail"))) {
-            res->status = 400;
-        } else {
-            snprintf(body, sizeof body, "{\"sessionId\": \"s-%d\"}",
-                     atomic_fetch_add(&fs->sessions, 1) + 1);
-            res->body = body;
-        }
-    } else if (op && strcmp(op, "expire") == 0 && atomic_load(&fs->fail_expire)) {
-        res->status = 500;
-    }
-    json_decref(in);
-}
-
-static void hook(void *ctx, const mv_payment_failure *ev) {
-    far_side *fs = ctx;
-    fs->hooks++;
-    mv_strlcpy(fs->hook_session, ev->session_id, sizeof fs->hook_session);
-    mv_strlcpy(fs->hook_error, ev->original_error, sizeof fs->hook_error);
-}
-
 typedef struct rig {
     http_sink *sink;
     mv_loop *loop;
     mv_payment_provider *pay;
     far_side fs;
     fixture f;
+    int hooks; /* payment compensation failures reported */
+    char hook_session[64];
 } rig;
+
+static void hook(void *ctx, const mv_payment_failure *ev) {
+    rig *r = ctx;
+    r->hooks++;
+    mv_strlcpy(r->hook_session, ev->session_id, sizeof r->hook_session);
+}
 
 static int rig_open(rig *r, const char *kind, const char *name) {
     memset(r, 0, sizeof *r);
     mv_err err = {0};
     if (!(r->sink = http_sink_start()) || mv_loop_new(NULL, &r->loop, &err) != MV_OK) return 0;
-    http_sink_set_handler(r->sink, answer, &r->fs);
+    r->fs.to = "shop";
+    http_sink_set_handler(r->sink, far_side_answer, &r->fs);
     char url[256];
     snprintf(url, sizeof url, "%s/pay", http_sink_url(r->sink));
     r->pay = mv_payment_webhook_new(url, NULL);
@@ -91,7 +50,7 @@ static int rig_open(rig *r, const char *kind, const char *name) {
                             .loop = r->loop,
                             .clock = &REAL_CLOCK,
                             .on_payment_compensation_failure = hook,
-                            .hook_ctx = &r->fs};
+                            .hook_ctx = r};
     if (!fixture_open_opts(&r->f, kind, name, &o)) return 0;
     char buf[1024];
     snprintf(buf, sizeof buf, PAID_TEMPLATE, http_sink_url(r->sink));
@@ -220,15 +179,15 @@ STORE_TEST(fifty_slow_prepares_started_from_one_thread_finish_in_about_one_call)
     enum { N = 50 };
     rig r;
     REQUIRE(rig_open(&r, kind, "loop-many.db"));
-    r.fs.prepare_delay_ms = 300;
+    r.fs.delay_ms = 300;
     static outcome o[N];
-    int64_t t0 = mono_ms();
+    int64_t t0 = mv_now_ms();
     for (int i = 0; i < N; i++) {
         char key[32];
         snprintf(key, sizeof key, "many-%d", i);
         start(&r, &o[i], NULL, key);
     }
-    int64_t started_ms = mono_ms() - t0;
+    int64_t started_ms = mv_now_ms() - t0;
     int ok = 0, started = 0;
     for (int i = 0; i < N; i++) {
         wait_done(&o[i]);
@@ -237,7 +196,7 @@ STORE_TEST(fifty_slow_prepares_started_from_one_thread_finish_in_about_one_call)
             mv_json_str(json_array_get(o[i].messages, 0), "paymentSession"))
             ok++;
     }
-    int64_t took = mono_ms() - t0;
+    int64_t took = mv_now_ms() - t0;
     printf("%d creates with a 300 ms prepare on the loop: started in %lld ms, done in %lld ms\n", N,
            (long long)started_ms, (long long)took);
     CHECK_INT(started, N);
@@ -308,8 +267,8 @@ STORE_TEST(a_failing_expire_is_compensation_failed_with_the_session_both_errors_
     CHECK(strstr(o.err.message, "session \"s-1\" during expire") != NULL);
     CHECK(strstr(o.err.message, "500") != NULL); /* the expire's failure */
     CHECK(strstr(o.err.cause, "400") != NULL);   /* what made compensation necessary */
-    CHECK_INT(r.fs.hooks, 1);                    /* the first failure only */
-    CHECK_STR(r.fs.hook_session, "s-1");
+    CHECK_INT(r.hooks, 1);                       /* the first failure only */
+    CHECK_STR(r.hook_session, "s-1");
     CHECK_INT(http_sink_count(r.sink), 6); /* both sessions were still expired */
     outcome_free(&o);
     rig_close(&r);
