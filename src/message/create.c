@@ -940,7 +940,11 @@ static void rounds(create_run *r) {
         if (posted > 0) return;
         if (posted == 0) call_here(job);
     }
-    json_t *messages = job->rc == MV_OK ? json_incref(job->docs) : NULL;
+    json_t *messages = NULL;
+    if (job->rc == MV_OK) { /* handed over, not shared: done's thread owns it alone */
+        messages = job->docs;
+        job->docs = NULL;
+    }
     r->env.done(r->env.done_ctx, job->rc, messages, &job->err);
     run_free(r);
 }
