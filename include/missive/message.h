@@ -99,9 +99,10 @@ typedef struct mv_service_options {
     void (*on_payment_compensation_failure)(void *ctx, const mv_payment_failure *ev);
     void *hook_ctx;
     const mv_webhook_config *webhook; /* prepare and handler webhooks; NULL = defaults, unsigned */
-    /* Optional, borrowed: webhook action handlers wait on this loop instead of on a thread, and
-     * their lease is extended by its timer (see mv_action_start). Must outlive the service's
-     * last action. NULL: handlers call out on the caller's thread. */
+    /* Optional, borrowed: webhook action handlers (and payment handlers of the webhook provider)
+     * wait on this loop instead of on a thread, their lease extended by its timer (see
+     * mv_action_start), and so do creates started with mv_message_create_start. Must outlive the
+     * service's last action and create. NULL: every call is made on the caller's thread. */
     mv_loop *loop;
     mv_handler_runner handlers; /* runs handlers of other kinds (none today) */
     mv_approvals *approvals;    /* actions with "approval"; NULL = such actions fail */
