@@ -2,8 +2,9 @@
  * a real missived with a small write pool: fifty creates whose prepare takes 300 ms, sent at once
  * to `threads` 2, are answered in about one call's time (two threads holding a call each would
  * need 7.5 s) without the daemon growing threads; a refused payment session is the same 502 as
- * before, with the earlier session expired; and SIGTERM with twenty prepare calls in flight
- * finishes and answers every create, then exits 0. */
+ * before, with the earlier session expired; SIGTERM with twenty prepare calls in flight
+ * finishes and answers every create, then exits 0; and a prepare slower than the drain is
+ * abandoned and answered 503 draining, its key left to the lease, so a later retry resends it. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -200,13 +201,67 @@ STORE_TEST(sigterm_with_twenty_prepare_calls_in_flight_finishes_and_answers_ever
     http_sink_stop(sink);
 }
 
+STORE_TEST(a_prepare_outlasting_the_drain_is_503_draining_and_a_retry_later_resends_its_key) {
+    enum { N = 5 };
+    far_side fs = {.delay_ms = 8000};
+    http_sink *sink = NULL;
+    int port;
+    const char *extra = ", \"shutdownTimeoutMs\": 1500, \"webhooks\": {\"timeoutMs\": 10000},"
+                        " \"leases\": {\"clientRequestMs\": 1000}";
+    pid_t pid = start_daemon("acreate-cut", kind, &fs, extra, &sink, &port);
+    REQUIRE(pid > 0);
+    creates c;
+    creates_init(&c, port, N);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, create_all, &c) == 0);
+    REQUIRE(http_sink_wait(sink, N, 10000));
+    int64_t t0 = mv_now_ms();
+    CHECK_INT(test_daemon_stop(pid), 0);
+    CHECK(mv_now_ms() - t0 < 3000);
+    pthread_join(t, NULL);
+    int draining = 0;
+    for (int i = 0; i < N; i++)
+        if (c.status[i] == 503 && c.body[i] && strstr(c.body[i], "\"draining\"") &&
+            !strstr(c.body[i], "127.0.0.1") && !strstr(c.body[i], "http"))
+            draining++; /* the error names no URL */
+    CHECK_INT(draining, N);
+    /* the key was left to its lease: after it, a retry creates, sending the same prepare key */
+    fs.delay_ms = 0;
+    char dir[600], config[800];
+    mv_strlcpy(dir, test_tmp_path("acreate-cut"), sizeof dir);
+    snprintf(config, sizeof config, "%s/missived.json", dir);
+    mv_sleep_ms(1100);
+    pid = test_daemon_start(config, port, NULL, NULL);
+    REQUIRE(pid > 0);
+    test_reply r = test_http(port, "POST", "/messages/new/prep",
+                             "X-User-Id: guest\nIdempotency-Key: many-0", "{}");
+    CHECK_INT(r.status, 201);
+    test_reply_free(&r);
+    http_sink_request first, retry;
+    REQUIRE(http_sink_get(sink, N, &retry));
+    const char *key = http_sink_header(&retry, "Idempotency-Key");
+    int same = 0;
+    for (int i = 0; i < N; i++) {
+        if (!http_sink_get(sink, i, &first)) continue;
+        const char *k = http_sink_header(&first, "Idempotency-Key");
+        if (key && k && strcmp(k, key) == 0) same++;
+        http_sink_request_free(&first);
+    }
+    http_sink_request_free(&retry);
+    CHECK_INT(same, 1);
+    CHECK_INT(test_daemon_stop(pid), 0);
+    creates_free(&c);
+    http_sink_stop(sink);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = RUN_TESTS(
         fifty_creates_whose_prepare_takes_300_ms_on_two_write_threads_finish_in_about_one_call,
         a_refused_payment_session_is_the_same_502_and_the_earlier_session_is_expired,
-        sigterm_with_twenty_prepare_calls_in_flight_finishes_and_answers_every_create);
+        sigterm_with_twenty_prepare_calls_in_flight_finishes_and_answers_every_create,
+        a_prepare_outlasting_the_drain_is_503_draining_and_a_retry_later_resends_its_key);
     curl_global_cleanup();
     return rc;
 }
