@@ -63,6 +63,67 @@ static mv_code check_action(const mv_http_request *req, mv_err *err) {
     return MV_OK;
 }
 
+/* A create whose prepare webhook or payment calls wait on the loop (mv_message_create_start). */
+typedef struct create_call {
+    mv_http_later_rounds rounds;
+    mv_user user;
+    mv_create_request cr;
+    mv_code rc;
+    json_t *messages;
+    mv_err err;
+} create_call;
+
+static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
+                          const mv_err *err) {
+    if (rc != MV_OK) {
+        mv_http_error(res, err);
+        return;
+    }
+    if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
+    mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
+}
+
+static void create_then(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    create_call *c = ctx;
+    answer_create(res, c->rc, c->messages, false, &c->err);
+}
+
+/* The create's last round (on the write pool, or before the start returned). */
+static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err) {
+    create_call *c = ctx;
+    c->rc = rc;
+    c->messages = messages;
+    mv_err_copy(&c->err, err);
+    mv_http_later_done(c->rounds.later, create_then, c);
+}
+
+/* A create that may call out, run on the loop and answered later; false (nothing done) when the
+ * server cannot answer later or the template calls nothing outside. */
+static bool create_on_loop(mv_http_request *req, mv_http_response *res,
+                           const mv_create_request *cr) {
+    mv_message_routes *r = req->route_ctx;
+    if (!req->server_ctx || !mv_message_create_calls_out(r->service, cr->template_cd)) return false;
+    create_call *c = mv_arena_alloc(req->arena, sizeof *c);
+    if (!c) return false;
+    memset(c, 0, sizeof *c);
+    c->user = *cr->user;
+    c->cr = *cr;
+    c->cr.user = &c->user;
+    /* taken before the start: the create may end before the start returns */
+    if (!(c->rounds.later = mv_http_answer_later(req))) return false;
+    mv_create_async env = {mv_http_later_submit, &c->rounds, create_done, c};
+    json_t *messages = NULL;
+    bool started = false, replayed = false;
+    mv_err err = {0};
+    mv_code rc =
+        mv_message_create_start(r->service, &c->cr, &env, &started, &messages, &replayed, &err);
+    if (started) return true; /* answered by create_then */
+    mv_http_later_cancel(c->rounds.later);
+    answer_create(res, rc, messages, replayed, &err);
+    return true;
+}
+
 /* ---- handlers ----------------------------------------------------------------------------- */
 
 /* A create in flight: what its completion needs, in the request's arena (the request lives until
@@ -97,18 +158,45 @@ static void commit_create_answer(mv_http_response *res, mv_code rc, json_t *mess
     mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
 }
 
-/* On the write pool: a create that must wait (a key already reserved: replay, take over or wait
- * for its lease), the request still suspended. */
-static void commit_create_blocking(mv__job *job) {
-    commit_create *c = (commit_create *)job;
+/* On the write pool, for a create the I/O thread passed on because it calls out: its calls go on
+ * in rounds on the loop (create_on_loop's path, with the answer c->later already taken). False
+ * when it calls nothing outside after all. */
+static bool commit_create_on_loop(commit_create *c) {
+    if (!mv_message_create_calls_out(c->r->service, c->cr.template_cd)) return false;
+    create_call *l = mv_arena_alloc(c->arena, sizeof *l); /* suspended: the arena is ours */
+    if (!l) return false;
+    memset(l, 0, sizeof *l);
+    l->cr = c->cr;
+    l->rounds.later = c->later;
+    mv_create_async env = {mv_http_later_submit, &l->rounds, create_done, l};
     json_t *messages = NULL;
-    bool replayed = false;
+    bool started = false, replayed = false;
     mv_err err = {0};
-    commit_adopt_trace(c->traceparent);
-    mv_code rc = mv_message_create(c->r->service, &c->cr, &messages, &replayed, &err);
+    mv_code rc =
+        mv_message_create_start(c->r->service, &l->cr, &env, &started, &messages, &replayed, &err);
+    if (started) return true; /* answered by create_then */
     commit_create_answer(c->res, rc, messages, replayed, &err);
     mv_http_later_answered(c->later);
-    mv__callctx_reset(); /* nothing of this request stays on the pool thread */
+    return true;
+}
+
+/* On the write pool: a create that must wait — its prepare or payment calls out, the store
+ * commits on this thread, or a key already reserved (replay, take over or wait for its lease) —
+ * the request still suspended. */
+static void commit_create_blocking(mv__job *job) {
+    commit_create *c = (commit_create *)job;
+    mv_http_later *later = c->later;
+    commit_adopt_trace(c->traceparent);
+    if (!commit_create_on_loop(c)) {
+        json_t *messages = NULL;
+        bool replayed = false;
+        mv_err err = {0};
+        mv_code rc = mv_message_create(c->r->service, &c->cr, &messages, &replayed, &err);
+        commit_create_answer(c->res, rc, messages, replayed, &err);
+        mv_http_later_answered(later);
+    }
+    mv__callctx_reset();          /* nothing of this request stays on the pool thread */
+    mv_http_later_release(later); /* taken by whoever queued this job */
 }
 
 /* On the connection's I/O thread, once resumed: the answer from what commit_create_done kept. */
@@ -124,8 +212,9 @@ static void commit_create_render(mv_http_request *req, mv_http_response *res, vo
 static void commit_create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err,
                                bool again) {
     commit_create *c = ctx;
-    if (again) {
+    if (again) { /* the job answers (the completion's hold) and releases its own at its end */
         c->job.run = commit_create_blocking;
+        mv_http_later_hold(c->later);
         mv_http_later_run(c->later, &c->job);
         return;
     }
@@ -200,11 +289,13 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
         if (mv__message_create_async(r->service, &c->cr, commit_create_done, c)) return;
         if (req->io_thread) { /* it calls out or commits on this thread: on the write pool */
             c->job.run = commit_create_blocking;
+            mv_http_later_hold(c->later); /* released when commit_create_blocking returns */
             mv_http_later_run(c->later, &c->job);
             return;
         }
         mv_http_later_cancel(c->later);
     }
+    if (create_on_loop(req, res, &c->cr)) return;
     json_t *messages = NULL;
     bool replayed = false;
     mv_code rc = mv_message_create(r->service, &c->cr, &messages, &replayed, &err);
@@ -369,14 +460,12 @@ static void answer_action(mv_message_routes *r, mv_http_response *res, mv_code r
 /* An action whose handler waits on the loop: what the completion needs, in the request's arena
  * (the request lives until it is answered). */
 typedef struct action_call {
-    mv__job job; /* a saga handler's rounds (one queued at a time), or the blocking start */
-    void (*fn)(void *arg);
-    void *arg;
+    mv__job job;                 /* the blocking start on the write pool (action_blocking) */
+    mv_http_later_rounds rounds; /* a saga handler's rounds; rounds.later the answer */
     mv_message_routes *r;
     mv_http_response *res;
     mv_user user;
     mv_action_request ar;
-    mv_http_later *later;
     mv_action_pending *pending;
     char traceparent[64]; /* the request's: the handler's call forwards it */
     mv_arena *arena;
@@ -395,56 +484,41 @@ static void action_then(mv_http_request *req, mv_http_response *res, void *ctx) 
     answer_action(c->r, res, rc, result, &err);
 }
 
-/* A round of a saga handler on the write pool, the request still suspended. */
-static void action_job(mv__job *job) {
-    action_call *c = (action_call *)job;
-    void (*fn)(void *) = c->fn;
-    void *arg = c->arg;
-    fn(arg); /* may queue the next round through c */
-}
-
-static void action_submit(void *ctx, void (*fn)(void *arg), void *arg) {
-    action_call *c = ctx;
-    c->fn = fn;
-    c->arg = arg;
-    c->job.run = action_job;
-    mv_http_later_run(c->later, &c->job);
-}
-
 /* On the loop's thread: must not block, so it only queues action_then. */
 static void action_wake(void *ctx) {
     action_call *c = ctx;
-    mv_http_later_done(c->later, action_then, c);
+    mv_http_later_done(c->rounds.later, action_then, c);
 }
 
-/* On the store's committing thread (or on the handler's, for a press that failed its checks):
- * an action without a handler, answered from its commit. */
+/* On the connection's I/O thread, once resumed: the answer from what action_done kept. */
 static void action_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
     action_call *c = ctx;
     answer_action(c->r, res, c->rc, json_incref(c->result), c->err);
 }
 
-/* Keeps the outcome and resumes the connection; its I/O thread renders it (action_render). */
+/* On the store's committing thread (or on the handler's, for a press that failed its checks):
+ * an action without a handler, answered from its commit. Keeps the outcome and resumes the
+ * connection; its I/O thread renders it (action_render). */
 static void action_done(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
     action_call *c = ctx;
     c->rc = rc;
     c->result = result ? mv_arena_json(c->arena, result) : NULL; /* as in commit_create_done */
     if (rc == MV_OK && !c->result) {
         mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-        mv_http_later_answered(c->later);
+        mv_http_later_answered(c->rounds.later);
         return;
     }
     c->err = NULL;
     if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
         if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
             mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-            mv_http_later_answered(c->later);
+            mv_http_later_answered(c->rounds.later);
             return;
         }
         mv_err_copy(c->err, err);
     }
-    mv_http_later_done_io(c->later, action_render, c);
+    mv_http_later_done_io(c->rounds.later, action_render, c);
 }
 
 /* On the write pool, for a press the I/O thread could not start: a handler to call, an approval,
@@ -454,10 +528,10 @@ static void action_blocking(mv__job *job) {
     json_t *result = NULL;
     mv_err err = {0};
     commit_adopt_trace(c->traceparent);
-    c->ar.submit = action_submit;
-    c->ar.submit_ctx = c;
+    c->ar.submit = mv_http_later_submit;
+    c->ar.submit_ctx = &c->rounds;
     mv_code rc = mv_action_start(c->r->service, &c->ar, action_wake, c, &c->pending, &result, &err);
-    mv_http_later *later = c->later;
+    mv_http_later *later = c->rounds.later;
     if (rc != MV_OK || !c->pending) { /* else answered by action_then */
         answer_action(c->r, c->res, rc, result, &err);
         mv_http_later_answered(later);
@@ -493,25 +567,25 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     json_t *result = NULL;
     mv_err err = {0};
     /* taken before the start: the call may finish before mv_action_start returns */
-    c->later = mv_http_answer_later(req);
+    c->rounds.later = mv_http_answer_later(req);
     /* an action without a handler is answered from its commit; nothing here touches req or res
      * once it started */
-    if (c->later && mv__action_start_async(r->service, &c->ar, action_done, c)) return;
-    if (c->later && req->io_thread) {
+    if (c->rounds.later && mv__action_start_async(r->service, &c->ar, action_done, c)) return;
+    if (c->rounds.later && req->io_thread) {
         c->job.run = action_blocking;
-        mv_http_later_hold(c->later); /* released when action_blocking returns */
-        mv_http_later_run(c->later, &c->job);
+        mv_http_later_hold(c->rounds.later); /* released when action_blocking returns */
+        mv_http_later_run(c->rounds.later, &c->job);
         return;
     }
-    if (c->later) {
-        c->ar.submit = action_submit;
-        c->ar.submit_ctx = c;
+    if (c->rounds.later) {
+        c->ar.submit = mv_http_later_submit;
+        c->ar.submit_ctx = &c->rounds;
     }
-    mv_code rc =
-        c->later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending, &result, &err)
-                 : mv_action_handle(r->service, &c->ar, &result, &err);
+    mv_code rc = c->rounds.later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,
+                                                   &result, &err)
+                                 : mv_action_handle(r->service, &c->ar, &result, &err);
     if (rc == MV_OK && c->pending) return; /* answered by action_then */
-    if (c->later) mv_http_later_cancel(c->later);
+    if (c->rounds.later) mv_http_later_cancel(c->rounds.later);
     answer_action(r, res, rc, result, &err);
 }
 
