@@ -146,15 +146,20 @@ static void lead(mv_pg_batch *b) {
     }
 }
 
+/* Appends a job (mu held). The job lives on its writer's stack until it is done. */
+static void enqueue(mv_pg_batch *b, pg_job *job) {
+    if (b->tail)
+        b->tail->next = job;
+    else
+        b->head = job;
+    b->tail = job;
+}
+
 mv_code mv__pg_batch_write(mv_pg_batch *b, mv_tx_fn fn, void *ctx, mv_err *err) {
     pg_job job = {.fn = fn, .ctx = ctx};
     sem_init(&job.wake, 0, 0);
     pthread_mutex_lock(&b->mu);
-    if (b->tail)
-        b->tail->next = &job;
-    else
-        b->head = &job;
-    b->tail = &job;
+    enqueue(b, &job);
     bool leading = b->leaders < PG_BATCH_LEADERS;
     if (leading) b->leaders++;
     pthread_mutex_unlock(&b->mu);

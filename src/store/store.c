@@ -40,7 +40,7 @@ struct mv_store {
     void (*on_commit)(void *ctx); /* listen.h: called after every committed write */
     void *on_commit_ctx;
     atomic_uint_fast64_t round_trips; /* of finished transactions (mv__store_round_trips) */
-    mv_pg_batch *pg_batch; /* PostgreSQL group commit (pg_batch.c); NULL when off */
+    mv_pg_batch *pg_batch;            /* PostgreSQL group commit (pg_batch.c); NULL when off */
 };
 
 /* Remembers how the last write ended (see write_failing). */
