@@ -136,6 +136,22 @@ pg_one_transaction() {
         awk -v n="$1" '/^BEGIN$/ { k++ } k == n { print "    " substr($0, 1, 150) } k == n && /^COMMIT$/ { exit }'
 }
 
+# pg_server_ticks: CPU clock ticks (user + system) of the cluster's postmaster and every process
+# it started (backends, WAL writer, checkpointer …) so far; pg_commits DB: COMMITs so far
+pg_server_ticks() {
+    local pm t=0 p
+    pm=$(head -1 "$PG_DIR/data/postmaster.pid")
+    for p in $pm $(pgrep -P "$pm"); do
+        t=$(( t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0) ))
+    done
+    echo "$t"
+}
+# (pg_stat_statements' count of COMMIT: written when each one ends, unlike pg_stat_database's)
+pg_commits() {
+    pg_sql postgres "select coalesce(sum(calls), 0) from pg_stat_statements s join pg_database d
+                     on d.oid = s.dbid where d.datname = '$1' and s.query = 'COMMIT'" 2>/dev/null || echo 0
+}
+
 pg_reset_statements() { pg_sql postgres "select pg_stat_statements_reset()" >/dev/null; }
 
 pg_skip_rows() {
@@ -198,9 +214,13 @@ pg_bench_all() {
     log "$PG_C1"
     log "PostgreSQL: create, $CLIENTS clients, $SHORT s"
     T0=$(cpu_ticks "$DPID")
+    local S0 X0
+    S0=$(pg_server_ticks)
+    X0=$(pg_commits missive_http)
     pg_waits_start missive_http
     PG_CREATE=$(run_load --mode create --threads "$CLIENTS" --seconds "$SHORT" --label pg-create)
     local PG_CREATE_CPU=$(( $(cpu_ticks "$DPID") - T0 ))
+    local PG_SERVER_CPU=$(( $(pg_server_ticks) - S0 )) PG_COMMITS=$(( $(pg_commits missive_http) - X0 ))
     pg_waits_stop "create, $CLIENTS clients"
     stop_daemon
 
@@ -271,7 +291,7 @@ EOF
     SEQ=$(field "$PG_SAGA1" p50_ms)
     PG_ROWS="| PostgreSQL: 1-row INSERT autocommit (pgbench, prepared), 1 client, ${SHORT} s | $(fmt "$BR1") tx/s, $(lat "$B1") | — | — |
 | PostgreSQL: 1-row INSERT autocommit (pgbench, prepared), $CLIENTS clients, ${SHORT} s | $(fmt "$BR32") tx/s, $(lat "$B32") | — | 1.00 |
-| PostgreSQL: create ($CLIENTS keep-alive clients, poolSize $CLIENTS, ${SHORT} s) | $(fmt "$CR") msg/s, $(lat "$PG_CREATE"); daemon CPU $(us_per_op "$PG_CREATE_CPU" "$(field "$PG_CREATE" ops)") µs per create; $STMT_CREATE statements per create | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.5×) | $(ratio "$CR" "$BR32") |
+| PostgreSQL: create ($CLIENTS keep-alive clients, poolSize $CLIENTS, ${SHORT} s) | $(fmt "$CR") msg/s, $(lat "$PG_CREATE"); daemon CPU $(us_per_op "$PG_CREATE_CPU" "$(field "$PG_CREATE" ops)") µs per create; PostgreSQL CPU $(us_per_op "$PG_SERVER_CPU" "$(field "$PG_CREATE" ops)") µs per create; $(awk -v c="$PG_COMMITS" -v n="$(field "$PG_CREATE" ops)" 'BEGIN { if (c > 0) printf "%.1f", n / c; else print "n/a" }') creates per commit; $STMT_CREATE statements per create (1 client) | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.5×) | $(ratio "$CR" "$BR32") |
 | PostgreSQL: stream latency (create → its message.created event, 200 sequential) | p50 $(fmt "$(field "$PG_LAT" p50_ms)") ms, p99 $(fmt "$(field "$PG_LAT" p99_ms)") ms | — | — |
 | PostgreSQL: create with $PG_STREAMS idle streams ($CLIENTS clients, ${SHORT} s) | $(fmt "$(field "$PG_CWS" rate)") msg/s, $(lat "$PG_CWS") | without streams $(fmt "$CR") msg/s | $(ratio "$(field "$PG_CWS" rate)" "$CR") |
 | PostgreSQL: saga3 (3 no-op steps, library, $CLIENTS threads, pool $CLIENTS, ${SHORT} s) | $(fmt "$S32") sagas/s, $(lat "$PG_SAGA"); library CPU $(field "$PG_SAGA" cpu_us_per_op) µs per saga | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.2×) | $(ratio "$S32" "$BR32") |

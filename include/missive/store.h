@@ -29,7 +29,8 @@ typedef struct mv_store_options {
     int busy_timeout_ms;      /* SQLite: wait for another process's writer; 0 → 10000 */
     int statement_timeout_ms; /* PostgreSQL: per statement; 0 → 30000 */
     bool allow_memory;        /* accept sqlite::memory: (tests only) */
-    bool no_group_commit;     /* SQLite: one transaction per mv_store_write (benchmark baseline) */
+    bool no_group_commit;     /* one transaction per write: no SQLite group commit, no PostgreSQL
+                                 batching of rerunnable writes (benchmark baseline) */
 } mv_store_options;
 
 /* Opens a store by URL. opts may be NULL for defaults. Unknown schemes fail with

@@ -748,7 +748,7 @@ static mv_code create_with_reservation(create_job *job, json_t **messages, bool 
     if (builds_without_io(job)) {
         one_shot_arg o = {.a = a};
         rc = one_shot_build(&o, err);
-        if (rc == MV_OK) rc = mv_store_write(svc->o.store, fresh_key_tx, &o, err);
+        if (rc == MV_OK) rc = mv__store_write_rerunnable(svc->o.store, fresh_key_tx, &o, err);
         if (rc == MV_OK && o.failure.code != MV_OK) return mv_err_copy(err, &o.failure);
         if (rc == MV_OK) {
             *messages = json_incref(job->docs);

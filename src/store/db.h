@@ -101,6 +101,14 @@ mv_code mv_stmt_exec_later(mv_stmt *st, mv_err *err);
  * flush. SQLite runs it at once. sql must be a static constant. */
 mv_code mv_db_exec_after_commit(mv_db *db, const char *sql, mv_err *err);
 
+/* mv_store_write for a callback that may be run more than once: on PostgreSQL concurrent such
+ * writes share one transaction (store/pg_batch.c), and when that transaction fails each is run
+ * again alone in a fresh transaction — so fn must set every result in ctx anew on each run and
+ * do nothing outside the transaction. Its outcome is exactly mv_store_write's: committed iff
+ * MV_OK, a failure of its own or a lost connection otherwise, never another writer's error. fn
+ * may see the uncommitted rows of the writers before it in the batch. SQLite: mv_store_write. */
+mv_code mv__store_write_rerunnable(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err);
+
 /* Runs SQL text without parameters (may hold several statements; for DDL and migrations). */
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err);
 

@@ -20,6 +20,7 @@
 #include "missive/base.h"
 #include "store/driver.h"
 #include "store/listen.h"
+#include "store/pg_batch.h"
 #include "store/write_async.h"
 
 struct mv_store {
@@ -52,6 +53,7 @@ struct mv_store {
     void (*on_commit)(void *ctx); /* listen.h: called after every committed write */
     void *on_commit_ctx;
     atomic_uint_fast64_t round_trips; /* of finished transactions (mv__store_round_trips) */
+    mv_pg_batch *pg_batch;            /* PostgreSQL group commit (pg_batch.c); NULL when off */
 };
 
 /* Remembers how the last write ended (see write_failing). */
@@ -139,6 +141,7 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     }
     s->nfree = o.pool_size; /* all slots free, none connected yet */
+    if (kind == MV_STORE_POSTGRES && !o.no_group_commit) s->pg_batch = mv__pg_batch_new(s);
     static const char *sync_names[] = {"FULL", "NORMAL", "OFF"};
     for (int i = 0; i < 3; i++)
         if (opts && opts->synchronous && strcmp(opts->synchronous, sync_names[i]) == 0)
@@ -180,6 +183,7 @@ static void writer_stop(mv_store *s);
 void mv_store_close(mv_store *store) {
     if (!store) return;
     writer_stop(store); /* runs what is still queued first */
+    mv__pg_batch_free(store->pg_batch);
     for (int i = 0; store->free_list && i < store->nfree; i++)
         db_free(store->free_list[i]);
     free(store->free_list);
@@ -523,6 +527,30 @@ mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
 
 mv_code mv_store_read(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
     return run_tx(store, false, fn, ctx, err);
+}
+
+/* ---- PostgreSQL group commit (pg_batch.c) ---------------------------------------------- */
+
+mv_code mv__store_write_rerunnable(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
+    if (store->pg_batch) return mv__pg_batch_write(store->pg_batch, fn, ctx, err);
+    return mv_store_write(store, fn, ctx, err);
+}
+
+mv_code mv__store_acquire(mv_store *s, mv_db **out, mv_err *err) {
+    return store_acquire(s, out, err);
+}
+
+void mv__store_release(mv_store *s, mv_db *db, uint64_t trips_before) {
+    if (s->drv->round_trips)
+        atomic_fetch_add(&s->round_trips, s->drv->round_trips(db->conn) - trips_before);
+    store_release(s, db);
+}
+
+void mv__store_wrote(mv_store *s, mv_code rc) { note_write(s, rc); }
+void mv__store_committed(mv_store *s) { committed(s); }
+
+mv_code mv__store_write_alone(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
+    return run_tx(s, true, fn, ctx, err);
 }
 
 /* ---- statements ------------------------------------------------------------------------- */
