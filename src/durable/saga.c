@@ -56,10 +56,14 @@ struct mv_saga_ctx {
 #define K_END "endRun"            /* this save ends the run: it drops the runner lease */
 
 /* A new saga holds its runner lease from the first statement. */
-static const char SQL_INSERT_SAGA[] =
-    "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
-    "created_at, updated_at, version, tenant_id, runner_id, runner_expires_at) "
-    "VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING";
+#define INSERT_SAGA                                                                                \
+    "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, " \
+    "created_at, updated_at, version, tenant_id, runner_id, runner_expires_at) "                   \
+    "VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1, ?, ?, ?)"
+static const char SQL_INSERT_SAGA[] = INSERT_SAGA " ON CONFLICT DO NOTHING";
+/* PostgreSQL: the same INSERT sent blind (BEGIN, INSERT and COMMIT in one flush); a saga id
+ * already taken is its unique violation, answered as MV_SAGA_EXISTS by the commit. */
+static const char SQL_INSERT_SAGA_BLIND[] = INSERT_SAGA;
 static const char SQL_SAGA_TENANT[] = "SELECT tenant_id FROM sagas WHERE saga_id = ?";
 static const char SQL_GET_SAGA[] =
     "SELECT saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
@@ -1585,6 +1589,30 @@ static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
+static mv_code create_blind_fn(mv_db *db, void *ctx, mv_err *err) {
+    create_tx *t = ctx;
+    return mv_db_execf_later_unique(db, SQL_INSERT_SAGA_BLIND, MV_SAGA_EXISTS, err, "ssssiiissi",
+                                    t->id, t->definition, t->input, t->fingerprint,
+                                    (int64_t)t->max_attempts, t->now, t->now, t->tenant, t->runner,
+                                    t->until);
+}
+
+/* Inserts the saga's row (t->created: it was new). On PostgreSQL the INSERT goes blind first, so
+ * the start is one round trip; a taken id is its unique violation (the transaction wrote nothing)
+ * and any other failure but a lost connection runs the precise INSERT in a new transaction. */
+static mv_code create_write(mv_saga_engine *e, create_tx *t, mv_err *err) {
+    if (mv_store_kind_of(e->store) == MV_STORE_POSTGRES) {
+        mv_err blind = {0};
+        mv_code rc = mv_store_write(e->store, create_blind_fn, t, &blind);
+        if (rc == MV_OK || rc == MV_SAGA_EXISTS) {
+            t->created = rc == MV_OK;
+            return MV_OK;
+        }
+        if (rc == MV_STORE_UNAVAILABLE) return mv_err_copy(err, &blind);
+    }
+    return mv_store_write(e->store, create_fn, t, err);
+}
+
 /* Creates the row with this caller as its runner; *created (owned: the record as stored, with the
  * runner named) is NULL when the id is taken. */
 static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
@@ -1606,7 +1634,7 @@ static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_defin
     if (!text) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     t.input = text;
     t.fingerprint = fp;
-    rc = mv_store_write(e->store, create_fn, &t, err);
+    rc = create_write(e, &t, err);
     free(text);
     if (rc || !t.created) return rc;
     *created =
