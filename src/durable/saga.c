@@ -1370,16 +1370,13 @@ static mv_code comp_execute(const mv_effect_context *c, void *p, json_t **result
     return rc;
 }
 
-/* Compensates *rec (loaded, definition checked). */
-static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
-                                 mv_abort *abort, mv_err *err) {
+/* The start of a compensation (the synchronous engine's and the loop's): a saga already over
+ * needs none (*go false); a step whose outcome is unknown sends it to manual review
+ * (MV_SAGA_AMBIGUOUS_STEP); otherwise the saga is saved compensating and *go is true. */
+static mv_code comp_prelude(mv_saga_engine *e, json_t **rec, const char *saga_id, bool *go,
+                            mv_err *err) {
     mv_code rc;
-    const char *id = mv_json_str(*rec, "sagaId");
-    char saga_id[129];
-    mv_strlcpy(saga_id, id, sizeof saga_id);
-    if (mv_abort_is_set(abort))
-        return mv_err_set(err, MV_ABORTED, "%s",
-                          abort->reason[0] ? abort->reason : "saga execution aborted");
+    *go = false;
     if (saga_is(*rec, MV_SAGA_COMPLETED) || saga_is(*rec, MV_SAGA_COMPENSATED)) return MV_OK;
     json_t *steps = json_object_get(*rec, "steps");
     for (size_t i = 0; i < json_array_size(steps); i++) {
@@ -1397,39 +1394,73 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
     if (!saga_is(*rec, MV_SAGA_COMPENSATING) &&
         (rc = save_with(e, rec, MV_SAGA_COMPENSATING, 0, NULL, err)))
         return rc;
+    *go = true;
+    return MV_OK;
+}
+
+enum { PICK_SKIP, PICK_STOP, PICK_RUN };
+
+/* What compensation does at step `index` of *rec (both engines walk the steps backwards):
+ * PICK_SKIP — nothing to undo there; PICK_STOP — the compensation stops here for now, *rc being
+ * the result (a retry not due yet, or the saga sent to manual review: no compensator, attempts
+ * exhausted); PICK_RUN — *r is the attempt to make (its step copy compensating, attempts + 1). */
+static int comp_pick(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec, int index,
+                     comp_run *r, mv_code *rc, mv_err *err) {
+    *rc = MV_OK;
+    json_t *step = json_array_get(json_object_get(*rec, "steps"), (size_t)index);
+    if (!step_is(step, MV_STEP_COMMITTED) && !step_is(step, MV_STEP_COMPENSATION_FAILED))
+        return PICK_SKIP;
+    int64_t now;
+    if ((*rc = now_ms(e, &now, err))) return PICK_STOP;
+    json_t *next_at = json_object_get(step, "nextAttemptAt");
+    if (next_at && json_integer_value(next_at) > now) return PICK_STOP; /* not due yet */
+    const mv_saga_compensator *comp = find_compensator(def, mv_json_str(step, "name"));
     int max = max_attempts(def);
+    int attempts = (int)json_integer_value(json_object_get(step, "attempts"));
+    if (!comp || attempts >= max) {
+        if (!comp || !saga_is(*rec, MV_SAGA_MANUAL_REVIEW))
+            *rc = save_with(e, rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err);
+        return PICK_STOP;
+    }
+    *r = (comp_run){.e = e,
+                    .def = def,
+                    .comp = comp,
+                    .rec = rec,
+                    .index = index,
+                    .attempt = attempts + 1,
+                    .max = max};
+    if (!(r->step = json_deep_copy(step))) {
+        *rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        return PICK_STOP;
+    }
+    json_object_del(r->step, "errorCode");
+    json_object_del(r->step, "nextAttemptAt");
+    set_step_state(r->step, MV_STEP_COMPENSATING);
+    json_object_set_new(r->step, "attempts", json_integer(r->attempt));
+    return PICK_RUN;
+}
+
+/* Compensates *rec (loaded, definition checked). */
+static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
+                                 mv_abort *abort, mv_err *err) {
+    mv_code rc;
+    const char *id = mv_json_str(*rec, "sagaId");
+    char saga_id[129];
+    mv_strlcpy(saga_id, id, sizeof saga_id);
+    if (mv_abort_is_set(abort))
+        return mv_err_set(err, MV_ABORTED, "%s",
+                          abort->reason[0] ? abort->reason : "saga execution aborted");
+    bool go = false;
+    if ((rc = comp_prelude(e, rec, saga_id, &go, err)) || !go) return rc;
     for (int index = (int)json_array_size(json_object_get(*rec, "steps")) - 1; index >= 0;
          index--) {
         if (mv_abort_is_set(abort))
             return mv_err_set(err, MV_ABORTED, "%s",
                               abort->reason[0] ? abort->reason : "saga execution aborted");
-        json_t *step = json_array_get(json_object_get(*rec, "steps"), (size_t)index);
-        if (!step_is(step, MV_STEP_COMMITTED) && !step_is(step, MV_STEP_COMPENSATION_FAILED))
-            continue;
-        int64_t now;
-        if ((rc = now_ms(e, &now, err))) return rc;
-        json_t *next_at = json_object_get(step, "nextAttemptAt");
-        if (next_at && json_integer_value(next_at) > now) return MV_OK; /* not due yet */
-        const mv_saga_compensator *comp = find_compensator(def, mv_json_str(step, "name"));
-        if (!comp) return save_with(e, rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err);
-        int attempts = (int)json_integer_value(json_object_get(step, "attempts"));
-        if (attempts >= max) {
-            if (!saga_is(*rec, MV_SAGA_MANUAL_REVIEW))
-                return save_with(e, rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err);
-            return MV_OK;
-        }
-        comp_run r = {.e = e,
-                      .def = def,
-                      .comp = comp,
-                      .rec = rec,
-                      .index = index,
-                      .attempt = attempts + 1,
-                      .max = max};
-        r.step = json_deep_copy(step);
-        json_object_del(r.step, "errorCode");
-        json_object_del(r.step, "nextAttemptAt");
-        set_step_state(r.step, MV_STEP_COMPENSATING);
-        json_object_set_new(r.step, "attempts", json_integer(r.attempt));
+        comp_run r;
+        int pick = comp_pick(e, def, rec, index, &r, &rc, err);
+        if (pick == PICK_SKIP) continue;
+        if (pick == PICK_STOP) return rc;
         mv_effect_scope scope = {.observer = e->observer, .clock = e->clock};
         mv_effect_input in = {.effect_id = mv_json_str(r.step, "compensationEffectId"),
                               .capability = def->capability ? def->capability : "saga.compensate",
@@ -2102,38 +2133,12 @@ mv_code mv__saga_runner_step_end(mv__saga_runner *r, mv_code call_rc, json_t *re
 static mv_code comp_advance(mv__saga_runner *r, const mv__saga_comp_call **call, mv_err *err) {
     mv_saga_engine *e = r->e;
     mv_code rc;
-    int max = max_attempts(r->def);
     for (; r->comp_index >= 0; r->comp_index--) {
-        int index = r->comp_index;
-        json_t *step = json_array_get(json_object_get(r->rec, "steps"), (size_t)index);
-        if (!step_is(step, MV_STEP_COMMITTED) && !step_is(step, MV_STEP_COMPENSATION_FAILED))
-            continue;
-        int64_t now;
-        if ((rc = now_ms(e, &now, err))) return rc;
-        json_t *next_at = json_object_get(step, "nextAttemptAt");
-        if (next_at && json_integer_value(next_at) > now) return MV_OK; /* not due yet */
-        const mv_saga_compensator *comp = find_compensator(r->def, mv_json_str(step, "name"));
-        if (!comp) return save_with(e, &r->rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err);
-        int attempts = (int)json_integer_value(json_object_get(step, "attempts"));
-        if (attempts >= max) {
-            if (!saga_is(r->rec, MV_SAGA_MANUAL_REVIEW))
-                return save_with(e, &r->rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err);
-            return MV_OK;
-        }
-        r->comp = (comp_run){.e = e,
-                             .def = r->def,
-                             .comp = comp,
-                             .rec = &r->rec,
-                             .index = index,
-                             .attempt = attempts + 1,
-                             .max = max};
-        r->comp.step = json_deep_copy(step);
-        if (!r->comp.step) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        int pick = comp_pick(e, r->def, &r->rec, r->comp_index, &r->comp, &rc, err);
+        if (pick == PICK_SKIP) continue;
+        if (pick == PICK_STOP) return rc;
+        const mv_saga_compensator *comp = r->comp.comp;
         r->comp_live = true;
-        json_object_del(r->comp.step, "errorCode");
-        json_object_del(r->comp.step, "nextAttemptAt");
-        set_step_state(r->comp.step, MV_STEP_COMPENSATING);
-        json_object_set_new(r->comp.step, "attempts", json_integer(r->comp.attempt));
         r->c = (mv_effect_context){.effect_id = mv_json_str(r->comp.step, "compensationEffectId"),
                                    .capability =
                                        r->def->capability ? r->def->capability : "saga.compensate",
@@ -2178,25 +2183,9 @@ static mv_code comp_over(mv__saga_runner *r, mv_code lrc, mv_err *err) {
 
 /* compensate_loaded's prelude; then the first call. */
 static mv_code comp_begin(mv__saga_runner *r, const mv__saga_comp_call **call, mv_err *err) {
-    mv_saga_engine *e = r->e;
-    mv_code rc;
-    if (saga_is(r->rec, MV_SAGA_COMPLETED) || saga_is(r->rec, MV_SAGA_COMPENSATED)) return MV_OK;
-    json_t *steps = json_object_get(r->rec, "steps");
-    for (size_t i = 0; i < json_array_size(steps); i++) {
-        json_t *s = json_array_get(steps, i);
-        if (step_is(s, MV_STEP_AMBIGUOUS) || step_is(s, MV_STEP_EXECUTING) ||
-            step_is(s, MV_STEP_COMPENSATING)) {
-            char name[129];
-            mv_strlcpy(name, mv_json_str(s, "name"), sizeof name);
-            if (!saga_is(r->rec, MV_SAGA_MANUAL_REVIEW) &&
-                (rc = save_with(e, &r->rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err)))
-                return rc;
-            return ambiguous(r->saga_id, name, err);
-        }
-    }
-    if (!saga_is(r->rec, MV_SAGA_COMPENSATING) &&
-        (rc = save_with(e, &r->rec, MV_SAGA_COMPENSATING, 0, NULL, err)))
-        return rc;
+    bool go = false;
+    mv_code rc = comp_prelude(r->e, &r->rec, r->saga_id, &go, err);
+    if (rc || !go) return rc;
     r->comp_index = (int)json_array_size(json_object_get(r->rec, "steps")) - 1;
     return comp_advance(r, call, err);
 }
