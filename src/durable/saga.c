@@ -57,8 +57,8 @@ struct mv_saga_ctx {
 
 /* A new saga holds its runner lease from the first statement. */
 #define INSERT_SAGA                                                                                \
-    "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, " \
-    "created_at, updated_at, version, tenant_id, runner_id, runner_expires_at) "                   \
+    "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, "             \
+    "max_attempts, created_at, updated_at, version, tenant_id, runner_id, runner_expires_at) "     \
     "VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1, ?, ?, ?)"
 static const char SQL_INSERT_SAGA[] = INSERT_SAGA " ON CONFLICT DO NOTHING";
 /* PostgreSQL: the same INSERT sent blind (BEGIN, INSERT and COMMIT in one flush); a saga id
