@@ -109,12 +109,12 @@ static const char SQL_UPDATE_STEP[] = UPDATE_STEP;
     "CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "        \
     "CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), " \
     "CAST(? AS BIGINT) FROM s RETURNING 1)"
-#define PG_E                                                                                       \
+#define PG_E_INSERT                                                                                \
     "e AS (INSERT INTO effects (effect_id, capability, target, digest, tenant_id, principal_id, "  \
     "state, error_code, created_at, updated_at, version) SELECT CAST(? AS TEXT), CAST(? AS "       \
-    "TEXT), "                                                                                      \
-    "CAST(? AS TEXT), NULL, NULL, NULL, 'executing', NULL, CAST(? AS BIGINT), CAST(? AS BIGINT), " \
-    "2 FROM s ON CONFLICT DO NOTHING RETURNING 1)"
+    "TEXT), CAST(? AS TEXT), NULL, NULL, NULL, 'executing', NULL, CAST(? AS BIGINT), "             \
+    "CAST(? AS BIGINT), 2 FROM s"
+#define PG_E PG_E_INSERT " ON CONFLICT DO NOTHING RETURNING 1)"
 #define PG_COUNT(x) "(SELECT count(*) FROM " x ")"
 /* a step's start */
 static const char SQL_PG_SAVE_START[] =
@@ -130,19 +130,24 @@ static const char SQL_PG_SAVE_COMMIT[] =
     " SELECT " PG_COUNT("s") ", " PG_COUNT("u") ", " PG_COUNT("c") ", 1, 1";
 /* The same saves sent blind (mv_stmt_exec_later), so BEGIN, the save and COMMIT go in one flush:
  * instead of a result row, the statement's own INSERT fails when any part did not change exactly
- * its one row — it inserts a saga whose saga_id is NULL, a not-null violation that writes
- * nothing and fails the transaction at its COMMIT. The caller then rolls back and runs the save
- * again with SQL_PG_SAVE_*, whose result says which part it was. */
+ * its one row — it inserts a step row whose saga_id is NULL, a not-null violation that writes
+ * nothing and fails the transaction at its COMMIT (saga_steps: the table with the fewest indexes
+ * for the executor to open). The caller then rolls back and runs the save again with
+ * SQL_PG_SAVE_*, whose result says which part it was. The new effect is a plain INSERT here: an
+ * effect id already taken fails the transaction too (its unique violation), and the precise
+ * statement's ON CONFLICT DO NOTHING then reports it — no speculative insertion on the hot path. */
 #define PG_GUARD(parts, n)                                                                         \
-    " INSERT INTO sagas (saga_id) SELECT CAST(NULL AS TEXT) WHERE " parts " <> " #n
+    " INSERT INTO saga_steps (saga_id, idx, created_at, updated_at) SELECT CAST(NULL AS TEXT), "   \
+    "0, 0, 0 WHERE " parts " <> " #n
+#define PG_E_BLIND PG_E_INSERT " RETURNING 1)"
 static const char SQL_PG_BLIND_START[] =
     "WITH " PG_S ", " PG_I
-    ", " PG_E PG_GUARD(PG_COUNT("s") " + " PG_COUNT("i") " + " PG_COUNT("e"), 3);
+    ", " PG_E_BLIND PG_GUARD(PG_COUNT("s") " + " PG_COUNT("i") " + " PG_COUNT("e"), 3);
 static const char SQL_PG_BLIND_COMMIT_START[] =
     "WITH " PG_S ", " PG_U ", " PG_C ", " PG_I
-    ", " PG_E PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c") " + " PG_COUNT(
-                           "i") " + " PG_COUNT("e"),
-                       5);
+    ", " PG_E_BLIND PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c") " + " PG_COUNT(
+                                 "i") " + " PG_COUNT("e"),
+                             5);
 static const char SQL_PG_BLIND_COMMIT[] =
     "WITH " PG_S ", " PG_U
     ", " PG_C PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c"), 3);
