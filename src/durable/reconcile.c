@@ -17,10 +17,12 @@
 
 #define MAX_LIMIT 1000
 
+/* The states named literally as well: the scan index is partial over them (migration 12). */
 const char mv_sql_scan_effects[] =
     "SELECT effect_id, capability, state, updated_at FROM effects "
-    "WHERE state = ? AND updated_at <= ? AND updated_at >= ? AND (updated_at > ? OR effect_id > ?) "
-    "ORDER BY updated_at, effect_id LIMIT ?";
+    "WHERE state = ? AND state IN ('admission', 'executing', 'unknown') AND updated_at <= ? "
+    "AND updated_at >= ? AND (updated_at > ? OR effect_id > ?) ORDER BY updated_at, effect_id "
+    "LIMIT ?";
 /* The fifth column: the first step in doubt of the saga's step rows (migration 10) as
  * "state effectId compensationEffectId name" (tokens hold no spaces), NULL when there is none; the
  * third: a document written before migration 10, "[]" after it. Sagas are read in (created_at, id)

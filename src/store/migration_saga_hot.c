@@ -11,6 +11,13 @@
  * (staleness, a runner-less saga's quiet time) on the rows they read. The only saves that still
  * touch an index are those that change the state (the end of a run, compensation, manual review).
  *
+ * Each step is also an effect in the journal, inserted executing and updated to committed: a
+ * change of state, so never a HOT update, and the effects' scan index (state, updated_at, id) got
+ * an entry for both versions. That index serves only the effect reconciliation scan, which reads
+ * the states admission, executing and unknown; it becomes a partial index over those states (the
+ * scan names them literally, so both planners prove it usable), and a committed or failed effect
+ * leaves it: one B-tree write less per step, and an index the size of what is in flight.
+ *
  * PostgreSQL also leaves room on each heap page (fillfactor) so a row's new versions fit beside
  * it: a HOT update must stay on its page. SQLite has no such setting and needs none (an UPDATE
  * rewrites only the indexes over the columns it changes). */
@@ -18,7 +25,10 @@
 
 #define SAGA_SCAN_INDEX                                                                            \
     "DROP INDEX sagas_state_updated;"                                                              \
-    "CREATE INDEX sagas_state_created ON sagas (state, created_at, saga_id);"
+    "CREATE INDEX sagas_state_created ON sagas (state, created_at, saga_id);"                      \
+    "DROP INDEX effects_state_updated;"                                                            \
+    "CREATE INDEX effects_state_updated ON effects (state, updated_at, effect_id)"                 \
+    " WHERE state IN ('admission', 'executing', 'unknown');"
 
 const mv_migration mv_migration_saga_hot = {
     .version = 12,

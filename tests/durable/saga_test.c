@@ -1520,6 +1520,20 @@ static mv_code to_version_11_fn(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
+static const char SQL_PG_EFFECTS_INDEX[] =
+    "SELECT indexdef FROM pg_indexes WHERE indexname = 'effects_state_updated'";
+static const char SQL_SQLITE_EFFECTS_INDEX[] =
+    "SELECT sql FROM sqlite_master WHERE name = 'effects_state_updated'";
+
+static mv_code effects_index_fn(mv_db *db, void *ctx, mv_err *err) {
+    mv_stmt *st;
+    bool pg = mv_db_kind(db) == MV_STORE_POSTGRES;
+    mv_code rc = mv_db_row(db, pg ? SQL_PG_EFFECTS_INDEX : SQL_SQLITE_EFFECTS_INDEX, &st, err, "");
+    if (!rc && st) snprintf(ctx, 512, "%s", mv_stmt_text(st, 0));
+    mv_stmt_done(st);
+    return rc;
+}
+
 static mv_code fillfactor_fn(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_row(db, SQL_PG_FILLFACTOR, &st, err, "");
@@ -1555,6 +1569,9 @@ STORE_TEST(migration_12_on_a_version_11_store_keeps_every_saga_findable_in_creat
     for (int i = 0; i < after.n; i++)
         CHECK(strcmp(after.names[i], "updated_at") != 0);
     CHECK_INT(after.n, before.n - 1);
+    char ix[512] = ""; /* the effects' scan index: only the states reconciliation reads */
+    CHECK_CODE(mv_store_read(s, effects_index_fn, ix, &err), MV_OK, &err);
+    CHECK(strstr(ix, "WHERE") && strstr(ix, "'executing'") && !strstr(ix, "'committed'"));
     if (strcmp(kind, "postgres") == 0) {
         char opts[64] = "";
         CHECK_CODE(mv_store_read(s, fillfactor_fn, opts, &err), MV_OK, &err);
