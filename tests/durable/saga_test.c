@@ -1499,26 +1499,8 @@ STORE_TEST(reconcile_pages_sagas_in_creation_order_and_a_save_between_pages_move
     mv_store_close(s);
 }
 
-/* The store a release before 12 left: migrations 1..11 as mv_store_migrate applies them. */
-static const char SQL_SCHEMA_VERSION_TABLE[] =
-    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-    "applied_at BIGINT NOT NULL)";
-static const char SQL_RECORD_VERSION[] =
-    "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, 1)";
 static const char SQL_PG_FILLFACTOR[] =
     "SELECT COALESCE(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname = 'sagas'";
-
-static mv_code to_version_11_fn(mv_db *db, void *ctx, mv_err *err) {
-    (void)ctx;
-    bool pg = mv_db_kind(db) == MV_STORE_POSTGRES;
-    mv_code rc = mv_db_exec(db, SQL_SCHEMA_VERSION_TABLE, err);
-    for (int i = 0; rc == MV_OK && mv_migrations[i] && mv_migrations[i]->version <= 11; i++) {
-        const mv_migration *m = mv_migrations[i];
-        if ((rc = mv_db_exec(db, pg ? m->postgres_sql : m->sqlite_sql, err)) == MV_OK)
-            rc = mv_db_execf(db, SQL_RECORD_VERSION, NULL, err, "is", (int64_t)m->version, m->name);
-    }
-    return rc;
-}
 
 static const char SQL_PG_EFFECTS_INDEX[] =
     "SELECT indexdef FROM pg_indexes WHERE indexname = 'effects_state_updated'";
@@ -1548,7 +1530,7 @@ STORE_TEST(migration_12_on_a_version_11_store_keeps_every_saga_findable_in_creat
     mv_store *s = NULL;
     mv_err err = {0};
     REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
-    REQUIRE(mv_store_write(s, to_version_11_fn, NULL, &err) == MV_OK);
+    REQUIRE(test_store_migrate_to(s, 11, &err) == MV_OK); /* a release before 12 */
     int v = 0, applied = 0, later = 0;
     CHECK_CODE(mv_store_schema_version(s, &v, &err), MV_OK, &err);
     CHECK_INT(v, 11);
