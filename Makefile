@@ -114,7 +114,8 @@ asan:
 # claim races, sagas under concurrent runners, the change log) under ThreadSanitizer.
 TSAN_TESTS := store/group_commit_test store/store_test store/pipeline_test http/work_pool_test \
     http/server_test http/server_later_test deliver/loop_test message/claim_test \
-    message/action_loop_test message/changes_test durable/saga_test durable/saga_async_test
+    message/action_loop_test message/create_loop_test message/changes_test durable/saga_test \
+    durable/saga_async_test
 
 tsan:
 	@$(MAKE) --no-print-directory BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" \

@@ -1,8 +1,9 @@
 /* slow_hook.c — a webhook receiver that takes its time, for the hostile-load benchmark (`make
- * bench`): every request is answered 200 `null` after --delay-ms (default 3000), one thread per
- * connection, keep-alive. Prints {"port": N} on stdout once listening, then serves until killed.
+ * bench`): every request is answered 200 `null` (or --body JSON: a prepare hook's item) after
+ * --delay-ms (default 3000), one thread per connection, keep-alive. Prints {"port": N} on stdout
+ * once listening, then serves until killed.
  *
- * Usage: slow_hook [--delay-ms MS] */
+ * Usage: slow_hook [--delay-ms MS] [--body JSON] */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 static int delay_ms = 3000;
+static char reply[1024] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                          "Content-Length: 4\r\n\r\nnull";
 
 static void *serve(void *arg) {
     int fd = (int)(intptr_t)arg;
@@ -40,9 +43,7 @@ static void *serve(void *arg) {
         memmove(buf, buf + head + body, len - head - body);
         len -= head + body;
         usleep((useconds_t)delay_ms * 1000);
-        static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                    "Content-Length: 4\r\n\r\nnull";
-        if (send(fd, reply, sizeof reply - 1, MSG_NOSIGNAL) < 0) goto done;
+        if (send(fd, reply, strlen(reply), MSG_NOSIGNAL) < 0) goto done;
     }
 done:
     close(fd);
@@ -51,7 +52,13 @@ done:
 
 int main(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i += 2)
-        if (!strcmp(argv[i], "--delay-ms")) delay_ms = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--delay-ms"))
+            delay_ms = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--body"))
+            snprintf(reply, sizeof reply,
+                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     strlen(argv[i + 1]), argv[i + 1]);
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET};
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);

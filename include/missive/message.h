@@ -99,9 +99,10 @@ typedef struct mv_service_options {
     void (*on_payment_compensation_failure)(void *ctx, const mv_payment_failure *ev);
     void *hook_ctx;
     const mv_webhook_config *webhook; /* prepare and handler webhooks; NULL = defaults, unsigned */
-    /* Optional, borrowed: webhook action handlers wait on this loop instead of on a thread, and
-     * their lease is extended by its timer (see mv_action_start). Must outlive the service's
-     * last action. NULL: handlers call out on the caller's thread. */
+    /* Optional, borrowed: webhook action handlers (and payment handlers of the webhook provider)
+     * wait on this loop instead of on a thread, their lease extended by its timer (see
+     * mv_action_start), and so do creates started with mv_message_create_start. Must outlive the
+     * service's last action and create. NULL: every call is made on the caller's thread. */
     mv_loop *loop;
     mv_handler_runner handlers; /* runs handlers of other kinds (none today) */
     mv_approvals *approvals;    /* actions with "approval"; NULL = such actions fail */
@@ -159,6 +160,33 @@ typedef struct mv_create_request {
  * (may be NULL) is true when the answer is a replay of an earlier request. */
 mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t **messages,
                           bool *replayed, mv_err *err);
+
+/* createMessage in rounds, for a server that must not hold a thread while a prepare webhook or
+ * the webhook payment provider (mv_payment_webhook_new) answers: with the service's loop, the
+ * reservation is taken here, then the prepare call, each paid item's session call and, after a
+ * failure, each compensating expire wait on the loop, while the local work between them (and the
+ * persist) runs in rounds on env->submit's threads. Same calls, keys, order, records and errors as
+ * mv_message_create; a C prepare function or C payment provider is called in a round. When the
+ * work went to the loop, *started is true, MV_OK is returned and env->done runs exactly once —
+ * later, or before this returns — with what mv_message_create would have returned (messages: a
+ * new reference, NULL on failure; never a replay). Otherwise (a replay, an error before any work,
+ * no loop) *started is false and the answer is here. A call the loop abandons at shutdown fails
+ * the create with MV_DRAINING (the key is left to its lease); an expire it abandons is made
+ * again on a thread. req and what it points to must stay valid until env->done has run. */
+typedef void (*mv_create_done)(void *ctx, mv_code rc, json_t *messages, const mv_err *err);
+typedef struct mv_create_async {
+    /* runs fn(arg) soon on a thread that may block, never on the loop's and never inline */
+    void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
+    void *submit_ctx;
+    mv_create_done done;
+    void *done_ctx;
+} mv_create_async;
+mv_code mv_message_create_start(mv_service *svc, const mv_create_request *req,
+                                const mv_create_async *env, bool *started, json_t **messages,
+                                bool *replayed, mv_err *err);
+/* True when a create of this template may call out on the service's loop (a prepare webhook, or
+ * the webhook payment provider): worth mv_message_create_start. */
+bool mv_message_create_calls_out(mv_service *svc, const char *template_cd);
 
 /* Normalises a client request id: NULL → none (out[0] = 0); not a string →
  * "clientRequestId must be a string when provided"; trimmed empty → "…non-empty string after

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/work_pool.h"
 #include "missive/error.h"
 
 /* ---- arena ------------------------------------------------------------------------------- */
@@ -128,6 +129,18 @@ void mv_http_later_cancel(mv_http_later *later);
  * loop in several rounds); job must stay valid until it starts. The request stays in flight. */
 struct mv__job;
 void mv_http_later_run(mv_http_later *later, struct mv__job *job);
+/* Work answered later in rounds between calls on the loop (a saga's steps, a create's prepare and
+ * payment calls), one round queued at a time, so one record serves them all: keep one in the
+ * request's arena with `later` set, and pass mv_http_later_submit with it wherever a submit
+ * function is asked for (mv_saga_async, mv_action_request, mv_create_async). */
+typedef struct mv_http_later_rounds {
+    struct mv__job job;
+    void (*fn)(void *arg);
+    void *arg;
+    mv_http_later *later;
+} mv_http_later_rounds;
+/* Queues fn(arg) on the write pool through rounds (an mv_http_later_rounds). */
+void mv_http_later_submit(void *rounds, void (*fn)(void *arg), void *arg);
 
 /* ---- server ------------------------------------------------------------------------------ */
 

@@ -195,30 +195,12 @@ static void answer_saga(mv_http_response *res, mv_code rc, json_t *record, const
  * arena (the request lives until it is answered). At most one job of a run is queued at a time,
  * so one job record serves them all. */
 typedef struct saga_call {
-    mv__job job;
-    void (*fn)(void *arg);
-    void *arg;
-    mv_http_later *later;
+    mv_http_later_rounds rounds; /* its jobs; rounds.later the answer */
     bool compensating;
     mv_code rc;
     json_t *record;
     mv_err err;
 } saga_call;
-
-static void saga_job(mv__job *job) {
-    saga_call *c = (saga_call *)job;
-    void (*fn)(void *) = c->fn;
-    void *arg = c->arg;
-    fn(arg); /* may queue the next job through c */
-}
-
-static void saga_submit(void *ctx, void (*fn)(void *arg), void *arg) {
-    saga_call *c = ctx;
-    c->fn = fn;
-    c->arg = arg;
-    c->job.run = saga_job;
-    mv_http_later_run(c->later, &c->job);
-}
 
 static void saga_then(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
@@ -231,7 +213,7 @@ static void saga_done(void *ctx, mv_code rc, json_t *record, const mv_err *err) 
     c->rc = rc;
     c->record = record;
     mv_err_copy(&c->err, err);
-    mv_http_later_done(c->later, saga_then, c);
+    mv_http_later_done(c->rounds.later, saga_then, c);
 }
 
 /* A saga call on the loop when the server and the definition allow it: the later answer taken,
@@ -244,9 +226,9 @@ static saga_call *saga_on_loop(mv_http_request *req, const mv_saga_definition *d
     if (!c) return NULL;
     memset(c, 0, sizeof *c);
     /* taken before the start: the run may end before the start returns */
-    if (!(c->later = mv_http_answer_later(req))) return NULL;
-    *env =
-        (mv_saga_async){.loop = r->loop, .submit = saga_submit, .submit_ctx = c, .stop = r->stop};
+    if (!(c->rounds.later = mv_http_answer_later(req))) return NULL;
+    *env = (mv_saga_async){
+        .loop = r->loop, .submit = mv_http_later_submit, .submit_ctx = &c->rounds, .stop = r->stop};
     return c;
 }
 
@@ -281,7 +263,7 @@ static void start_saga(mv_http_request *req, mv_http_response *res, void *app) {
                                       input ? input : json_null(), saga_done, c, &started, &record,
                                       &replayed, &err);
         if (started) return; /* answered by saga_then */
-        mv_http_later_cancel(c->later);
+        mv_http_later_cancel(c->rounds.later);
     } else {
         rc = mv_saga_start_in(r->engine, req->principal->tenant, def, saga_id,
                               input ? input : json_null(), NULL, &record, &replayed, &err);
@@ -346,7 +328,7 @@ static void run_saga(mv_http_request *req, mv_http_response *res, saga_run_fn ru
         rc = mv_saga_book_run_async(r->engine, def, &env, mv_http_param(req, "id"), compensating,
                                     saga_done, c, &started, &record, &err);
         if (started) return; /* answered by saga_then */
-        mv_http_later_cancel(c->later);
+        mv_http_later_cancel(c->rounds.later);
     } else {
         rc = run(r->engine, def, mv_http_param(req, "id"), NULL, &record, &err);
     }

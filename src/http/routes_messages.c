@@ -60,6 +60,67 @@ static mv_code check_action(const mv_http_request *req, mv_err *err) {
     return MV_OK;
 }
 
+/* A create whose prepare webhook or payment calls wait on the loop (mv_message_create_start). */
+typedef struct create_call {
+    mv_http_later_rounds rounds;
+    mv_user user;
+    mv_create_request cr;
+    mv_code rc;
+    json_t *messages;
+    mv_err err;
+} create_call;
+
+static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
+                          const mv_err *err) {
+    if (rc != MV_OK) {
+        mv_http_error(res, err);
+        return;
+    }
+    if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
+    mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
+}
+
+static void create_then(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    create_call *c = ctx;
+    answer_create(res, c->rc, c->messages, false, &c->err);
+}
+
+/* The create's last round (on the write pool, or before the start returned). */
+static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err) {
+    create_call *c = ctx;
+    c->rc = rc;
+    c->messages = messages;
+    mv_err_copy(&c->err, err);
+    mv_http_later_done(c->rounds.later, create_then, c);
+}
+
+/* A create that may call out, run on the loop and answered later; false (nothing done) when the
+ * server cannot answer later or the template calls nothing outside. */
+static bool create_on_loop(mv_http_request *req, mv_http_response *res,
+                           const mv_create_request *cr) {
+    mv_message_routes *r = req->route_ctx;
+    if (!req->server_ctx || !mv_message_create_calls_out(r->service, cr->template_cd)) return false;
+    create_call *c = mv_arena_alloc(req->arena, sizeof *c);
+    if (!c) return false;
+    memset(c, 0, sizeof *c);
+    c->user = *cr->user;
+    c->cr = *cr;
+    c->cr.user = &c->user;
+    /* taken before the start: the create may end before the start returns */
+    if (!(c->rounds.later = mv_http_answer_later(req))) return false;
+    mv_create_async env = {mv_http_later_submit, &c->rounds, create_done, c};
+    json_t *messages = NULL;
+    bool started = false, replayed = false;
+    mv_err err = {0};
+    mv_code rc =
+        mv_message_create_start(r->service, &c->cr, &env, &started, &messages, &replayed, &err);
+    if (started) return true; /* answered by create_then */
+    mv_http_later_cancel(c->rounds.later);
+    answer_create(res, rc, messages, replayed, &err);
+    return true;
+}
+
 /* ---- handlers ----------------------------------------------------------------------------- */
 
 static void create_message(mv_http_request *req, mv_http_response *res, void *app) {
@@ -98,6 +159,7 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
                             .user = &user,
                             .payload = payload,
                             .client_request_id = body_id ? body_id : header_id};
+    if (create_on_loop(req, res, &cr)) return;
     json_t *messages = NULL;
     bool replayed = false;
     if (mv_message_create(r->service, &cr, &messages, &replayed, &err) != MV_OK) {
@@ -266,13 +328,10 @@ static void answer_action(mv_message_routes *r, mv_http_response *res, mv_code r
 /* An action whose handler waits on the loop: what the completion needs, in the request's arena
  * (the request lives until it is answered). */
 typedef struct action_call {
-    mv__job job; /* a saga handler's rounds (one queued at a time) */
-    void (*fn)(void *arg);
-    void *arg;
+    mv_http_later_rounds rounds; /* a saga handler's rounds; rounds.later the answer */
     mv_message_routes *r;
     mv_user user;
     mv_action_request ar;
-    mv_http_later *later;
     mv_action_pending *pending;
 } action_call;
 
@@ -286,26 +345,10 @@ static void action_then(mv_http_request *req, mv_http_response *res, void *ctx) 
     answer_action(c->r, res, rc, result, &err);
 }
 
-/* A round of a saga handler on the write pool, the request still suspended. */
-static void action_job(mv__job *job) {
-    action_call *c = (action_call *)job;
-    void (*fn)(void *) = c->fn;
-    void *arg = c->arg;
-    fn(arg); /* may queue the next round through c */
-}
-
-static void action_submit(void *ctx, void (*fn)(void *arg), void *arg) {
-    action_call *c = ctx;
-    c->fn = fn;
-    c->arg = arg;
-    c->job.run = action_job;
-    mv_http_later_run(c->later, &c->job);
-}
-
 /* On the loop's thread: must not block, so it only queues action_then. */
 static void action_wake(void *ctx) {
     action_call *c = ctx;
-    mv_http_later_done(c->later, action_then, c);
+    mv_http_later_done(c->rounds.later, action_then, c);
 }
 
 static void handle_action(mv_http_request *req, mv_http_response *res, void *app) {
@@ -332,16 +375,16 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     json_t *result = NULL;
     mv_err err = {0};
     /* taken before the start: the call may finish before mv_action_start returns */
-    c->later = mv_http_answer_later(req);
-    if (c->later) {
-        c->ar.submit = action_submit;
-        c->ar.submit_ctx = c;
+    c->rounds.later = mv_http_answer_later(req);
+    if (c->rounds.later) {
+        c->ar.submit = mv_http_later_submit;
+        c->ar.submit_ctx = &c->rounds;
     }
-    mv_code rc =
-        c->later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending, &result, &err)
-                 : mv_action_handle(r->service, &c->ar, &result, &err);
+    mv_code rc = c->rounds.later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,
+                                                   &result, &err)
+                                 : mv_action_handle(r->service, &c->ar, &result, &err);
     if (rc == MV_OK && c->pending) return; /* answered by action_then */
-    if (c->later) mv_http_later_cancel(c->later);
+    if (c->rounds.later) mv_http_later_cancel(c->rounds.later);
     answer_action(r, res, rc, result, &err);
 }
 

@@ -362,6 +362,21 @@ void mv_http_later_run(mv_http_later *later, mv__job *job) {
     mv__work_pool_submit(((conn_request *)later)->srv->writes, job);
 }
 
+static void later_round(mv__job *job) {
+    mv_http_later_rounds *l = (mv_http_later_rounds *)job;
+    void (*fn)(void *) = l->fn;
+    void *arg = l->arg;
+    fn(arg); /* may queue the next round through l */
+}
+
+void mv_http_later_submit(void *rounds, void (*fn)(void *arg), void *arg) {
+    mv_http_later_rounds *l = rounds;
+    l->fn = fn;
+    l->arg = arg;
+    l->job.run = later_round;
+    mv_http_later_run(l->later, &l->job);
+}
+
 void mv_http_later_cancel(mv_http_later *later) {
     conn_request *cr = (conn_request *)later;
     cr->req.answer_later = false;

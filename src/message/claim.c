@@ -149,6 +149,12 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
 
 /* ---- handler ----------------------------------------------------------------------------- */
 
+/* A payment handler's result: {paymentSession, operation}. */
+static void payment_result(action_job *j) {
+    j->result = json_pack("{s:s,s:s}", "paymentSession", mv_json_str(j->message, "paymentSession"),
+                          "operation", j->action->handler_target);
+}
+
 static mv_code run_payment(action_job *j, mv_err *err) {
     const mv_payment_provider *p = j->svc->o.payment;
     const char *session = mv_json_str(j->message, "paymentSession");
@@ -156,9 +162,7 @@ static mv_code run_payment(action_job *j, mv_err *err) {
     bool refund = strcmp(j->action->handler_target, "refund") == 0;
     mv_code rc = refund ? (p->refund_payment ? p->refund_payment(p->ctx, session, err) : MV_OK)
                         : (p->expire_session ? p->expire_session(p->ctx, session, err) : MV_OK);
-    if (rc == MV_OK)
-        j->result = json_pack("{s:s,s:s}", "paymentSession", session, "operation",
-                              j->action->handler_target);
+    if (rc == MV_OK) payment_result(j);
     return rc;
 }
 
@@ -552,6 +556,14 @@ static void handler_done(void *ctx, mv_code rc, mv_webhook_response *res, const 
     p->wake(p->wake_ctx);
 }
 
+/* A payment handler's call (the webhook provider's refund or expire) finished on the loop. */
+static void payment_done(void *ctx, mv_code rc, mv_webhook_response *res, const mv_err *e) {
+    mv_action_pending *p = ctx;
+    p->hrc = mv__payment_webhook_outcome(rc, res, e, NULL, &p->herr);
+    if (p->hrc == MV_OK) payment_result(&p->j);
+    p->wake(p->wake_ctx);
+}
+
 /* A saga handler's end (on a submit thread, or at once when nothing ran): keep the outcome and
  * wake the caller, as handler_done does for a webhook. */
 static void saga_handler_done(void *ctx, mv_code rc, json_t *result, const mv_err *e) {
@@ -562,14 +574,17 @@ static void saga_handler_done(void *ctx, mv_code rc, json_t *result, const mv_er
     p->wake(p->wake_ctx);
 }
 
-/* Whether this action's handler is a webhook, or a book's saga with a submit function, that can
- * wait on the loop. */
+/* Whether this action's handler is a webhook, a call to the webhook payment provider for the
+ * message's session, or a book's saga with a submit function, that can wait on the loop. */
 static bool runs_on_loop(action_job *j) {
     mv_action_fn custom;
     void *custom_ctx;
-    bool kind = j->action->handler == MV_HANDLER_WEBHOOK ||
-                (j->action->handler == MV_HANDLER_SAGA && j->req->submit &&
-                 mv__saga_action_on_loop(j->svc, j->action->handler_target));
+    bool kind =
+        j->action->handler == MV_HANDLER_WEBHOOK ||
+        (j->action->handler == MV_HANDLER_PAYMENT && mv__payment_is_webhook(j->svc->o.payment) &&
+         mv_json_str(j->message, "paymentSession")) ||
+        (j->action->handler == MV_HANDLER_SAGA && j->req->submit &&
+         mv__saga_action_on_loop(j->svc, j->action->handler_target));
     return j->svc->o.loop && kind &&
            !mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &custom,
                                  &custom_ctx);
@@ -596,6 +611,13 @@ static mv_code claim_and_start(mv_action_pending *p, mv_err *err) {
             mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
             rc = mv__saga_action_start(j->svc, j->action->handler_target, &in, j->req->submit,
                                        j->req->submit_ctx, saga_handler_done, p, &p->herr);
+        } else if (rc == MV_OK && j->action->handler == MV_HANDLER_PAYMENT) {
+            mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
+            mv__payment_call c = {.op = strcmp(j->action->handler_target, "refund") == 0 ? "refund"
+                                                                                         : "expire",
+                                  .session = mv_json_str(j->message, "paymentSession")};
+            rc = mv__payment_webhook_start(j->svc->o.payment, j->svc->o.loop, &c, payment_done, p,
+                                           &p->herr);
         } else if (rc == MV_OK) {
             rc = mv__webhook_handler_start(j->svc, j->action->handler_target, &in, handler_done, p,
                                            &p->herr);

@@ -10,9 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/callctx.h"
 #include "base/strbuf.h"
 #include "message/inbox_internal.h"
 #include "message/request.h"
+
+typedef enum {
+    CALL_NONE,
+    CALL_PREPARE, /* the prepare hook (C or webhook) */
+    CALL_SESSION, /* the payment provider's create_session for the item being built */
+    CALL_EXPIRE   /* its expire_session for a session being compensated */
+} call_kind;
 
 typedef struct create_job {
     mv_service *svc;
@@ -26,6 +34,27 @@ typedef struct create_job {
     const json_t *payload;
     json_t *docs;     /* built documents */
     json_t *sessions; /* payment session ids opened so far, in order */
+    /* the build as steps between calls (see step()) */
+    int at;              /* the next step */
+    bool build_only;     /* stop when the documents are built (the one-transaction path) */
+    bool on_loop;        /* the daemon's driver: build_and_persist only sets the steps up, */
+    bool deferred;       /* and did */
+    json_t *empty;       /* the payload when the request has none */
+    call_kind call;      /* the call the steps wait for */
+    char key[65];        /* its Idempotency-Key (prepare, session) */
+    mv_prepare_input in; /* the prepare call's input */
+    json_t *items;       /* the prepare answer (as an array once checked) */
+    size_t next;         /* the item being built, then the session being expired */
+    json_t *doc;         /* the item's document, waiting for its payment session */
+    const char *payment_cd;
+    mv_code call_rc;    /* the call's outcome, */
+    mv_err call_err;    /* its error, */
+    json_t *call_items; /* a prepare's answer, */
+    char *call_session; /* a session's id */
+    mv_code failed_rc;  /* what failed the build or the persist */
+    mv_err failure;
+    mv_code rc; /* the create's outcome, once the steps are over */
+    mv_err err;
 } create_job;
 
 mv_code mv_client_request_id_normalize(const json_t *value, char out[129], mv_err *err) {
@@ -75,41 +104,42 @@ static json_t *declarative_item(const mv_template *t, const json_t *data, const 
     return item;
 }
 
-static mv_code run_prepare(create_job *job, json_t **items, mv_err *err) {
-    mv_service *svc = job->svc;
+/* The prepare call's input and key; true when a hook (C or webhook) must be called. */
+static mv_code prepare_begin(create_job *job, bool *hook, mv_err *err) {
     const mv_template *t = job->tpl;
-    mv_prepare_fn fn = NULL;
-    void *ctx = NULL;
-    *items = NULL;
-    char key[65];
     if (job->crid[0]) {
         char material[1024];
         snprintf(material, sizeof material, "prepare\n%s\n%s\n%s\n%s", job->scope.owner,
                  t->template_cd, job->crid, job->scope.fingerprint);
-        mv_sha256_hex(material, strlen(material), key);
+        mv_sha256_hex(material, strlen(material), job->key);
     } else {
         char uuid[37];
         mv_code rc = mv_id_uuid(uuid, err);
         if (rc != MV_OK) return rc;
-        mv_strlcpy(key, uuid, sizeof key);
+        mv_strlcpy(job->key, uuid, sizeof job->key);
     }
-    mv_prepare_input in = {t->template_cd, job->req->user, job->payload, key};
-    bool custom = mv__svc_find_prepare(svc, t->template_cd, &fn, &ctx);
-    if (custom || t->prepare == MV_PREPARE_WEBHOOK) {
-        mv_code rc = custom ? fn(ctx, &in, items, err)
-                            : mv__webhook_prepare(svc, t->prepare_webhook, &in, items, err);
-        if (rc != MV_OK) return rc;
-        if (*items && !json_is_null(*items) && !json_is_object(*items) && !json_is_array(*items)) {
-            json_decref(*items);
-            *items = NULL;
-            return mv_err_set(err, MV_PREPARE_FAILED,
-                              "prepare for template \"%s\" returned neither null, an item nor an "
-                              "array of items",
-                              t->template_cd);
-        }
-        return MV_OK;
-    }
+    job->in = (mv_prepare_input){t->template_cd, job->req->user, job->payload, job->key};
+    mv_prepare_fn fn;
+    void *ctx;
+    *hook = mv__svc_find_prepare(job->svc, t->template_cd, &fn, &ctx) ||
+            t->prepare == MV_PREPARE_WEBHOOK;
+    return MV_OK;
+}
+
+/* A hook's answer: null, an item or an array of items. */
+static mv_code prepare_checked(create_job *job, json_t *items, mv_err *err) {
+    if (items && !json_is_null(items) && !json_is_object(items) && !json_is_array(items))
+        return mv_err_set(err, MV_PREPARE_FAILED,
+                          "prepare for template \"%s\" returned neither null, an item nor an "
+                          "array of items",
+                          job->tpl->template_cd);
+    return MV_OK;
+}
+
+static mv_code declarative_items(create_job *job, json_t **items, mv_err *err) {
+    const mv_template *t = job->tpl;
     mv_code rc = MV_OK;
+    *items = NULL;
     if (t->prepare_fan_out) {
         json_t *list = mv_json_path(job->payload, t->prepare_fan_out);
         if (!json_is_array(list))
@@ -140,26 +170,29 @@ static const char *nonempty_str(const json_t *obj, const char *key) {
     return s && *s ? s : NULL;
 }
 
-static mv_code open_payment_session(create_job *job, const json_t *item, size_t index,
-                                    const char *payment_cd, char **session, mv_err *err) {
-    const mv_payment_provider *p = job->svc->o.payment;
-    char key[65] = "";
-    if (job->crid[0]) {
-        char material[1024];
-        snprintf(material, sizeof material, "payment\n%s\n%s\n%s\n%zu", job->scope.owner,
-                 job->tpl->template_cd, job->crid, index);
-        mv_sha256_hex(material, strlen(material), key);
-    }
-    *session = NULL;
-    mv_code rc = p->create_session(p->ctx, job->payer_id, payment_cd,
-                                   json_object_get(item, "priceArgs"), key, session, err);
+static void session_key(create_job *job, size_t index) {
+    job->key[0] = '\0';
+    if (!job->crid[0]) return;
+    char material[1024];
+    snprintf(material, sizeof material, "payment\n%s\n%s\n%s\n%zu", job->scope.owner,
+             job->tpl->template_cd, job->crid, index);
+    mv_sha256_hex(material, strlen(material), job->key);
+}
+
+/* The session call's outcome (call_rc, call_err, call_session) as the create sees it; the id
+ * joins job->sessions. */
+static mv_code session_opened(create_job *job, char **session, mv_err *err) {
+    mv_code rc = job->call_rc;
+    *session = job->call_session;
+    job->call_session = NULL;
     if (rc != MV_OK) {
         free(*session);
         *session = NULL;
         /* a refusal stays definitive; anything else (no answer, the provider's store) is not */
-        mv_code code = rc == MV_PAYMENT_FAILED || mv_code_is_definitive(rc)
-                           ? MV_PAYMENT_FAILED
-                           : MV_PAYMENT_UNAVAILABLE;
+        mv_code code = rc == MV_PAYMENT_FAILED || mv_code_is_definitive(rc) ? MV_PAYMENT_FAILED
+                       : rc == MV_DRAINING                                  ? MV_DRAINING
+                                           : MV_PAYMENT_UNAVAILABLE;
+        mv_err_copy(err, &job->call_err);
         if (err) err->code = code;
         return code;
     }
@@ -193,7 +226,9 @@ static int64_t message_bytes(const json_t *doc) {
     return n;
 }
 
-static mv_code build_doc(create_job *job, const json_t *item, size_t index, json_t **out,
+/* An item's document up to its payment session: *payment_cd set (else NULL) when a session
+ * must be opened before doc_end. */
+static mv_code doc_begin(create_job *job, const json_t *item, json_t **out, const char **payment_cd,
                          mv_err *err) {
     mv_service *svc = job->svc;
     const mv_template *t = job->tpl;
@@ -201,7 +236,7 @@ static mv_code build_doc(create_job *job, const json_t *item, size_t index, json
     const char *type = nonempty_str(item, "type");
     if (!type) type = *t->type ? t->type : "notification";
     json_t *doc = mv__doc_new(type, t->template_cd, now);
-    mv_code rc = MV_OK;
+    *payment_cd = NULL;
 
     const char *to_user = nonempty_str(item, "toUser");
     if (to_user) json_object_set_new(doc, "toUser", json_string(to_user));
@@ -219,21 +254,26 @@ static mv_code build_doc(create_job *job, const json_t *item, size_t index, json
         json_object_set_new(doc, "toRoles", copy);
     }
     if (json_array_size(json_object_get(doc, "toRoles")) > MV_MAX_ROLES) {
-        rc = mv_err_set(err, MV_INVALID_ARGUMENT, "a message may have at most %d toRoles",
-                        MV_MAX_ROLES);
-        goto fail;
+        json_decref(doc);
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "a message may have at most %d toRoles",
+                          MV_MAX_ROLES);
     }
-    const char *payment_cd = nonempty_str(item, "paymentCd");
-    if (!payment_cd) payment_cd = t->payment_cd;
-    json_object_set_new(doc, "paymentCd", json_string(payment_cd));
-    if (*payment_cd && svc->o.payment &&
-        (to_user || json_array_size(json_object_get(doc, "toRoles")))) {
-        char *session = NULL;
-        if ((rc = open_payment_session(job, item, index, payment_cd, &session, err)) != MV_OK)
-            goto fail;
-        json_object_set_new(doc, "paymentSession", json_string(session));
-        free(session);
-    }
+    const char *code = nonempty_str(item, "paymentCd");
+    if (!code) code = t->payment_cd;
+    json_object_set_new(doc, "paymentCd", json_string(code));
+    if (*code && svc->o.payment && (to_user || json_array_size(json_object_get(doc, "toRoles"))))
+        *payment_cd = code;
+    *out = doc;
+    return MV_OK;
+}
+
+/* The rest of the item's document (session: its payment session or NULL); frees doc on failure. */
+static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t *doc,
+                       const char *session, mv_err *err) {
+    mv_service *svc = job->svc;
+    const mv_template *t = job->tpl;
+    mv_code rc = MV_OK;
+    if (session) json_object_set_new(doc, "paymentSession", json_string(session));
     json_t *data = json_object_get(item, "templateData");
     json_t *empty = json_object();
     json_t *sender = NULL, *receiver = NULL;
@@ -267,76 +307,11 @@ static mv_code build_doc(create_job *job, const json_t *item, size_t index, json
                         (long long)svc->o.max_message_bytes);
         goto fail;
     }
-    *out = doc;
+    json_array_append_new(job->docs, doc);
     return MV_OK;
 fail:
     json_decref(doc);
     return rc;
-}
-
-static mv_code build_all(create_job *job, mv_err *err) {
-    json_t *items = NULL;
-    mv_code rc = run_prepare(job, &items, err);
-    if (rc != MV_OK) return rc;
-    if (!items || json_is_null(items)) {
-        json_decref(items);
-        return MV_OK;
-    }
-    if (json_is_object(items)) {
-        json_t *arr = json_array();
-        json_array_append_new(arr, items);
-        items = arr;
-    }
-    size_t i;
-    json_t *item;
-    json_array_foreach(items, i, item) {
-        json_t *doc = NULL;
-        if (!json_is_object(item)) {
-            rc = mv_err_set(err, MV_PREPARE_FAILED, "prepare item %zu is not an object", i);
-            break;
-        }
-        if ((rc = build_doc(job, item, i, &doc, err)) != MV_OK) break;
-        json_array_append_new(job->docs, doc);
-    }
-    json_decref(items);
-    return rc;
-}
-
-/* ---- compensation ------------------------------------------------------------------------- */
-
-/* Expires every session opened for this request, in order. The first failure is reported (hook
- * and error); the remaining sessions are still expired. Returns MV_OK when all expired. */
-static mv_code compensate(create_job *job, const mv_err *original, mv_err *err) {
-    const mv_payment_provider *p = job->svc->o.payment;
-    mv_code result = MV_OK;
-    if (!p || !p->expire_session) return MV_OK;
-    size_t i;
-    json_t *sid;
-    json_array_foreach(job->sessions, i, sid) {
-        mv_err e = {0};
-        if (p->expire_session(p->ctx, json_string_value(sid), &e) == MV_OK) continue;
-        if (result != MV_OK) continue;
-        if (job->svc->o.on_payment_compensation_failure) {
-            mv_payment_failure ev = {"expire",
-                                     json_string_value(sid),
-                                     e.message,
-                                     original ? original->message : "",
-                                     job->crid[0] ? job->crid : NULL,
-                                     job->crid[0] ? job->user_id : NULL,
-                                     job->tpl->template_cd};
-            job->svc->o.on_payment_compensation_failure(job->svc->o.hook_ctx, &ev);
-        }
-        result =
-            mv_err_set(err, MV_PAYMENT_COMPENSATION_FAILED,
-                       "payment session compensation failed for session \"%s\" during expire: %s",
-                       json_string_value(sid), e.message);
-        if (err) {
-            mv_strlcpy(err->session_id, json_string_value(sid), sizeof err->session_id);
-            mv_strlcpy(err->operation, "expire", sizeof err->operation);
-            mv_strlcpy(err->cause, original ? original->message : "", sizeof err->cause);
-        }
-    }
-    return result;
 }
 
 /* ---- persistence -------------------------------------------------------------------------- */
@@ -403,23 +378,265 @@ static mv_code fail_tx(mv_db *db, void *ctx, mv_err *err) {
     return record_failure_tx(db, a->job, a->failure, err);
 }
 
-/* Builds and persists; on failure compensates payments and (with a reservation) records a
- * definitive failure. */
-static mv_code build_and_persist(create_job *job, mv_err *err) {
-    mv_err e = {0};
-    mv_code rc = build_all(job, &e);
-    if (rc == MV_OK) rc = mv_store_write(job->svc->o.store, persist_tx, job, &e);
-    if (rc == MV_OK) return MV_OK;
-    mv_code crc = compensate(job, &e, err);
-    if (crc == MV_OK)
-        mv_err_copy(err, &e);
-    else
-        rc = crc;
-    if (job->crid[0] && mv_code_is_definitive(e.code)) {
-        fail_arg a = {job, &e};
-        mv_store_write(job->svc->o.store, fail_tx, &a, NULL); /* best effort: the lease expires */
+/* ---- the build, step by step ----------------------------------------------------------------
+ * A create is local work separated by outgoing calls: the prepare hook, then each paid item's
+ * payment session in order, then the persist transaction; when anything fails, every session
+ * opened is expired in order (the first failure reported through the hook and the error), then a
+ * definitive failure is recorded. step() runs the local work until the next call is needed
+ * (job->call) or the create is over; a driver makes the call and steps on. The library drives it
+ * on the caller's thread (call_here); the daemon makes webhook calls on the loop (the rounds at the
+ * end of this file) and everything else — C hooks and C payment providers — on its own thread.
+ * Either way the same steps send the same calls with the same keys in the same order. */
+
+enum {
+    AT_PREPARE,
+    AT_PREPARED,
+    AT_ITEM,
+    AT_SESSION,
+    AT_BUILT,
+    AT_COMPENSATE,
+    AT_EXPIRED,
+    AT_RECORD,
+    AT_DONE
+};
+
+static void steps_reset(create_job *job, bool build_only) {
+    json_decref(job->items);
+    json_decref(job->doc);
+    json_decref(job->call_items);
+    free(job->call_session);
+    job->items = job->doc = job->call_items = NULL;
+    job->call_session = NULL;
+    job->at = AT_PREPARE;
+    job->build_only = build_only;
+    job->call = CALL_NONE;
+    job->rc = job->failed_rc = MV_OK;
+    mv_err_clear(&job->failure);
+    mv_err_clear(&job->err);
+}
+
+/* The build or the persist failed (rc, e): compensation next, unless only building. */
+static void failed(create_job *job, mv_code rc, const mv_err *e) {
+    if (e != &job->failure) mv_err_copy(&job->failure, e);
+    job->failed_rc = rc;
+    json_decref(job->doc);
+    json_decref(job->items);
+    job->doc = job->items = NULL;
+    job->next = 0;
+    job->at = job->build_only ? AT_DONE : AT_COMPENSATE;
+    if (job->build_only) {
+        job->rc = rc;
+        mv_err_copy(&job->err, &job->failure);
     }
-    return rc;
+}
+
+static bool wait_for(create_job *job, call_kind call, int then) {
+    job->call = call;
+    job->at = then;
+    mv_err_clear(&job->call_err);
+    job->call_rc = MV_OK;
+    return true;
+}
+
+/* Runs local work up to the next call (true: job->call says which) or the end (false: job->rc,
+ * job->err; job->docs the messages). */
+static bool step(create_job *job) {
+    mv_service *svc = job->svc;
+    const mv_payment_provider *p = svc->o.payment;
+    mv_err e = {0};
+    mv_code rc;
+    job->call = CALL_NONE;
+    for (;;) {
+        switch (job->at) {
+        case AT_PREPARE: {
+            bool hook = false;
+            if ((rc = prepare_begin(job, &hook, &e)) != MV_OK) {
+                failed(job, rc, &e);
+            } else if (hook) {
+                return wait_for(job, CALL_PREPARE, AT_PREPARED);
+            } else if ((rc = declarative_items(job, &job->items, &e)) != MV_OK) {
+                failed(job, rc, &e);
+            } else {
+                job->at = AT_ITEM;
+                job->next = 0;
+            }
+            break;
+        }
+        case AT_PREPARED:
+            job->items = job->call_items;
+            job->call_items = NULL;
+            if (job->call_rc != MV_OK) {
+                failed(job, job->call_rc, &job->call_err);
+                break;
+            }
+            if ((rc = prepare_checked(job, job->items, &e)) != MV_OK) {
+                failed(job, rc, &e);
+                break;
+            }
+            job->at = AT_ITEM;
+            job->next = 0;
+            break;
+        case AT_ITEM: {
+            if (json_is_object(job->items)) { /* one item */
+                json_t *arr = json_array();
+                json_array_append_new(arr, job->items);
+                job->items = arr;
+            }
+            if (!json_is_array(job->items) || job->next == json_array_size(job->items)) {
+                job->at = AT_BUILT;
+                break;
+            }
+            json_t *item = json_array_get(job->items, job->next);
+            if (!json_is_object(item)) {
+                rc = mv_err_set(&e, MV_PREPARE_FAILED, "prepare item %zu is not an object",
+                                job->next);
+                failed(job, rc, &e);
+                break;
+            }
+            if ((rc = doc_begin(job, item, &job->doc, &job->payment_cd, &e)) != MV_OK) {
+                failed(job, rc, &e);
+                break;
+            }
+            if (job->payment_cd) {
+                session_key(job, job->next);
+                return wait_for(job, CALL_SESSION, AT_SESSION);
+            }
+            json_t *doc = job->doc;
+            job->doc = NULL;
+            if ((rc = doc_end(job, item, job->next, doc, NULL, &e)) != MV_OK)
+                failed(job, rc, &e);
+            else
+                job->next++;
+            break;
+        }
+        case AT_SESSION: {
+            char *session = NULL;
+            json_t *doc = job->doc;
+            job->doc = NULL;
+            json_t *item = json_array_get(job->items, job->next);
+            if ((rc = session_opened(job, &session, &e)) != MV_OK) {
+                json_decref(doc);
+                failed(job, rc, &e);
+            } else if ((rc = doc_end(job, item, job->next, doc, session, &e)) != MV_OK) {
+                failed(job, rc, &e);
+            } else {
+                job->next++;
+                job->at = AT_ITEM;
+            }
+            free(session);
+            break;
+        }
+        case AT_BUILT:
+            json_decref(job->items);
+            job->items = NULL;
+            if (job->build_only) {
+                job->at = AT_DONE;
+                break;
+            }
+            rc = mv_store_write(svc->o.store, persist_tx, job, &e);
+            if (rc != MV_OK) {
+                failed(job, rc, &e);
+                break;
+            }
+            job->at = AT_DONE;
+            break;
+        case AT_COMPENSATE:
+            if (p && p->expire_session && job->next < json_array_size(job->sessions))
+                return wait_for(job, CALL_EXPIRE, AT_EXPIRED);
+            job->at = AT_RECORD;
+            break;
+        case AT_EXPIRED: {
+            const char *sid = json_string_value(json_array_get(job->sessions, job->next++));
+            job->at = AT_COMPENSATE;
+            if (job->call_rc == MV_OK || job->rc != MV_OK) break;
+            if (svc->o.on_payment_compensation_failure) {
+                mv_payment_failure ev = {"expire",
+                                         sid,
+                                         job->call_err.message,
+                                         job->failure.message,
+                                         job->crid[0] ? job->crid : NULL,
+                                         job->crid[0] ? job->user_id : NULL,
+                                         job->tpl->template_cd};
+                svc->o.on_payment_compensation_failure(svc->o.hook_ctx, &ev);
+            }
+            job->rc = mv_err_set(
+                &job->err, MV_PAYMENT_COMPENSATION_FAILED,
+                "payment session compensation failed for session \"%s\" during expire: %s", sid,
+                job->call_err.message);
+            mv_strlcpy(job->err.session_id, sid, sizeof job->err.session_id);
+            mv_strlcpy(job->err.operation, "expire", sizeof job->err.operation);
+            mv_strlcpy(job->err.cause, job->failure.message, sizeof job->err.cause);
+            break;
+        }
+        case AT_RECORD:
+            if (job->rc == MV_OK) { /* every session expired: the original failure */
+                job->rc = job->failed_rc;
+                mv_err_copy(&job->err, &job->failure);
+            }
+            if (job->crid[0] && mv_code_is_definitive(job->failure.code)) {
+                fail_arg a = {job, &job->failure};
+                mv_store_write(svc->o.store, fail_tx, &a, NULL); /* best effort: the lease ends */
+            }
+            job->at = AT_DONE;
+            break;
+        default: return false;
+        }
+    }
+}
+
+/* Makes job->call on this thread: a C hook, a C provider or (the library) a webhook. */
+static void call_here(create_job *job) {
+    mv_service *svc = job->svc;
+    const mv_payment_provider *p = svc->o.payment;
+    mv_err *e = &job->call_err;
+    switch (job->call) {
+    case CALL_PREPARE: {
+        mv_prepare_fn fn = NULL;
+        void *ctx = NULL;
+        job->call_rc = mv__svc_find_prepare(svc, job->tpl->template_cd, &fn, &ctx)
+                           ? fn(ctx, &job->in, &job->call_items, e)
+                           : mv__webhook_prepare(svc, job->tpl->prepare_webhook, &job->in,
+                                                 &job->call_items, e);
+        break;
+    }
+    case CALL_SESSION:
+        job->call_rc =
+            p->create_session(p->ctx, job->payer_id, job->payment_cd,
+                              json_object_get(json_array_get(job->items, job->next), "priceArgs"),
+                              job->key, &job->call_session, e);
+        break;
+    case CALL_EXPIRE:
+        job->call_rc = p->expire_session(
+            p->ctx, json_string_value(json_array_get(job->sessions, job->next)), e);
+        break;
+    case CALL_NONE: break;
+    }
+    job->call = CALL_NONE;
+}
+
+/* Builds the documents (no persist, no compensation): the one-transaction path, whose builds call
+ * nothing outside. */
+static mv_code build_all(create_job *job, mv_err *err) {
+    steps_reset(job, true);
+    while (step(job))
+        call_here(job);
+    if (job->rc != MV_OK) mv_err_copy(err, &job->err);
+    return job->rc;
+}
+
+/* Builds and persists; on failure compensates payments and (with a reservation) records a
+ * definitive failure. On the daemon's loop (job->on_loop) this only sets the steps up: the rounds
+ * at the end of this file run them. */
+static mv_code build_and_persist(create_job *job, mv_err *err) {
+    steps_reset(job, false);
+    if (job->on_loop) {
+        job->deferred = true;
+        return MV_OK;
+    }
+    while (step(job))
+        call_here(job);
+    if (job->rc != MV_OK) mv_err_copy(err, &job->err);
+    return job->rc;
 }
 
 /* ---- the reservation loop ----------------------------------------------------------------- */
@@ -570,47 +787,207 @@ static mv_code create_with_reservation(create_job *job, json_t **messages, bool 
     return MV_OK;
 }
 
+/* Everything a create needs before its work: the ids, the payload, the template, the scope. */
+static mv_code create_open(create_job *job, mv_err *err) {
+    mv_service *svc = job->svc;
+    const mv_create_request *req = job->req;
+    mv_code rc = mv_client_request_id_normalize(req->client_request_id, job->crid, err);
+    if (rc != MV_OK) return rc;
+    if ((rc = mv__svc_require_user(req->user, job->user_id, err)) != MV_OK) return rc;
+    if (req->payer ? !mv_user_id(req->payer, job->payer_id, sizeof job->payer_id)
+                   : !mv_user_id(req->user, job->payer_id, sizeof job->payer_id))
+        mv_strlcpy(job->payer_id, job->user_id, sizeof job->payer_id);
+    job->empty = json_object();
+    job->payload = req->payload ? req->payload : job->empty;
+    if (!json_is_object(job->payload))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "body must be a JSON object");
+    job->tpl = mv_registry_find(svc->o.registry, req->template_cd ? req->template_cd : "");
+    if (!job->tpl)
+        return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",
+                          req->template_cd ? req->template_cd : "");
+    job->docs = json_array();
+    job->sessions = json_array();
+    job->scope.tenant = mv__svc_tenant(req->user);
+    return MV_OK;
+}
+
+static mv_code create_body(create_job *job, json_t **messages, bool *replayed, mv_err *err) {
+    if (job->crid[0]) {
+        job->scope.owner = job->user_id;
+        job->scope.template_cd = job->tpl->template_cd;
+        job->scope.id = job->crid;
+        mv_json_fingerprint(job->payload, job->scope.fingerprint);
+        return create_with_reservation(job, messages, replayed, err);
+    }
+    mv_code rc = build_and_persist(job, err);
+    if (rc == MV_OK) *messages = json_incref(job->docs);
+    return rc;
+}
+
+static void create_close(create_job *job) {
+    steps_reset(job, false);
+    json_decref(job->docs);
+    json_decref(job->sessions);
+    json_decref(job->empty);
+    mv_template_release(job->tpl);
+}
+
 mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t **messages,
                           bool *replayed, mv_err *err) {
     *messages = NULL;
     bool replay_flag = false;
     create_job job = {.svc = svc, .req = req};
-    mv_code rc = mv_client_request_id_normalize(req->client_request_id, job.crid, err);
-    if (rc != MV_OK) return rc;
-    if ((rc = mv__svc_require_user(req->user, job.user_id, err)) != MV_OK) return rc;
-    if (req->payer ? !mv_user_id(req->payer, job.payer_id, sizeof job.payer_id)
-                   : !mv_user_id(req->user, job.payer_id, sizeof job.payer_id))
-        mv_strlcpy(job.payer_id, job.user_id, sizeof job.payer_id);
-    json_t *empty = json_object();
-    job.payload = req->payload ? req->payload : empty;
-    if (!json_is_object(job.payload)) {
-        json_decref(empty);
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "body must be a JSON object");
+    mv_code rc = create_open(&job, err);
+    if (rc == MV_OK) rc = create_body(&job, messages, &replay_flag, err);
+    if (replayed) *replayed = replay_flag;
+    create_close(&job);
+    return rc;
+}
+
+/* ---- the daemon's rounds: the calls wait on the loop -----------------------------------------
+ * The same steps as build_and_persist, driven from the loop: a round (on a submit thread: the
+ * server's write pool) steps until a call is needed and posts it when it is a webhook (prepare,
+ * the webhook payment provider); the call's completion (on the loop's thread) only classifies the
+ * outcome as the synchronous call would and queues the next round. A C hook or C provider is
+ * called in the round itself. The last round hands the outcome to env.done. */
+
+typedef struct create_run {
+    create_job job; /* first */
+    mv_create_async env;
+    bool expire_here; /* an expire the loop abandoned: made again in the next round */
+    char traceparent[64];
+} create_run;
+
+static void run_free(create_run *r) {
+    create_close(&r->job);
+    free(r);
+}
+
+/* A call's outcome as call_here would have it (rc, res, e: what the webhook call returned). */
+static void conclude(create_job *job, mv_code rc, mv_webhook_response *res, const mv_err *e) {
+    if (job->call == CALL_PREPARE)
+        job->call_rc = mv__webhook_prepare_outcome(job->tpl->prepare_webhook, rc, res, e,
+                                                   &job->call_items, &job->call_err);
+    else
+        job->call_rc = mv__payment_webhook_outcome(
+            rc, res, e, job->call == CALL_SESSION ? &job->call_session : NULL, &job->call_err);
+    job->call = CALL_NONE;
+}
+
+static void rounds(create_run *r);
+
+static void round_job(void *p) {
+    create_run *r = p;
+    mv_strlcpy(mv__callctx()->traceparent, r->traceparent, sizeof mv__callctx()->traceparent);
+    if (r->expire_here) {
+        r->expire_here = false;
+        call_here(&r->job);
     }
-    job.tpl = mv_registry_find(svc->o.registry, req->template_cd ? req->template_cd : "");
-    if (!job.tpl) {
-        json_decref(empty);
-        return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",
-                          req->template_cd ? req->template_cd : "");
-    }
-    job.docs = json_array();
-    job.sessions = json_array();
-    job.scope.tenant = mv__svc_tenant(req->user);
-    if (job.crid[0]) {
-        job.scope.owner = job.user_id;
-        job.scope.template_cd = job.tpl->template_cd;
-        job.scope.id = job.crid;
-        mv_json_fingerprint(job.payload, job.scope.fingerprint);
-        rc = create_with_reservation(&job, messages, &replay_flag, err);
+    rounds(r);
+    mv__callctx_reset();
+}
+
+static void call_done(void *p, mv_code rc, mv_webhook_response *res, const mv_err *e) {
+    create_run *r = p;
+    if (r->job.call == CALL_EXPIRE && rc == MV_DRAINING) {
+        /* a session must not stay open because the server stops: expire it on a thread */
+        mv_webhook_response_free(res);
+        r->expire_here = true;
     } else {
-        rc = build_and_persist(&job, err);
-        if (rc == MV_OK) *messages = json_incref(job.docs);
+        conclude(&r->job, rc, res, e);
+    }
+    r->env.submit(r->env.submit_ctx, round_job, r);
+}
+
+/* Posts job->call on the loop when it is a webhook: 1 posted (call_done follows; r is no longer
+ * ours), 0 to be made here, -1 refused by the loop and concluded as not sent. */
+static int post_call(create_run *r) {
+    create_job *job = &r->job;
+    mv_service *svc = job->svc;
+    mv_err e = {0};
+    mv_code rc;
+    if (job->call == CALL_PREPARE) {
+        mv_prepare_fn fn;
+        void *ctx;
+        if (mv__svc_find_prepare(svc, job->tpl->template_cd, &fn, &ctx)) return 0;
+        rc = mv__webhook_prepare_start(svc, job->tpl->prepare_webhook, &job->in, call_done, r, &e);
+    } else {
+        if (!mv__payment_is_webhook(svc->o.payment)) return 0;
+        mv__payment_call c =
+            job->call == CALL_SESSION
+                ? (mv__payment_call){.op = "create",
+                                     .payer = job->payer_id,
+                                     .payment_cd = job->payment_cd,
+                                     .price_args = json_object_get(
+                                         json_array_get(job->items, job->next), "priceArgs"),
+                                     .key = job->key}
+                : (mv__payment_call){
+                      .op = "expire",
+                      .session = json_string_value(json_array_get(job->sessions, job->next))};
+        rc = mv__payment_webhook_start(svc->o.payment, svc->o.loop, &c, call_done, r, &e);
+    }
+    if (rc == MV_OK) return 1;
+    if (job->call == CALL_EXPIRE) return 0;
+    mv_webhook_response res = {.outcome = MV_WEBHOOK_NOT_SENT};
+    conclude(job, rc, &res, &e);
+    return -1;
+}
+
+static void rounds(create_run *r) {
+    create_job *job = &r->job;
+    while (step(job)) {
+        int posted = post_call(r);
+        if (posted > 0) return;
+        if (posted == 0) call_here(job);
+    }
+    json_t *messages = NULL;
+    if (job->rc == MV_OK) { /* handed over, not shared: done's thread owns it alone */
+        messages = job->docs;
+        job->docs = NULL;
+    }
+    r->env.done(r->env.done_ctx, job->rc, messages, &job->err);
+    run_free(r);
+}
+
+bool mv_message_create_calls_out(mv_service *svc, const char *template_cd) {
+    if (!svc->o.loop) return false;
+    mv_template *t = mv_registry_find(svc->o.registry, template_cd ? template_cd : "");
+    if (!t) return false;
+    mv_prepare_fn fn;
+    void *ctx;
+    bool custom = mv__svc_find_prepare(svc, t->template_cd, &fn, &ctx);
+    bool hook = !custom && t->prepare == MV_PREPARE_WEBHOOK;
+    bool paid = mv__payment_is_webhook(svc->o.payment) &&
+                (*t->payment_cd || custom || t->prepare == MV_PREPARE_WEBHOOK);
+    mv_template_release(t);
+    return hook || paid;
+}
+
+mv_code mv_message_create_start(mv_service *svc, const mv_create_request *req,
+                                const mv_create_async *env, bool *started, json_t **messages,
+                                bool *replayed, mv_err *err) {
+    *started = false;
+    *messages = NULL;
+    if (replayed) *replayed = false;
+    if (!svc->o.loop || !env || !env->submit || !env->done)
+        return mv_message_create(svc, req, messages, replayed, err);
+    create_run *r = calloc(1, sizeof *r);
+    if (!r) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    r->env = *env;
+    r->job = (create_job){.svc = svc, .req = req, .on_loop = true};
+    bool replay_flag = false;
+    mv_code rc = create_open(&r->job, err);
+    if (rc == MV_OK) rc = create_body(&r->job, messages, &replay_flag, err);
+    if (rc == MV_OK && r->job.deferred) { /* reserved (or no key): the steps go on in rounds */
+        json_decref(*messages);
+        *messages = NULL;
+        mv_strlcpy(r->traceparent, mv__callctx()->traceparent, sizeof r->traceparent);
+        *started = true;
+        rounds(r);
+        return MV_OK;
     }
     if (replayed) *replayed = replay_flag;
-    json_decref(job.docs);
-    json_decref(job.sessions);
-    json_decref(empty);
-    mv_template_release(job.tpl);
+    run_free(r);
     return rc;
 }
 

@@ -116,6 +116,33 @@ mv_code mv__webhook_handler_start(mv_service *svc, const char *url, const mv_act
 mv_code mv__webhook_handler_outcome(mv_code rc, mv_webhook_response *res, const mv_err *e,
                                     json_t **result, mv_err *err);
 
+/* The prepare webhook on the service's loop (done on the loop's thread); feed what it gets to
+ * mv__webhook_prepare_outcome, the classification mv__webhook_prepare uses (frees res). */
+mv_code mv__webhook_prepare_start(mv_service *svc, const char *url, const mv_prepare_input *in,
+                                  mv_webhook_done done, void *ctx, mv_err *err);
+mv_code mv__webhook_prepare_outcome(const char *url, mv_code rc, mv_webhook_response *res,
+                                    const mv_err *e, json_t **items, mv_err *err);
+
+/* A call to the webhook payment provider (mv_payment_webhook_new): op "create" (payer,
+ * payment_cd, price_args, key — empty: a fresh one) or "expire"/"refund" (session). */
+typedef struct mv__payment_call {
+    const char *op;
+    const char *payer, *payment_cd;
+    const json_t *price_args;
+    const char *key;
+    const char *session;
+} mv__payment_call;
+/* True when p is the webhook provider, whose calls can wait on a loop. */
+bool mv__payment_is_webhook(const mv_payment_provider *p);
+/* c on loop (done on the loop's thread); feed what it gets to mv__payment_webhook_outcome, the
+ * classification the provider's own functions use (a create's session id in *session when
+ * asked; frees res). */
+mv_code mv__payment_webhook_start(const mv_payment_provider *p, mv_loop *loop,
+                                  const mv__payment_call *c, mv_webhook_done done, void *ctx,
+                                  mv_err *err);
+mv_code mv__payment_webhook_outcome(mv_code rc, mv_webhook_response *res, const mv_err *e,
+                                    char **session, mv_err *err);
+
 /* The body every handler gets: {message, action: {actionCd, name}, user, input, attemptId}. */
 json_t *mv__handler_request(const mv_action_input *in);
 

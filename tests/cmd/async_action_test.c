@@ -21,17 +21,6 @@ static int64_t mono_ms(void) {
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static int threads_of(pid_t pid) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    int n = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
-    if (f) fclose(f);
-    return n;
-}
-
 /* A daemon whose template "slowpoke" has one action whose handler is the sink. */
 static pid_t start_daemon(const char *name, http_sink *sink, const char *extra, int *port) {
     char dir[600], path[800], config[800], log[800];
@@ -80,51 +69,24 @@ typedef struct presses {
     int64_t took_ms;
 } presses;
 
-static size_t keep(char *p, size_t size, size_t n, void *ud) {
-    char **b = ud;
-    size_t old = *b ? strlen(*b) : 0;
-    char *grown = realloc(*b, old + size * n + 1);
-    if (!grown) return 0;
-    memcpy(grown + old, p, size * n);
-    grown[old + size * n] = '\0';
-    *b = grown;
-    return size * n;
-}
-
 static void *press_all(void *arg) {
     presses *p = arg;
-    CURLM *m = curl_multi_init();
-    CURL **h = calloc((size_t)p->n, sizeof *h);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "X-User-Id: host");
-    hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-    int64_t t0 = mono_ms();
+    char **paths = calloc((size_t)p->n, sizeof *paths);
+    const char **headers = calloc((size_t)p->n, sizeof *headers),
+               **bodies = calloc((size_t)p->n, sizeof *bodies);
     for (int i = 0; i < p->n; i++) {
-        char url[256];
-        snprintf(url, sizeof url, "http://127.0.0.1:%d/messages/%s/action/accept", p->port,
-                 p->ids[i]);
-        h[i] = curl_easy_init();
-        curl_easy_setopt(h[i], CURLOPT_URL, url);
-        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, "{}");
-        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 60000L);
-        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, keep);
-        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &p->body[i]);
-        curl_multi_add_handle(m, h[i]);
+        paths[i] = malloc(256);
+        snprintf(paths[i], 256, "/messages/%s/action/accept", p->ids[i]);
+        headers[i] = "X-User-Id: host";
+        bodies[i] = "{}";
     }
-    int running = 1;
-    while (running) {
-        curl_multi_perform(m, &running);
-        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
-    }
-    p->took_ms = mono_ms() - t0;
-    for (int i = 0; i < p->n; i++) {
-        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &p->status[i]);
-        curl_multi_remove_handle(m, h[i]);
-        curl_easy_cleanup(h[i]);
-    }
-    curl_slist_free_all(hdrs);
-    free(h);
-    curl_multi_cleanup(m);
+    p->took_ms = test_http_many(p->port, p->n, "POST", (const char *const *)paths, headers, bodies,
+                                p->status, p->body);
+    for (int i = 0; i < p->n; i++)
+        free(paths[i]);
+    free(paths);
+    free(headers);
+    free(bodies);
     return NULL;
 }
 
@@ -154,7 +116,7 @@ TEST(two_hundred_one_second_handlers_on_four_threads_finish_together_and_readyz_
     REQUIRE(pid > 0);
     char **ids = create_messages(port, N);
     REQUIRE(ids[N - 1]);
-    int threads_idle = threads_of(pid);
+    int threads_idle = test_threads_of(pid);
     presses p;
     presses_init(&p, port, ids, N);
     pthread_t t;
@@ -165,7 +127,7 @@ TEST(two_hundred_one_second_handlers_on_four_threads_finish_together_and_readyz_
     while (http_sink_count(sink) < N / 2)
         mv_sleep_ms(5);
     for (int i = 0; i < 10; i++) {
-        int n = threads_of(pid);
+        int n = test_threads_of(pid);
         if (n > threads_max) threads_max = n;
         int64_t t0 = mono_ms();
         test_reply r = test_http(port, "GET", "/readyz", NULL, NULL);

@@ -23,17 +23,6 @@ static int64_t mono_ms(void) {
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static int threads_of(pid_t pid) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    int n = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
-    if (f) fclose(f);
-    return n;
-}
-
 static _Atomic int step_delay_ms;
 static _Atomic bool reject_step3; /* /step3 answers 422: the saga compensates */
 static _Atomic int undo2_calls;   /* /undo2 fails (500) on its first attempt */
@@ -103,58 +92,26 @@ typedef struct posts {
     atomic_bool done;
 } posts;
 
-static size_t keep(char *p, size_t size, size_t n, void *ud) {
-    char **b = ud;
-    size_t old = *b ? strlen(*b) : 0;
-    char *grown = realloc(*b, old + size * n + 1);
-    if (!grown) return 0;
-    memcpy(grown + old, p, size * n);
-    grown[old + size * n] = '\0';
-    *b = grown;
-    return size * n;
-}
-
 static void *post_all(void *arg) {
     posts *p = arg;
-    CURLM *m = curl_multi_init();
-    CURL **h = calloc((size_t)p->n, sizeof *h);
+    const char **paths = calloc((size_t)p->n, sizeof *paths),
+               **headers = calloc((size_t)p->n, sizeof *headers);
     char **bodies = calloc((size_t)p->n, sizeof *bodies);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "X-User-Id: ops");
-    hdrs = curl_slist_append(hdrs, "X-User-Permissions: is.admin");
-    hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/sagas/slow", p->port);
-    int64_t t0 = mono_ms();
     for (int i = 0; i < p->n; i++) {
+        paths[i] = "/sagas/slow";
+        headers[i] = "X-User-Id: ops\nX-User-Permissions: is.admin";
         bodies[i] = malloc(128);
         snprintf(bodies[i], 128, "{\"sagaId\": \"%s-%d\", \"input\": {\"n\": %d}}", p->prefix, i,
                  i);
-        h[i] = curl_easy_init();
-        curl_easy_setopt(h[i], CURLOPT_URL, url);
-        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, bodies[i]);
-        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 60000L);
-        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, keep);
-        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &p->body[i]);
-        curl_multi_add_handle(m, h[i]);
     }
-    int running = 1;
-    while (running) {
-        curl_multi_perform(m, &running);
-        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
-    }
-    p->took_ms = mono_ms() - t0;
+    p->took_ms = test_http_many(p->port, p->n, "POST", paths, headers, (const char *const *)bodies,
+                                p->status, p->body);
     atomic_store(&p->done, true);
-    for (int i = 0; i < p->n; i++) {
-        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &p->status[i]);
-        curl_multi_remove_handle(m, h[i]);
-        curl_easy_cleanup(h[i]);
+    for (int i = 0; i < p->n; i++)
         free(bodies[i]);
-    }
-    curl_slist_free_all(hdrs);
     free(bodies);
-    free(h);
-    curl_multi_cleanup(m);
+    free(headers);
+    free(paths);
     return NULL;
 }
 
@@ -208,13 +165,13 @@ STORE_TEST(a_hundred_sagas_of_three_half_second_steps_on_four_threads_finish_tog
     char config[800];
     pid_t pid = start_daemon(kind, "async_sagas", sink, "", &port, config, sizeof config);
     REQUIRE(pid > 0);
-    int threads_idle = threads_of(pid), threads_max = threads_idle;
+    int threads_idle = test_threads_of(pid), threads_max = threads_idle;
     posts p;
     posts_init(&p, port, "many", N);
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, post_all, &p) == 0);
     while (!atomic_load(&p.done)) { /* the daemon's threads while the sagas run */
-        int n = threads_of(pid);
+        int n = test_threads_of(pid);
         if (n > threads_max) threads_max = n;
         mv_sleep_ms(20);
     }
@@ -402,38 +359,23 @@ typedef struct presses {
 
 static void *press_all(void *arg) {
     presses *p = arg;
-    CURLM *m = curl_multi_init();
-    CURL **h = calloc((size_t)p->n, sizeof *h);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "X-User-Id: host");
-    hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-    int64_t t0 = mono_ms();
+    char **paths = calloc((size_t)p->n, sizeof *paths);
+    const char **headers = calloc((size_t)p->n, sizeof *headers),
+               **bodies = calloc((size_t)p->n, sizeof *bodies);
     for (int i = 0; i < p->n; i++) {
-        char url[256];
-        snprintf(url, sizeof url, "http://127.0.0.1:%d/messages/%s/action/go", p->port, p->ids[i]);
-        h[i] = curl_easy_init();
-        curl_easy_setopt(h[i], CURLOPT_URL, url);
-        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, "{}");
-        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 60000L);
-        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, keep);
-        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &p->body[i]);
-        curl_multi_add_handle(m, h[i]);
+        paths[i] = malloc(256);
+        snprintf(paths[i], 256, "/messages/%s/action/go", p->ids[i]);
+        headers[i] = "X-User-Id: host";
+        bodies[i] = "{}";
     }
-    int running = 1;
-    while (running) {
-        curl_multi_perform(m, &running);
-        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
-    }
-    p->took_ms = mono_ms() - t0;
+    p->took_ms = test_http_many(p->port, p->n, "POST", (const char *const *)paths, headers, bodies,
+                                p->status, p->body);
     atomic_store(&p->done, true);
-    for (int i = 0; i < p->n; i++) {
-        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &p->status[i]);
-        curl_multi_remove_handle(m, h[i]);
-        curl_easy_cleanup(h[i]);
-    }
-    curl_slist_free_all(hdrs);
-    free(h);
-    curl_multi_cleanup(m);
+    for (int i = 0; i < p->n; i++)
+        free(paths[i]);
+    free(paths);
+    free(headers);
+    free(bodies);
     return NULL;
 }
 
@@ -462,11 +404,11 @@ STORE_TEST(forty_actions_whose_handler_is_a_slow_saga_finish_together_on_four_th
         test_reply_free(&t);
         REQUIRE(p.ids[i]);
     }
-    int threads_idle = threads_of(pid), threads_max = threads_idle;
+    int threads_idle = test_threads_of(pid), threads_max = threads_idle;
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, press_all, &p) == 0);
     while (!atomic_load(&p.done)) {
-        int n = threads_of(pid);
+        int n = test_threads_of(pid);
         if (n > threads_max) threads_max = n;
         mv_sleep_ms(20);
     }

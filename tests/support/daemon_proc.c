@@ -99,11 +99,8 @@ static void record(const char *method, const char *path, long status, const char
     free(text);
 }
 
-test_reply test_http(int port, const char *method, const char *path, const char *headers,
-                     const char *body) {
-    CURL *c = curl_easy_init();
-    char url[1024];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+/* headers ('\n'-separated lines, may be NULL) and the JSON content type as a curl list. */
+static struct curl_slist *header_list(const char *headers) {
     struct curl_slist *h = NULL;
     for (const char *p = headers; p && *p;) {
         const char *nl = strchr(p, '\n');
@@ -114,7 +111,15 @@ test_reply test_http(int port, const char *method, const char *path, const char 
         p += n + (nl ? 1 : 0);
     }
     h = curl_slist_append(h, "Content-Type: application/json");
-    h = curl_slist_append(h, "Expect:");
+    return curl_slist_append(h, "Expect:");
+}
+
+test_reply test_http(int port, const char *method, const char *path, const char *headers,
+                     const char *body) {
+    CURL *c = curl_easy_init();
+    char url[1024];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    struct curl_slist *h = header_list(headers);
     buffer b = {0};
     test_reply r = {0};
     head_state hs = {.r = &r};
@@ -135,6 +140,60 @@ test_reply test_http(int port, const char *method, const char *path, const char 
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     return r;
+}
+
+int test_threads_of(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    int n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
+    if (f) fclose(f);
+    return n;
+}
+
+int64_t test_http_many(int port, int n, const char *method, const char *const *paths,
+                       const char *const *headers, const char *const *body, long *status,
+                       char **bodies) {
+    CURLM *m = curl_multi_init();
+    CURL **h = calloc((size_t)n, sizeof *h);
+    struct curl_slist **lists = calloc((size_t)n, sizeof *lists);
+    buffer *b = calloc((size_t)n, sizeof *b);
+    int64_t t0 = mv_now_ms();
+    for (int i = 0; i < n; i++) {
+        char url[1024];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, paths[i]);
+        lists[i] = header_list(headers ? headers[i] : NULL);
+        h[i] = curl_easy_init();
+        curl_easy_setopt(h[i], CURLOPT_URL, url);
+        curl_easy_setopt(h[i], CURLOPT_CUSTOMREQUEST, method);
+        if (body && body[i]) curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, body[i]);
+        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, lists[i]);
+        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 60000L);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &b[i]);
+        curl_multi_add_handle(m, h[i]);
+    }
+    int running = 1;
+    while (running) {
+        curl_multi_perform(m, &running);
+        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    int64_t took = mv_now_ms() - t0;
+    for (int i = 0; i < n; i++) {
+        status[i] = 0;
+        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &status[i]);
+        bodies[i] = b[i].data;
+        curl_multi_remove_handle(m, h[i]);
+        curl_easy_cleanup(h[i]);
+        curl_slist_free_all(lists[i]);
+    }
+    free(b);
+    free(lists);
+    free(h);
+    curl_multi_cleanup(m);
+    return took;
 }
 
 void test_reply_free(test_reply *r) {

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct test_reply {
@@ -32,6 +33,15 @@ int test_daemon_stop(pid_t pid);
 test_reply test_http(int port, const char *method, const char *path, const char *headers,
                      const char *body);
 void test_reply_free(test_reply *r);
+/* The thread count of a process (/proc/PID/status), -1 when unknown. */
+int test_threads_of(pid_t pid);
+/* n requests at once over libcurl's multi interface, one connection each: request i is method
+ * to paths[i] with headers[i] (as test_http's) and body[i] (headers and body may be NULL).
+ * status[i] (0: no answer) and bodies[i] (malloc'd or NULL) receive the answers. Returns the
+ * milliseconds until the last one. */
+int64_t test_http_many(int port, int n, const char *method, const char *const *paths,
+                       const char *const *headers, const char *const *body, long *status,
+                       char **bodies);
 /* The "error.code" of an error body, or NULL. */
 const char *test_reply_code(const test_reply *r);
 /* Writes a file from a printf format; false on failure. */
