@@ -211,7 +211,9 @@ typedef struct {
     int64_t after_created;
     char after_id[25];
     mv_message_sink sink; /* receives each message of the page, in order */
+    mv_message_text_sink text_sink; /* or its JSON text, written from the row */
     void *sink_ctx;
+    mv_strbuf row; /* text_sink: the message being written */
     size_t count;         /* messages handed to the sink */
     int64_t last_created; /* the last one's key, for the next cursor */
     char last_id[25];
@@ -232,6 +234,28 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
         int r = 0;
         mv_strbuf text = {.count_only = true}; /* each message's JSON bytes, counted, not kept */
         while (!*full && (r = mv_stmt_step(st, err)) == 1) {
+            if (a->text_sink) {
+                a->row.len = 0;
+                if (!mv__doc_write_row(&a->row, st, st, 30 /* after MESSAGE_COLUMNS */)) {
+                    mv_stmt_done(st);
+                    return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
+                }
+                int64_t size = (int64_t)a->row.len + 1; /* and its comma */
+                if (a->count > 0 && *used + size > budget) {
+                    *full = true;
+                    break;
+                }
+                *used += size;
+                a->last_created = mv_stmt_is_null(st, 26) ? 0 : mv_stmt_int64(st, 26);
+                const char *id = mv_stmt_text(st, 0);
+                mv_strlcpy(a->last_id, id ? id : "", sizeof a->last_id);
+                a->count++;
+                if (!a->text_sink(a->sink_ctx, a->row.data, a->row.len)) {
+                    mv_stmt_done(st);
+                    return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
+                }
+                continue;
+            }
             json_t *doc = mv__doc_from_row(st);
             json_object_set_new(doc, "viewer",
                                 mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
@@ -372,8 +396,9 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
-mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
-                             void *sink_ctx, char **next_cursor, mv_err *err) {
+static mv_code list_run(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
+                        mv_message_text_sink text_sink, void *sink_ctx, char **next_cursor,
+                        mv_err *err) {
     if (next_cursor) *next_cursor = NULL;
     pthread_once(&sql_once, build_sql);
     char uid[256];
@@ -387,6 +412,7 @@ mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_mes
                   .tenant = mv__svc_tenant(req->user),
                   .after_created = INT64_MAX,
                   .sink = sink,
+                  .text_sink = text_sink,
                   .sink_ctx = sink_ctx};
     bool given;
     int64_t v = 0;
@@ -405,10 +431,22 @@ mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_mes
     if (req->cursor && !cursor_decode(req->cursor, &a.after_created, a.after_id))
         return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is malformed");
     rc = mv_store_read(svc->o.store, list_tx, &a, err);
+    free(a.row.data);
     if (rc == MV_OK && a.more && a.count > 0 && next_cursor &&
         !(*next_cursor = mv__keyset_cursor_encode(a.last_created, a.last_id)))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     return rc;
+}
+
+mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err) {
+    return list_run(svc, req, sink, NULL, sink_ctx, next_cursor, err);
+}
+
+mv_code mv_message_list_text(mv_service *svc, const mv_list_request *req,
+                             mv_message_text_sink sink, void *sink_ctx, char **next_cursor,
+                             mv_err *err) {
+    return list_run(svc, req, NULL, sink, sink_ctx, next_cursor, err);
 }
 
 static bool append_message(void *ctx, json_t *msg, size_t json_bytes) {
@@ -534,6 +572,72 @@ mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, jso
     }
     *message = doc;
     return MV_OK;
+}
+
+/* ---- get, as text ------------------------------------------------------------------------- */
+
+/* The row and the viewer's state in one statement (the viewer join matches nothing for NULL). */
+static const char SQL_GET_TEXT[] =
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
+    "AND vv.viewer_id = ? WHERE messages.id = ?";
+static const char SQL_GET_TENANT_TEXT[] =
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
+    "AND vv.viewer_id = ? WHERE messages.id = ? AND messages.tenant_id = ?";
+
+typedef struct {
+    const char *id, *tenant, *viewer_id;
+    const mv_user *user; /* NULL: no visibility check */
+    mv_strbuf out;
+    bool found;
+} get_text_arg;
+
+static mv_code get_text_tx(mv_db *db, void *ctx, mv_err *err) {
+    get_text_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = a->tenant ? mv_db_row(db, SQL_GET_TENANT_TEXT, &st, err, "sss", a->viewer_id,
+                                       a->id, a->tenant)
+                           : mv_db_row(db, SQL_GET_TEXT, &st, err, "ss", a->viewer_id, a->id);
+    if (rc != MV_OK || !st) {
+        mv_stmt_done(st);
+        return rc;
+    }
+    bool visible = true;
+    if (a->user) {
+        json_t *who = mv__doc_audience_from_row(st);
+        visible = who && (mv_user_is_sender(a->user, who) || mv_user_is_receiver(a->user, who));
+        json_decref(who);
+    }
+    if (visible) {
+        a->out.len = 0;
+        a->found = true;
+        if (!mv__doc_write_row(&a->out, st, st, 30))
+            rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
+    }
+    mv_stmt_done(st);
+    return rc;
+}
+
+mv_code mv_message_get_text(mv_service *svc, const char *id, const mv_user *user, char **json,
+                            size_t *len, mv_err *err) {
+    *json = NULL;
+    if (len) *len = 0;
+    char uid[256];
+    bool has_user = user && mv__svc_require_user(user, uid, NULL) == MV_OK;
+    if (!mv_valid_message_id(id))
+        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
+    get_text_arg a = {id, user ? mv__svc_tenant(user) : NULL, has_user ? uid : NULL, user, {0},
+                      false};
+    mv_code rc = mv_store_read(svc->o.store, get_text_tx, &a, err);
+    if (rc == MV_OK && !a.found)
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id);
+    if (rc != MV_OK) {
+        free(a.out.data);
+        return rc;
+    }
+    *json = mv_strbuf_take(&a.out, len);
+    return *json ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
 }
 
 /* ---- getActions ------------------------------------------------------------------------- */

@@ -85,6 +85,13 @@ bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
 json_t *mv__doc_from_row(mv_stmt *st);
+/* Appends the bytes mv_json_write writes for mv__doc_from_row(st) with "viewer" from the row of
+ * viewer at viewer_col.. (seen, read, dismissed; viewer NULL: all null), without building it.
+ * False when out of memory. */
+typedef struct mv_strbuf mv_strbuf;
+bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_col);
+/* Only what visibility needs of the row: {"fromUser", "toUser", "toRoles"} as mv__doc_from_row. */
+json_t *mv__doc_audience_from_row(mv_stmt *st);
 /* Inserts a message document (as built by create/notification) and its role rows in tenant
  * (NULL = "default"). owner_id and item_index (< 0 = none) are the client request's, stored but
  * not part of the JSON shape. */
