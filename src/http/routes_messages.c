@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "http/auth.h"
 #include "http/request.h"
 #include "http/routes_inbox.h"
 #include "http/routes_messages.h"
@@ -22,7 +23,12 @@ void mv_http_user(mv_http_request *req, mv_user *out) {
     out->nroles = p->nroles;
     out->permissions = p->permissions;
     out->tenant = p->tenant;
-    out->identity = p->identity;
+    out->identity = p->identity; /* headers mode: NULL, see mv_http_user_identity */
+}
+
+void mv_http_user_identity(mv_http_request *req, mv_user *out) {
+    mv_http_user(req, out);
+    if (req->principal) out->identity = mv_principal_identity(req->principal, req->arena);
 }
 
 /* ---- parameter checks ------------------------------------------------------------------- */
@@ -93,7 +99,7 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
         json_object_del(payload, "clientRequestId");
     }
     mv_user user;
-    mv_http_user(req, &user);
+    mv_http_user_identity(req, &user);
     mv_create_request cr = {.template_cd = mv_http_param(req, "templateCd"),
                             .user = &user,
                             .payload = payload,
@@ -315,7 +321,7 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
         return;
     }
     c->r = r;
-    mv_http_user(req, &c->user);
+    mv_http_user_identity(req, &c->user);
     c->ar = (mv_action_request){
         .message_id = mv_http_param(req, "id"),
         .action_cd = mv_http_param(req, "actionCd"),

@@ -305,7 +305,7 @@ static void page_release(mv_service *svc, int64_t bytes) {
  * `inner` per branch after the keyset position, then `limit` of them from `offset` on. */
 static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t after_created,
                           const char *after_id, int64_t inner, int64_t limit, int64_t offset,
-                          json_t *out, mv_err *err) {
+                          mv__page_keys *out, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql_list, &st, err);
     if (rc != MV_OK) return rc;
@@ -331,10 +331,8 @@ static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t af
     mv_stmt_bind_int64(st, idx++, offset);
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
-        json_t *key =
-            json_pack("{s:s,s:I,s:I}", "id", mv_stmt_text(st, 0), "createdAt",
-                      (json_int_t)mv_stmt_int64(st, 1), "size", (json_int_t)mv_stmt_int64(st, 2));
-        if (!key || json_array_append_new(out, key) != 0) {
+        if (!mv__page_keys_add(out, mv_stmt_text(st, 0), mv_stmt_int64(st, 1),
+                               mv_stmt_int64(st, 2))) {
             mv_stmt_done(st);
             return mv_err_set(err, MV_NO_MEMORY, "out of memory");
         }
@@ -349,7 +347,7 @@ typedef struct {
 } slice_ctx;
 
 static mv_code fetch_slice(void *ctx, size_t slice, int64_t after_created, const char *after_id,
-                           int64_t n, json_t *out, mv_err *err) {
+                           int64_t n, mv__page_keys *out, mv_err *err) {
     slice_ctx *c = ctx;
     return slice_keys(c->db, c->a, slice, after_created, after_id, n, n, 0, out, err);
 }
@@ -358,34 +356,32 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     list_arg *a = ctx;
     /* the page's keys, one extra telling whether a next page exists; a user with more roles than
      * one statement has slots runs one statement per slice, merged (visibility.c) */
-    json_t *keys = json_array();
-    if (!keys) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv__page_keys keys = {0};
     size_t slices = mv__role_slices(a->req->user->nroles);
     slice_ctx c = {db, a};
     mv_code rc = slices == 1 ? slice_keys(db, a, 0, a->after_created, a->after_id,
-                                          a->skip + a->limit + 1, a->limit + 1, a->skip, keys, err)
+                                          a->skip + a->limit + 1, a->limit + 1, a->skip, &keys, err)
                              : mv__visible_page(slices, fetch_slice, &c, a->after_created,
-                                                a->after_id, a->skip, a->limit + 1, keys, err);
+                                                a->after_id, a->skip, a->limit + 1, &keys, err);
     /* the page's ids, cut where the stored sizes pass the budget (at least one message) */
     char(*ids)[25] = rc == MV_OK ? malloc((size_t)(a->limit + 1) * sizeof *ids) : NULL;
     if (rc == MV_OK && !ids) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc != MV_OK) {
-        json_decref(keys);
+        free(keys.v);
         return rc;
     }
     int64_t budget = a->svc->o.max_page_bytes, stored = 0;
     size_t n = 0;
-    for (size_t i = 0; i < json_array_size(keys); i++) {
-        json_t *k = json_array_get(keys, i);
-        int64_t size = json_integer_value(json_object_get(k, "size"));
+    for (size_t i = 0; i < keys.n; i++) {
+        int64_t size = keys.v[i].size;
         if ((int64_t)n == a->limit || (n > 0 && stored + size > budget)) {
             a->more = true;
             break;
         }
         stored += size;
-        mv_strlcpy(ids[n++], mv_json_str(k, "id"), sizeof ids[0]);
+        mv_strlcpy(ids[n++], keys.v[i].id, sizeof ids[0]);
     }
-    json_decref(keys);
+    free(keys.v);
     int64_t used = 0;
     bool full = false;
     page_admit(a->svc, stored);

@@ -14,15 +14,29 @@
 
 /* How many list statements a user with nroles runs (1 up to MV_LIST_ROLE_SLOTS). */
 size_t mv__role_slices(size_t nroles);
+/* The keys of a page's messages, as the list statement finds them: a plain growable array (a list
+ * reads up to limit + 1 of them per slice; no JSON object per key). */
+typedef struct mv__page_key {
+    char id[25];
+    int64_t created_at, size; /* size: the stored size the page query reports */
+} mv__page_key;
+typedef struct mv__page_keys {
+    mv__page_key *v;
+    size_t n, cap;
+} mv__page_keys;
+/* Appends one key; false when out of memory. Free v when done. */
+bool mv__page_keys_add(mv__page_keys *k, const char *id, int64_t created_at, int64_t size);
 /* Appends to out the newest n messages of slice `slice` (its MV_LIST_ROLE_SLOTS roles; slice 0
  * also the user's own sent and received ones) after the keyset position (after_created,
  * after_id), newest first. */
 typedef mv_code (*mv__slice_fetch)(void *ctx, size_t slice, int64_t after_created,
-                                   const char *after_id, int64_t n, json_t *out, mv_err *err);
+                                   const char *after_id, int64_t n, mv__page_keys *out,
+                                   mv_err *err);
 /* The page of n messages after the position and `skip` more, merged over every slice and each
  * message once, appended to out newest first. */
 mv_code mv__visible_page(size_t slices, mv__slice_fetch fetch, void *ctx, int64_t after_created,
-                         const char *after_id, int64_t skip, int64_t n, json_t *out, mv_err *err);
+                         const char *after_id, int64_t skip, int64_t n, mv__page_keys *out,
+                         mv_err *err);
 
 typedef struct override_entry {
     char *template_cd, *action_cd; /* action_cd NULL for prepare overrides */
