@@ -261,6 +261,24 @@ static mv_strbuf *thread_scratch(void) {
     return b;
 }
 
+static pthread_key_t line_key;
+static pthread_once_t line_once = PTHREAD_ONCE_INIT;
+static bool line_ok;
+
+static void line_init(void) { line_ok = pthread_key_create(&line_key, scratch_free) == 0; }
+
+/* This thread's access-log line buffer (freed when the thread ends), or NULL. */
+static mv_strbuf *thread_line(void) {
+    pthread_once(&line_once, line_init);
+    if (!line_ok) return NULL;
+    mv_strbuf *b = pthread_getspecific(line_key);
+    if (!b && (b = calloc(1, sizeof *b)) && pthread_setspecific(line_key, b) != 0) {
+        free(b);
+        b = NULL;
+    }
+    return b;
+}
+
 void mv_http_json(mv_http_response *res, int status, json_t *body) {
     if (!body) {
         mv_http_text(res, status, "application/json", "null", 4);
@@ -477,8 +495,12 @@ static void put_field_str(mv_strbuf *b, const char *key, const char *value) {
 void mv_log_fields(const char *level, const char *msg, const mv_log_field *fields, size_t n) {
     int fd = atomic_load(&log_fd);
     if (fd < 0 || !mv_log_enabled(level)) return;
-    mv_strbuf b = {.data = malloc(512), .cap = 512}; /* one allocation for a usual line */
-    if (!b.data) return;
+    /* this thread's line buffer (kept, like the response buffer): no allocation per line */
+    mv_strbuf tmp = {0}, *line = thread_line();
+    if (!line) line = &tmp;
+    mv_strbuf b = *line;
+    b.len = 0;
+    b.oom = false;
     char num[32];
     snprintf(num, sizeof num, "{\"ts\":%lld", (long long)mv_now_ms());
     mv_strbuf_adds(&b, num);
@@ -511,5 +533,9 @@ void mv_log_fields(const char *level, const char *msg, const mv_log_field *field
             left -= (size_t)w;
         }
     }
-    free(b.data);
+    if (line == &tmp || b.oom || b.cap > 64 * 1024) { /* a huge line's buffer is not kept */
+        free(b.data);
+        b = (mv_strbuf){0};
+    }
+    if (line != &tmp) *line = b;
 }

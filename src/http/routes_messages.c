@@ -167,7 +167,9 @@ static void list_messages(mv_http_request *req, mv_http_response *res, void *app
                           .cursor = mv_http_query_get(req, "cursor"),
                           .archived = archived,
                           .filter = &filter};
-    page_writer w = {0};
+    /* a page of 50 ordinary messages is 30-60 KiB: start there rather than double up from 64 B */
+    page_writer w = {.out = {.data = malloc(32 * 1024), .cap = 32 * 1024}};
+    if (!w.out.data) w.out = (mv_strbuf){0};
     char *next = NULL;
     mv_strbuf_adds(&w.out, "{\"messages\":[");
     if (mv_message_list_text(r->service, &lr, write_message, &w, &next, &err) != MV_OK) {
