@@ -35,7 +35,7 @@
     "COALESCE(LENGTH(messages.display), 0)"
 
 /* The rows of a page are read by id, FETCH_CHUNK at a time (unused slots bind NULL), with the
- * viewer's state of each (the first parameter). */
+ * viewer's state of each (the first parameter), in any order (fetch_page restores the page's). */
 #define FETCH_CHUNK 32
 #define FETCH_SLOTS                                                                                \
     "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "   \
@@ -43,8 +43,7 @@
 static const char SQL_FETCH_PAGE[] =
     "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
     "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
-    "AND vv.viewer_id = ? WHERE messages.id IN (" FETCH_SLOTS ") "
-    "ORDER BY messages.created_at DESC, messages.id DESC";
+    "AND vv.viewer_id = ? WHERE messages.id IN (" FETCH_SLOTS ")";
 
 /* Parameters of one list branch: the viewer join, tenant, key, archived, the keyset (2), the
  * filters, the branch's limit. A statement binds its branches and LIMIT/OFFSET. */
@@ -221,63 +220,81 @@ typedef struct {
 } list_arg;
 
 /* Reads the messages of ids[0..n) (in page order), handing each to the sink, while the page stays
- * within budget bytes of JSON; *full = true when a message did not fit. */
+ * within budget bytes of JSON; *full = true when a message did not fit. A chunk's rows come in
+ * whatever order the store finds them (no ORDER BY: SQLite's sorter copied every row and every
+ * column it sorted, ~75 allocations a page) and are put back in page order here: the text path
+ * writes them into one buffer and keeps each one's place, the document path keeps the documents. */
 static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int64_t budget,
                           int64_t *used, bool *full, mv_err *err) {
     for (size_t base = 0; base < n && !*full; base += FETCH_CHUNK) {
+        size_t m = n - base < FETCH_CHUNK ? n - base : FETCH_CHUNK;
         mv_stmt *st;
         mv_code rc = mv_db_prepare(db, SQL_FETCH_PAGE, &st, err);
         if (rc != MV_OK) return rc;
         mv_stmt_bind_text(st, 1, a->user_id);
         for (size_t i = 0; i < FETCH_CHUNK; i++)
-            mv_stmt_bind_text(st, (int)i + 2, base + i < n ? ids[base + i] : NULL);
-        int r = 0;
-        mv_strbuf text = {.count_only = true}; /* each message's JSON bytes, counted, not kept */
-        while (!*full && (r = mv_stmt_step(st, err)) == 1) {
+            mv_stmt_bind_text(st, (int)i + 2, i < m ? ids[base + i] : NULL);
+        struct {
+            bool got;
+            size_t at, len;     /* text path: the message's bytes in a->row */
+            int64_t created_at; /* text path */
+            json_t *doc;        /* document path */
+        } slot[FETCH_CHUNK] = {0};
+        a->row.len = 0;
+        int r;
+        while ((r = mv_stmt_step(st, err)) == 1) {
+            const char *id = mv_stmt_text(st, 0);
+            size_t k = 0;
+            while (k < m && (!id || strcmp(ids[base + k], id) != 0))
+                k++;
+            if (k == m || slot[k].got) continue;
+            slot[k].got = true;
             if (a->text_sink) {
-                a->row.len = 0;
+                slot[k].at = a->row.len;
                 if (!mv__doc_write_row(&a->row, st, st, 30 /* after MESSAGE_COLUMNS */)) {
-                    mv_stmt_done(st);
-                    return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
-                }
-                int64_t size = (int64_t)a->row.len + 1; /* and its comma */
-                if (a->count > 0 && *used + size > budget) {
-                    *full = true;
+                    rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
                     break;
                 }
-                *used += size;
-                a->last_created = mv_stmt_is_null(st, 26) ? 0 : mv_stmt_int64(st, 26);
-                const char *id = mv_stmt_text(st, 0);
-                mv_strlcpy(a->last_id, id ? id : "", sizeof a->last_id);
-                a->count++;
-                if (!a->text_sink(a->sink_ctx, a->row.data, a->row.len)) {
-                    mv_stmt_done(st);
-                    return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
-                }
+                slot[k].len = a->row.len - slot[k].at;
+                slot[k].created_at = mv_stmt_is_null(st, 26) ? 0 : mv_stmt_int64(st, 26);
+            } else {
+                slot[k].doc = mv__doc_from_row(st);
+                json_object_set_new(slot[k].doc, "viewer",
+                                    mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
+            }
+        }
+        mv_stmt_done(st);
+        if (rc == MV_OK && r < 0) rc = err ? err->code : MV_INTERNAL;
+        mv_strbuf text = {.count_only = true}; /* each document's JSON bytes, counted, not kept */
+        for (size_t k = 0; k < m; k++) {
+            if (!slot[k].got) continue; /* gone since the page query */
+            json_t *doc = slot[k].doc;
+            slot[k].doc = NULL;
+            if (rc != MV_OK || *full) {
+                json_decref(doc);
                 continue;
             }
-            json_t *doc = mv__doc_from_row(st);
-            json_object_set_new(doc, "viewer",
-                                mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
-            text.len = 0; /* counted as json_dumpb counts: 0 when it cannot be written */
-            size_t bytes = mv_json_write(&text, doc) ? text.len : 0;
+            size_t bytes = slot[k].len;
+            if (!a->text_sink) {
+                text.len = 0; /* counted as json_dumpb counts: 0 when it cannot be written */
+                bytes = mv_json_write(&text, doc) ? text.len : 0;
+            }
             int64_t size = (int64_t)bytes + 1; /* and its comma */
             if (a->count > 0 && *used + size > budget) {
                 json_decref(doc);
                 *full = true;
-                break;
+                continue;
             }
             *used += size;
-            a->last_created = json_integer_value(json_object_get(doc, "createdAt"));
-            mv_strlcpy(a->last_id, mv_json_str(doc, "id"), sizeof a->last_id);
+            a->last_created = a->text_sink ? slot[k].created_at
+                                           : json_integer_value(json_object_get(doc, "createdAt"));
+            mv_strlcpy(a->last_id, ids[base + k], sizeof a->last_id);
             a->count++;
-            if (!a->sink(a->sink_ctx, doc, bytes)) {
-                mv_stmt_done(st);
-                return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
-            }
+            bool ok = a->text_sink ? a->text_sink(a->sink_ctx, a->row.data + slot[k].at, bytes)
+                                   : a->sink(a->sink_ctx, doc, bytes);
+            if (!ok) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
         }
-        mv_stmt_done(st);
-        if (!*full && r < 0) return err ? err->code : MV_INTERNAL;
+        if (rc != MV_OK) return rc;
     }
     return MV_OK;
 }

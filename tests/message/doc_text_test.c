@@ -231,7 +231,50 @@ TEST(a_text_field_that_is_not_utf8_is_left_out_on_both_paths) {
     fixture_close(&f);
 }
 
+/* A page of several fetch chunks (32 rows each, read in whatever order the store finds them) comes
+ * out newest first, ties by id descending, on both paths. */
+STORE_TEST(a_page_of_many_chunks_is_in_page_order_on_both_paths) {
+    fixture f;
+    REQUIRE(fixture_open(&f, kind, "doctext_order"));
+    for (int i = 0; i < 75; i++) {
+        json_decref(create_with(&f, "other", "me", json_pack("{s:i}", "i", i)));
+        if (i % 3 == 0) f.now++; /* some share their createdAt: the id orders them */
+    }
+    mv_user me = {.id = "me"};
+    json_t *limit = json_integer(100);
+    mv_list_request req = {.user = &me, .limit = limit};
+    mv_strbuf text = {0};
+    mv_err err = {0};
+    char *next = NULL;
+    CHECK_CODE(mv_message_list_text(f.svc, &req, append_text, &text, &next, &err), MV_OK, &err);
+    mv_strbuf whole = {0};
+    mv_strbuf_adds(&whole, "[");
+    mv_strbuf_add(&whole, text.data ? text.data : "", text.len);
+    mv_strbuf_adds(&whole, "]");
+    json_t *page = json_loads(whole.data, 0, NULL);
+    free(text.data);
+    free(whole.data);
+    free(next);
+    REQUIRE(page);
+    CHECK_INT(json_array_size(page), 75);
+    int ordered = 0;
+    for (size_t i = 1; i < json_array_size(page); i++) {
+        json_t *x = json_array_get(page, i - 1), *y = json_array_get(page, i);
+        json_int_t cx = json_integer_value(json_object_get(x, "createdAt"));
+        json_int_t cy = json_integer_value(json_object_get(y, "createdAt"));
+        ordered += cx > cy || (cx == cy && strcmp(mv_json_str(x, "id"), mv_json_str(y, "id")) > 0);
+    }
+    CHECK_INT(ordered, 74);
+    json_decref(page);
+    bool same = false;
+    CHECK_INT(compare_page(&f, &me, &same), 50); /* the default limit: two chunks */
+    CHECK(same);
+    json_decref(limit);
+    fixture_close(&f);
+}
+
 int main(void) {
     return RUN_TESTS(messages_written_from_their_rows_match_the_document_path_byte_for_byte,
-                     a_text_field_that_is_not_utf8_is_left_out_on_both_paths);
+                     a_text_field_that_is_not_utf8_is_left_out_on_both_paths,
+                     a_page_of_many_chunks_is_in_page_order_on_both_paths);
 }
