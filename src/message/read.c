@@ -626,6 +626,10 @@ static mv_code get_text_tx(mv_db *db, void *ctx, mv_err *err) {
     }
     if (visible) {
         a->out.len = 0;
+        if (!a->out.data && (a->out.data = malloc(4096))) { /* most messages fit: no growing */
+            a->out.cap = 4096;
+            a->out.data[0] = '\0';
+        }
         a->found = true;
         if (!mv__doc_write_row(&a->out, st, st, 30))
             rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
