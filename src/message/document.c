@@ -77,15 +77,20 @@ typedef struct {
     bool first;
 } doc_out;
 
-/* ,"key": — returns where the field started, to take it back */
-static size_t put_key(doc_out *o, const char *key) {
+/* ,"key": — one append (keys are ASCII literals); returns where the field started, to take it
+ * back */
+static size_t put_key_n(doc_out *o, const char *key, size_t n) {
     size_t mark = o->b->len;
-    if (!o->first) mv_strbuf_add(o->b, ",", 1);
-    mv_strbuf_add(o->b, "\"", 1);
-    mv_strbuf_adds(o->b, key);
-    mv_strbuf_add(o->b, "\":", 2);
+    char buf[40];
+    buf[0] = ',';
+    buf[1] = '"';
+    memcpy(buf + 2, key, n);
+    buf[n + 2] = '"';
+    buf[n + 3] = ':';
+    mv_strbuf_add(o->b, buf + o->first, n + 4 - o->first);
     return mark;
 }
+#define put_key(o, key) put_key_n((o), (key), sizeof(key) - 1)
 
 static void field_done(doc_out *o, size_t mark, bool ok) {
     if (ok || o->b->oom) {
@@ -107,20 +112,24 @@ static bool write_int_or_null(mv_strbuf *b, mv_stmt *st, int col) {
     return mv_strbuf_add(b, num, (size_t)n);
 }
 
-static void put_text(doc_out *o, const char *key, mv_stmt *st, int col) {
-    size_t mark = put_key(o, key);
+static void put_text_n(doc_out *o, const char *key, size_t n, mv_stmt *st, int col) {
+    size_t mark = put_key_n(o, key, n);
     field_done(o, mark, write_text_or_null(o->b, mv_stmt_text(st, col)));
 }
 
-static void put_int(doc_out *o, const char *key, mv_stmt *st, int col) {
-    size_t mark = put_key(o, key);
+static void put_int_n(doc_out *o, const char *key, size_t n, mv_stmt *st, int col) {
+    size_t mark = put_key_n(o, key, n);
     field_done(o, mark, write_int_or_null(o->b, st, col));
 }
 
-static void put_stored(doc_out *o, const char *key, mv_stmt *st, int col, const char *fallback) {
-    size_t mark = put_key(o, key);
+static void put_stored_n(doc_out *o, const char *key, size_t n, mv_stmt *st, int col,
+                         const char *fallback) {
+    size_t mark = put_key_n(o, key, n);
     field_done(o, mark, mv_json_write_stored(o->b, mv_stmt_text(st, col), fallback));
 }
+#define put_text(o, key, st, col) put_text_n((o), (key), sizeof(key) - 1, (st), (col))
+#define put_int(o, key, st, col) put_int_n((o), (key), sizeof(key) - 1, (st), (col))
+#define put_stored(o, key, st, col, fb) put_stored_n((o), (key), sizeof(key) - 1, (st), (col), (fb))
 
 bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_col) {
     doc_out o = {b, true};
