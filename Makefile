@@ -110,6 +110,20 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
 
+# The tests whose claims are about threads (group commit, the work pools, the outgoing-call loop,
+# claim races, sagas under concurrent runners, the change log) under ThreadSanitizer.
+TSAN_TESTS := store/group_commit_test store/store_test store/pipeline_test http/work_pool_test \
+    http/server_test http/server_later_test deliver/loop_test message/claim_test \
+    message/action_loop_test message/changes_test durable/saga_test durable/saga_async_test
+
+tsan:
+	@$(MAKE) --no-print-directory BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=thread" tsan-run
+
+tsan-run: all $(addprefix $(BUILD)/tests/,$(TSAN_TESTS))
+	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0 suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_OPTIONS)" BUILD=$(BUILD) \
+	    scripts/run-tests $(addprefix $(BUILD)/tests/,$(TSAN_TESTS))
+
 run: all
 	@scripts/run-example
 
@@ -224,9 +238,9 @@ deb:
 	@scripts/build-deb $(BUILD) $(VERSION)
 
 clean:
-	rm -rf build build-asan build-release build-fuzz var
+	rm -rf build build-asan build-tsan build-release build-fuzz var
 
-.PHONY: all test screenshots asan run lint format-check clean fuzz fuzz-deps bench bench-bin bench-peers install uninstall deb
+.PHONY: all test screenshots asan tsan tsan-run run lint format-check clean fuzz fuzz-deps bench bench-bin bench-peers install uninstall deb
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 -include $(shell find build-fuzz/obj -name '*.d' 2>/dev/null)

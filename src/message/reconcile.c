@@ -30,13 +30,16 @@ static const char SQL_STALE_ACTIONS[] =
     "SELECT id, template_cd, action_cd, action_attempt_id, action_lease_expires_at, updated_at "
     "FROM messages WHERE action_state = 'retryable' AND updated_at <= ? "
     "AND (updated_at, id) > (?, ?) ORDER BY updated_at, id LIMIT ?";
-/* Uses message_requests_pending_by_lease (lease_expires_at, owner, template, id) WHERE pending. */
+/* A reservation's key is (tenant, owner, template, client request id): the keyset order carries
+ * all four, or a page boundary between two tenants' reservations of the same owner, template and
+ * id with the same lease would skip one. Uses message_requests_pending_by_lease (lease_expires_at,
+ * tenant, owner, template, id) WHERE pending (migration 14). */
 static const char SQL_EXPIRED_REQUESTS[] =
-    "SELECT client_request_owner_id, template_cd, client_request_id, lease_expires_at, "
-    "updated_at FROM message_requests WHERE state = 'pending' AND lease_expires_at < ? "
-    "AND (lease_expires_at, client_request_owner_id, template_cd, client_request_id) > "
-    "(?, ?, ?, ?) ORDER BY lease_expires_at, client_request_owner_id, template_cd, "
-    "client_request_id LIMIT ?";
+    "SELECT tenant_id, client_request_owner_id, template_cd, client_request_id, "
+    "lease_expires_at, updated_at FROM message_requests WHERE state = 'pending' "
+    "AND lease_expires_at < ? AND (lease_expires_at, tenant_id, client_request_owner_id, "
+    "template_cd, client_request_id) > (?, ?, ?, ?, ?) ORDER BY lease_expires_at, tenant_id, "
+    "client_request_owner_id, template_cd, client_request_id LIMIT ?";
 /* The statements, for the plan tests. */
 const char *const mv__reconcile_sql[] = {SQL_EXPIRED_ACTIONS, SQL_STALE_ACTIONS,
                                          SQL_EXPIRED_REQUESTS};
@@ -55,11 +58,11 @@ void mv_reconcile_results_clear(mv_reconcile_results *r) {
 typedef struct position {
     int phase;
     int64_t time;
-    char *keys[3]; /* malloc'd */
+    char *keys[4]; /* malloc'd */
 } position;
 
 static void position_clear(position *p) {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         free(p->keys[i]);
         p->keys[i] = NULL;
     }
@@ -149,17 +152,18 @@ static json_t *action_finding(mv_stmt *st, int phase) {
 }
 
 static json_t *request_finding(mv_stmt *st) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "ownerId", text_or_empty(st, 0),
-                     "templateCd", text_or_empty(st, 1), "clientRequestId", text_or_empty(st, 2),
-                     "state", "pending", "leaseExpiresAt", (json_int_t)mv_stmt_int64(st, 3),
-                     "updatedAt", (json_int_t)mv_stmt_int64(st, 4), "reason", "lease-expired");
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "tenantId", text_or_empty(st, 0),
+                     "ownerId", text_or_empty(st, 1), "templateCd", text_or_empty(st, 2),
+                     "clientRequestId", text_or_empty(st, 3), "state", "pending", "leaseExpiresAt",
+                     (json_int_t)mv_stmt_int64(st, 4), "updatedAt",
+                     (json_int_t)mv_stmt_int64(st, 5), "reason", "lease-expired");
 }
 
 static mv_code remember(position *p, int phase, mv_stmt *st, bool requests) {
     position_clear(p);
     p->phase = phase;
-    int nkeys = requests ? 3 : 1;
-    p->time = mv_stmt_int64(st, requests ? 3 : phase == 0 ? 4 : 5);
+    int nkeys = requests ? 4 : 1;
+    p->time = mv_stmt_int64(st, requests || phase == 0 ? 4 : 5); /* the lease, or updated_at */
     for (int i = 0; i < nkeys; i++)
         if (!(p->keys[i] = strdup(text_or_empty(st, i)))) return MV_NO_MEMORY;
     return MV_OK;
@@ -176,9 +180,9 @@ static mv_code scan_fn(mv_db *db, void *ctx, mv_err *err) {
         if (rc) return rc;
         int64_t want = t->limit - collected + 1;
         if (t->requests)
-            mv_stmt_bindf(st, "iisssi", t->phases[pi].threshold, after,
+            mv_stmt_bindf(st, "iissssi", t->phases[pi].threshold, after,
                           resume ? t->start.keys[0] : "", resume ? t->start.keys[1] : "",
-                          resume ? t->start.keys[2] : "", want);
+                          resume ? t->start.keys[2] : "", resume ? t->start.keys[3] : "", want);
         else
             mv_stmt_bindf(st, "iisi", t->phases[pi].threshold, after,
                           resume ? t->start.keys[0] : "", want);
@@ -212,7 +216,7 @@ static mv_code scan(mv_store *store, const mv_reconcile_scan *s, const phase *ph
                           "reconciliation limit must be between 1 and 1000");
     scan_tx t = {.phases = phases,
                  .nphases = nphases,
-                 .nkeys = requests ? 3 : 1,
+                 .nkeys = requests ? 4 : 1,
                  .limit = limit,
                  .requests = requests};
     mv_code rc;

@@ -11,11 +11,18 @@ extern const mv_migration mv_migration_operations;
 extern const mv_migration mv_migration_changes;
 extern const mv_migration mv_migration_saga_steps;
 extern const mv_migration mv_migration_partial_indexes;
+extern const mv_migration mv_migration_request_scan;
 
 const mv_migration *const mv_migrations[] = {
-    &mv_migration_messages,        &mv_migration_outbox,
-    &mv_migration_durable,         &mv_migration_tenants,
-    &mv_migration_inbox,           &mv_migration_operations,
-    &mv_migration_changes,         &mv_migration_saga_steps,
-    &mv_migration_partial_indexes, NULL,
+    &mv_migration_messages,
+    &mv_migration_outbox,
+    &mv_migration_durable,
+    &mv_migration_tenants,
+    &mv_migration_inbox,
+    &mv_migration_operations,
+    &mv_migration_changes,
+    &mv_migration_saga_steps,
+    &mv_migration_partial_indexes,
+    &mv_migration_request_scan,
+    NULL,
 };

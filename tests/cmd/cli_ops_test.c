@@ -129,8 +129,8 @@ TEST(reconcile_prints_every_kind_and_narrows_to_one) {
     CHECK_INT(count_lines(out, "\"reason\":\"lease-expired\""), 2); /* the action, the request */
     CHECK_INT(count_lines(out, "\"reason\":\"stale-retryable\""), 1);
     CHECK(strstr(out, "bbbbbbbbbbbbbbbbbbbbbbbb") == NULL); /* a live lease */
-    CHECK(strstr(out, "{\"kind\":\"request\",\"ownerId\":\"u1\",\"templateCd\":\"booking\","
-                      "\"clientRequestId\":\"req-1\"") != NULL);
+    CHECK(strstr(out, "{\"kind\":\"request\",\"tenantId\":\"default\",\"ownerId\":\"u1\","
+                      "\"templateCd\":\"booking\",\"clientRequestId\":\"req-1\"") != NULL);
     CHECK(strstr(out, "{\"kind\":\"outbox\",\"id\":\"11111111-1111-4111-8111-111111111111\","
                       "\"outboxKind\":\"webhook\",\"state\":\"failed\",\"attempts\":5,"
                       "\"lastError\":\"refused\",\"failureStage\":\"webhook\",\"updatedAt\":2,"

@@ -82,7 +82,7 @@ static void check_plans(mv_store *s, const char *kind) {
     const plan_case cases[] = {
         {mv__reconcile_sql[0], "iisi", {"messages_processing_by_lease"}, true},
         {mv__reconcile_sql[1], "iisi", {"messages_retryable_by_update"}, true},
-        {mv__reconcile_sql[2], "iisssi", {"message_requests_pending_by_lease"}, true},
+        {mv__reconcile_sql[2], "iissssi", {"message_requests_pending_by_lease"}, true},
         /* the messages to detach are found by their whole key; which index PostgreSQL takes
          * for that depends on its statistics of the moment (any but a table scan will do) */
         {mv__request_gc_sql[0],

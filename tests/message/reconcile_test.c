@@ -13,9 +13,9 @@ static const char SQL_PUT_MESSAGE[] =
     "action_lease_expires_at, created_at, updated_at) "
     "VALUES (?, 'request', 'tpl', '[]', '{}', '{}', '[]', '', '{}', ?, ?, ?, ?, ?, 1, ?)";
 static const char SQL_PUT_REQUEST[] =
-    "INSERT INTO message_requests (client_request_owner_id, template_cd, client_request_id, "
-    "state, fingerprint, lease_owner_id, lease_expires_at, created_at, updated_at) "
-    "VALUES (?, 'tpl', ?, ?, 'fp', 'owner', ?, 1, ?)";
+    "INSERT INTO message_requests (tenant_id, client_request_owner_id, template_cd, "
+    "client_request_id, state, fingerprint, lease_owner_id, lease_expires_at, created_at, "
+    "updated_at) VALUES (?, ?, 'tpl', ?, ?, 'fp', 'owner', ?, 1, ?)";
 
 typedef struct {
     const char *id, *state, *action_cd, *attempt;
@@ -25,7 +25,8 @@ typedef struct {
 
 typedef struct {
     const char *owner, *crid, *state;
-    int64_t lease; /* -1 = NULL */
+    int64_t lease;      /* -1 = NULL */
+    const char *tenant; /* NULL = "default" */
 } req_row;
 
 typedef struct {
@@ -59,14 +60,15 @@ static mv_code put_rows(mv_db *db, void *ctx, mv_err *err) {
         const req_row *q = &r->reqs[i];
         mv_stmt *st;
         if ((rc = mv_db_prepare(db, SQL_PUT_REQUEST, &st, err))) break;
-        mv_stmt_bind_text(st, 1, q->owner);
-        mv_stmt_bind_text(st, 2, q->crid);
-        mv_stmt_bind_text(st, 3, q->state);
+        mv_stmt_bind_text(st, 1, q->tenant ? q->tenant : "default");
+        mv_stmt_bind_text(st, 2, q->owner);
+        mv_stmt_bind_text(st, 3, q->crid);
+        mv_stmt_bind_text(st, 4, q->state);
         if (q->lease < 0)
-            mv_stmt_bind_null(st, 4);
+            mv_stmt_bind_null(st, 5);
         else
-            mv_stmt_bind_int64(st, 4, q->lease);
-        mv_stmt_bind_int64(st, 5, 10);
+            mv_stmt_bind_int64(st, 5, q->lease);
+        mv_stmt_bind_int64(st, 6, 10);
         if (mv_stmt_step(st, err) < 0) rc = err->code;
         mv_stmt_done(st);
     }
@@ -162,6 +164,7 @@ STORE_TEST(request_findings_are_pending_reservations_whose_lease_expired) {
     CHECK_INT(json_array_size(page.findings), 2);
     REQUIRE(page.next_cursor);
     json_t *f = json_array_get(page.findings, 0);
+    CHECK_STR(mv_json_str(f, "tenantId"), "default");
     CHECK_STR(mv_json_str(f, "ownerId"), "u1");
     CHECK_STR(mv_json_str(f, "clientRequestId"), "k2");
     CHECK_STR(mv_json_str(f, "templateCd"), "tpl");
@@ -179,6 +182,38 @@ STORE_TEST(request_findings_are_pending_reservations_whose_lease_expired) {
     CHECK(page.next_cursor == NULL);
     mv_reconcile_results_clear(&page);
     /* an action cursor is not a request cursor */
+    free(cursor);
+    mv_store_close(s);
+}
+
+/* Two tenants' reservations that agree on everything but the tenant are two findings, and a
+ * page boundary between them skips neither. */
+STORE_TEST(request_pages_of_one_find_the_same_reservation_in_two_tenants) {
+    mv_store *s = test_store_fresh(kind, "rec_tenants");
+    REQUIRE(s);
+    static const req_row twins[] = {
+        {"u1", "k1", "pending", 100, "t2"},
+        {"u1", "k1", "pending", 100, "t1"},
+        {"u1", "k1", "pending", 100, "t3"},
+    };
+    rows r = {NULL, 0, twins, 3};
+    mv_err err = {0};
+    CHECK_CODE(mv_store_write(s, put_rows, &r, &err), MV_OK, &err);
+    const char *want[] = {"t1", "t2", "t3"};
+    char *cursor = NULL;
+    int seen = 0;
+    do {
+        mv_reconcile_scan one = {.now = 1000, .cursor = cursor, .limit = 1};
+        mv_reconcile_results page;
+        CHECK_CODE(mv_reconcile_requests_page(s, &one, &page, &err), MV_OK, &err);
+        free(cursor);
+        cursor = page.next_cursor;
+        page.next_cursor = NULL;
+        for (size_t i = 0; i < json_array_size(page.findings) && seen < 3; i++)
+            CHECK_STR(mv_json_str(json_array_get(page.findings, i), "tenantId"), want[seen++]);
+        mv_reconcile_results_clear(&page);
+    } while (cursor && seen < 5);
+    CHECK_INT(seen, 3);
     free(cursor);
     mv_store_close(s);
 }
@@ -209,5 +244,6 @@ STORE_TEST(bad_limits_and_cursors_are_invalid_arguments) {
 int main(void) {
     return RUN_TESTS(action_findings_are_expired_leases_then_stale_retryable_attempts,
                      request_findings_are_pending_reservations_whose_lease_expired,
+                     request_pages_of_one_find_the_same_reservation_in_two_tenants,
                      bad_limits_and_cursors_are_invalid_arguments);
 }
