@@ -209,9 +209,8 @@ mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_mes
 typedef bool (*mv_message_text_sink)(void *ctx, const char *json, size_t n);
 /* mv_message_list_each handing each message's JSON text — the bytes mv_json_write would write
  * for the document mv_message_list returns — written from the stored row without building it. */
-mv_code mv_message_list_text(mv_service *svc, const mv_list_request *req,
-                             mv_message_text_sink sink, void *sink_ctx, char **next_cursor,
-                             mv_err *err);
+mv_code mv_message_list_text(mv_service *svc, const mv_list_request *req, mv_message_text_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err);
 /* Active messages visible to the user. */
 mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err);
 /* A message by id (active or archived). user NULL → no visibility check; otherwise

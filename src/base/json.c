@@ -377,10 +377,10 @@ static bool scan_number(stored_scan *s) {
     char *endp;
     double d = strtod(num, &endp);
     if (*endp) return false;
-    char out[64];
+    char out[64] = "";
     mv_strbuf b = {.data = out, .cap = sizeof out}; /* never grows: a real is under 32 bytes */
     if (!mv_json_write_real(&b, d, 17) || b.data != out) return false;
-    return b.len == n && memcmp(out, start, n) == 0;
+    return b.len == n && memcmp(b.data, start, n) == 0;
 }
 
 static bool scan_literal(stored_scan *s, const char *word, size_t n) {

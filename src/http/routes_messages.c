@@ -219,8 +219,7 @@ static void get_message(mv_http_request *req, mv_http_response *res, void *app) 
     char *m = NULL;
     size_t len = 0;
     mv_err err = {0};
-    if (mv_message_get_text(r->service, mv_http_param(req, "id"), &user, &m, &len, &err) !=
-        MV_OK) {
+    if (mv_message_get_text(r->service, mv_http_param(req, "id"), &user, &m, &len, &err) != MV_OK) {
         mv_http_error(res, &err);
         return;
     }

@@ -209,10 +209,10 @@ typedef struct {
     int64_t limit, skip;
     int64_t after_created;
     char after_id[25];
-    mv_message_sink sink; /* receives each message of the page, in order */
+    mv_message_sink sink;           /* receives each message of the page, in order */
     mv_message_text_sink text_sink; /* or its JSON text, written from the row */
     void *sink_ctx;
-    mv_strbuf row; /* text_sink: the message being written */
+    mv_strbuf row;        /* text_sink: the message being written */
     size_t count;         /* messages handed to the sink */
     int64_t last_created; /* the last one's key, for the next cursor */
     char last_id[25];
@@ -458,9 +458,8 @@ mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_mes
     return list_run(svc, req, sink, NULL, sink_ctx, next_cursor, err);
 }
 
-mv_code mv_message_list_text(mv_service *svc, const mv_list_request *req,
-                             mv_message_text_sink sink, void *sink_ctx, char **next_cursor,
-                             mv_err *err) {
+mv_code mv_message_list_text(mv_service *svc, const mv_list_request *req, mv_message_text_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err) {
     return list_run(svc, req, NULL, sink, sink_ctx, next_cursor, err);
 }
 
@@ -646,7 +645,7 @@ mv_code mv_message_get_text(mv_service *svc, const char *id, const mv_user *user
     bool has_user = user && mv__svc_require_user(user, uid, NULL) == MV_OK;
     if (!mv_valid_message_id(id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
-    get_text_arg a = {id, user ? mv__svc_tenant(user) : NULL, has_user ? uid : NULL, user, {0},
+    get_text_arg a = {id,   user ? mv__svc_tenant(user) : NULL, has_user ? uid : NULL, user, {0},
                       false};
     mv_code rc = mv_store_read(svc->o.store, get_text_tx, &a, err);
     if (rc == MV_OK && !a.found)
