@@ -532,7 +532,9 @@ mv_code mv_reconcile_effects_page(mv_store *store, const mv_reconcile_options *o
                                   mv_reconcile_page *out, mv_err *err);
 /* One page over sagas in running/compensating/manual-review: {"sagaId","state","step"?,
  * "effectId"?,"reason":"ambiguous-execution"|"ambiguous-compensation"|"manual-review"|
- * "stale-running"}. */
+ * "stale-running"} (stale: updated at or before stale_before). Keyset-paged in start order over
+ * the (state, created_at) index (migration 12), so a saga saved between two pages is neither
+ * skipped nor repeated. */
 mv_code mv_reconcile_sagas_page(mv_store *store, const mv_reconcile_options *opts,
                                 mv_reconcile_page *out, mv_err *err);
 /* All findings as one page of 1000; more than that fails with MV_INVALID_ARGUMENT "effect

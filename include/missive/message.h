@@ -232,12 +232,24 @@ typedef bool (*mv_message_sink)(void *ctx, json_t *msg, size_t json_bytes);
  * page: a caller that writes each one out never holds a page twice. */
 mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
                              void *sink_ctx, char **next_cursor, mv_err *err);
+/* Receives one message of a page as its compact JSON (the n bytes at json, valid until the next
+ * message); false stops the listing (out of memory). */
+typedef bool (*mv_message_text_sink)(void *ctx, const char *json, size_t n);
+/* mv_message_list_each handing each message's JSON text — the bytes mv_json_write would write
+ * for the document mv_message_list returns — written from the stored row without building it. */
+mv_code mv_message_list_text(mv_service *svc, const mv_list_request *req, mv_message_text_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err);
 /* Active messages visible to the user. */
 mv_code mv_message_count(mv_service *svc, const mv_user *user, int64_t *count, mv_err *err);
 /* A message by id (active or archived). user NULL → no visibility check; otherwise
  * MV_MESSAGE_NOT_FOUND unless visible. */
 mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, json_t **message,
                        mv_err *err);
+/* mv_message_get as the document's compact JSON text (*json malloc'd, NUL-terminated, *len its
+ * length; len may be NULL): the same bytes mv_json_write writes for mv_message_get's document,
+ * written from the stored row in one statement. */
+mv_code mv_message_get_text(mv_service *svc, const char *id, const mv_user *user, char **json,
+                            size_t *len, mv_err *err);
 
 /* getActions: *out = {"uiTemplate": …, "actions": [...]}. Order: unknown message → not found;
  * no user → MV_INVALID_USER; not that usertype and not admin → not found; generic notification;

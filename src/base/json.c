@@ -271,3 +271,195 @@ json_t *mv_json_path(const json_t *root, const char *path) {
     }
     return (json_t *)cur;
 }
+
+/* ---- stored JSON text, written as it is ----------------------------------------------------
+ * A stored column holds what mv_json_write wrote, so parsing it into jansson and writing it again
+ * gives the same bytes: the scan below checks that the text is exactly in that form — one value,
+ * no whitespace, strings escaped as the writer escapes them and valid UTF-8, integers that fit,
+ * reals as %.17g writes them, no key twice in an object — and then copies it. Anything it is not
+ * sure of (another escape, deep nesting, an object of many keys, text written by someone else)
+ * takes the slow path, json_loads and mv_json_write, so the bytes are the same either way. */
+
+#define STORED_MAX_DEPTH 64
+#define STORED_MAX_KEYS 64
+
+typedef struct {
+    const char *p, *end;
+} stored_scan;
+
+static bool scan_value(stored_scan *s, int depth);
+
+/* One string in the writer's form; the opening quote at s->p. */
+static bool scan_string(stored_scan *s) {
+    const unsigned char *p = (const unsigned char *)s->p + 1, *end = (const unsigned char *)s->end;
+    while (p < end) {
+        unsigned c = *p;
+        if (c == '"') {
+            s->p = (const char *)p + 1;
+            return true;
+        }
+        if (c < 0x20) return false;
+        if (c == '\\') {
+            if (end - p < 2) return false;
+            switch (p[1]) {
+            case '"':
+            case '\\':
+            case 'b':
+            case 'f':
+            case 'n':
+            case 'r':
+            case 't': p += 2; continue;
+            case 'u': {
+                /* only \u00XX (upper-case hex) for a control character without a short form;
+                 * \u0000 is refused by json_loads, so it takes the slow path too */
+                static const char hex[] = "0123456789ABCDEF";
+                if (end - p < 6 || p[2] != '0' || p[3] != '0' || (p[4] != '0' && p[4] != '1'))
+                    return false;
+                const char *h = memchr(hex, p[5], 16);
+                if (!h || !p[5]) return false;
+                unsigned v = (unsigned)(p[4] - '0') * 16 + (unsigned)(h - hex);
+                if (v == 0 || v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t')
+                    return false;
+                p += 6;
+                continue;
+            }
+            default: return false;
+            }
+        }
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        int more;
+        unsigned min;
+        if (c >= 0xC2 && c <= 0xDF)
+            more = 1, min = 0x80, c &= 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF)
+            more = 2, min = 0x800, c &= 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4)
+            more = 3, min = 0x10000, c &= 0x07;
+        else
+            return false;
+        if (end - p <= more) return false;
+        for (int i = 1; i <= more; i++) {
+            if ((p[i] & 0xC0) != 0x80) return false;
+            c = c << 6 | (p[i] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
+        p += more + 1;
+    }
+    return false;
+}
+
+static bool scan_number(stored_scan *s) {
+    const char *start = s->p, *p = s->p;
+    bool real = false;
+    while (p < s->end && strchr("+-0123456789.eE", *p) && *p) {
+        if (*p == '.' || *p == 'e' || *p == 'E') real = true;
+        p++;
+    }
+    size_t n = (size_t)(p - start);
+    s->p = p;
+    if (!real) {
+        /* -?(0|[1-9][0-9]*), at most 18 digits (always fits), not -0 */
+        const char *d = start + (*start == '-');
+        size_t digits = (size_t)(p - d);
+        if (digits == 0 || digits > 18) return false;
+        for (const char *q = d; q < p; q++)
+            if (*q < '0' || *q > '9') return false;
+        return (*d != '0' || digits == 1) && !(*start == '-' && *d == '0');
+    }
+    /* a real: the bytes the writer gives its value, or the slow path */
+    char num[64];
+    if (n >= 40 || (*start != '-' && (*start < '0' || *start > '9'))) return false;
+    memcpy(num, start, n);
+    num[n] = '\0';
+    char *endp;
+    double d = strtod(num, &endp);
+    if (*endp) return false;
+    char out[64] = "";
+    mv_strbuf b = {.data = out, .cap = sizeof out}; /* never grows: a real is under 32 bytes */
+    if (!mv_json_write_real(&b, d, 17) || b.data != out) return false;
+    return b.len == n && memcmp(b.data, start, n) == 0;
+}
+
+static bool scan_literal(stored_scan *s, const char *word, size_t n) {
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0) return false;
+    s->p += n;
+    return true;
+}
+
+static bool scan_value(stored_scan *s, int depth) {
+    if (s->p >= s->end || depth > STORED_MAX_DEPTH) return false;
+    switch (*s->p) {
+    case '"': return scan_string(s);
+    case 't': return scan_literal(s, "true", 4);
+    case 'f': return scan_literal(s, "false", 5);
+    case 'n': return scan_literal(s, "null", 4);
+    case '[':
+        s->p++;
+        if (s->p < s->end && *s->p == ']') {
+            s->p++;
+            return true;
+        }
+        for (;;) {
+            if (!scan_value(s, depth + 1) || s->p >= s->end) return false;
+            if (*s->p == ']') {
+                s->p++;
+                return true;
+            }
+            if (*s->p++ != ',') return false;
+        }
+    case '{': {
+        s->p++;
+        if (s->p < s->end && *s->p == '}') {
+            s->p++;
+            return true;
+        }
+        /* the keys so far, as written: one text per string in the writer's form, so equal
+         * bytes mean an equal key */
+        struct {
+            const char *k;
+            size_t n;
+        } keys[STORED_MAX_KEYS];
+        size_t nkeys = 0;
+        for (;;) {
+            if (s->p >= s->end || *s->p != '"' || nkeys == STORED_MAX_KEYS) return false;
+            const char *k = s->p;
+            if (!scan_string(s)) return false;
+            size_t kn = (size_t)(s->p - k);
+            for (size_t i = 0; i < nkeys; i++)
+                if (keys[i].n == kn && memcmp(keys[i].k, k, kn) == 0) return false;
+            keys[nkeys].k = k;
+            keys[nkeys++].n = kn;
+            if (s->p >= s->end || *s->p++ != ':') return false;
+            if (!scan_value(s, depth + 1) || s->p >= s->end) return false;
+            if (*s->p == '}') {
+                s->p++;
+                return true;
+            }
+            if (*s->p++ != ',') return false;
+        }
+    }
+    default: return scan_number(s);
+    }
+}
+
+bool mv_json_stored_is_written(const char *text, size_t n) {
+    stored_scan s = {text, text + n};
+    return scan_value(&s, 0) && s.p == s.end;
+}
+
+bool mv_json_write_stored(mv_strbuf *b, const char *text, const char *fallback) {
+    if (text) {
+        size_t n = strlen(text);
+        if (mv_json_stored_is_written(text, n)) return mv_strbuf_add(b, text, n);
+        json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+        if (v) {
+            bool ok = mv_json_write(b, v);
+            json_decref(v);
+            if (ok || b->oom) return ok;
+        }
+    }
+    return mv_strbuf_add(b, fallback, strlen(fallback));
+}

@@ -37,5 +37,13 @@ bool mv_json_write_string(mv_strbuf *b, const char *s, size_t n);
 /* Appends d as jansson writes a real with `digits` significant digits (17: its default): always
  * with a '.' or an exponent, the exponent without leading zeros. False when out of memory. */
 bool mv_json_write_real(mv_strbuf *b, double d, int digits);
+/* Appends what mv_json_write would write for json_loads(text, JSON_DECODE_ANY) — for a stored
+ * JSON column (NUL-terminated text), without the round trip when the text is already in the
+ * writer's form (then it is copied as it is) — or the JSON text fallback when text is NULL or
+ * does not parse. False only when out of memory. */
+bool mv_json_write_stored(mv_strbuf *b, const char *text, const char *fallback);
+/* True when the n bytes at text are exactly what mv_json_write writes for the value they parse
+ * to (so they can be copied instead of parsed and written again). False when unsure. */
+bool mv_json_stored_is_written(const char *text, size_t n);
 
 #endif

@@ -46,7 +46,8 @@ mv_code mv__journal_move_from_tx(mv_db *db, const char *id, mv_effect_state expe
                                  unsigned from_mask, mv_effect_state to, const char *error_code,
                                  int64_t now, bool missing_ok, mv_err *err);
 
-/* Reconciliation keyset scans (reconcile.c): one state at a time, (updated_at, id) order. */
+/* Reconciliation keyset scans (reconcile.c): one state at a time, effects in (updated_at, id)
+ * order, sagas in (created_at, id) order. */
 extern const char mv_sql_scan_effects[];
 extern const char mv_sql_scan_sagas[];
 

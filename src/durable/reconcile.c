@@ -3,8 +3,9 @@
  * manual review, or stale.
  *
  * Only non-terminal states are read, one state at a time in (updated_at, id) order over the
- * (state, updated_at, id) index, with an opaque keyset cursor (state, updated_at, id): a page
- * costs the same at any depth and never touches the retained terminal history. (The reference
+ * (state, updated_at, id) index — sagas in (created_at, id) order over (state, created_at, id) —
+ * with an opaque keyset cursor (state, that time, id): a page costs the same at any depth and
+ * never touches the retained terminal history. (The reference
  * used an offset cursor; keyset is what it recommends for production stores.) */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,21 +17,26 @@
 
 #define MAX_LIMIT 1000
 
+/* The states named literally as well: the scan index is partial over them (migration 12). */
 const char mv_sql_scan_effects[] =
     "SELECT effect_id, capability, state, updated_at FROM effects "
-    "WHERE state = ? AND updated_at <= ? AND updated_at >= ? AND (updated_at > ? OR effect_id > ?) "
-    "ORDER BY updated_at, effect_id LIMIT ?";
+    "WHERE state = ? AND state IN ('admission', 'executing', 'unknown') AND updated_at <= ? "
+    "AND updated_at >= ? AND (updated_at > ? OR effect_id > ?) ORDER BY updated_at, effect_id "
+    "LIMIT ?";
 /* The fifth column: the first step in doubt of the saga's step rows (migration 10) as
  * "state effectId compensationEffectId name" (tokens hold no spaces), NULL when there is none; the
- * third: a document written before migration 10, "[]" after it. */
+ * third: a document written before migration 10, "[]" after it. Sagas are read in (created_at, id)
+ * order over the (state, created_at, id) index of migration 12 (the sixth column: the cursor's
+ * key), since a running saga's saves do not touch an index; updated_at (the fourth) says whether
+ * it is stale. */
 const char mv_sql_scan_sagas[] =
     "SELECT saga_id, state, steps, updated_at, "
     "(SELECT t.state || ' ' || t.effect_id || ' ' || t.compensation_effect_id || ' ' || t.name "
     "FROM saga_steps t WHERE t.saga_id = sagas.saga_id "
-    "AND t.state IN ('executing', 'ambiguous', 'compensating') ORDER BY t.idx LIMIT 1) "
-    "FROM sagas "
-    "WHERE state = ? AND updated_at >= ? AND (updated_at > ? OR saga_id > ?) "
-    "ORDER BY updated_at, saga_id LIMIT ?";
+    "AND t.state IN ('executing', 'ambiguous', 'compensating') ORDER BY t.idx LIMIT 1), "
+    "created_at FROM sagas "
+    "WHERE state = ? AND created_at >= ? AND (created_at > ? OR saga_id > ?) "
+    "ORDER BY created_at, saga_id LIMIT ?";
 
 static const char *const effect_states[] = {"admission", "executing", "unknown"};
 
@@ -43,7 +49,7 @@ void mv_reconcile_page_clear(mv_reconcile_page *page) {
 
 typedef struct {
     int state;
-    int64_t updated_at;
+    int64_t at; /* effects: updated_at; sagas: created_at */
     char id[129];
 } position;
 
@@ -53,7 +59,7 @@ static mv_code invalid_cursor(mv_err *err) {
 
 static void encode_cursor(const position *p, char out[256]) {
     char plain[192];
-    int n = snprintf(plain, sizeof plain, "%d.%" PRId64 ".%s", p->state, p->updated_at, p->id);
+    int n = snprintf(plain, sizeof plain, "%d.%" PRId64 ".%s", p->state, p->at, p->id);
     mv_b64url_encode(plain, (size_t)n, out);
 }
 
@@ -71,7 +77,7 @@ static mv_code decode_cursor(const char *cursor, int nstates, position *p, mv_er
     if (*s < '0' || *s > '9') return invalid_cursor(err);
     long long t = strtoll(s, &end, 10);
     if (*end != '.' || t < 0 || t > MV_MAX_SAFE_INT) return invalid_cursor(err);
-    p->updated_at = t;
+    p->at = t;
     if (!mv_valid_token(end + 1, 128) || strlen(end + 1) != n - (size_t)(end + 1 - (char *)plain))
         return invalid_cursor(err);
     mv_strlcpy(p->id, end + 1, sizeof p->id);
@@ -142,7 +148,7 @@ static mv_code scan_fn(mv_db *db, void *ctx, mv_err *err) {
     int collected = 0;
     for (int si = t->has_start ? t->start.state : 0; si < t->nstates && !t->more; si++) {
         bool resume = t->has_start && si == t->start.state;
-        int64_t after_at = resume ? t->start.updated_at : -1;
+        int64_t after_at = resume ? t->start.at : -1;
         const char *after_id = resume ? t->start.id : "";
         mv_stmt *st;
         mv_code rc =
@@ -164,7 +170,7 @@ static mv_code scan_fn(mv_db *db, void *ctx, mv_err *err) {
             if (f) json_array_append_new(t->findings, f);
             collected++;
             t->last.state = si;
-            t->last.updated_at = mv_stmt_int64(st, 3);
+            t->last.at = mv_stmt_int64(st, t->sagas ? 5 : 3);
             mv_strlcpy(t->last.id, mv_stmt_text(st, 0) ? mv_stmt_text(st, 0) : "",
                        sizeof t->last.id);
         }

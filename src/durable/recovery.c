@@ -3,7 +3,7 @@
  * A runner holds the saga's runner lease while it works and extends it with every save, so a
  * `running` or `compensating` saga whose lease expired has no live runner: its daemon crashed,
  * lost the store, or was killed. One pass lists such sagas (oldest first, through the
- * (state, updated_at) index, so the cost follows the sagas in flight, not the history) and hands
+ * (state, created_at) index, so the cost follows the sagas in flight, not the history) and hands
  * each to the engine, which takes the runner lease with a conditional update before touching the
  * saga: with several daemons running passes at once, each saga is driven by exactly one of them
  * and the others count it busy. A saga with no runner at all (its creator died between creating
@@ -21,7 +21,7 @@ static const char SQL_RECOVERABLE_SAGAS[] =
     "SELECT saga_id, definition FROM sagas WHERE state = ? AND "
     "((runner_id IS NOT NULL AND runner_expires_at <= ?) OR (runner_id IS NULL AND updated_at <= "
     "?)) "
-    "ORDER BY updated_at, saga_id LIMIT ?";
+    "ORDER BY created_at, saga_id LIMIT ?";
 
 typedef struct {
     char id[129], definition[129];

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/strbuf.h"
 #include "http/auth.h"
 #include "http/request.h"
 
@@ -121,11 +122,10 @@ static const char *trimmed(mv_arena *arena, const char *s) {
     return n ? mv_arena_strndup(arena, s, n) : NULL;
 }
 
-/* Valid UTF-8 (everything that reaches JSON must be). */
+/* Valid UTF-8 (everything that reaches JSON must be): json_string's check, counted, not copied. */
 static bool utf8_ok(const char *s) {
-    json_t *t = json_string(s);
-    json_decref(t);
-    return t != NULL;
+    mv_strbuf count = {.count_only = true};
+    return mv_json_write_string(&count, s, strlen(s));
 }
 
 static mv_code check_tenant(const char *tenant, mv_err *err) {
@@ -135,11 +135,12 @@ static mv_code check_tenant(const char *tenant, mv_err *err) {
     return MV_OK;
 }
 
-static mv_code finish_principal(mv_arena *arena, mv_principal *out, mv_err *err) {
+static mv_code finish_principal(mv_arena *arena, mv_principal *out, bool identity, mv_err *err) {
     /* both calls always run: each either hands its value to the arena or releases it */
     out->permissions = mv_arena_json(arena, out->permissions);
-    out->identity = mv_arena_json(arena, out->identity);
-    if (!out->permissions || !out->identity) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (identity) out->identity = mv_arena_json(arena, out->identity);
+    if (!out->permissions || (identity && !out->identity))
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     return MV_OK;
 }
 
@@ -176,19 +177,13 @@ static mv_code auth_headers(mv_http_request *req, mv_principal *out, mv_err *err
     out->tenant = tenant ? tenant : "default";
     if ((rc = check_tenant(out->tenant, err)) != MV_OK) return rc;
 
+    /* the identity ({"id", "roles", "tenant"}) is built only by the routes that hand it on
+     * (mv_principal_identity): most requests never need it */
     out->permissions = json_object();
-    out->identity = json_object();
-    if (!out->permissions || !out->identity) {
-        json_decref(out->permissions);
-        json_decref(out->identity);
-        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    }
+    if (!out->permissions) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < nperms; i++)
         json_object_set_new(out->permissions, perms[i], json_true());
-    json_object_set_new(out->identity, "id", json_string(out->user_id));
-    json_object_set_new(out->identity, "roles", mv_principal_roles_json(out));
-    json_object_set_new(out->identity, "tenant", json_string(out->tenant));
-    return finish_principal(a, out, err);
+    return finish_principal(a, out, false, err);
 }
 
 /* ---- jwt mode ---------------------------------------------------------------------------- */
@@ -296,7 +291,7 @@ static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_p
         return rc;
     }
     out->identity = json_incref(claims);
-    return finish_principal(a, out, err);
+    return finish_principal(a, out, true, err);
 }
 
 static mv_code auth_jwt(const mv_auth *auth, mv_http_request *req, mv_principal *out, mv_err *err) {
@@ -340,6 +335,12 @@ bool mv_principal_has_role(const mv_principal *p, const char *role) {
     for (size_t i = 0; i < p->nroles; i++)
         if (strcmp(p->roles[i], role) == 0) return true;
     return false;
+}
+
+json_t *mv_principal_identity(const mv_principal *p, mv_arena *arena) {
+    if (!p || p->identity) return p ? p->identity : NULL;
+    return mv_arena_json(arena, json_pack("{s:s,s:o,s:s}", "id", p->user_id, "roles",
+                                          mv_principal_roles_json(p), "tenant", p->tenant));
 }
 
 json_t *mv_principal_roles_json(const mv_principal *p) {

@@ -30,7 +30,7 @@ struct mv_principal {
     size_t nroles;
     json_t *permissions; /* object: permission key → true */
     const char *tenant;  /* "default" unless given */
-    json_t *identity;    /* jwt: the verified claims; headers: {"id", "roles", "tenant"} */
+    json_t *identity;    /* jwt: the verified claims; headers: NULL (mv_principal_identity) */
 };
 
 /* Where the principal's fields are in the claims: dotted paths; NULL → the default name. */
@@ -66,6 +66,9 @@ mv_code mv_auth_authenticate(const mv_auth *auth, mv_http_request *req, mv_princ
 /* permissions[key] is truthy. NULL-safe. */
 bool mv_principal_has_permission(const mv_principal *p, const char *key);
 bool mv_principal_has_role(const mv_principal *p, const char *role);
+/* What prepare hooks see of the caller: jwt, the verified claims; headers mode, {"id", "roles",
+ * "tenant"}, built into arena (the request's) by each call. NULL when out of memory. */
+json_t *mv_principal_identity(const mv_principal *p, mv_arena *arena);
 /* The roles as a new JSON array of strings. */
 json_t *mv_principal_roles_json(const mv_principal *p);
 

@@ -13,32 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/arena.h"
 #include "http/work_pool.h"
 #include "missive/error.h"
 
-/* ---- arena ------------------------------------------------------------------------------- */
-
-typedef struct mv_arena mv_arena;
-
-/* A new empty arena; NULL when out of memory. Free with mv_arena_free() (NULL-safe), which
- * also runs every registered cleanup, newest first. */
-mv_arena *mv_arena_new(void);
-void mv_arena_free(mv_arena *arena);
-/* Runs the cleanups and frees everything allocated, keeping one block for reuse: the arena is as
- * new, without the malloc of its first block. */
-void mv_arena_reset(mv_arena *arena);
-/* n bytes aligned for any type, zeroed; NULL when out of memory. Valid until mv_arena_free. */
-void *mv_arena_alloc(mv_arena *arena, size_t n);
-/* Copies n bytes and adds a NUL. s may be NULL only when n == 0. */
-char *mv_arena_strndup(mv_arena *arena, const char *s, size_t n);
-char *mv_arena_strdup(mv_arena *arena, const char *s);
-char *mv_arena_printf(mv_arena *arena, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Runs fn(ptr) when the arena is freed. Returns false (and runs nothing) when out of memory. */
-bool mv_arena_defer(mv_arena *arena, void (*fn)(void *), void *ptr);
-/* Hands a jansson reference to the arena (json_decref at the end); returns v, or NULL (after
- * releasing v) when out of memory. NULL-safe. */
-json_t *mv_arena_json(mv_arena *arena, json_t *v);
-
+/* The per-request arena: base/arena.h. */
 /* ---- request / response ------------------------------------------------------------------ */
 
 typedef struct mv_http_header {

@@ -1,8 +1,6 @@
-/* request.c — the per-request arena, building a request from a raw target, reading and writing
- * headers and JSON bodies, the single error-body function and the JSON log line.
- *
- * The arena hands out memory from 8 KiB blocks (bigger requests get their own block) and keeps
- * a list of cleanups (jansson references) run when the request ends, so handlers never free. */
+/* request.c — building a request from a raw target, reading and writing headers and JSON bodies,
+ * the single error-body function and the JSON log line. Everything a request holds is in its
+ * arena (base/arena.h), so handlers never free. */
 #include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,143 +14,6 @@
 #include "base/strbuf.h"
 #include "http/request.h"
 #include "missive/base.h"
-
-/* ---- arena ------------------------------------------------------------------------------- */
-
-typedef struct arena_block {
-    struct arena_block *next;
-    size_t used, size;
-    max_align_t data[];
-} arena_block;
-
-typedef struct arena_cleanup {
-    struct arena_cleanup *next;
-    void (*fn)(void *);
-    void *ptr;
-} arena_cleanup;
-
-struct mv_arena {
-    arena_block *blocks;
-    arena_cleanup *cleanups;
-};
-
-#define ARENA_BLOCK 8192
-
-mv_arena *mv_arena_new(void) { return calloc(1, sizeof(mv_arena)); }
-
-void mv_arena_free(mv_arena *arena) {
-    if (!arena) return;
-    for (arena_cleanup *c = arena->cleanups; c;) {
-        arena_cleanup *next = c->next;
-        c->fn(c->ptr);
-        c = next; /* the cleanup record itself lives in a block */
-    }
-    for (arena_block *b = arena->blocks; b;) {
-        arena_block *next = b->next;
-        free(b);
-        b = next;
-    }
-    free(arena);
-}
-
-void mv_arena_reset(mv_arena *arena) {
-    for (arena_cleanup *c = arena->cleanups; c;) {
-        arena_cleanup *next = c->next;
-        c->fn(c->ptr);
-        c = next;
-    }
-    arena->cleanups = NULL;
-    arena_block *keep = NULL;
-    for (arena_block *b = arena->blocks; b;) {
-        arena_block *next = b->next;
-        if (!keep && b->size == ARENA_BLOCK) {
-            keep = b;
-        } else {
-            free(b);
-        }
-        b = next;
-    }
-    if (keep) {
-        keep->used = 0;
-        keep->next = NULL;
-    }
-    arena->blocks = keep;
-}
-
-void *mv_arena_alloc(mv_arena *arena, size_t n) {
-    const size_t align = sizeof(max_align_t);
-    if (n > SIZE_MAX - align) return NULL;
-    size_t need = (n + align - 1) / align * align;
-    if (need == 0) need = align;
-    arena_block *b = arena->blocks;
-    if (!b || b->size - b->used < need) {
-        size_t size = need > ARENA_BLOCK ? need : ARENA_BLOCK;
-        arena_block *nb = malloc(sizeof(arena_block) + size);
-        if (!nb) return NULL;
-        nb->used = 0;
-        nb->size = size;
-        if (b && need > ARENA_BLOCK) {
-            /* an oversized block goes behind the current one so its free space stays usable */
-            nb->next = b->next;
-            b->next = nb;
-        } else {
-            nb->next = b;
-            arena->blocks = nb;
-        }
-        b = nb;
-    }
-    void *p = (char *)b->data + b->used;
-    b->used += need;
-    memset(p, 0, n);
-    return p;
-}
-
-char *mv_arena_strndup(mv_arena *arena, const char *s, size_t n) {
-    char *p = mv_arena_alloc(arena, n + 1);
-    if (!p) return NULL;
-    if (n) memcpy(p, s, n);
-    p[n] = '\0';
-    return p;
-}
-
-char *mv_arena_strdup(mv_arena *arena, const char *s) {
-    return s ? mv_arena_strndup(arena, s, strlen(s)) : NULL;
-}
-
-char *mv_arena_printf(mv_arena *arena, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *p = mv_arena_alloc(arena, (size_t)n + 1);
-    if (!p) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(p, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return p;
-}
-
-bool mv_arena_defer(mv_arena *arena, void (*fn)(void *), void *ptr) {
-    arena_cleanup *c = mv_arena_alloc(arena, sizeof *c);
-    if (!c) return false;
-    c->fn = fn;
-    c->ptr = ptr;
-    c->next = arena->cleanups;
-    arena->cleanups = c;
-    return true;
-}
-
-static void decref_cleanup(void *p) { json_decref(p); }
-
-json_t *mv_arena_json(mv_arena *arena, json_t *v) {
-    if (!v) return NULL;
-    if (!mv_arena_defer(arena, decref_cleanup, v)) {
-        json_decref(v);
-        return NULL;
-    }
-    return v;
-}
 
 /* ---- request ----------------------------------------------------------------------------- */
 
@@ -357,7 +218,7 @@ void mv_http_text(mv_http_response *res, int status, const char *content_type, c
 static void out_of_memory(mv_http_response *res, const char *detail) {
     static const char OOM[] = "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}";
     res->status = 500;
-    res->detail = detail;
+    res->detail = mv_arena_exhausted(res->arena) ? "the request's arena limit was reached" : detail;
     res->body = OOM;
     res->body_len = sizeof OOM - 1;
     set_content_type(res, "application/json");
@@ -394,6 +255,24 @@ static mv_strbuf *thread_scratch(void) {
     if (!scratch_ok) return NULL;
     mv_strbuf *b = pthread_getspecific(scratch_key);
     if (!b && (b = calloc(1, sizeof *b)) && pthread_setspecific(scratch_key, b) != 0) {
+        free(b);
+        b = NULL;
+    }
+    return b;
+}
+
+static pthread_key_t line_key;
+static pthread_once_t line_once = PTHREAD_ONCE_INIT;
+static bool line_ok;
+
+static void line_init(void) { line_ok = pthread_key_create(&line_key, scratch_free) == 0; }
+
+/* This thread's access-log line buffer (freed when the thread ends), or NULL. */
+static mv_strbuf *thread_line(void) {
+    pthread_once(&line_once, line_init);
+    if (!line_ok) return NULL;
+    mv_strbuf *b = pthread_getspecific(line_key);
+    if (!b && (b = calloc(1, sizeof *b)) && pthread_setspecific(line_key, b) != 0) {
         free(b);
         b = NULL;
     }
@@ -616,8 +495,12 @@ static void put_field_str(mv_strbuf *b, const char *key, const char *value) {
 void mv_log_fields(const char *level, const char *msg, const mv_log_field *fields, size_t n) {
     int fd = atomic_load(&log_fd);
     if (fd < 0 || !mv_log_enabled(level)) return;
-    mv_strbuf b = {.data = malloc(512), .cap = 512}; /* one allocation for a usual line */
-    if (!b.data) return;
+    /* this thread's line buffer (kept, like the response buffer): no allocation per line */
+    mv_strbuf tmp = {0}, *line = thread_line();
+    if (!line) line = &tmp;
+    mv_strbuf b = *line;
+    b.len = 0;
+    b.oom = false;
     char num[32];
     snprintf(num, sizeof num, "{\"ts\":%lld", (long long)mv_now_ms());
     mv_strbuf_adds(&b, num);
@@ -650,5 +533,9 @@ void mv_log_fields(const char *level, const char *msg, const mv_log_field *field
             left -= (size_t)w;
         }
     }
-    free(b.data);
+    if (line == &tmp || b.oom || b.cap > 64 * 1024) { /* a huge line's buffer is not kept */
+        free(b.data);
+        b = (mv_strbuf){0};
+    }
+    if (line != &tmp) *line = b;
 }

@@ -15,6 +15,9 @@ typedef struct mv_message_routes {
 
 /* The acting user of a request (borrows from the principal, roles array in the arena). */
 void mv_http_user(mv_http_request *req, mv_user *out);
+/* mv_http_user with the identity prepare hooks see (built per call in headers mode): for the
+ * routes that can run a prepare hook or a handler — create and action. */
+void mv_http_user_identity(mv_http_request *req, mv_user *out);
 
 /* Registers POST /messages/new/{templateCd}, GET /messages, GET /messages/count,
  * GET /messages/{id}, GET /messages/{id}/actions/{usertype} and

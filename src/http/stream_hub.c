@@ -119,10 +119,11 @@ static void send_counts(mv_stream_hub *hub, sub *s, int64_t id, bool always) {
 /* The message as s's user sees it, as event `name`; nothing when they cannot see it. */
 static void send_message(mv_stream_hub *hub, sub *s, const mv_change *c, const char *name) {
     mv_user u = sub_user(s);
-    json_t *m = NULL;
-    if (mv_message_get(hub->o.service, c->message_id, &u, &m, NULL) != MV_OK) return;
-    send_json(s, c->id, name, m);
-    json_decref(m);
+    char *m = NULL; /* written from the stored row: json_dumps' bytes for the document */
+    if (mv_message_get_text(hub->o.service, c->message_id, &u, &m, NULL, NULL) != MV_OK) return;
+    mv_sse_event(s->s, c->id, name, m);
+    s->last_sent_id = c->id;
+    free(m);
     s->counts_dirty = true;
 }
 

@@ -1,9 +1,11 @@
 /* document.c — the one place that knows how a message row maps to the message JSON of the API
  * (docs/http-api.md, "Messages"). Structured fields (roles, contents, payload…) are stored as JSON
  * text; times are integer milliseconds. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "message/inbox_internal.h"
 
 static json_t *json_or(const char *text, json_t *fallback) {
@@ -60,6 +62,129 @@ json_t *mv__doc_from_row(mv_stmt *st) {
         json_object_set_new(d, "lastFailure", json_null());
     }
     json_object_set_new(d, "viewer", json_pack("{s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt"));
+    return d;
+}
+
+/* ---- the same document written from the row -----------------------------------------------
+ * mv__doc_write_row appends the bytes mv_json_write(mv__doc_from_row(st) + viewer) would, without
+ * building the document: text columns through the writer's escaper, JSON columns copied as stored
+ * (mv_json_write_stored) — a list or a read costs no parse and no allocation per field. What
+ * mv__doc_from_row drops (a text that is not UTF-8, which json_string refuses, leaves its key out)
+ * is dropped here too; tests/message/doc_text_test compares the two on awkward rows. */
+
+typedef struct {
+    mv_strbuf *b;
+    bool first;
+} doc_out;
+
+/* ,"key": — one append (keys are ASCII literals); returns where the field started, to take it
+ * back */
+static size_t put_key_n(doc_out *o, const char *key, size_t n) {
+    size_t mark = o->b->len;
+    char buf[40];
+    buf[0] = ',';
+    buf[1] = '"';
+    memcpy(buf + 2, key, n);
+    buf[n + 2] = '"';
+    buf[n + 3] = ':';
+    mv_strbuf_add(o->b, buf + o->first, n + 4 - o->first);
+    return mark;
+}
+#define put_key(o, key) put_key_n((o), (key), sizeof(key) - 1)
+
+static void field_done(doc_out *o, size_t mark, bool ok) {
+    if (ok || o->b->oom) {
+        o->first = false;
+        return;
+    }
+    o->b->len = mark; /* json_object_set_new of NULL: the key is left out */
+    if (o->b->data && !o->b->count_only) o->b->data[mark] = '\0';
+}
+
+static bool write_text_or_null(mv_strbuf *b, const char *s) {
+    return s ? mv_json_write_string(b, s, strlen(s)) : mv_strbuf_add(b, "null", 4);
+}
+
+static bool write_int_or_null(mv_strbuf *b, mv_stmt *st, int col) {
+    if (!st || mv_stmt_is_null(st, col)) return mv_strbuf_add(b, "null", 4);
+    char num[32];
+    int n = snprintf(num, sizeof num, "%lld", (long long)mv_stmt_int64(st, col));
+    return mv_strbuf_add(b, num, (size_t)n);
+}
+
+static void put_text_n(doc_out *o, const char *key, size_t n, mv_stmt *st, int col) {
+    size_t mark = put_key_n(o, key, n);
+    field_done(o, mark, write_text_or_null(o->b, mv_stmt_text(st, col)));
+}
+
+static void put_int_n(doc_out *o, const char *key, size_t n, mv_stmt *st, int col) {
+    size_t mark = put_key_n(o, key, n);
+    field_done(o, mark, write_int_or_null(o->b, st, col));
+}
+
+static void put_stored_n(doc_out *o, const char *key, size_t n, mv_stmt *st, int col,
+                         const char *fallback) {
+    size_t mark = put_key_n(o, key, n);
+    field_done(o, mark, mv_json_write_stored(o->b, mv_stmt_text(st, col), fallback));
+}
+#define put_text(o, key, st, col) put_text_n((o), (key), sizeof(key) - 1, (st), (col))
+#define put_int(o, key, st, col) put_int_n((o), (key), sizeof(key) - 1, (st), (col))
+#define put_stored(o, key, st, col, fb) put_stored_n((o), (key), sizeof(key) - 1, (st), (col), (fb))
+
+bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_col) {
+    doc_out o = {b, true};
+    mv_strbuf_add(b, "{", 1);
+    put_text(&o, "id", st, 0);
+    put_text(&o, "type", st, 1);
+    put_text(&o, "templateCd", st, 2);
+    put_text(&o, "fromUser", st, 3);
+    put_text(&o, "toUser", st, 4);
+    put_stored(&o, "toRoles", st, 5, "[]");
+    put_stored(&o, "senderContent", st, 6, "{}");
+    put_stored(&o, "receiverContent", st, 7, "{}");
+    put_stored(&o, "documents", st, 8, "[]");
+    put_text(&o, "paymentSession", st, 9);
+    put_text(&o, "paymentCd", st, 10);
+    put_stored(&o, "payload", st, 11, "{}");
+    put_stored(&o, "display", st, 12, "{}");
+    put_text(&o, "clientRequestId", st, 13);
+    put_text(&o, "actionState", st, 16);
+    put_text(&o, "actionCd", st, 17);
+    put_text(&o, "actionAttemptId", st, 18);
+    put_text(&o, "archivedBy", st, 24);
+    put_int(&o, "archivedAt", st, 25);
+    put_int(&o, "createdAt", st, 26);
+    put_int(&o, "updatedAt", st, 27);
+    size_t mark = put_key(&o, "lastFailure");
+    const char *state = mv_stmt_text(st, 16);
+    bool ok = true;
+    if (state && strcmp(state, "retryable") == 0 && !mv_stmt_is_null(st, 22)) {
+        /* json_pack("{s:s,s:s,s:o,s:o}"): any part that cannot be made drops the whole field */
+        const char *code = mv_stmt_text(st, 28), *message = mv_stmt_text(st, 22);
+        if (!code) code = "handler_failed";
+        ok = mv_strbuf_adds(b, "{\"code\":") && mv_json_write_string(b, code, strlen(code)) &&
+             mv_strbuf_adds(b, ",\"message\":") &&
+             mv_json_write_string(b, message, strlen(message)) && mv_strbuf_adds(b, ",\"at\":") &&
+             write_int_or_null(b, st, 29) && mv_strbuf_adds(b, ",\"actionAttemptId\":") &&
+             write_text_or_null(b, mv_stmt_text(st, 18)) && mv_strbuf_add(b, "}", 1);
+    } else {
+        ok = mv_strbuf_add(b, "null", 4);
+    }
+    field_done(&o, mark, ok);
+    mark = put_key(&o, "viewer");
+    ok = mv_strbuf_adds(b, "{\"seenAt\":") && write_int_or_null(b, viewer, viewer_col) &&
+         mv_strbuf_adds(b, ",\"readAt\":") && write_int_or_null(b, viewer, viewer_col + 1) &&
+         mv_strbuf_adds(b, ",\"dismissedAt\":") && write_int_or_null(b, viewer, viewer_col + 2) &&
+         mv_strbuf_add(b, "}", 1);
+    field_done(&o, mark, ok);
+    return mv_strbuf_add(b, "}", 1);
+}
+
+json_t *mv__doc_audience_from_row(mv_stmt *st) {
+    json_t *d = json_object();
+    json_object_set_new(d, "fromUser", text_or_null(st, 3));
+    json_object_set_new(d, "toUser", text_or_null(st, 4));
+    json_object_set_new(d, "toRoles", json_or(mv_stmt_text(st, 5), json_array()));
     return d;
 }
 

@@ -35,7 +35,7 @@
     "COALESCE(LENGTH(messages.display), 0)"
 
 /* The rows of a page are read by id, FETCH_CHUNK at a time (unused slots bind NULL), with the
- * viewer's state of each (the first parameter). */
+ * viewer's state of each (the first parameter), in any order (fetch_page restores the page's). */
 #define FETCH_CHUNK 32
 #define FETCH_SLOTS                                                                                \
     "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "   \
@@ -43,8 +43,7 @@
 static const char SQL_FETCH_PAGE[] =
     "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
     "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
-    "AND vv.viewer_id = ? WHERE messages.id IN (" FETCH_SLOTS ") "
-    "ORDER BY messages.created_at DESC, messages.id DESC";
+    "AND vv.viewer_id = ? WHERE messages.id IN (" FETCH_SLOTS ")";
 
 /* Parameters of one list branch: the viewer join, tenant, key, archived, the keyset (2), the
  * filters, the branch's limit. A statement binds its branches and LIMIT/OFFSET. */
@@ -210,8 +209,10 @@ typedef struct {
     int64_t limit, skip;
     int64_t after_created;
     char after_id[25];
-    mv_message_sink sink; /* receives each message of the page, in order */
+    mv_message_sink sink;           /* receives each message of the page, in order */
+    mv_message_text_sink text_sink; /* or its JSON text, written from the row */
     void *sink_ctx;
+    mv_strbuf row;        /* text_sink: the message being written */
     size_t count;         /* messages handed to the sink */
     int64_t last_created; /* the last one's key, for the next cursor */
     char last_id[25];
@@ -219,41 +220,81 @@ typedef struct {
 } list_arg;
 
 /* Reads the messages of ids[0..n) (in page order), handing each to the sink, while the page stays
- * within budget bytes of JSON; *full = true when a message did not fit. */
+ * within budget bytes of JSON; *full = true when a message did not fit. A chunk's rows come in
+ * whatever order the store finds them (no ORDER BY: SQLite's sorter copied every row and every
+ * column it sorted, ~75 allocations a page) and are put back in page order here: the text path
+ * writes them into one buffer and keeps each one's place, the document path keeps the documents. */
 static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int64_t budget,
                           int64_t *used, bool *full, mv_err *err) {
     for (size_t base = 0; base < n && !*full; base += FETCH_CHUNK) {
+        size_t m = n - base < FETCH_CHUNK ? n - base : FETCH_CHUNK;
         mv_stmt *st;
         mv_code rc = mv_db_prepare(db, SQL_FETCH_PAGE, &st, err);
         if (rc != MV_OK) return rc;
         mv_stmt_bind_text(st, 1, a->user_id);
         for (size_t i = 0; i < FETCH_CHUNK; i++)
-            mv_stmt_bind_text(st, (int)i + 2, base + i < n ? ids[base + i] : NULL);
-        int r = 0;
-        mv_strbuf text = {.count_only = true}; /* each message's JSON bytes, counted, not kept */
-        while (!*full && (r = mv_stmt_step(st, err)) == 1) {
-            json_t *doc = mv__doc_from_row(st);
-            json_object_set_new(doc, "viewer",
-                                mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
-            text.len = 0; /* counted as json_dumpb counts: 0 when it cannot be written */
-            size_t bytes = mv_json_write(&text, doc) ? text.len : 0;
+            mv_stmt_bind_text(st, (int)i + 2, i < m ? ids[base + i] : NULL);
+        struct {
+            bool got;
+            size_t at, len;     /* text path: the message's bytes in a->row */
+            int64_t created_at; /* text path */
+            json_t *doc;        /* document path */
+        } slot[FETCH_CHUNK] = {0};
+        a->row.len = 0;
+        int r;
+        while ((r = mv_stmt_step(st, err)) == 1) {
+            const char *id = mv_stmt_text(st, 0);
+            size_t k = 0;
+            while (k < m && (!id || strcmp(ids[base + k], id) != 0))
+                k++;
+            if (k == m || slot[k].got) continue;
+            slot[k].got = true;
+            if (a->text_sink) {
+                slot[k].at = a->row.len;
+                if (!mv__doc_write_row(&a->row, st, st, 30 /* after MESSAGE_COLUMNS */)) {
+                    rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
+                    break;
+                }
+                slot[k].len = a->row.len - slot[k].at;
+                slot[k].created_at = mv_stmt_is_null(st, 26) ? 0 : mv_stmt_int64(st, 26);
+            } else {
+                slot[k].doc = mv__doc_from_row(st);
+                json_object_set_new(slot[k].doc, "viewer",
+                                    mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
+            }
+        }
+        mv_stmt_done(st);
+        if (rc == MV_OK && r < 0) rc = err ? err->code : MV_INTERNAL;
+        mv_strbuf text = {.count_only = true}; /* each document's JSON bytes, counted, not kept */
+        for (size_t k = 0; k < m; k++) {
+            if (!slot[k].got) continue; /* gone since the page query */
+            json_t *doc = slot[k].doc;
+            slot[k].doc = NULL;
+            if (rc != MV_OK || *full) {
+                json_decref(doc);
+                continue;
+            }
+            size_t bytes = slot[k].len;
+            if (!a->text_sink) {
+                text.len = 0; /* counted as json_dumpb counts: 0 when it cannot be written */
+                bytes = mv_json_write(&text, doc) ? text.len : 0;
+            }
             int64_t size = (int64_t)bytes + 1; /* and its comma */
             if (a->count > 0 && *used + size > budget) {
                 json_decref(doc);
                 *full = true;
-                break;
+                continue;
             }
             *used += size;
-            a->last_created = json_integer_value(json_object_get(doc, "createdAt"));
-            mv_strlcpy(a->last_id, mv_json_str(doc, "id"), sizeof a->last_id);
+            a->last_created = a->text_sink ? slot[k].created_at
+                                           : json_integer_value(json_object_get(doc, "createdAt"));
+            mv_strlcpy(a->last_id, ids[base + k], sizeof a->last_id);
             a->count++;
-            if (!a->sink(a->sink_ctx, doc, bytes)) {
-                mv_stmt_done(st);
-                return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
-            }
+            bool ok = a->text_sink ? a->text_sink(a->sink_ctx, a->row.data + slot[k].at, bytes)
+                                   : a->sink(a->sink_ctx, doc, bytes);
+            if (!ok) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a page of messages");
         }
-        mv_stmt_done(st);
-        if (!*full && r < 0) return err ? err->code : MV_INTERNAL;
+        if (rc != MV_OK) return rc;
     }
     return MV_OK;
 }
@@ -281,7 +322,7 @@ static void page_release(mv_service *svc, int64_t bytes) {
  * `inner` per branch after the keyset position, then `limit` of them from `offset` on. */
 static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t after_created,
                           const char *after_id, int64_t inner, int64_t limit, int64_t offset,
-                          json_t *out, mv_err *err) {
+                          mv__page_keys *out, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql_list, &st, err);
     if (rc != MV_OK) return rc;
@@ -294,12 +335,14 @@ static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t af
         const char *key = branch < 2         ? (slice == 0 ? a->user_id : NULL)
                           : role < u->nroles ? u->roles[role]
                                              : NULL;
-        mv_stmt_bind_text(st, idx++, a->user_id);
-        mv_stmt_bind_text(st, idx++, a->tenant);
+        /* a branch without a key matches nothing whatever else it binds: NULLs, which cost no
+         * copy (a bound text is copied; 16 unused role branches made 48 copies a page) */
+        mv_stmt_bind_text(st, idx++, key ? a->user_id : NULL);
+        mv_stmt_bind_text(st, idx++, key ? a->tenant : NULL);
         mv_stmt_bind_text(st, idx++, key);
         mv_stmt_bind_int64(st, idx++, archived);
         mv_stmt_bind_int64(st, idx++, after_created);
-        mv_stmt_bind_text(st, idx++, after_id);
+        mv_stmt_bind_text(st, idx++, key ? after_id : NULL);
         mv__inbox_filter_bind(st, &idx, a->req->filter);
         mv_stmt_bind_int64(st, idx++, inner);
     }
@@ -307,10 +350,8 @@ static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t af
     mv_stmt_bind_int64(st, idx++, offset);
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
-        json_t *key =
-            json_pack("{s:s,s:I,s:I}", "id", mv_stmt_text(st, 0), "createdAt",
-                      (json_int_t)mv_stmt_int64(st, 1), "size", (json_int_t)mv_stmt_int64(st, 2));
-        if (!key || json_array_append_new(out, key) != 0) {
+        if (!mv__page_keys_add(out, mv_stmt_text(st, 0), mv_stmt_int64(st, 1),
+                               mv_stmt_int64(st, 2))) {
             mv_stmt_done(st);
             return mv_err_set(err, MV_NO_MEMORY, "out of memory");
         }
@@ -325,7 +366,7 @@ typedef struct {
 } slice_ctx;
 
 static mv_code fetch_slice(void *ctx, size_t slice, int64_t after_created, const char *after_id,
-                           int64_t n, json_t *out, mv_err *err) {
+                           int64_t n, mv__page_keys *out, mv_err *err) {
     slice_ctx *c = ctx;
     return slice_keys(c->db, c->a, slice, after_created, after_id, n, n, 0, out, err);
 }
@@ -334,34 +375,32 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     list_arg *a = ctx;
     /* the page's keys, one extra telling whether a next page exists; a user with more roles than
      * one statement has slots runs one statement per slice, merged (visibility.c) */
-    json_t *keys = json_array();
-    if (!keys) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    mv__page_keys keys = {0};
     size_t slices = mv__role_slices(a->req->user->nroles);
     slice_ctx c = {db, a};
     mv_code rc = slices == 1 ? slice_keys(db, a, 0, a->after_created, a->after_id,
-                                          a->skip + a->limit + 1, a->limit + 1, a->skip, keys, err)
+                                          a->skip + a->limit + 1, a->limit + 1, a->skip, &keys, err)
                              : mv__visible_page(slices, fetch_slice, &c, a->after_created,
-                                                a->after_id, a->skip, a->limit + 1, keys, err);
+                                                a->after_id, a->skip, a->limit + 1, &keys, err);
     /* the page's ids, cut where the stored sizes pass the budget (at least one message) */
     char(*ids)[25] = rc == MV_OK ? malloc((size_t)(a->limit + 1) * sizeof *ids) : NULL;
     if (rc == MV_OK && !ids) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc != MV_OK) {
-        json_decref(keys);
+        free(keys.v);
         return rc;
     }
     int64_t budget = a->svc->o.max_page_bytes, stored = 0;
     size_t n = 0;
-    for (size_t i = 0; i < json_array_size(keys); i++) {
-        json_t *k = json_array_get(keys, i);
-        int64_t size = json_integer_value(json_object_get(k, "size"));
+    for (size_t i = 0; i < keys.n; i++) {
+        int64_t size = keys.v[i].size;
         if ((int64_t)n == a->limit || (n > 0 && stored + size > budget)) {
             a->more = true;
             break;
         }
         stored += size;
-        mv_strlcpy(ids[n++], mv_json_str(k, "id"), sizeof ids[0]);
+        mv_strlcpy(ids[n++], keys.v[i].id, sizeof ids[0]);
     }
-    json_decref(keys);
+    free(keys.v);
     int64_t used = 0;
     bool full = false;
     page_admit(a->svc, stored);
@@ -372,8 +411,9 @@ static mv_code list_tx(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
-mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
-                             void *sink_ctx, char **next_cursor, mv_err *err) {
+static mv_code list_run(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
+                        mv_message_text_sink text_sink, void *sink_ctx, char **next_cursor,
+                        mv_err *err) {
     if (next_cursor) *next_cursor = NULL;
     pthread_once(&sql_once, build_sql);
     char uid[256];
@@ -387,6 +427,7 @@ mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_mes
                   .tenant = mv__svc_tenant(req->user),
                   .after_created = INT64_MAX,
                   .sink = sink,
+                  .text_sink = text_sink,
                   .sink_ctx = sink_ctx};
     bool given;
     int64_t v = 0;
@@ -405,10 +446,21 @@ mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_mes
     if (req->cursor && !cursor_decode(req->cursor, &a.after_created, a.after_id))
         return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is malformed");
     rc = mv_store_read(svc->o.store, list_tx, &a, err);
+    free(a.row.data);
     if (rc == MV_OK && a.more && a.count > 0 && next_cursor &&
         !(*next_cursor = mv__keyset_cursor_encode(a.last_created, a.last_id)))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     return rc;
+}
+
+mv_code mv_message_list_each(mv_service *svc, const mv_list_request *req, mv_message_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err) {
+    return list_run(svc, req, sink, NULL, sink_ctx, next_cursor, err);
+}
+
+mv_code mv_message_list_text(mv_service *svc, const mv_list_request *req, mv_message_text_sink sink,
+                             void *sink_ctx, char **next_cursor, mv_err *err) {
+    return list_run(svc, req, NULL, sink, sink_ctx, next_cursor, err);
 }
 
 static bool append_message(void *ctx, json_t *msg, size_t json_bytes) {
@@ -534,6 +586,76 @@ mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, jso
     }
     *message = doc;
     return MV_OK;
+}
+
+/* ---- get, as text ------------------------------------------------------------------------- */
+
+/* The row and the viewer's state in one statement (the viewer join matches nothing for NULL). */
+static const char SQL_GET_TEXT[] =
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
+    "AND vv.viewer_id = ? WHERE messages.id = ?";
+static const char SQL_GET_TENANT_TEXT[] =
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at "
+    "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
+    "AND vv.viewer_id = ? WHERE messages.id = ? AND messages.tenant_id = ?";
+
+typedef struct {
+    const char *id, *tenant, *viewer_id;
+    const mv_user *user; /* NULL: no visibility check */
+    mv_strbuf out;
+    bool found;
+} get_text_arg;
+
+static mv_code get_text_tx(mv_db *db, void *ctx, mv_err *err) {
+    get_text_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = a->tenant ? mv_db_row(db, SQL_GET_TENANT_TEXT, &st, err, "sss", a->viewer_id,
+                                       a->id, a->tenant)
+                           : mv_db_row(db, SQL_GET_TEXT, &st, err, "ss", a->viewer_id, a->id);
+    if (rc != MV_OK || !st) {
+        mv_stmt_done(st);
+        return rc;
+    }
+    bool visible = true;
+    if (a->user) {
+        json_t *who = mv__doc_audience_from_row(st);
+        visible = who && (mv_user_is_sender(a->user, who) || mv_user_is_receiver(a->user, who));
+        json_decref(who);
+    }
+    if (visible) {
+        a->out.len = 0;
+        if (!a->out.data && (a->out.data = malloc(4096))) { /* most messages fit: no growing */
+            a->out.cap = 4096;
+            a->out.data[0] = '\0';
+        }
+        a->found = true;
+        if (!mv__doc_write_row(&a->out, st, st, 30))
+            rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
+    }
+    mv_stmt_done(st);
+    return rc;
+}
+
+mv_code mv_message_get_text(mv_service *svc, const char *id, const mv_user *user, char **json,
+                            size_t *len, mv_err *err) {
+    *json = NULL;
+    if (len) *len = 0;
+    char uid[256];
+    bool has_user = user && mv__svc_require_user(user, uid, NULL) == MV_OK;
+    if (!mv_valid_message_id(id))
+        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
+    get_text_arg a = {id,   user ? mv__svc_tenant(user) : NULL, has_user ? uid : NULL, user, {0},
+                      false};
+    mv_code rc = mv_store_read(svc->o.store, get_text_tx, &a, err);
+    if (rc == MV_OK && !a.found)
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id);
+    if (rc != MV_OK) {
+        free(a.out.data);
+        return rc;
+    }
+    *json = mv_strbuf_take(&a.out, len);
+    return *json ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
 }
 
 /* ---- getActions ------------------------------------------------------------------------- */

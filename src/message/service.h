@@ -14,15 +14,29 @@
 
 /* How many list statements a user with nroles runs (1 up to MV_LIST_ROLE_SLOTS). */
 size_t mv__role_slices(size_t nroles);
+/* The keys of a page's messages, as the list statement finds them: a plain growable array (a list
+ * reads up to limit + 1 of them per slice; no JSON object per key). */
+typedef struct mv__page_key {
+    char id[25];
+    int64_t created_at, size; /* size: the stored size the page query reports */
+} mv__page_key;
+typedef struct mv__page_keys {
+    mv__page_key *v;
+    size_t n, cap;
+} mv__page_keys;
+/* Appends one key; false when out of memory. Free v when done. */
+bool mv__page_keys_add(mv__page_keys *k, const char *id, int64_t created_at, int64_t size);
 /* Appends to out the newest n messages of slice `slice` (its MV_LIST_ROLE_SLOTS roles; slice 0
  * also the user's own sent and received ones) after the keyset position (after_created,
  * after_id), newest first. */
 typedef mv_code (*mv__slice_fetch)(void *ctx, size_t slice, int64_t after_created,
-                                   const char *after_id, int64_t n, json_t *out, mv_err *err);
+                                   const char *after_id, int64_t n, mv__page_keys *out,
+                                   mv_err *err);
 /* The page of n messages after the position and `skip` more, merged over every slice and each
  * message once, appended to out newest first. */
 mv_code mv__visible_page(size_t slices, mv__slice_fetch fetch, void *ctx, int64_t after_created,
-                         const char *after_id, int64_t skip, int64_t n, json_t *out, mv_err *err);
+                         const char *after_id, int64_t skip, int64_t n, mv__page_keys *out,
+                         mv_err *err);
 
 typedef struct override_entry {
     char *template_cd, *action_cd; /* action_cd NULL for prepare overrides */
@@ -85,6 +99,13 @@ bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
 json_t *mv__doc_from_row(mv_stmt *st);
+/* Appends the bytes mv_json_write writes for mv__doc_from_row(st) with "viewer" from the row of
+ * viewer at viewer_col.. (seen, read, dismissed; viewer NULL: all null), without building it.
+ * False when out of memory. */
+typedef struct mv_strbuf mv_strbuf;
+bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_col);
+/* Only what visibility needs of the row: {"fromUser", "toUser", "toRoles"} as mv__doc_from_row. */
+json_t *mv__doc_audience_from_row(mv_stmt *st);
 /* Inserts a message document (as built by create/notification) and its role rows in tenant
  * (NULL = "default"). owner_id and item_index (< 0 = none) are the client request's, stored but
  * not part of the JSON shape. */

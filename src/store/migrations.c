@@ -11,6 +11,7 @@ extern const mv_migration mv_migration_operations;
 extern const mv_migration mv_migration_changes;
 extern const mv_migration mv_migration_saga_steps;
 extern const mv_migration mv_migration_partial_indexes;
+extern const mv_migration mv_migration_saga_hot;
 extern const mv_migration mv_migration_request_scan;
 
 const mv_migration *const mv_migrations[] = {
@@ -23,6 +24,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_changes,
     &mv_migration_saga_steps,
     &mv_migration_partial_indexes,
+    &mv_migration_saga_hot,
     &mv_migration_request_scan,
     NULL,
 };

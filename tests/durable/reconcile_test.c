@@ -331,7 +331,7 @@ TEST(reconciliation_scans_use_the_state_updated_index) {
     snprintf(explain_sagas, sizeof explain_sagas, "EXPLAIN QUERY PLAN %s", mv_sql_scan_sagas);
     plan pe = {
         .sql = explain_effects, .index = "USING INDEX effects_state_updated", .table = "effects"};
-    plan ps = {.sql = explain_sagas, .index = "USING INDEX sagas_state_updated", .table = "sagas"};
+    plan ps = {.sql = explain_sagas, .index = "USING INDEX sagas_state_created", .table = "sagas"};
     REQUIRE(mv_store_read(s, plan_fn, &pe, &err) == MV_OK);
     REQUIRE(mv_store_read(s, plan_fn, &ps, &err) == MV_OK);
     CHECK_INT(pe.uses_index, 1);

@@ -81,6 +81,7 @@ TEST(valid_jwt_gives_the_principal_from_its_claims) {
     CHECK(!mv_principal_has_permission(&c.p, "other"));
     CHECK_STR(c.p.tenant, "acme");
     CHECK_STR(mv_json_str(c.p.identity, "tenant"), "acme");
+    CHECK(mv_principal_identity(&c.p, c.arena) == c.p.identity); /* jwt: the claims */
     ctx_free(&c);
 }
 
@@ -227,6 +228,11 @@ TEST(headers_mode_trims_lists_and_drops_empties) {
     json_t *roles = mv_principal_roles_json(&c.p);
     CHECK_INT(json_array_size(roles), 2);
     json_decref(roles);
+    /* the identity prepare hooks see, built only when asked for (into the request's arena) */
+    CHECK(c.p.identity == NULL);
+    char *identity = json_dumps(mv_principal_identity(&c.p, c.arena), JSON_COMPACT);
+    CHECK_STR(identity, "{\"id\":\"u1\",\"roles\":[\"host\",\"admin\"],\"tenant\":\"default\"}");
+    free(identity);
     ctx_free(&c);
 }
 

@@ -281,32 +281,13 @@ STORE_TEST(retention_detaches_only_the_removed_reservations_messages_not_another
 
 /* ---- migration 11 on a version-10 store ---------------------------------------------------- */
 
-static const char SQL_SCHEMA_VERSION[] =
-    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-    "applied_at BIGINT NOT NULL)";
-static const char SQL_RECORD_VERSION[] =
-    "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, 1)";
-
-/* Applies migrations 1..10 the way mv_store_migrate does: the store a release before 11 left. */
-static mv_code to_version_10_tx(mv_db *db, void *ctx, mv_err *err) {
-    (void)ctx;
-    bool pg = mv_db_kind(db) == MV_STORE_POSTGRES;
-    mv_code rc = mv_db_exec(db, SQL_SCHEMA_VERSION, err);
-    for (int i = 0; rc == MV_OK && mv_migrations[i] && mv_migrations[i]->version <= 10; i++) {
-        const mv_migration *m = mv_migrations[i];
-        if ((rc = mv_db_exec(db, pg ? m->postgres_sql : m->sqlite_sql, err)) == MV_OK)
-            rc = mv_db_execf(db, SQL_RECORD_VERSION, NULL, err, "is", (int64_t)m->version, m->name);
-    }
-    return rc;
-}
-
 STORE_TEST(migration_11_on_a_version_10_store_keeps_rows_of_every_state_findable) {
     const char *url = test_store_url(kind, "idx_migrate");
     REQUIRE(url);
     mv_store *s = NULL;
     mv_err err = {0};
     REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
-    CHECK_CODE(mv_store_write(s, to_version_10_tx, NULL, &err), MV_OK, &err);
+    CHECK_CODE(test_store_migrate_to(s, 10, &err), MV_OK, &err); /* a release before 11 */
     int v = 0, applied = 0;
     CHECK_CODE(mv_store_schema_version(s, &v, &err), MV_OK, &err);
     CHECK_INT(v, 10);

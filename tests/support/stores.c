@@ -16,6 +16,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "store/db.h"
+#include "store/driver.h"
 #include "support/stores.h"
 
 typedef struct created_db {
@@ -244,4 +246,26 @@ mv_store *test_store_fresh_with(const char *kind, const char *name, const mv_sto
 
 mv_store *test_store_fresh(const char *kind, const char *name) {
     return test_store_fresh_with(kind, name, NULL);
+}
+
+static const char SQL_SCHEMA_VERSION_TABLE[] =
+    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+    "applied_at BIGINT NOT NULL)";
+static const char SQL_RECORD_VERSION[] =
+    "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, 1)";
+
+static mv_code migrate_to_tx(mv_db *db, void *ctx, mv_err *err) {
+    int version = *(const int *)ctx;
+    bool pg = mv_db_kind(db) == MV_STORE_POSTGRES;
+    mv_code rc = mv_db_exec(db, SQL_SCHEMA_VERSION_TABLE, err);
+    for (int i = 0; rc == MV_OK && mv_migrations[i] && mv_migrations[i]->version <= version; i++) {
+        const mv_migration *m = mv_migrations[i];
+        if ((rc = mv_db_exec(db, pg ? m->postgres_sql : m->sqlite_sql, err)) == MV_OK)
+            rc = mv_db_execf(db, SQL_RECORD_VERSION, NULL, err, "is", (int64_t)m->version, m->name);
+    }
+    return rc;
+}
+
+mv_code test_store_migrate_to(mv_store *store, int version, mv_err *err) {
+    return mv_store_write(store, migrate_to_tx, &version, err);
 }

@@ -45,6 +45,11 @@ const char *test_store_url(const char *kind, const char *name);
 mv_store *test_store_fresh(const char *kind, const char *name);
 mv_store *test_store_fresh_with(const char *kind, const char *name, const mv_store_options *opts);
 
+/* Migrates a never-migrated store (test_store_url) to schema version `version` exactly, the way
+ * mv_store_migrate does: the store a release with that schema left, to test the migrations
+ * after it on (schema_version rows included). */
+mv_code test_store_migrate_to(mv_store *store, int version, mv_err *err);
+
 #ifndef MV_TEST_STORES_IMPL /* stores.c itself does not use the test runner */
 #include "test.h"
 
