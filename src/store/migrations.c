@@ -14,6 +14,8 @@ extern const mv_migration mv_migration_partial_indexes;
 extern const mv_migration mv_migration_saga_hot;
 extern const mv_migration mv_migration_request_scan;
 
+/* One per line, in version order, so that a new migration is a one-line change. */
+/* clang-format off */
 const mv_migration *const mv_migrations[] = {
     &mv_migration_messages,
     &mv_migration_outbox,
@@ -28,3 +30,4 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_request_scan,
     NULL,
 };
+/* clang-format on */
