@@ -61,29 +61,38 @@ mv_code mv_json_load_file(const char *path, json_t **out, mv_err *err) {
 
 #define MAX_DEPTH 2048
 
+/* The length of the valid UTF-8 sequence that starts at p (its lead byte ≥ 0x80) and ends before
+ * end, or 0 when it is not one: the same rules as jansson's utf8_iterate (no overlong forms, no
+ * surrogates, nothing past U+10FFFF). */
+static size_t utf8_sequence(const unsigned char *p, const unsigned char *end) {
+    unsigned c = *p, min;
+    int more;
+    if (c >= 0xC2 && c <= 0xDF)
+        more = 1, min = 0x80, c &= 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        more = 2, min = 0x800, c &= 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        more = 3, min = 0x10000, c &= 0x07;
+    else
+        return 0;
+    if (end - p <= more) return 0;
+    for (int i = 1; i <= more; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (p[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    return (size_t)more + 1;
+}
+
 bool mv_json_write_string(mv_strbuf *b, const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s, *end = p + n, *run = p;
     mv_strbuf_add(b, "\"", 1);
     while (p < end) {
         unsigned c = *p;
-        if (c >= 0x80) { /* validate one UTF-8 sequence, as jansson's utf8_iterate */
-            int more;
-            unsigned min;
-            if (c >= 0xC2 && c <= 0xDF)
-                more = 1, min = 0x80, c &= 0x1F;
-            else if (c >= 0xE0 && c <= 0xEF)
-                more = 2, min = 0x800, c &= 0x0F;
-            else if (c >= 0xF0 && c <= 0xF4)
-                more = 3, min = 0x10000, c &= 0x07;
-            else
-                return false;
-            if (end - p <= more) return false;
-            for (int i = 1; i <= more; i++) {
-                if ((p[i] & 0xC0) != 0x80) return false;
-                c = c << 6 | (p[i] & 0x3F);
-            }
-            if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
-            p += more + 1;
+        if (c >= 0x80) {
+            size_t len = utf8_sequence(p, end);
+            if (!len) return false;
+            p += len;
             continue;
         }
         if (c >= 0x20 && c != '"' && c != '\\') {
@@ -330,23 +339,9 @@ static bool scan_string(stored_scan *s) {
             p++;
             continue;
         }
-        int more;
-        unsigned min;
-        if (c >= 0xC2 && c <= 0xDF)
-            more = 1, min = 0x80, c &= 0x1F;
-        else if (c >= 0xE0 && c <= 0xEF)
-            more = 2, min = 0x800, c &= 0x0F;
-        else if (c >= 0xF0 && c <= 0xF4)
-            more = 3, min = 0x10000, c &= 0x07;
-        else
-            return false;
-        if (end - p <= more) return false;
-        for (int i = 1; i <= more; i++) {
-            if ((p[i] & 0xC0) != 0x80) return false;
-            c = c << 6 | (p[i] & 0x3F);
-        }
-        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
-        p += more + 1;
+        size_t len = utf8_sequence(p, end);
+        if (!len) return false;
+        p += len;
     }
     return false;
 }

@@ -154,16 +154,6 @@ static void commit_adopt_trace(const char *traceparent) {
     mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
 }
 
-static void commit_create_answer(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
-                                 const mv_err *err) {
-    if (rc != MV_OK) {
-        mv_http_error(res, err);
-        return;
-    }
-    if (replayed) mv_http_set_header(res, "Idempotent-Replayed", "true");
-    mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
-}
-
 /* On the write pool, for a create the I/O thread passed on because it calls out: its calls go on
  * in rounds on the loop (create_on_loop's path, with the answer c->later already taken). False
  * when it calls nothing outside after all. */
@@ -181,7 +171,7 @@ static bool commit_create_on_loop(commit_create *c) {
     mv_code rc =
         mv_message_create_start(c->r->service, &l->cr, &env, &started, &messages, &replayed, &err);
     if (started) return true; /* answered by create_then */
-    commit_create_answer(c->res, rc, messages, replayed, &err);
+    answer_create(c->res, rc, messages, replayed, &err);
     mv_http_later_answered(c->later);
     return true;
 }
@@ -198,7 +188,7 @@ static void commit_create_blocking(mv__job *job) {
         bool replayed = false;
         mv_err err = {0};
         mv_code rc = mv_message_create(c->r->service, &c->cr, &messages, &replayed, &err);
-        commit_create_answer(c->res, rc, messages, replayed, &err);
+        answer_create(c->res, rc, messages, replayed, &err);
         mv_http_later_answered(later);
     }
     mv__callctx_reset();          /* nothing of this request stays on the pool thread */
@@ -209,7 +199,7 @@ static void commit_create_blocking(mv__job *job) {
 static void commit_create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
     commit_create *c = ctx;
-    commit_create_answer(res, c->rc, json_incref(c->messages), false, c->err);
+    answer_create(res, c->rc, json_incref(c->messages), false, c->err);
 }
 
 /* On the store's committing thread (or on the handler's, for a request that failed its checks):
@@ -305,7 +295,7 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
     json_t *messages = NULL;
     bool replayed = false;
     mv_code rc = mv_message_create(r->service, &c->cr, &messages, &replayed, &err);
-    commit_create_answer(res, rc, messages, replayed, &err);
+    answer_create(res, rc, messages, replayed, &err);
 }
 
 /* A query value as a JSON number for the service's pagination checks: integers stay integers,
