@@ -237,8 +237,9 @@ static mv_code doc_begin(create_job *job, const json_t *item, json_t **out, cons
     int64_t now = mv__svc_now(svc);
     const char *type = nonempty_str(item, "type");
     if (!type) type = *t->type ? t->type : "notification";
-    json_t *doc = mv__doc_new(type, t->template_cd, now);
+    json_t *doc = mv__doc_new_bare(type, t->template_cd, now);
     *payment_cd = NULL;
+    if (!doc) return mv_err_set(err, MV_NO_MEMORY, "out of memory building a message");
 
     const char *to_user = nonempty_str(item, "toUser");
     if (to_user) json_object_set_new(doc, "toUser", json_string(to_user));
@@ -277,12 +278,10 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     mv_code rc = MV_OK;
     if (session) json_object_set_new(doc, "paymentSession", json_string(session));
     json_t *data = json_object_get(item, "templateData");
-    json_t *empty = json_object();
     json_t *sender = NULL, *receiver = NULL;
-    if (!json_is_object(data)) data = empty;
+    if (!json_is_object(data)) data = job->empty; /* {} that nothing adds to */
     rc = mv_content_render(&t->sender_content, data, &sender, err);
     if (rc == MV_OK) rc = mv_content_render(&t->receiver_content, data, &receiver, err);
-    json_decref(empty);
     if (rc != MV_OK) {
         json_decref(sender);
         goto fail;

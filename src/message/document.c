@@ -188,18 +188,68 @@ json_t *mv__doc_audience_from_row(mv_stmt *st) {
     return d;
 }
 
-json_t *mv__doc_new(const char *type, const char *template_cd, int64_t now) {
+/* The document's fields in the API's order, set one by one (json_pack parsed its format on every
+ * create). bare: the fields a create always sets afterwards (doc_begin/doc_end in create.c) hold
+ * null until then instead of defaults made only to be replaced. */
+static json_t *doc_build(const char *type, const char *template_cd, int64_t now, bool bare) {
     char id[25];
     mv_id_message(id);
-    json_t *empty_content = json_pack("{s:s,s:s,s:s}", "title", "", "short", "", "long", "");
-    return json_pack("{s:s,s:s,s:s,s:n,s:n,s:[],s:O,s:o,s:[],s:n,s:s,s:{},s:{},s:n,s:s,s:n,s:n,"
-                     "s:n,s:n,s:I,s:I,s:n,s:{s:n,s:n,s:n}}",
-                     "id", id, "type", type, "templateCd", template_cd, "fromUser", "toUser",
-                     "toRoles", "senderContent", empty_content, "receiverContent", empty_content,
-                     "documents", "paymentSession", "paymentCd", "", "payload", "display",
-                     "clientRequestId", "actionState", "active", "actionCd", "actionAttemptId",
-                     "archivedBy", "archivedAt", "createdAt", (json_int_t)now, "updatedAt",
-                     (json_int_t)now, "lastFailure", "viewer", "seenAt", "readAt", "dismissedAt");
+    json_t *d = json_object(), *sender = NULL, *receiver = NULL;
+    if (!d) return NULL;
+    if (!bare) {
+        sender = json_pack("{s:s,s:s,s:s}", "title", "", "short", "", "long", "");
+        receiver = json_incref(sender); /* one object for both, as before */
+    }
+    json_t *viewer = json_object();
+    if (viewer) {
+        json_object_set_new_nocheck(viewer, "seenAt", json_null());
+        json_object_set_new_nocheck(viewer, "readAt", json_null());
+        json_object_set_new_nocheck(viewer, "dismissedAt", json_null());
+    }
+    struct {
+        const char *key;
+        json_t *v;
+    } f[] = {
+        {"id", json_string(id)},
+        {"type", json_string(type)},
+        {"templateCd", json_string(template_cd)},
+        {"fromUser", json_null()},
+        {"toUser", json_null()},
+        {"toRoles", bare ? json_null() : json_array()},
+        {"senderContent", bare ? json_null() : sender},
+        {"receiverContent", bare ? json_null() : receiver},
+        {"documents", bare ? json_null() : json_array()},
+        {"paymentSession", json_null()},
+        {"paymentCd", bare ? json_null() : json_string("")},
+        {"payload", bare ? json_null() : json_object()},
+        {"display", json_object()},
+        {"clientRequestId", json_null()},
+        {"actionState", json_string("active")},
+        {"actionCd", json_null()},
+        {"actionAttemptId", json_null()},
+        {"archivedBy", json_null()},
+        {"archivedAt", json_null()},
+        {"createdAt", json_integer((json_int_t)now)},
+        {"updatedAt", json_integer((json_int_t)now)},
+        {"lastFailure", json_null()},
+        {"viewer", viewer},
+    };
+    bool ok = true;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) /* json_pack: any part missing, no doc */
+        if (!f[i].v || json_object_set_new_nocheck(d, f[i].key, f[i].v) != 0) ok = false;
+    if (!ok) {
+        json_decref(d);
+        return NULL;
+    }
+    return d;
+}
+
+json_t *mv__doc_new(const char *type, const char *template_cd, int64_t now) {
+    return doc_build(type, template_cd, now, false);
+}
+
+json_t *mv__doc_new_bare(const char *type, const char *template_cd, int64_t now) {
+    return doc_build(type, template_cd, now, true);
 }
 
 static const char SQL_INSERT_MESSAGE[] =
@@ -219,11 +269,24 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
     if (rc != MV_OK) return rc;
     const char *json_fields[] = {"toRoles",   "senderContent", "receiverContent",
                                  "documents", "payload",       "display"};
-    char *texts[6] = {0};
+    /* the six texts one after another in one buffer, each ended by a NUL (the binds copy them) */
+    mv_strbuf b = {0};
+    size_t at[6];
+    bool has[6];
     for (int i = 0; i < 6; i++) {
         json_t *v = json_object_get(doc, json_fields[i]);
-        texts[i] = v && !json_is_null(v) ? mv_json_compact(v) : NULL;
+        at[i] = b.len;
+        has[i] = v && !json_is_null(v) && mv_json_write(&b, v) && mv_strbuf_add(&b, "", 1);
+        if (!has[i] && !b.oom) b.len = at[i];
     }
+    if (b.oom) {
+        free(b.data);
+        mv_stmt_done(st);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
+    }
+    const char *texts[6];
+    for (int i = 0; i < 6; i++)
+        texts[i] = has[i] ? b.data + at[i] : NULL;
     int64_t created = json_integer_value(json_object_get(doc, "createdAt"));
     mv_stmt_bindf(st, "ssssssssssssss", mv_json_str(doc, "id"), mv_json_str(doc, "type"),
                   mv_json_str(doc, "templateCd"), mv_json_str(doc, "fromUser"),
@@ -241,8 +304,7 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
     mv_stmt_bind_int64(st, 18, json_integer_value(json_object_get(doc, "updatedAt")));
     mv_stmt_bind_text(st, 19, tenant ? tenant : MV_DEFAULT_TENANT);
     rc = mv_stmt_exec_later(st, err); /* deferred: store/db.h */
-    for (int i = 0; i < 6; i++)
-        free(texts[i]);
+    free(b.data);
     if (rc != MV_OK) return rc;
 
     size_t i;

@@ -116,6 +116,9 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
 mv_code mv__doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err);
 /* A fresh message document with every field at its default. */
 json_t *mv__doc_new(const char *type, const char *template_cd, int64_t now);
+/* The same, with null in the fields a create always sets (toRoles, contents, documents,
+ * paymentCd, payload): for create.c, which sets them next. */
+json_t *mv__doc_new_bare(const char *type, const char *template_cd, int64_t now);
 /* Queues an email for doc when it qualifies (SEMANTICS §1.10), inside the transaction. */
 mv_code mv__doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err);
 
