@@ -42,6 +42,8 @@ typedef struct create_job {
     bool on_loop;        /* the daemon's driver: build_and_persist only sets the steps up, */
     bool deferred;       /* and did */
     json_t *empty;       /* the payload when the request has none */
+    bool share_payload;  /* the daemon's own copy of the body, read only from here on: the
+                          * documents reference its payload and documents instead of copying */
     call_kind call;      /* the call the steps wait for */
     char key[65];        /* its Idempotency-Key (prepare, session) */
     mv_prepare_input in; /* the prepare call's input */
@@ -292,10 +294,14 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     json_object_set_new(doc, "fromUser", json_string(from ? from : job->user_id));
     json_t *documents = json_object_get(job->payload, "documents");
     json_object_set_new(doc, "documents",
-                        json_is_array(documents) ? json_deep_copy(documents) : json_array());
-    json_t *payload = json_object_get(item, "payload");
+                        !json_is_array(documents) ? json_array()
+                        : job->share_payload      ? json_incref(documents)
+                                                  : json_deep_copy(documents));
+    const json_t *payload = json_object_get(item, "payload");
+    if (!json_is_object(payload)) payload = job->payload;
+    bool shared = job->share_payload && payload == job->payload;
     json_object_set_new(doc, "payload",
-                        json_deep_copy(json_is_object(payload) ? payload : job->payload));
+                        shared ? json_incref((json_t *)payload) : json_deep_copy(payload));
     json_t *display = json_object_get(item, "display");
     if (json_is_object(display)) json_object_set_new(doc, "display", json_deep_copy(display));
     if (job->crid[0]) json_object_set_new(doc, "clientRequestId", json_string(job->crid));
@@ -1037,7 +1043,9 @@ bool mv__message_create_async(mv_service *svc, const mv_create_request *req, mv_
     if (!mv__store_writes_async(svc->o.store)) return false;
     async_create *c = calloc(1, sizeof *c);
     if (!c) return false;
-    c->job = (create_job){.svc = svc, .req = req};
+    /* req->payload: the route's own copy of the body (routes_messages.c), which nothing changes
+     * once the create started */
+    c->job = (create_job){.svc = svc, .req = req, .share_payload = true};
     mv_err err = {0};
     mv_code rc = create_open(&c->job, &err);
     if (rc == MV_OK && !builds_without_io(&c->job)) {

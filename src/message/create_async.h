@@ -26,7 +26,8 @@ typedef void (*mv__create_done)(void *ctx, mv_code rc, json_t *messages, const m
 /* Starts req as an asynchronous create and returns true (done follows), or returns false —
  * nothing started — when this create must run as mv_message_create: it calls out (a prepare
  * hook or webhook, a payment session) or the store commits on the caller's thread (PostgreSQL,
- * groupCommit false). req and everything it points to stay valid until done. */
+ * groupCommit false). req and everything it points to stay valid until done, and req->payload
+ * unchanged for good: the messages reference its payload and documents (no copy). */
 bool mv__message_create_async(mv_service *svc, const mv_create_request *req, mv__create_done done,
                               void *done_ctx);
 
