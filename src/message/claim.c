@@ -51,6 +51,14 @@ static const char SQL_ARCHIVE[] =
     "UPDATE messages SET action_state = 'archived', archived = 1, archived_by = ?, "
     "archived_at = ?, action_lease_expires_at = NULL, updated_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
+/* An action without a handler on an active message: claimed and archived by one statement, as
+ * SQL_CLAIM_ACTIVE then SQL_ARCHIVE would leave it (the claim's lease ends with the archive). */
+static const char SQL_CLAIM_ARCHIVE_ACTIVE[] =
+    "UPDATE messages SET action_state = 'archived', action_cd = ?, action_attempt_id = ?, "
+    "action_claimed_by = ?, action_claimed_at = ?, action_lease_expires_at = NULL, "
+    "action_failure_message = NULL, action_failure_code = NULL, action_failed_at = NULL, "
+    "action_approval_id = ?, archived = 1, archived_by = ?, archived_at = ?, updated_at = ? "
+    "WHERE id = ? AND action_state = 'active'";
 static const char SQL_ARCHIVE_ROLES[] =
     "UPDATE message_roles SET archived = 1 WHERE message_id = ?";
 /* The message and its claim columns in one statement (MESSAGE_COLUMNS has them all). */
@@ -117,16 +125,36 @@ static mv_code message_changed(mv_db *db, action_job *j, int64_t now, mv_err *er
                              MV_CHANGE_UPDATED, NULL, now, err);
 }
 
+/* The claim of a retryable attempt, or of one whose lease expired (same attempt id). */
+static mv_code claim_retry(mv_db *db, action_job *j, int64_t now, int64_t lease, bool log,
+                           mv_err *err) {
+    const char *id = j->req->message_id;
+    int64_t changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_CLAIM_RETRY, &changes, err, "siiissi", j->user_id, now, lease,
+                             now, id, j->action->action_cd, now);
+    if (rc != MV_OK) return rc;
+    attempt_info a;
+    if ((rc = read_attempt(db, id, &a, err)) != MV_OK) return rc;
+    mv_strlcpy(j->attempt_id, a.attempt_id, sizeof j->attempt_id);
+    if (changes == 1) return log ? message_changed(db, j, now, err) : MV_OK;
+    if (strcmp(a.state, "archived") == 0)
+        return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
+    return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress",
+                      id);
+}
+
+static mv_code consume_approval(mv_db *db, action_job *j, mv_err *err) {
+    return j->consume_approval ? mv_approval_consume_tx(j->svc->o.approvals, db, &j->approval, err)
+                               : MV_OK;
+}
+
 static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
     int64_t now = mv__svc_now(j->svc), lease = now + j->svc->o.action_lease_ms;
     char attempt[37];
     mv_code rc = mv_id_uuid(attempt, err);
-    if (rc != MV_OK) return rc;
-    if (j->consume_approval &&
-        (rc = mv_approval_consume_tx(j->svc->o.approvals, db, &j->approval, err)) != MV_OK)
-        return rc;
+    if (rc != MV_OK || (rc = consume_approval(db, j, err)) != MV_OK) return rc;
     int64_t changes = 0;
     rc = mv_db_execf(db, SQL_CLAIM_ACTIVE, &changes, err, "sssiisis", j->action->action_cd, attempt,
                      j->user_id, now, lease, j->approval_id[0] ? j->approval_id : NULL, now, id);
@@ -136,17 +164,7 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
         j->new_attempt = true;
         return message_changed(db, j, now, err);
     }
-    rc = mv_db_execf(db, SQL_CLAIM_RETRY, &changes, err, "siiissi", j->user_id, now, lease, now, id,
-                     j->action->action_cd, now);
-    if (rc != MV_OK) return rc;
-    attempt_info a;
-    if ((rc = read_attempt(db, id, &a, err)) != MV_OK) return rc;
-    mv_strlcpy(j->attempt_id, a.attempt_id, sizeof j->attempt_id);
-    if (changes == 1) return message_changed(db, j, now, err);
-    if (strcmp(a.state, "archived") == 0)
-        return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
-    return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress",
-                      id);
+    return claim_retry(db, j, now, lease, true, err);
 }
 
 /* ---- handler ----------------------------------------------------------------------------- */
@@ -322,6 +340,25 @@ static mv_code build_notification(action_job *j, mv_err *err) {
     return rc;
 }
 
+/* What archiving adds to the message's own row change: its roles' rows, the tallies, the sender's
+ * notification and its email, and the change log — one "updated" row for the message (claimed and
+ * archived by one transaction: one change), one "created" for the notification. */
+static mv_code archive_rest(mv_db *db, action_job *j, int64_t now, mv_err *err) {
+    const char *id = j->req->message_id, *tenant = mv__svc_tenant(j->req->user);
+    mv_code rc;
+    /* role rows exist only for a message sent to roles (document.c), its addresses never change */
+    if (json_array_size(json_object_get(j->message, "toRoles")) &&
+        (rc = mv_db_execf_later(db, SQL_ARCHIVE_ROLES, err, "s", id)) != MV_OK)
+        return rc;
+    /* the message as loaded by this request: its addresses never change */
+    if ((rc = mv__tally_archived_doc_tx(db, tenant, j->message, err)) != MV_OK) return rc;
+    if (!j->notification) return message_changed(db, j, now, err);
+    if ((rc = mv__doc_insert(db, j->notification, tenant, NULL, -1, err)) != MV_OK) return rc;
+    if ((rc = mv__doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
+    return mv__change_add2_tx(db, tenant, id, MV_CHANGE_UPDATED, mv_json_str(j->notification, "id"),
+                              MV_CHANGE_CREATED, now, err);
+}
+
 static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
@@ -332,27 +369,33 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
     if (changes != 1)
         return mv_err_set(err, MV_ACTION_CONFLICT,
                           "message \"%s\" already has an action in progress", id);
-    if ((rc = mv_db_execf_later(db, SQL_ARCHIVE_ROLES, err, "s", id)) != MV_OK) return rc;
-    /* the message as loaded by this request: its addresses never change */
-    if ((rc = mv__tally_archived_doc_tx(db, mv__svc_tenant(j->req->user), j->message, err)) !=
-        MV_OK)
-        return rc;
-    if (j->notification) {
-        if ((rc = mv__doc_insert(db, j->notification, mv__svc_tenant(j->req->user), NULL, -1,
-                                 err)) != MV_OK)
-            return rc;
-        if ((rc = mv__doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
-    }
-    if ((rc = message_changed(db, j, now, err)) != MV_OK || !j->notification) return rc;
-    return mv__change_add_tx(db, mv__svc_tenant(j->req->user), mv_json_str(j->notification, "id"),
-                             MV_CHANGE_CREATED, NULL, now, err);
+    return archive_rest(db, j, now, err);
 }
 
+/* An action without a handler: claim, notification and archive in one transaction. An active
+ * message is claimed and archived by one UPDATE; a retryable one (or one whose lease expired)
+ * is claimed, then archived. */
 static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    mv_code rc = claim_tx(db, j, err);
-    if (rc == MV_OK) rc = build_notification(j, err);
-    return rc == MV_OK ? archive_tx(db, j, err) : rc;
+    const char *id = j->req->message_id;
+    int64_t now = mv__svc_now(j->svc), changes = 0;
+    char attempt[37];
+    mv_code rc = mv_id_uuid(attempt, err);
+    if (rc != MV_OK || (rc = consume_approval(db, j, err)) != MV_OK) return rc;
+    rc = mv_db_execf(db, SQL_CLAIM_ARCHIVE_ACTIVE, &changes, err, "sssisiiis", j->action->action_cd,
+                     attempt, j->user_id, now, j->approval_id[0] ? j->approval_id : NULL,
+                     j->user_id, now, now, id);
+    if (rc != MV_OK) return rc;
+    if (changes == 1) {
+        mv_strlcpy(j->attempt_id, attempt, sizeof j->attempt_id);
+        j->new_attempt = true;
+        if ((rc = build_notification(j, err)) != MV_OK) return rc;
+        return archive_rest(db, j, now, err);
+    }
+    if ((rc = claim_retry(db, j, now, now + j->svc->o.action_lease_ms, false, err)) != MV_OK)
+        return rc;
+    if ((rc = build_notification(j, err)) != MV_OK) return rc;
+    return archive_tx(db, j, err);
 }
 
 /* ---- handleAction ------------------------------------------------------------------------- */

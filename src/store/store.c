@@ -316,6 +316,7 @@ static void run_batch(mv_store *s, write_job *batch) {
     mv_db *db;
     mv_err e = {0};
     mv_code rc = store_acquire(s, &db, &e);
+    uint64_t trips = rc == MV_OK && s->drv->round_trips ? s->drv->round_trips(db->conn) : 0;
     if (rc == MV_OK) {
         pthread_mutex_lock(&s->write_mu);
         rc = mv_db_execf(db, SQL_GC_BEGIN, NULL, &e, "");
@@ -349,7 +350,7 @@ static void run_batch(mv_store *s, write_job *batch) {
             if (!any_ok) rc = MV_OK; /* nothing to commit: each job keeps its own error */
         }
         pthread_mutex_unlock(&s->write_mu);
-        store_release(s, db);
+        mv__store_release(s, db, trips);
     }
     if (rc != MV_OK) /* the batch as a whole failed: every job that had succeeded fails with it */
         for (write_job *j = batch; j; j = j->next)

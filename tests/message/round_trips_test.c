@@ -70,8 +70,12 @@ static mv_code act(fixture *f, const char *id, const char *action_cd, const char
 }
 
 /* An action without a handler: the load, then claim, archive, tallies, the sender's notification
- * and the change log in one transaction. */
-POSTGRES_TEST(an_inline_action_costs_at_most_five_round_trips) {
+ * and the change log in one transaction. On SQLite the count is of statements: load 1; claim and
+ * archive 1 (one UPDATE); the receiver's tally 1 and the viewers' marks 1; the notification's
+ * row 1 and its tally 1; both change-log rows 1 — 7 (before: 10, the claim and the archive each an
+ * UPDATE and a change-log row, the message's role rows updated when it had none); with the group
+ * commit's BEGIN and COMMIT, 9. */
+STORE_TEST(an_inline_action_costs_nine_statements_or_at_most_four_round_trips) {
     fixture f;
     REQUIRE(fixture_open(&f, kind, "rt_act"));
     mv_code rc;
@@ -83,10 +87,15 @@ POSTGRES_TEST(an_inline_action_costs_at_most_five_round_trips) {
     uint64_t t0 = mv__store_round_trips(f.store);
     CHECK_INT(act(&f, mv_json_str(json_array_get(m, 0), "id"), "approve", "u2"), MV_OK);
     uint64_t trips = mv__store_round_trips(f.store) - t0;
-    /* load 1; claim 1, archive 1 (row counts), the viewers' marks 1, COMMIT 1 (before, one per
-     * statement: ≈ 25) */
-    printf("round trips per inline action: %llu\n", (unsigned long long)trips);
-    CHECK(trips >= 1 && trips <= 5);
+    printf("%s per inline action: %llu\n",
+           strcmp(kind, "sqlite") == 0 ? "statements" : "round trips", (unsigned long long)trips);
+    if (strcmp(kind, "sqlite") == 0) {
+        CHECK_INT((int64_t)trips, 9);
+    } else {
+        /* load 1; claim-and-archive 1 (row count), the viewers' marks 1, COMMIT 1 (before, one
+         * per statement: ≈ 25; then 5, the claim and the archive each waited for) */
+        CHECK(trips >= 1 && trips <= 4);
+    }
     CHECK_INT(act(&f, mv_json_str(json_array_get(m, 0), "id"), "approve", "u2"),
               MV_MESSAGE_ARCHIVED);
     json_decref(warm);
@@ -96,5 +105,5 @@ POSTGRES_TEST(an_inline_action_costs_at_most_five_round_trips) {
 
 int main(void) {
     return RUN_TESTS(a_create_with_a_new_key_costs_one_round_trip_and_its_replay_finds_it,
-                     an_inline_action_costs_at_most_five_round_trips);
+                     an_inline_action_costs_nine_statements_or_at_most_four_round_trips);
 }
