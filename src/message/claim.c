@@ -688,31 +688,15 @@ static void pending_free(mv_action_pending *p) {
     free(p);
 }
 
-mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wake)(void *ctx),
-                        void *wake_ctx, mv_action_pending **pending, json_t **result, mv_err *err) {
-    *result = NULL;
-    *pending = NULL;
-    mv_action_pending *p = calloc(1, sizeof *p);
-    if (!p) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+/* The rest of mv_action_start once the message is read and the checks passed (p holds both):
+ * the approval gate, then the claim and whatever the handler needs. Frees p unless pending. */
+static mv_code start_checked(mv_action_pending *p, void (*wake)(void *ctx), void *wake_ctx,
+                             mv_action_pending **pending, json_t **result, mv_err *err) {
+    action_job *j = &p->j;
+    mv_service *svc = j->svc;
     p->wake = wake;
     p->wake_ctx = wake_ctx;
-    action_job *j = &p->j;
-    j->svc = svc;
-    j->req = req;
-    j->user_id = j->uid;
-    mv_code rc = mv__svc_require_user(req->user, j->uid, err);
-    if (rc != MV_OK) goto done;
-    if (!mv_valid_message_id(req->message_id)) {
-        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
-                        req->message_id ? req->message_id : "");
-        goto done;
-    }
-    if ((rc = mv_store_read(svc->o.store, load_tx, j, err)) != MV_OK) goto done;
-    if (!j->message) {
-        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
-        goto done;
-    }
-    if ((rc = check_action(j, err)) == MV_OK) rc = approval_gate(j, err);
+    mv_code rc = approval_gate(j, err);
     if (rc != MV_OK) goto done;
     mv_action_fn custom;
     void *custom_ctx;
@@ -734,6 +718,47 @@ done:
     if (rc == MV_OK) *result = j->result ? json_incref(j->result) : json_null();
     pending_free(p);
     return rc;
+}
+
+mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wake)(void *ctx),
+                        void *wake_ctx, mv_action_pending **pending, json_t **result, mv_err *err) {
+    *result = NULL;
+    *pending = NULL;
+    mv_action_pending *p = calloc(1, sizeof *p);
+    if (!p) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    action_job *j = &p->j;
+    j->svc = svc;
+    j->req = req;
+    j->user_id = j->uid;
+    mv_code rc = mv__svc_require_user(req->user, j->uid, err);
+    if (rc != MV_OK) goto fail;
+    if (!mv_valid_message_id(req->message_id)) {
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
+                        req->message_id ? req->message_id : "");
+        goto fail;
+    }
+    if ((rc = mv_store_read(svc->o.store, load_tx, j, err)) != MV_OK) goto fail;
+    if (!j->message) {
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
+        goto fail;
+    }
+    if ((rc = check_action(j, err)) != MV_OK) goto fail;
+    return start_checked(p, wake, wake_ctx, pending, result, err);
+fail:
+    pending_free(p);
+    return rc;
+}
+
+mv_code mv__action_start_checked(mv_action_pending *checked, void (*wake)(void *ctx),
+                                 void *wake_ctx, mv_action_pending **pending, json_t **result,
+                                 mv_err *err) {
+    *result = NULL;
+    *pending = NULL;
+    return start_checked(checked, wake, wake_ctx, pending, result, err);
+}
+
+void mv__action_checked_free(mv_action_pending *checked) {
+    if (checked) pending_free(checked);
 }
 
 mv_code mv_action_finish(mv_action_pending *p, json_t **result, mv_err *err) {
@@ -809,7 +834,8 @@ static void action_written(mv_code rc, const mv_err *err, void *ctx) {
 }
 
 bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__action_done done,
-                            void *done_ctx) {
+                            void *done_ctx, mv_action_pending **checked) {
+    if (checked) *checked = NULL;
     if (!mv__store_writes_async(svc->o.store)) return false;
     mv_action_pending *p = calloc(1, sizeof *p);
     if (!p) return false;
@@ -832,7 +858,10 @@ bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__a
     if (rc == MV_OK && (j->action->handler != MV_HANDLER_NONE || j->action->approval_capability ||
                         mv__svc_find_handler(svc, j->tpl->template_cd, j->action->action_cd,
                                              &custom, &custom_ctx))) {
-        pending_free(p);
+        if (checked) /* read and checked: the blocking start goes on from here */
+            *checked = p;
+        else
+            pending_free(p);
         return false;
     }
     if (rc != MV_OK) {
