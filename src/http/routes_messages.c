@@ -458,7 +458,8 @@ typedef struct action_call {
     mv_user user;
     mv_action_request ar;
     mv_action_pending *pending;
-    char traceparent[64]; /* the request's: the handler's call forwards it */
+    mv_action_pending *checked; /* read and checked on the I/O thread (mv__action_start_async) */
+    char traceparent[64];       /* the request's: the handler's call forwards it */
     mv_arena *arena;
     mv_code rc; /* an action answered from its commit: the outcome, for action_render */
     json_t *result;
@@ -521,7 +522,12 @@ static void action_blocking(mv__job *job) {
     commit_adopt_trace(c->traceparent);
     c->ar.submit = mv_http_later_submit;
     c->ar.submit_ctx = &c->rounds;
-    mv_code rc = mv_action_start(c->r->service, &c->ar, action_wake, c, &c->pending, &result, &err);
+    mv_action_pending *checked = c->checked; /* read and checked already: not read again */
+    c->checked = NULL;
+    mv_code rc =
+        checked
+            ? mv__action_start_checked(checked, action_wake, c, &c->pending, &result, &err)
+            : mv_action_start(c->r->service, &c->ar, action_wake, c, &c->pending, &result, &err);
     mv_http_later *later = c->rounds.later;
     if (rc != MV_OK || !c->pending) { /* else answered by action_then */
         answer_action(c->r, c->res, rc, result, &err);
@@ -561,7 +567,9 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
     c->rounds.later = mv_http_answer_later(req);
     /* an action without a handler is answered from its commit; nothing here touches req or res
      * once it started */
-    if (c->rounds.later && mv__action_start_async(r->service, &c->ar, action_done, c)) return;
+    c->checked = NULL;
+    if (c->rounds.later && mv__action_start_async(r->service, &c->ar, action_done, c, &c->checked))
+        return;
     if (c->rounds.later && req->io_thread) {
         c->job.run = action_blocking;
         mv_http_later_hold(c->rounds.later); /* released when action_blocking returns */
@@ -572,6 +580,8 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
         c->ar.submit = mv_http_later_submit;
         c->ar.submit_ctx = &c->rounds;
     }
+    mv__action_checked_free(c->checked); /* not on an I/O thread: read again here */
+    c->checked = NULL;
     mv_code rc = c->rounds.later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,
                                                    &result, &err)
                                  : mv_action_handle(r->service, &c->ar, &result, &err);

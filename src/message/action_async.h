@@ -22,8 +22,20 @@ typedef void (*mv__action_done)(void *ctx, mv_code rc, json_t *result, const mv_
  * nothing written — when it must run as mv_action_start: the action has a handler (or a custom
  * one registered), needs an approval, or the store commits on the caller's thread (PostgreSQL,
  * groupCommit false). Reads the message on the calling thread (SQLite: a local read). req and
- * everything it points to stay valid until done. */
+ * everything it points to stay valid until done. When it returns false after reading the message
+ * and passing the checks, *checked (if checked is not NULL) holds them for
+ * mv__action_start_checked, which goes on without reading the message again; else NULL. */
 bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__action_done done,
-                            void *done_ctx);
+                            void *done_ctx, mv_action_pending **checked);
+
+/* mv_action_start for a press mv__action_start_async read and checked (same req, which stays
+ * valid as for mv_action_start): the approval gate, the claim, the handler. Takes checked. The
+ * claim's conditional UPDATE decides, as always, so a message changed since the read is refused
+ * as it would have been had it been read here. */
+mv_code mv__action_start_checked(mv_action_pending *checked, void (*wake)(void *ctx),
+                                 void *wake_ctx, mv_action_pending **pending, json_t **result,
+                                 mv_err *err);
+/* Frees a checked press that will not be started (NULL is fine). */
+void mv__action_checked_free(mv_action_pending *checked);
 
 #endif

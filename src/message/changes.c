@@ -133,6 +133,19 @@ mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                              kind == MV_CHANGE_VIEWER ? viewer_id : NULL, now);
 }
 
+static const char SQL_INSERT_CHANGE2[] =
+    "INSERT INTO stream_events (tenant_id, message_id, kind, viewer_id, created_at) "
+    "VALUES (?, ?, ?, NULL, ?), (?, ?, ?, NULL, ?)";
+
+mv_code mv__change_add2_tx(mv_db *db, const char *tenant, const char *id1, mv_change_kind kind1,
+                           const char *id2, mv_change_kind kind2, int64_t now, mv_err *err) {
+    atomic_fetch_add(&changes_written, 2);
+    tenant = tenant ? tenant : "default";
+    return mv_db_execf_later(db, SQL_INSERT_CHANGE2, err, "sssisssi", tenant, id1 ? id1 : "",
+                             KIND_NAMES[kind1], now, tenant, id2 ? id2 : "", KIND_NAMES[kind2],
+                             now);
+}
+
 /* ---- reading ----------------------------------------------------------------------------- */
 
 typedef struct {

@@ -51,6 +51,14 @@ static const char SQL_ARCHIVE[] =
     "UPDATE messages SET action_state = 'archived', archived = 1, archived_by = ?, "
     "archived_at = ?, action_lease_expires_at = NULL, updated_at = ? "
     "WHERE id = ? AND action_state = 'processing' AND action_attempt_id = ?";
+/* An action without a handler on an active message: claimed and archived by one statement, as
+ * SQL_CLAIM_ACTIVE then SQL_ARCHIVE would leave it (the claim's lease ends with the archive). */
+static const char SQL_CLAIM_ARCHIVE_ACTIVE[] =
+    "UPDATE messages SET action_state = 'archived', action_cd = ?, action_attempt_id = ?, "
+    "action_claimed_by = ?, action_claimed_at = ?, action_lease_expires_at = NULL, "
+    "action_failure_message = NULL, action_failure_code = NULL, action_failed_at = NULL, "
+    "action_approval_id = ?, archived = 1, archived_by = ?, archived_at = ?, updated_at = ? "
+    "WHERE id = ? AND action_state = 'active'";
 static const char SQL_ARCHIVE_ROLES[] =
     "UPDATE message_roles SET archived = 1 WHERE message_id = ?";
 /* The message and its claim columns in one statement (MESSAGE_COLUMNS has them all). */
@@ -117,16 +125,36 @@ static mv_code message_changed(mv_db *db, action_job *j, int64_t now, mv_err *er
                              MV_CHANGE_UPDATED, NULL, now, err);
 }
 
+/* The claim of a retryable attempt, or of one whose lease expired (same attempt id). */
+static mv_code claim_retry(mv_db *db, action_job *j, int64_t now, int64_t lease, bool log,
+                           mv_err *err) {
+    const char *id = j->req->message_id;
+    int64_t changes = 0;
+    mv_code rc = mv_db_execf(db, SQL_CLAIM_RETRY, &changes, err, "siiissi", j->user_id, now, lease,
+                             now, id, j->action->action_cd, now);
+    if (rc != MV_OK) return rc;
+    attempt_info a;
+    if ((rc = read_attempt(db, id, &a, err)) != MV_OK) return rc;
+    mv_strlcpy(j->attempt_id, a.attempt_id, sizeof j->attempt_id);
+    if (changes == 1) return log ? message_changed(db, j, now, err) : MV_OK;
+    if (strcmp(a.state, "archived") == 0)
+        return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
+    return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress",
+                      id);
+}
+
+static mv_code consume_approval(mv_db *db, action_job *j, mv_err *err) {
+    return j->consume_approval ? mv_approval_consume_tx(j->svc->o.approvals, db, &j->approval, err)
+                               : MV_OK;
+}
+
 static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
     int64_t now = mv__svc_now(j->svc), lease = now + j->svc->o.action_lease_ms;
     char attempt[37];
     mv_code rc = mv_id_uuid(attempt, err);
-    if (rc != MV_OK) return rc;
-    if (j->consume_approval &&
-        (rc = mv_approval_consume_tx(j->svc->o.approvals, db, &j->approval, err)) != MV_OK)
-        return rc;
+    if (rc != MV_OK || (rc = consume_approval(db, j, err)) != MV_OK) return rc;
     int64_t changes = 0;
     rc = mv_db_execf(db, SQL_CLAIM_ACTIVE, &changes, err, "sssiisis", j->action->action_cd, attempt,
                      j->user_id, now, lease, j->approval_id[0] ? j->approval_id : NULL, now, id);
@@ -136,17 +164,7 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
         j->new_attempt = true;
         return message_changed(db, j, now, err);
     }
-    rc = mv_db_execf(db, SQL_CLAIM_RETRY, &changes, err, "siiissi", j->user_id, now, lease, now, id,
-                     j->action->action_cd, now);
-    if (rc != MV_OK) return rc;
-    attempt_info a;
-    if ((rc = read_attempt(db, id, &a, err)) != MV_OK) return rc;
-    mv_strlcpy(j->attempt_id, a.attempt_id, sizeof j->attempt_id);
-    if (changes == 1) return message_changed(db, j, now, err);
-    if (strcmp(a.state, "archived") == 0)
-        return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
-    return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress",
-                      id);
+    return claim_retry(db, j, now, lease, true, err);
 }
 
 /* ---- handler ----------------------------------------------------------------------------- */
@@ -322,6 +340,25 @@ static mv_code build_notification(action_job *j, mv_err *err) {
     return rc;
 }
 
+/* What archiving adds to the message's own row change: its roles' rows, the tallies, the sender's
+ * notification and its email, and the change log — one "updated" row for the message (claimed and
+ * archived by one transaction: one change), one "created" for the notification. */
+static mv_code archive_rest(mv_db *db, action_job *j, int64_t now, mv_err *err) {
+    const char *id = j->req->message_id, *tenant = mv__svc_tenant(j->req->user);
+    mv_code rc;
+    /* role rows exist only for a message sent to roles (document.c), its addresses never change */
+    if (json_array_size(json_object_get(j->message, "toRoles")) &&
+        (rc = mv_db_execf_later(db, SQL_ARCHIVE_ROLES, err, "s", id)) != MV_OK)
+        return rc;
+    /* the message as loaded by this request: its addresses never change */
+    if ((rc = mv__tally_archived_doc_tx(db, tenant, j->message, err)) != MV_OK) return rc;
+    if (!j->notification) return message_changed(db, j, now, err);
+    if ((rc = mv__doc_insert(db, j->notification, tenant, NULL, -1, err)) != MV_OK) return rc;
+    if ((rc = mv__doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
+    return mv__change_add2_tx(db, tenant, id, MV_CHANGE_UPDATED, mv_json_str(j->notification, "id"),
+                              MV_CHANGE_CREATED, now, err);
+}
+
 static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
@@ -332,27 +369,33 @@ static mv_code archive_tx(mv_db *db, void *ctx, mv_err *err) {
     if (changes != 1)
         return mv_err_set(err, MV_ACTION_CONFLICT,
                           "message \"%s\" already has an action in progress", id);
-    if ((rc = mv_db_execf_later(db, SQL_ARCHIVE_ROLES, err, "s", id)) != MV_OK) return rc;
-    /* the message as loaded by this request: its addresses never change */
-    if ((rc = mv__tally_archived_doc_tx(db, mv__svc_tenant(j->req->user), j->message, err)) !=
-        MV_OK)
-        return rc;
-    if (j->notification) {
-        if ((rc = mv__doc_insert(db, j->notification, mv__svc_tenant(j->req->user), NULL, -1,
-                                 err)) != MV_OK)
-            return rc;
-        if ((rc = mv__doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
-    }
-    if ((rc = message_changed(db, j, now, err)) != MV_OK || !j->notification) return rc;
-    return mv__change_add_tx(db, mv__svc_tenant(j->req->user), mv_json_str(j->notification, "id"),
-                             MV_CHANGE_CREATED, NULL, now, err);
+    return archive_rest(db, j, now, err);
 }
 
+/* An action without a handler: claim, notification and archive in one transaction. An active
+ * message is claimed and archived by one UPDATE; a retryable one (or one whose lease expired)
+ * is claimed, then archived. */
 static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
-    mv_code rc = claim_tx(db, j, err);
-    if (rc == MV_OK) rc = build_notification(j, err);
-    return rc == MV_OK ? archive_tx(db, j, err) : rc;
+    const char *id = j->req->message_id;
+    int64_t now = mv__svc_now(j->svc), changes = 0;
+    char attempt[37];
+    mv_code rc = mv_id_uuid(attempt, err);
+    if (rc != MV_OK || (rc = consume_approval(db, j, err)) != MV_OK) return rc;
+    rc = mv_db_execf(db, SQL_CLAIM_ARCHIVE_ACTIVE, &changes, err, "sssisiiis", j->action->action_cd,
+                     attempt, j->user_id, now, j->approval_id[0] ? j->approval_id : NULL,
+                     j->user_id, now, now, id);
+    if (rc != MV_OK) return rc;
+    if (changes == 1) {
+        mv_strlcpy(j->attempt_id, attempt, sizeof j->attempt_id);
+        j->new_attempt = true;
+        if ((rc = build_notification(j, err)) != MV_OK) return rc;
+        return archive_rest(db, j, now, err);
+    }
+    if ((rc = claim_retry(db, j, now, now + j->svc->o.action_lease_ms, false, err)) != MV_OK)
+        return rc;
+    if ((rc = build_notification(j, err)) != MV_OK) return rc;
+    return archive_tx(db, j, err);
 }
 
 /* ---- handleAction ------------------------------------------------------------------------- */
@@ -645,31 +688,15 @@ static void pending_free(mv_action_pending *p) {
     free(p);
 }
 
-mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wake)(void *ctx),
-                        void *wake_ctx, mv_action_pending **pending, json_t **result, mv_err *err) {
-    *result = NULL;
-    *pending = NULL;
-    mv_action_pending *p = calloc(1, sizeof *p);
-    if (!p) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+/* The rest of mv_action_start once the message is read and the checks passed (p holds both):
+ * the approval gate, then the claim and whatever the handler needs. Frees p unless pending. */
+static mv_code start_checked(mv_action_pending *p, void (*wake)(void *ctx), void *wake_ctx,
+                             mv_action_pending **pending, json_t **result, mv_err *err) {
+    action_job *j = &p->j;
+    mv_service *svc = j->svc;
     p->wake = wake;
     p->wake_ctx = wake_ctx;
-    action_job *j = &p->j;
-    j->svc = svc;
-    j->req = req;
-    j->user_id = j->uid;
-    mv_code rc = mv__svc_require_user(req->user, j->uid, err);
-    if (rc != MV_OK) goto done;
-    if (!mv_valid_message_id(req->message_id)) {
-        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
-                        req->message_id ? req->message_id : "");
-        goto done;
-    }
-    if ((rc = mv_store_read(svc->o.store, load_tx, j, err)) != MV_OK) goto done;
-    if (!j->message) {
-        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
-        goto done;
-    }
-    if ((rc = check_action(j, err)) == MV_OK) rc = approval_gate(j, err);
+    mv_code rc = approval_gate(j, err);
     if (rc != MV_OK) goto done;
     mv_action_fn custom;
     void *custom_ctx;
@@ -691,6 +718,47 @@ done:
     if (rc == MV_OK) *result = j->result ? json_incref(j->result) : json_null();
     pending_free(p);
     return rc;
+}
+
+mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wake)(void *ctx),
+                        void *wake_ctx, mv_action_pending **pending, json_t **result, mv_err *err) {
+    *result = NULL;
+    *pending = NULL;
+    mv_action_pending *p = calloc(1, sizeof *p);
+    if (!p) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    action_job *j = &p->j;
+    j->svc = svc;
+    j->req = req;
+    j->user_id = j->uid;
+    mv_code rc = mv__svc_require_user(req->user, j->uid, err);
+    if (rc != MV_OK) goto fail;
+    if (!mv_valid_message_id(req->message_id)) {
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
+                        req->message_id ? req->message_id : "");
+        goto fail;
+    }
+    if ((rc = mv_store_read(svc->o.store, load_tx, j, err)) != MV_OK) goto fail;
+    if (!j->message) {
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
+        goto fail;
+    }
+    if ((rc = check_action(j, err)) != MV_OK) goto fail;
+    return start_checked(p, wake, wake_ctx, pending, result, err);
+fail:
+    pending_free(p);
+    return rc;
+}
+
+mv_code mv__action_start_checked(mv_action_pending *checked, void (*wake)(void *ctx),
+                                 void *wake_ctx, mv_action_pending **pending, json_t **result,
+                                 mv_err *err) {
+    *result = NULL;
+    *pending = NULL;
+    return start_checked(checked, wake, wake_ctx, pending, result, err);
+}
+
+void mv__action_checked_free(mv_action_pending *checked) {
+    if (checked) pending_free(checked);
 }
 
 mv_code mv_action_finish(mv_action_pending *p, json_t **result, mv_err *err) {
@@ -766,7 +834,8 @@ static void action_written(mv_code rc, const mv_err *err, void *ctx) {
 }
 
 bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__action_done done,
-                            void *done_ctx) {
+                            void *done_ctx, mv_action_pending **checked) {
+    if (checked) *checked = NULL;
     if (!mv__store_writes_async(svc->o.store)) return false;
     mv_action_pending *p = calloc(1, sizeof *p);
     if (!p) return false;
@@ -789,7 +858,10 @@ bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__a
     if (rc == MV_OK && (j->action->handler != MV_HANDLER_NONE || j->action->approval_capability ||
                         mv__svc_find_handler(svc, j->tpl->template_cd, j->action->action_cd,
                                              &custom, &custom_ctx))) {
-        pending_free(p);
+        if (checked) /* read and checked: the blocking start goes on from here */
+            *checked = p;
+        else
+            pending_free(p);
         return false;
     }
     if (rc != MV_OK) {

@@ -11,6 +11,9 @@
  * after commit (changes.c). viewer_id is stored for MV_CHANGE_VIEWER only. */
 mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
                           mv_change_kind kind, const char *viewer_id, int64_t now, mv_err *err);
+/* Two such rows (not viewer changes) in one statement, in this order. */
+mv_code mv__change_add2_tx(mv_db *db, const char *tenant, const char *id1, mv_change_kind kind1,
+                           const char *id2, mv_change_kind kind2, int64_t now, mv_err *err);
 /* How many change-log rows this process has appended (committed or not) — a cheap "has anything
  * been written since" for the stream hub, which numbers them on PostgreSQL (changes.c). */
 uint64_t mv__changes_written(void);

@@ -115,7 +115,8 @@ mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err);
 mv_store_kind mv_db_kind(const mv_db *db);
 
 /* Round trips to the server (PostgreSQL: each flush that waits for answers) made by the committed
- * and failed transactions of this store so far; 0 on SQLite. For tests and benchmarks. */
+ * and failed transactions of this store so far; on SQLite, the statements they ran. For tests and
+ * benchmarks. */
 uint64_t mv__store_round_trips(mv_store *store);
 
 #endif

@@ -44,7 +44,8 @@ typedef struct mv_driver {
     mv_code (*after_commit)(void *conn, const char *sql, mv_err *err);
     /* True when the last failed step was a unique violation (for drivers without send). */
     bool (*unique_violation)(void *conn);
-    /* Round trips made on this connection so far (NULL: none are counted). */
+    /* Round trips made on this connection so far (SQLite: statements run on this thread; NULL: none
+     * are counted). */
     uint64_t (*round_trips)(void *conn);
     /* True when the connection is unusable and must be reopened (PostgreSQL after a drop). */
     bool (*is_broken)(void *conn);

@@ -74,10 +74,20 @@ static mv_code sq_prepare(void *conn, const char *sql, void **out, mv_err *err) 
 
 static void sq_finalize(void *st) { sqlite3_finalize(st); }
 
+/* Statements run on this thread (a first step each): what mv__store_round_trips counts on SQLite,
+ * where a transaction runs on one thread and there is no network — tests pin a path's statements.
+ */
+static _Thread_local uint64_t statements;
+static uint64_t sq_statements(void *conn) {
+    (void)conn;
+    return statements;
+}
+
 static int sq_step(void *conn, void *stmt, bool first, const mv_param *params, int n,
                    int64_t *changes, mv_err *err) {
     sqlite3_stmt *st = stmt;
     if (first) {
+        statements++;
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
         for (int i = 0; i < n; i++) {
@@ -137,4 +147,5 @@ const mv_driver mv_sqlite_driver = {
     .in_transaction = sq_in_transaction,
     .send = NULL, /* a deferred statement runs at once: there is no network to save */
     .unique_violation = sq_unique_violation,
+    .round_trips = sq_statements,
 };

@@ -236,6 +236,10 @@ static void store_release(mv_store *s, mv_db *db) {
 
 uint64_t mv__store_round_trips(mv_store *store) { return atomic_load(&store->round_trips); }
 
+static const char SQL_TX_BEGIN_READ[] = "BEGIN";
+static const char SQL_TX_BEGIN_WRITE[] = "BEGIN IMMEDIATE";
+static const char SQL_TX_COMMIT[] = "COMMIT";
+
 static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *err) {
     mv_db *db;
     mv_code rc = store_acquire(s, &db, err);
@@ -243,11 +247,16 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
     uint64_t trips = s->drv->round_trips ? s->drv->round_trips(db->conn) : 0;
     bool lock = write && s->kind == MV_STORE_SQLITE;
     if (lock) pthread_mutex_lock(&s->write_mu);
-    rc = s->drv->begin(db->conn, write, err);
+    /* SQLite: BEGIN and COMMIT from the statement cache, as the group commit's (not parsed per
+     * transaction by sqlite3_exec: every read, an action's load on its I/O thread included) */
+    bool cached = s->kind == MV_STORE_SQLITE;
+    rc = cached ? mv_db_execf(db, write ? SQL_TX_BEGIN_WRITE : SQL_TX_BEGIN_READ, NULL, err, "")
+                : s->drv->begin(db->conn, write, err);
     if (rc == MV_OK) {
         rc = fn(db, ctx, err);
         if (rc == MV_OK) {
-            rc = s->drv->exec(db->conn, "COMMIT", err);
+            rc = cached ? mv_db_execf(db, SQL_TX_COMMIT, NULL, err, "")
+                        : s->drv->exec(db->conn, "COMMIT", err);
             if (rc != MV_OK) s->drv->exec(db->conn, "ROLLBACK", NULL);
         } else {
             s->drv->exec(db->conn, "ROLLBACK", NULL);
@@ -316,6 +325,7 @@ static void run_batch(mv_store *s, write_job *batch) {
     mv_db *db;
     mv_err e = {0};
     mv_code rc = store_acquire(s, &db, &e);
+    uint64_t trips = rc == MV_OK && s->drv->round_trips ? s->drv->round_trips(db->conn) : 0;
     if (rc == MV_OK) {
         pthread_mutex_lock(&s->write_mu);
         rc = mv_db_execf(db, SQL_GC_BEGIN, NULL, &e, "");
@@ -349,7 +359,7 @@ static void run_batch(mv_store *s, write_job *batch) {
             if (!any_ok) rc = MV_OK; /* nothing to commit: each job keeps its own error */
         }
         pthread_mutex_unlock(&s->write_mu);
-        store_release(s, db);
+        mv__store_release(s, db, trips);
     }
     if (rc != MV_OK) /* the batch as a whole failed: every job that had succeeded fails with it */
         for (write_job *j = batch; j; j = j->next)
