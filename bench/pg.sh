@@ -281,9 +281,12 @@ EOF
     fi
     log "PostgreSQL: saga3, $CLIENTS in flight, $SHORT s"
     pg_waits_start missive_saga
+    local SX0=$(pg_commits missive_saga)
     PG_SAGA=$("$BIN/saga3" "$(pg_url missive_saga)" "$SHORT" "$CLIENTS" "$CLIENTS") || { FAILED=1; log "saga3 failed"; }
+    local SAGA_COMMITS=$(awk -v c="$(( $(pg_commits missive_saga) - SX0 ))" -v n="$(field "$PG_SAGA" ops)" 'BEGIN { if (n > 0 && c > 0) printf "%.2f", c / n; else print "n/a" }')
     pg_waits_stop "saga3, $CLIENTS in flight"
     log "$PG_SAGA"
+    log "COMMITs per saga3 ($CLIENTS in flight): $SAGA_COMMITS"
     pg_stop
 
     CR=$(field "$PG_CREATE" rate)
@@ -294,7 +297,7 @@ EOF
 | PostgreSQL: create ($CLIENTS keep-alive clients, poolSize $CLIENTS, ${SHORT} s) | $(fmt "$CR") msg/s, $(lat "$PG_CREATE"); daemon CPU $(us_per_op "$PG_CREATE_CPU" "$(field "$PG_CREATE" ops)") µs per create; PostgreSQL CPU $(us_per_op "$PG_SERVER_CPU" "$(field "$PG_CREATE" ops)") µs per create; $(awk -v c="$PG_COMMITS" -v n="$(field "$PG_CREATE" ops)" 'BEGIN { if (c > 0) printf "%.1f", n / c; else print "n/a" }') creates per commit; $STMT_CREATE statements per create (1 client) | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.5×) | $(ratio "$CR" "$BR32") |
 | PostgreSQL: stream latency (create → its message.created event, 200 sequential) | p50 $(fmt "$(field "$PG_LAT" p50_ms)") ms, p99 $(fmt "$(field "$PG_LAT" p99_ms)") ms | — | — |
 | PostgreSQL: create with $PG_STREAMS idle streams ($CLIENTS clients, ${SHORT} s) | $(fmt "$(field "$PG_CWS" rate)") msg/s, $(lat "$PG_CWS") | without streams $(fmt "$CR") msg/s | $(ratio "$(field "$PG_CWS" rate)" "$CR") |
-| PostgreSQL: saga3 (3 no-op steps, library, $CLIENTS threads, pool $CLIENTS, ${SHORT} s) | $(fmt "$S32") sagas/s, $(lat "$PG_SAGA"); library CPU $(field "$PG_SAGA" cpu_us_per_op) µs per saga | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.2×) | $(ratio "$S32" "$BR32") |
+| PostgreSQL: saga3 (3 no-op steps, library, $CLIENTS threads, pool $CLIENTS, ${SHORT} s) | $(fmt "$S32") sagas/s, $(lat "$PG_SAGA"); library CPU $(field "$PG_SAGA" cpu_us_per_op) µs per saga; $SAGA_COMMITS COMMITs per saga | INSERT c$CLIENTS $(fmt "$BR32") tx/s (target ≥ 0.2×) | $(ratio "$S32" "$BR32") |
 | PostgreSQL: saga3 over HTTP (POST /sagas, 3 webhook steps to a no-op receiver, $CLIENTS clients, ${SHORT} s) | $(fmt "$(field "$PG_HSAGA" rate)") sagas/s, $(lat "$PG_HSAGA") | INSERT c$CLIENTS $(fmt "$BR32") tx/s | $(ratio "$(field "$PG_HSAGA" rate)" "$BR32") |
 | PostgreSQL: saga3 sequential (library, 1 thread, ${SHORT} s) | $(fmt "$(field "$PG_SAGA1" rate)") sagas/s, $(lat "$PG_SAGA1"); $STMT_SAGA statements per saga; library CPU $(field "$PG_SAGA1" cpu_us_per_op) µs per saga | target p50 ≤ 1.5 ms; INSERT c1 p50 $(fmt "$(field "$B1" p50_ms)") ms | $(ratio "$SEQ" 1.5) |"
     PG_TARGETS="PostgreSQL: create ≥ 0.5× INSERT c$CLIENTS: $(met "$CR >= 0.5 * $BR32");" 

@@ -896,10 +896,14 @@ static mv_code save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int ind
         rc = MV_INTERNAL;
         /* PostgreSQL: a running saga's save is sent blind first; when it fails for any reason
          * but a lost connection, the transaction rolled back and the save runs again reading
-         * its results, which tells a moved version from a taken effect id as before */
+         * its results, which tells a moved version from a taken effect id as before. The blind
+         * write only queues one statement from t and changes nothing else, so it may be run again:
+         * concurrent sagas' saves share commits (store/pg_batch.c), and one that fails in a
+         * batch is run again alone and fails there as it would have alone; *rec changes below,
+         * only once the outcome is known. */
         if (mv_store_kind_of(e->store) == MV_STORE_POSTGRES && pg_save_sql(&t)) {
             mv_err blind = {0};
-            rc = mv_store_write(e->store, cas_pg_blind, &t, &blind);
+            rc = mv__store_write_rerunnable(e->store, cas_pg_blind, &t, &blind);
             if (rc == MV_STORE_UNAVAILABLE) mv_err_copy(err, &blind);
         }
         if (rc != MV_OK && rc != MV_STORE_UNAVAILABLE)
@@ -1640,11 +1644,13 @@ static mv_code create_blind_fn(mv_db *db, void *ctx, mv_err *err) {
 
 /* Inserts the saga's row (t->created: it was new). On PostgreSQL the INSERT goes blind first, so
  * the start is one round trip; a taken id is its unique violation (the transaction wrote nothing)
- * and any other failure but a lost connection runs the precise INSERT in a new transaction. */
+ * and any other failure but a lost connection runs the precise INSERT in a new transaction. The
+ * blind INSERT only queues a statement (t is set after the outcome), so concurrent starts share
+ * commits (mv__store_write_rerunnable, store/pg_batch.c). */
 static mv_code create_write(mv_saga_engine *e, create_tx *t, mv_err *err) {
     if (mv_store_kind_of(e->store) == MV_STORE_POSTGRES) {
         mv_err blind = {0};
-        mv_code rc = mv_store_write(e->store, create_blind_fn, t, &blind);
+        mv_code rc = mv__store_write_rerunnable(e->store, create_blind_fn, t, &blind);
         if (rc == MV_OK || rc == MV_SAGA_EXISTS) {
             t->created = rc == MV_OK;
             return MV_OK;

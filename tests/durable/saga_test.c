@@ -1,7 +1,9 @@
 /* saga_test.c — sagas (SEMANTICS §5 durable scenarios 10–17) on SQLite files with a manual clock,
  * plus: two processes resuming one saga (one proceeds, the other gets MV_SAGA_CONCURRENCY, no
- * step runs twice), idempotent start, the public JSON shape, and encryption at rest. */
+ * step runs twice), idempotent start, the public JSON shape, encryption at rest, and sixteen
+ * threads of sagas sharing PostgreSQL commits while a lost compare-and-set still fails alone. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1279,6 +1281,123 @@ STORE_TEST(a_save_whose_version_moved_answers_saga_concurrency_and_writes_nothin
     rig_close(&r);
 }
 
+/* ---- concurrent sagas share commits on PostgreSQL ------------------------------------------ */
+
+#define BATCH_THREADS 16
+#define BATCH_SAGAS 8 /* per thread; one of them has its version moved under it */
+#define BATCH_MOVED 3 /* the index of that one */
+
+static mv_code bump_own_step(mv_saga_step_call *call, void *ctx, json_t **result, mv_err *err) {
+    mv_code rc = mv_store_write(ctx, bump_fn, (void *)call->saga_id, err);
+    *result = json_pack("{s:b}", "ok", 1);
+    return rc;
+}
+
+static mv_code moved_own_run(mv_saga_ctx *ctx, const json_t *input, void *def_ctx, mv_err *err) {
+    (void)input;
+    mv_code rc = mv_saga_step(ctx, "a", NULL, fold_step, NULL, NULL, err);
+    if (rc == MV_OK) rc = mv_saga_step(ctx, "b", NULL, bump_own_step, def_ctx, NULL, err);
+    if (rc == MV_OK) rc = mv_saga_step(ctx, "c", NULL, fold_step, NULL, NULL, err);
+    return rc;
+}
+
+typedef struct {
+    mv_saga_engine *engine;
+    const mv_saga_definition *flat, *moved;
+    const char *prefix;
+    int t;
+    mv_code rc[BATCH_SAGAS];
+    char err_saga[BATCH_SAGAS][160];
+} batch_runner;
+
+static void *run_batch_sagas(void *arg) {
+    batch_runner *b = arg;
+    for (int i = 0; i < BATCH_SAGAS; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "%s_%d_%d", b->prefix, b->t, i);
+        mv_err err = {0};
+        b->rc[i] = mv_saga_execute(b->engine, i == BATCH_MOVED ? b->moved : b->flat, id, NULL, NULL,
+                                   NULL, &err);
+        snprintf(b->err_saga[i], sizeof b->err_saga[i], "%s", err.saga_id);
+    }
+    return NULL;
+}
+
+/* Runs BATCH_THREADS threads of sagas on store (through engine), checks every outcome and
+ * returns the round trips they took. */
+static uint64_t run_saga_wave(mv_store *store, mv_saga_engine *engine, const char *prefix) {
+    mv_saga_compensator c[3] = {
+        {"a", fold_comp, NULL}, {"b", fold_comp, NULL}, {"c", fold_comp, NULL}};
+    mv_saga_definition flat = {
+        .name = "flat", .run = flat_run, .compensators = c, .ncompensators = 3};
+    mv_saga_definition moved = {
+        .name = "moved", .run = moved_own_run, .compensators = c, .ncompensators = 3, .ctx = store};
+    static batch_runner b[BATCH_THREADS];
+    pthread_t th[BATCH_THREADS];
+    uint64_t t0 = mv__store_round_trips(store);
+    for (int t = 0; t < BATCH_THREADS; t++) {
+        b[t] = (batch_runner){
+            .engine = engine, .flat = &flat, .moved = &moved, .prefix = prefix, .t = t};
+        pthread_create(&th[t], NULL, run_batch_sagas, &b[t]);
+    }
+    for (int t = 0; t < BATCH_THREADS; t++)
+        pthread_join(th[t], NULL);
+    uint64_t trips = mv__store_round_trips(store) - t0;
+    mv_err err = {0};
+    char state[16], cap[129];
+    for (int t = 0; t < BATCH_THREADS; t++)
+        for (int i = 0; i < BATCH_SAGAS; i++) {
+            char id[64];
+            snprintf(id, sizeof id, "%s_%d_%d", prefix, t, i);
+            json_t *rec = NULL;
+            CHECK_CODE(mv_saga_get(engine, id, &rec, &err), MV_OK, &err);
+            if (i == BATCH_MOVED) { /* as alone: saga_concurrency, c neither started nor written */
+                CHECK_INT(b[t].rc[i], MV_SAGA_CONCURRENCY);
+                CHECK_STR(b[t].err_saga[i], id);
+                CHECK_STR(mv_json_str(rec, "state"), "running");
+                CHECK(json_array_size(json_object_get(rec, "steps")) == 2);
+                CHECK_STR(step_field(rec, 1, "state"), "executing");
+                journal_state(store, step_field(rec, 1, "effectId"), state, cap);
+                CHECK_STR(state, "executing");
+            } else {
+                CHECK_INT(b[t].rc[i], MV_OK);
+                CHECK_STR(mv_json_str(rec, "state"), "completed");
+                for (int k = 0; k < 3; k++) {
+                    CHECK_STR(step_field(rec, k, "state"), "committed");
+                    journal_state(store, step_field(rec, k, "effectId"), state, cap);
+                    CHECK_STR(state, "committed");
+                }
+            }
+            json_decref(rec);
+        }
+    return trips;
+}
+
+/* Sixteen threads running sagas at once share transactions (store/pg_batch.c): they take fewer
+ * round trips than the same sagas on a store with group commit off (each write its own
+ * transaction) — and a save that lost its compare-and-set, in a batch or not, still fails alone
+ * with saga_concurrency and writes nothing, while every other saga completes. */
+POSTGRES_TEST(sixteen_threads_running_sagas_share_commits_and_a_lost_save_still_fails_alone) {
+    rig r;
+    world w = {0};
+    mv_saga_engine *alone_engine = NULL;
+    REQUIRE(rig_open(&r, kind, "batch.db", &w, NULL));
+    mv_store_options no_batch = {.no_group_commit = true};
+    mv_store *alone = test_store_fresh_with(kind, "batch_alone.db", &no_batch);
+    REQUIRE(alone != NULL);
+    mv_err err = {0};
+    mv_saga_engine_options o = {.clock = &r.clock};
+    REQUIRE(mv_saga_engine_new(alone, &o, &alone_engine, &err) == MV_OK);
+    uint64_t shared = run_saga_wave(r.store, r.engine, "saga_shared");
+    uint64_t single = run_saga_wave(alone, alone_engine, "saga_alone");
+    printf("round trips for %d concurrent sagas: %llu sharing commits, %llu alone\n",
+           BATCH_THREADS * BATCH_SAGAS, (unsigned long long)shared, (unsigned long long)single);
+    CHECK(shared * 4 < single * 3);
+    mv_saga_engine_free(alone_engine);
+    mv_store_close(alone);
+    rig_close(&r);
+}
+
 /* ---- migration 12: a running saga's saves touch no indexed column ---------------------------- */
 
 /* Every column some index of `sagas` holds (no index has an expression or a predicate). */
@@ -1595,6 +1714,7 @@ int main(void) {
         migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_same,
         a_step_commit_is_written_with_the_next_step_and_a_stopped_run_still_writes_it,
         a_three_step_saga_costs_five_round_trips_on_postgresql,
+        sixteen_threads_running_sagas_share_commits_and_a_lost_save_still_fails_alone,
         a_save_whose_version_moved_answers_saga_concurrency_and_writes_nothing,
         a_runner_killed_after_a_step_returned_leaves_it_for_review_and_it_never_runs_twice,
         a_running_sagas_saves_change_no_indexed_column_and_reconcile_still_sees_them,
