@@ -13,6 +13,16 @@
 #include "support/daemon_proc.h"
 #include "test.h"
 
+/* The budget is the real build's (make test). Under AddressSanitizer the daemon's freed blocks
+ * wait in its quarantine and every block carries redzones, so its RSS measures the sanitizer as
+ * much as the daemon (47–70 MiB above idle in clean-clone runs where the real build stayed at
+ * 20–30): there the check only guards against a gross regression. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_BUDGET_KIB (128 * 1024)
+#else
+#define RSS_BUDGET_KIB (64 * 1024)
+#endif
+
 #define TEXT_BYTES 340000
 #define MESSAGES 30
 #ifndef CLIENTS
@@ -143,7 +153,7 @@ TEST(thirty_one_mib_messages_walked_by_eight_clients_stay_within_64_mib_of_rss) 
     printf("flood: peak RSS %.1f MiB above idle (idle %.1f MiB, peak %.1f MiB; %d clients, %d "
            "messages of ~1 MiB, GET /messages?limit=100 each)\n",
            above / 1024.0, idle / 1024.0, peak / 1024.0, CLIENTS, MESSAGES);
-    CHECK(above <= 64 * 1024);
+    CHECK(above <= RSS_BUDGET_KIB);
     CHECK_INT(test_daemon_stop(pid), 0);
 }
 
