@@ -24,41 +24,41 @@ typedef enum {
     CALL_EXPIRE   /* its expire_session for a session being compensated */
 } call_kind;
 
-typedef struct create_job {
+typedef struct create_job { /* ordered by size and alignment (clang-analyzer's padding check) */
     mv_service *svc;
     const mv_create_request *req;
     mv_template *tpl;
-    char user_id[256];
-    char payer_id[256];
-    char crid[129];
-    request_scope scope;
-    char lease_owner[37];
     const json_t *payload;
     json_t *docs;     /* built documents */
     json_t *sessions; /* payment session ids opened so far, in order */
+    json_t *empty;    /* the payload when the request has none */
     /* the build as steps between calls (see step()) */
-    int at;              /* the next step */
-    bool build_only;     /* stop when the documents are built (the one-transaction path) */
-    bool on_loop;        /* the daemon's driver: build_and_persist only sets the steps up, */
-    bool deferred;       /* and did */
-    json_t *empty;       /* the payload when the request has none */
-    bool share_payload;  /* the daemon's own copy of the body, read only from here on: the
-                          * documents reference its payload and documents instead of copying */
-    call_kind call;      /* the call the steps wait for */
-    char key[65];        /* its Idempotency-Key (prepare, session) */
-    mv_prepare_input in; /* the prepare call's input */
-    json_t *items;       /* the prepare answer (as an array once checked) */
-    size_t next;         /* the item being built, then the session being expired */
-    json_t *doc;         /* the item's document, waiting for its payment session */
+    json_t *items; /* the prepare answer (as an array once checked) */
+    size_t next;   /* the item being built, then the session being expired */
+    json_t *doc;   /* the item's document, waiting for its payment session */
     const char *payment_cd;
-    mv_code call_rc;    /* the call's outcome, */
-    mv_err call_err;    /* its error, */
-    json_t *call_items; /* a prepare's answer, */
-    char *call_session; /* a session's id */
-    mv_code failed_rc;  /* what failed the build or the persist */
-    mv_err failure;
-    mv_code rc; /* the create's outcome, once the steps are over */
-    mv_err err;
+    json_t *call_items;  /* the call's outcome: a prepare's answer, */
+    char *call_session;  /* a session's id */
+    mv_prepare_input in; /* the prepare call's input */
+    request_scope scope;
+    mv_err call_err; /* the call's error, */
+    mv_err failure;  /* what failed the build or the persist (failed_rc) */
+    mv_err err;      /* the create's outcome, once the steps are over (rc) */
+    int at;          /* the next step */
+    call_kind call;  /* the call the steps wait for */
+    mv_code call_rc;
+    mv_code failed_rc;
+    mv_code rc;
+    bool build_only;    /* stop when the documents are built (the one-transaction path) */
+    bool on_loop;       /* the daemon's driver: build_and_persist only sets the steps up, */
+    bool deferred;      /* and did */
+    bool share_payload; /* the daemon's own copy of the body, read only from here on: the
+                         * documents reference its payload and documents instead of copying */
+    char lease_owner[37];
+    char key[65]; /* the call's Idempotency-Key (prepare, session) */
+    char crid[129];
+    char user_id[256];
+    char payer_id[256];
 } create_job;
 
 mv_code mv_client_request_id_normalize(const json_t *value, char out[129], mv_err *err) {
