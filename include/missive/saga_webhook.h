@@ -4,7 +4,8 @@
  * File format:
  *   {"name": "checkout", "capability": "orders.checkout",
  *    "retry": {"maxAttempts": 3, "backoffMs": {"initial": 100, "max": 60000}},
- *    "steps": [{"name": "reserve", "run": {"webhook": URL}, "compensate": {"webhook": URL}}, …]}
+ *    "steps": [{"name": "reserve", "run": {"webhook": URL}, "compensate": {"webhook": URL},
+ *               "idempotent": false}, …]}
  * A step call POSTs {"sagaId","step","input","results": {earlier step: result},"effectId"} with
  * Idempotency-Key: effectId — 2xx → committed (the JSON body is the result; null when empty or
  * not JSON); 4xx or connection refused → conclusively not committed (step errorCode
@@ -12,6 +13,9 @@
  * after sending → ambiguous (manual review). A compensation POSTs {"sagaId","step","input",
  * "result","compensationEffectId","attempt"} with Idempotency-Key: compensationEffectId — 2xx →
  * compensated, anything else → a failed attempt retried after initial·2^(n−1) capped at max.
+ * A step with "idempotent": true (its far side deduplicates by Idempotency-Key) is called again
+ * with the same key and body on a 5xx or a timeout, after the same backoff, up to maxAttempts
+ * calls, before it counts as ambiguous; on the loop the wait is a timer, not a thread.
  * Defaults: maxAttempts 3, backoffMs {"initial": 100, "max": 60000}; capability optional. The
  * saga input is kept as each step's compensation arguments ({"input": …}).
  *

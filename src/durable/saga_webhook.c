@@ -8,7 +8,11 @@
  * else ambiguous (the saga goes to manual review). The saga input is stored as the step's
  * compensation arguments, so a compensation run days later (or by another process) sends the
  * same input without re-reading anything. A definition is validated completely when loaded, so a
- * bad file stops the daemon at start, never a saga halfway. */
+ * bad file stops the daemon at start, never a saga halfway. A step declared idempotent is called
+ * again with the same key on a 5xx or a timeout (retry_step), the wait on a loop timer when the
+ * saga runs on the loop. */
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +29,7 @@ typedef struct wh_def wh_def;
 typedef struct wh_step {
     wh_def *def;
     char *name, *run_url, *compensate_url;
+    bool idempotent; /* the far side deduplicates by Idempotency-Key: 5xx and timeouts retried */
 } wh_step;
 
 struct wh_def {
@@ -51,37 +56,86 @@ typedef struct step_call {
     const json_t *input;
 } step_call;
 
+/* initial·2^(attempt−1), capped at max. */
+static int64_t backoff(int attempt, void *def_ctx) {
+    const wh_def *d = def_ctx;
+    int64_t delay = d->backoff_initial;
+    for (int i = 1; i < attempt && delay < d->backoff_max; i++)
+        delay = delay > d->backoff_max / 2 ? d->backoff_max : delay * 2;
+    return delay < d->backoff_max ? delay : d->backoff_max;
+}
+
+/* Whether call `attempt` of an idempotent step may be made again with the same key: after a 5xx
+ * or a timeout (the far side may have acted; it deduplicates), and — once a call may have acted —
+ * after a call that never left (the far side restarting), up to the saga's maxAttempts. */
+static bool retry_step(const wh_step *st, const mv_webhook_response *res, int attempt) {
+    if (!st->idempotent || attempt >= st->def->def.max_attempts) return false;
+    if (res->outcome == MV_WEBHOOK_NOT_SENT) return attempt > 1;
+    return res->outcome == MV_WEBHOOK_AMBIGUOUS &&
+           ((res->status >= 500 && res->status <= 599) ||
+            (res->status == 0 && res->failure && strcmp(res->failure, "timed out") == 0));
+}
+
+/* What the step's last call (number `attempt`) says, for the engine: 2xx committed (*result, the
+ * JSON body or null), 4xx conclusively not committed (MV_SAGA_STEP_FAILED, error_code
+ * step_rejected), never sent likewise (step_not_sent) unless an earlier call with the same key
+ * may have acted, anything else ambiguous (MV_UPSTREAM_FAILED: manual review). */
+static mv_code step_outcome(const wh_step *st, const mv_webhook_response *res, int attempt,
+                            json_t **result, char error_code[65], mv_err *err) {
+    char code[65], words[256]; /* what the step said, without its URL (the log has that) */
+    mv_webhook_failure_words(res, code, words);
+    error_code[0] = '\0';
+    switch (res->outcome) {
+    case MV_WEBHOOK_OK:
+        /* The far side said it is done: committed, whatever the body. A body that is not JSON
+         * (or none) is kept as null rather than turning a done effect into an unknown one. */
+        *result = res->json ? json_incref(res->json) : json_null();
+        return MV_OK;
+    case MV_WEBHOOK_NOT_SENT:
+        if (attempt > 1) break; /* says nothing about the calls before it */
+        /* fall through */
+    case MV_WEBHOOK_REJECTED:
+        mv_strlcpy(error_code,
+                   res->outcome == MV_WEBHOOK_REJECTED ? "step_rejected" : "step_not_sent", 65);
+        return mv_err_set(err, MV_SAGA_STEP_FAILED, "saga step %s: %s", st->name, words);
+    case MV_WEBHOOK_AMBIGUOUS: break;
+    }
+    if (attempt > 1)
+        return mv_err_set(err, MV_UPSTREAM_FAILED, "saga step %s: %s (after %d attempts)", st->name,
+                          words, attempt);
+    return mv_err_set(err, MV_UPSTREAM_FAILED, "saga step %s: %s", st->name, words);
+}
+
+/* Waits ms on the calling thread, cut short by abort (the blocking engine's thread is the
+ * caller's: it waits for the calls too). */
+static void wait_abortable(int64_t ms, mv_abort *abort) {
+    for (int64_t until = mv_now_ms() + ms; !mv_abort_is_set(abort);) {
+        int64_t left = until - mv_now_ms();
+        if (left <= 0) break;
+        mv_sleep_ms(left < 50 ? left : 50);
+    }
+}
+
 static mv_code execute_step(mv_saga_step_call *call, void *p, json_t **result, mv_err *err) {
     step_call *sc = p;
+    const wh_step *st = sc->step;
     json_t *body = json_pack("{s:s, s:s, s:O, s:o, s:s}", "sagaId", call->saga_id, "step",
                              call->step, "input", (json_t *)sc->input, "results",
                              mv_saga_ctx_results(sc->saga), "effectId", call->effect_id);
     if (!body) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     mv_webhook_response res = {0};
-    mv_err werr = {0};
-    mv__callctx_call("saga_step", NULL, NULL, call->saga_id);
-    mv_webhook_post(sc->step->def->wh, sc->step->run_url, body, call->effect_id, &res, &werr);
-    json_decref(body);
-    mv_code rc = MV_OK;
-    char code[65], words[256]; /* what the step said, without its URL (the log has that) */
-    mv_webhook_failure_words(&res, code, words);
-    switch (res.outcome) {
-    case MV_WEBHOOK_OK:
-        /* The far side said it is done: committed, whatever the body. A body that is not JSON
-         * (or none) is kept as null rather than turning a done effect into an unknown one. */
-        *result = res.json ? json_incref(res.json) : json_null();
-        break;
-    case MV_WEBHOOK_REJECTED:
-    case MV_WEBHOOK_NOT_SENT:
-        mv_strlcpy(call->error_code,
-                   res.outcome == MV_WEBHOOK_REJECTED ? "step_rejected" : "step_not_sent",
-                   sizeof call->error_code);
-        rc = mv_err_set(err, MV_SAGA_STEP_FAILED, "saga step %s: %s", call->step, words);
-        break;
-    case MV_WEBHOOK_AMBIGUOUS:
-        rc = mv_err_set(err, MV_UPSTREAM_FAILED, "saga step %s: %s", call->step, words);
-        break;
+    int attempt = 1;
+    for (;; attempt++) {
+        mv_err werr = {0};
+        mv__callctx_call("saga_step", NULL, NULL, call->saga_id);
+        mv_webhook_post(st->def->wh, st->run_url, body, call->effect_id, &res, &werr);
+        if (!retry_step(st, &res, attempt)) break;
+        wait_abortable(backoff(attempt, st->def), call->abort);
+        if (mv_abort_is_set(call->abort)) break; /* the last answer stands */
+        mv_webhook_response_free(&res);
     }
+    json_decref(body);
+    mv_code rc = step_outcome(st, &res, attempt, result, call->error_code, err);
     mv_webhook_response_free(&res);
     return rc;
 }
@@ -122,15 +176,6 @@ static mv_code run_definition(mv_saga_ctx *ctx, const json_t *input, void *def_c
     return rc;
 }
 
-/* initial·2^(attempt−1), capped at max. */
-static int64_t backoff(int attempt, void *def_ctx) {
-    const wh_def *d = def_ctx;
-    int64_t delay = d->backoff_initial;
-    for (int i = 1; i < attempt && delay < d->backoff_max; i++)
-        delay = delay > d->backoff_max / 2 ? d->backoff_max : delay * 2;
-    return delay < d->backoff_max ? delay : d->backoff_max;
-}
-
 /* ---- the same calls on the loop ---------------------------------------------------------------
  * One run at a time per saga, as a chain: a job (on a submit thread) saves and posts, the call's
  * completion (on the loop's thread) only hands its outcome to the next job. The outcome words and
@@ -144,6 +189,10 @@ typedef struct async_run {
     json_t *input, *args;
     size_t next;                    /* the next step to begin */
     const mv__saga_comp_call *comp; /* the compensation in flight, or NULL */
+    const char *effect_id;          /* the step's key (the engine's, valid while it runs) */
+    int attempt;                    /* calls made for the step in flight (same key each time) */
+    _Atomic(mv_loop_timer *) retry; /* the wait before its next call, or NULL */
+    int64_t retry_at;               /* when that call is due (wall clock) */
     char traceparent[64];
     mv_saga_async_done done;
     void *done_ctx;
@@ -198,12 +247,26 @@ static void async_call_done(void *p, mv_code rc, mv_webhook_response *res, const
 /* ---- steps ---- */
 
 static void step_job(void *p);
+static void step_retry_job(void *p);
+static void step_record(async_run *a);
 
 static void step_call_done(void *p, mv_code rc, mv_webhook_response *res, const mv_err *err) {
     async_call_done(p, rc, res, err, step_job);
 }
 
-/* The step call's outcome → the engine (execute_step's classification). */
+static bool post_step(async_run *a);
+
+/* The retry timer's tick: at the due time, or at once when the run is told to stop (a drain
+ * does not wait out a backoff), the next job; once (step_retry_job cancels the timer). */
+static bool retry_fire(void *p) {
+    async_run *a = p;
+    if (mv_now_ms() < a->retry_at && !mv_abort_is_set(a->env.stop)) return true;
+    a->env.submit(a->env.submit_ctx, step_retry_job, a);
+    return false;
+}
+
+/* The step's outcome → the engine (step_outcome, as execute_step), or — an idempotent step's
+ * 5xx or timeout — its next call after the backoff, waiting on a loop timer (no thread). */
 static void step_job(void *p) {
     async_run *a = p;
     const wh_step *st = &a->d->steps[a->next];
@@ -217,24 +280,48 @@ static void step_job(void *p) {
         mv__callctx_reset();
         return;
     }
-    json_t *result = NULL;
-    mv_code rc = MV_OK;
-    mv_err err = {0};
-    char code[65], words[256], error_code[65] = "";
-    mv_webhook_failure_words(&a->res, code, words);
-    switch (a->res.outcome) {
-    case MV_WEBHOOK_OK: result = a->res.json ? json_incref(a->res.json) : json_null(); break;
-    case MV_WEBHOOK_REJECTED:
-    case MV_WEBHOOK_NOT_SENT:
-        mv_strlcpy(error_code,
-                   a->res.outcome == MV_WEBHOOK_REJECTED ? "step_rejected" : "step_not_sent",
-                   sizeof error_code);
-        rc = mv_err_set(&err, MV_SAGA_STEP_FAILED, "saga step %s: %s", st->name, words);
-        break;
-    case MV_WEBHOOK_AMBIGUOUS:
-        rc = mv_err_set(&err, MV_UPSTREAM_FAILED, "saga step %s: %s", st->name, words);
-        break;
+    if (!mv_abort_is_set(a->env.stop) && retry_step(st, &a->res, a->attempt)) {
+        int64_t delay = backoff(a->attempt, a->d);
+        a->retry_at = mv_now_ms() + delay;
+        mv_loop_timer *t = mv_loop_every(a->env.loop,
+                                         delay < 1     ? 1
+                                         : delay < 100 ? delay
+                                                       : 100,
+                                         retry_fire, a);
+        if (t) {
+            atomic_store(&a->retry, t);
+            mv__callctx_reset();
+            return; /* the answer is kept: it stands if the next call cannot be made */
+        }
     }
+    step_record(a);
+}
+
+/* The wait is over: the same call again, unless the run is stopping or the call cannot be sent
+ * (then the last answer stands). */
+static void step_retry_job(void *p) {
+    async_run *a = p;
+    mv_loop_timer *t;
+    while (!(t = atomic_exchange(&a->retry, NULL))) /* step_job stores it right after starting */
+        sched_yield();
+    mv_loop_timer_cancel(t);
+    mv_webhook_response last = a->res;
+    if (mv_abort_is_set(a->env.stop) || !post_step(a)) {
+        mv_webhook_response_free(&a->res);
+        a->res = last;
+        step_record(a);
+        return;
+    }
+    mv_webhook_response_free(&last);
+    mv__callctx_reset();
+}
+
+static void step_record(async_run *a) {
+    const wh_step *st = &a->d->steps[a->next];
+    json_t *result = NULL;
+    mv_err err = {0};
+    char error_code[65];
+    mv_code rc = step_outcome(st, &a->res, a->attempt, &result, error_code, &err);
     mv_webhook_response_free(&a->res);
     mv_err out = {0};
     rc = mv__saga_runner_step_end(a->r, rc, result, error_code, &err, &out);
@@ -245,6 +332,30 @@ static void step_job(void *p) {
         async_steps(a);
     }
     mv__callctx_reset();
+}
+
+/* Posts the step a->next (its call number ++a->attempt, under the key the engine gave it); false
+ * when it could not be sent (a->res then says so). */
+static bool post_step(async_run *a) {
+    const wh_step *st = &a->d->steps[a->next];
+    json_t *body = json_pack("{s:s, s:s, s:O, s:o, s:s}", "sagaId", mv__saga_runner_id(a->r),
+                             "step", st->name, "input", a->input, "results",
+                             mv__saga_runner_results(a->r), "effectId", a->effect_id);
+    async_label(a, "saga_step");
+    a->attempt++; /* before the post: its completion may run at once, on another thread */
+    mv_err perr = {0};
+    mv_code rc = body ? mv_webhook_post_async(a->env.loop, a->d->wh, st->run_url, body,
+                                              a->effect_id, step_call_done, a, &perr)
+                      : mv_err_set(&perr, MV_NO_MEMORY, "out of memory");
+    json_decref(body);
+    if (rc == MV_OK) return true; /* step_job goes on */
+    a->attempt--;
+    /* never sent: the loop is stopping (its outcome is then left open, as if cut off), or the
+     * call could not be built — conclusively not sent, as mv_webhook_post says */
+    a->call_rc = rc;
+    a->res = (mv_webhook_response){.outcome = MV_WEBHOOK_NOT_SENT};
+    a->call_err = perr;
+    return false;
 }
 
 /* Begins steps from a->next until one needs a call (posted) or the run is over. */
@@ -267,22 +378,9 @@ static void async_steps(async_run *a) {
             return;
         }
         if (!effect_id) continue; /* committed before: not run again */
-        json_t *body = json_pack("{s:s, s:s, s:O, s:o, s:s}", "sagaId", mv__saga_runner_id(a->r),
-                                 "step", st->name, "input", a->input, "results",
-                                 mv__saga_runner_results(a->r), "effectId", effect_id);
-        async_label(a, "saga_step");
-        mv_err perr = {0};
-        rc = body ? mv_webhook_post_async(a->env.loop, a->d->wh, st->run_url, body, effect_id,
-                                          step_call_done, a, &perr)
-                  : mv_err_set(&perr, MV_NO_MEMORY, "out of memory");
-        json_decref(body);
-        if (rc == MV_OK) return; /* step_job goes on */
-        /* never sent: the loop is stopping (its outcome is then left open, as if cut off), or
-         * the call could not be built — conclusively not sent, as mv_webhook_post says */
-        a->call_rc = rc;
-        a->res = (mv_webhook_response){.outcome = MV_WEBHOOK_NOT_SENT};
-        a->call_err = perr;
-        step_job(a);
+        a->effect_id = effect_id;
+        a->attempt = 0;
+        if (!post_step(a)) step_job(a);
         return;
     }
     const mv__saga_comp_call *call = NULL;
@@ -565,7 +663,7 @@ static mv_code read_steps(const parse *p, const json_t *root, wh_def *d) {
     d->steps = calloc(n, sizeof *d->steps);
     d->compensators = calloc(n, sizeof *d->compensators);
     if (!d->steps || !d->compensators) return mv_err_set(p->err, MV_NO_MEMORY, "out of memory");
-    static const char *const allowed[] = {"name", "run", "compensate", NULL};
+    static const char *const allowed[] = {"name", "run", "compensate", "idempotent", NULL};
     for (size_t i = 0; i < n; i++) {
         json_t *s = json_array_get(steps, i);
         char path[32];
@@ -591,6 +689,10 @@ static mv_code read_steps(const parse *p, const json_t *root, wh_def *d) {
         if ((rc = read_call(p, s, "run", path, &st->run_url)) ||
             (rc = read_call(p, s, "compensate", path, &st->compensate_url)))
             return rc;
+        json_t *idem = json_object_get(s, "idempotent");
+        if (idem && !json_is_boolean(idem))
+            return fail(p, "%s.idempotent must be true or false", path);
+        st->idempotent = json_is_true(idem);
         d->compensators[i] = (mv_saga_compensator){st->name, compensate_step, st};
     }
     d->def.compensators = d->compensators;

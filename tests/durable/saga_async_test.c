@@ -6,6 +6,7 @@
  * call abandoned by the loop left executing, as after a crash. The outcomes are recorded on a
  * small pool of the test's own (the submit function), never on the loop's thread. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "durable/fixture.h"
 #include "missive/saga_webhook.h"
@@ -172,9 +173,11 @@ typedef struct env {
 
 static const char SECRET[] = "saga-async-test-secret";
 
-/* real_clock: the wall clock (lease tests), else a manual one; lease_ms 0: the default. */
-static bool env_open(env *e, const char *kind, const char *name, bool real_clock, int64_t lease_ms,
-                     const char *retry) {
+/* real_clock: the wall clock (lease tests), else a manual one; lease_ms 0: the default;
+ * charge_extra: more keys of the charge step (", \"idempotent\": true"); timeout_ms: the calls'. */
+static bool env_open_with(env *e, const char *kind, const char *name, bool real_clock,
+                          int64_t lease_ms, const char *retry, const char *charge_extra,
+                          int timeout_ms) {
     memset(e, 0, sizeof *e);
     pthread_mutex_init(&e->events.mu, NULL);
     if (!(e->store = fixture_store(kind, name, NULL, 0))) return false;
@@ -185,7 +188,8 @@ static bool env_open(env *e, const char *kind, const char *name, bool real_clock
                                 .observer = {observe, &e->events}};
     mv_journal_options jo = {.clock = real_clock ? NULL : &e->clock};
     e->sink = http_sink_start();
-    e->wh = (mv_webhook_config){.secret = SECRET, .secret_len = strlen(SECRET)};
+    e->wh = (mv_webhook_config){
+        .secret = SECRET, .secret_len = strlen(SECRET), .timeout_ms = timeout_ms};
     e->book = mv_saga_book_new(&e->wh);
     if (!e->sink || !e->book || mv_saga_engine_new(e->store, &o, &e->engine, NULL) != MV_OK ||
         mv_journal_new(e->store, &jo, &e->journal, NULL) != MV_OK ||
@@ -199,10 +203,10 @@ static bool env_open(env *e, const char *kind, const char *name, bool real_clock
              "  {\"name\": \"reserve\", \"run\": {\"webhook\": \"%s/reserve\"},"
              "   \"compensate\": {\"webhook\": \"%s/release\"}},"
              "  {\"name\": \"charge\", \"run\": {\"webhook\": \"%s/charge\"},"
-             "   \"compensate\": {\"webhook\": \"%s/refund\"}},"
+             "   \"compensate\": {\"webhook\": \"%s/refund\"}%s},"
              "  {\"name\": \"ship\", \"run\": {\"webhook\": \"%s/ship\"},"
              "   \"compensate\": {\"webhook\": \"%s/unship\"}}]}",
-             retry ? ", \"retry\": " : "", retry ? retry : "", u, u, u, u, u, u);
+             retry ? ", \"retry\": " : "", retry ? retry : "", u, u, u, u, charge_extra, u, u);
     json_t *j = NULL;
     mv_err err = {0};
     bool ok = mv_json_parse(text, strlen(text), &j, &err) == MV_OK &&
@@ -212,6 +216,11 @@ static bool env_open(env *e, const char *kind, const char *name, bool real_clock
     e->def = mv_saga_book_find(e->book, "checkout");
     pool_start(&e->pool);
     return e->def != NULL;
+}
+
+static bool env_open(env *e, const char *kind, const char *name, bool real_clock, int64_t lease_ms,
+                     const char *retry) {
+    return env_open_with(e, kind, name, real_clock, lease_ms, retry, "", 0);
 }
 
 static void env_close(env *e) {
@@ -623,6 +632,230 @@ STORE_TEST(an_existing_saga_id_is_answered_at_once_replayed_or_mismatched_and_ru
     env_close(&e);
 }
 
+/* ---- idempotent steps retried on a 5xx or a timeout ------------------------------------------ */
+
+/* A far side whose /charge fails (status, or no answer for delay_ms) its first `fail` calls of
+ * each run, then answers 200; every other path answers 200. */
+typedef struct flaky {
+    int fail, status, delay_ms;
+    atomic_int charges;
+} flaky;
+
+static void flaky_handler(void *ctx, const http_sink_request *req, http_sink_response *res) {
+    flaky *f = ctx;
+    *res = (http_sink_response){.body = "{\"ok\": true}"};
+    if (strcmp(req->path, "/charge") != 0) return;
+    if (atomic_fetch_add(&f->charges, 1) < f->fail) {
+        res->status = f->status;
+        res->delay_ms = f->delay_ms;
+        if (f->status) res->body = "{\"error\": {\"code\": \"busy\", \"message\": \"try later\"}}";
+    }
+}
+
+/* Runs saga id through the blocking engine or on the loop: its code, record (owned) and error. */
+static mv_code run_either(env *e, bool on_loop, const char *id, json_t **rec, mv_err *err) {
+    json_t *input = json_pack("{s:s}", "order", id);
+    mv_code rc;
+    if (!on_loop) {
+        rc = mv_saga_execute(e->engine, e->def, id, input, NULL, rec, err);
+    } else {
+        outcome o;
+        if (!run_async(e, id, input, &o)) {
+            json_decref(input);
+            return mv_err_set(err, MV_INTERNAL, "the run on the loop did not end");
+        }
+        rc = o.rc;
+        *rec = o.record;
+        o.record = NULL;
+        mv_err_copy(err, &o.err);
+        outcome_free(&o);
+    }
+    json_decref(input);
+    return rc;
+}
+
+/* The calls the sink saw from index `from` on: how many in all, how many to path, and whether
+ * those all carried `key` as their Idempotency-Key (and in their body's effectId). */
+static int calls_to(env *e, int from, const char *path, const char *key, bool *same_key, int *all) {
+    int n = 0;
+    *same_key = true;
+    *all = http_sink_count(e->sink) - from;
+    for (int i = from; i < from + *all; i++) {
+        seen s;
+        if (!get_seen(e, i, &s)) break;
+        if (strcmp(s.path, path) == 0) {
+            n++;
+            if (!key || strcmp(s.key, key) != 0 || !mv_json_str(s.body, "effectId") ||
+                strcmp(mv_json_str(s.body, "effectId"), key) != 0)
+                *same_key = false;
+        }
+        json_decref(s.body);
+    }
+    return n;
+}
+
+static const char RETRY[] = "{\"maxAttempts\": 3, \"backoffMs\": {\"initial\": 20, \"max\": 40}}";
+static const char IDEMPOTENT[] = ", \"idempotent\": true";
+
+STORE_TEST(an_idempotent_step_answering_503_twice_is_called_again_with_its_key_and_completes) {
+    env e;
+    REQUIRE(env_open_with(&e, kind, "retry_ok", false, 0, RETRY, IDEMPOTENT, 0));
+    for (int on_loop = 0; on_loop < 2; on_loop++) {
+        flaky f = {.fail = 2, .status = 503};
+        http_sink_set_handler(e.sink, flaky_handler, &f);
+        int from = http_sink_count(e.sink);
+        json_t *rec = NULL;
+        mv_err err = {0};
+        CHECK_CODE(run_either(&e, on_loop, on_loop ? "retry-loop" : "retry-sync", &rec, &err),
+                   MV_OK, &err);
+        REQUIRE(rec);
+        CHECK_STR(mv_json_str(rec, "state"), "completed");
+        CHECK_STR(mv_json_str(step_of(rec, 1), "state"), "committed");
+        const char *key = mv_json_str(step_of(rec, 1), "effectId");
+        bool same = false;
+        int all = 0;
+        CHECK_INT(calls_to(&e, from, "/charge", key, &same, &all), 3);
+        CHECK(same);       /* one Idempotency-Key for the three calls: the far side deduplicates */
+        CHECK_INT(all, 5); /* reserve, charge ×3, ship */
+        CHECK_STR(journal_state(&e, key), "committed");
+        json_decref(rec);
+    }
+    env_close(&e);
+}
+
+STORE_TEST(an_idempotent_step_answering_503_every_time_goes_to_manual_review_after_max_attempts) {
+    env e;
+    REQUIRE(env_open_with(&e, kind, "retry_exhaust", false, 0, RETRY, IDEMPOTENT, 0));
+    for (int on_loop = 0; on_loop < 2; on_loop++) {
+        flaky f = {.fail = 1000, .status = 503};
+        http_sink_set_handler(e.sink, flaky_handler, &f);
+        int from = http_sink_count(e.sink);
+        json_t *rec = NULL;
+        mv_err err = {0};
+        CHECK_CODE(run_either(&e, on_loop, on_loop ? "exhaust-loop" : "exhaust-sync", &rec, &err),
+                   MV_UPSTREAM_FAILED, &err);
+        CHECK(strstr(err.message, "after 3 attempts") != NULL);
+        CHECK(strstr(err.message, "http") == NULL); /* no URL in words a client may see */
+        REQUIRE(rec);
+        CHECK_STR(mv_json_str(rec, "state"), "manual-review");
+        CHECK_STR(mv_json_str(step_of(rec, 1), "state"), "ambiguous");
+        CHECK_STR(mv_json_str(step_of(rec, 0), "state"), "committed"); /* nothing compensated */
+        const char *key = mv_json_str(step_of(rec, 1), "effectId");
+        bool same = false;
+        int all = 0;
+        CHECK_INT(calls_to(&e, from, "/charge", key, &same, &all), 3);
+        CHECK(same);
+        CHECK_INT(all, 4); /* reserve, charge ×3: no ship, no release */
+        CHECK_STR(journal_state(&e, key), "unknown");
+        json_decref(rec);
+    }
+    env_close(&e);
+}
+
+STORE_TEST(a_step_not_declared_idempotent_goes_to_manual_review_after_one_503) {
+    env e;
+    REQUIRE(env_open_with(&e, kind, "retry_not_idem", false, 0,
+                          "{\"maxAttempts\": 5, \"backoffMs\": {\"initial\": 10, \"max\": 10}}", "",
+                          0));
+    for (int on_loop = 0; on_loop < 2; on_loop++) {
+        flaky f = {.fail = 1, .status = 503};
+        http_sink_set_handler(e.sink, flaky_handler, &f);
+        int from = http_sink_count(e.sink);
+        json_t *rec = NULL;
+        mv_err err = {0};
+        CHECK_CODE(run_either(&e, on_loop, on_loop ? "plain-loop" : "plain-sync", &rec, &err),
+                   MV_UPSTREAM_FAILED, &err);
+        REQUIRE(rec);
+        CHECK_STR(mv_json_str(rec, "state"), "manual-review");
+        CHECK_STR(mv_json_str(step_of(rec, 1), "state"), "ambiguous");
+        bool same = false;
+        int all = 0;
+        CHECK_INT(
+            calls_to(&e, from, "/charge", mv_json_str(step_of(rec, 1), "effectId"), &same, &all),
+            1);
+        CHECK_INT(all, 2);
+        json_decref(rec);
+    }
+    env_close(&e);
+}
+
+STORE_TEST(a_timeout_of_an_idempotent_step_is_retried_like_a_5xx) {
+    env e;
+    REQUIRE(env_open_with(&e, kind, "retry_timeout", false, 0, RETRY, IDEMPOTENT, 300));
+    for (int on_loop = 0; on_loop < 2; on_loop++) {
+        flaky f = {.fail = 1, .status = 200, .delay_ms = 1500}; /* answers, but too late */
+        http_sink_set_handler(e.sink, flaky_handler, &f);
+        int from = http_sink_count(e.sink);
+        json_t *rec = NULL;
+        mv_err err = {0};
+        CHECK_CODE(run_either(&e, on_loop, on_loop ? "slow-loop" : "slow-sync", &rec, &err), MV_OK,
+                   &err);
+        REQUIRE(rec);
+        CHECK_STR(mv_json_str(rec, "state"), "completed");
+        bool same = false;
+        int all = 0;
+        CHECK_INT(
+            calls_to(&e, from, "/charge", mv_json_str(step_of(rec, 1), "effectId"), &same, &all),
+            2);
+        CHECK(same);
+        json_decref(rec);
+    }
+    env_close(&e);
+}
+
+static void mark_ran(void *p) { atomic_fetch_add((atomic_int *)p, 1); }
+
+STORE_TEST(the_wait_before_a_retry_on_the_loop_holds_no_thread_and_a_stop_cuts_it_short) {
+    env e;
+    REQUIRE(env_open_with(&e, kind, "retry_wait", false, 0,
+                          "{\"maxAttempts\": 3, \"backoffMs\": {\"initial\": 1500, \"max\": 1500}}",
+                          IDEMPOTENT, 0));
+    flaky f = {.fail = 1, .status = 503};
+    http_sink_set_handler(e.sink, flaky_handler, &f);
+    json_t *input = json_object();
+    outcome o;
+    outcome_init(&o);
+    mv_saga_async a = async_env(&e);
+    bool started = false;
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_book_start_async(e.engine, e.def, &a, NULL, "saga-w", input, on_done, &o,
+                                        &started, NULL, NULL, &err),
+               MV_OK, &err);
+    REQUIRE(started && http_sink_wait(e.sink, 2, 5000)); /* the first charge answered 503 */
+    mv_sleep_ms(100);
+    /* both threads of the pool are free during the backoff: two jobs run at once */
+    atomic_int ran = 0;
+    pool_submit(&e.pool, mark_ran, &ran);
+    pool_submit(&e.pool, mark_ran, &ran);
+    for (int i = 0; i < 100 && atomic_load(&ran) < 2; i++)
+        mv_sleep_ms(5);
+    CHECK_INT(atomic_load(&ran), 2);
+    CHECK_INT(http_sink_count(e.sink), 2); /* the retry is not due yet */
+    CHECK(!o.done);
+    REQUIRE(outcome_wait(&o, 10000));
+    CHECK_CODE(o.rc, MV_OK, &o.err);
+    CHECK_STR(mv_json_str(o.record, "state"), "completed");
+    CHECK_INT(http_sink_count(e.sink), 4);
+    outcome_free(&o);
+    /* a stop during the wait ends it at once: the last answer stands (manual review) */
+    atomic_store(&f.charges, 0);
+    outcome_init(&o);
+    int64_t t0 = mv_now_ms();
+    CHECK_CODE(mv_saga_book_start_async(e.engine, e.def, &a, NULL, "saga-w2", input, on_done, &o,
+                                        &started, NULL, NULL, &err),
+               MV_OK, &err);
+    REQUIRE(started && http_sink_wait(e.sink, 6, 5000));
+    mv_abort_fire(&e.stop, "stopping");
+    REQUIRE(outcome_wait(&o, 10000));
+    CHECK(mv_now_ms() - t0 < 1400);
+    CHECK_CODE(o.rc, MV_UPSTREAM_FAILED, &o.err);
+    CHECK_STR(mv_json_str(o.record, "state"), "manual-review");
+    CHECK_INT(http_sink_count(e.sink), 6);
+    outcome_free(&o);
+    json_decref(input);
+    env_close(&e);
+}
+
 int main(void) {
     return RUN_TESTS(
         three_steps_on_the_loop_send_and_save_what_the_engine_does,
@@ -632,5 +865,10 @@ int main(void) {
         a_step_slower_than_the_runner_lease_keeps_it_on_the_loop,
         a_run_stopped_between_steps_writes_its_commit_and_is_resumed_by_the_next_runner,
         a_step_call_abandoned_by_the_loop_is_left_executing_as_after_a_crash,
-        an_existing_saga_id_is_answered_at_once_replayed_or_mismatched_and_runs_nothing);
+        an_existing_saga_id_is_answered_at_once_replayed_or_mismatched_and_runs_nothing,
+        an_idempotent_step_answering_503_twice_is_called_again_with_its_key_and_completes,
+        an_idempotent_step_answering_503_every_time_goes_to_manual_review_after_max_attempts,
+        a_step_not_declared_idempotent_goes_to_manual_review_after_one_503,
+        a_timeout_of_an_idempotent_step_is_retried_like_a_5xx,
+        the_wait_before_a_retry_on_the_loop_holds_no_thread_and_a_stop_cuts_it_short);
 }

@@ -370,6 +370,18 @@ TEST(definitions_are_validated_naming_the_file_and_the_key) {
          "bad.json: retry.backoffMs.max must be at least retry.backoffMs.initial"},
         {"{\"name\": \"a\", \"retry\": {\"backoff\": 5}, \"steps\": [" STEP("s") "]}",
          "bad.json: unknown key \"retry.backoff\""},
+        {"{\"name\": \"a\", \"steps\": [{\"name\": \"s\", \"run\": {\"webhook\": \"http://h/r\"}, "
+         "\"compensate\": {\"webhook\": \"http://h/c\"}, \"idempotent\": \"yes\"}]}",
+         "bad.json: steps[0].idempotent must be true or false"},
+        {"{\"name\": \"a\", \"steps\": [" STEP(
+             "s") ", {\"name\": \"t\", \"run\": {\"webhook\": "
+                  "\"http://h/r\"}, \"compensate\": {\"webhook\": \"http://h/c\"}, \"idempotent\": "
+                  "1}]}",
+         "bad.json: steps[1].idempotent must be true or false"},
+        {"{\"name\": \"a\", \"retry\": {\"maxAttempts\": 1001}, \"steps\": [" STEP("s") "]}",
+         "bad.json: retry.maxAttempts must be an integer between 1 and 1000"},
+        {"{\"name\": \"a\", \"retry\": {\"maxAttempts\": 2.5}, \"steps\": [" STEP("s") "]}",
+         "bad.json: retry.maxAttempts must be an integer between 1 and 1000"},
         {"[]", "bad.json: a saga definition must be a JSON object"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -378,6 +390,12 @@ TEST(definitions_are_validated_naming_the_file_and_the_key) {
         CHECK_STR(err.message, bad[i].message);
     }
     CHECK(mv_saga_book_find(book, "a") == NULL);
+    CHECK_CODE(add_text(book,
+                        "{\"name\": \"b\", \"steps\": [{\"name\": \"s\", \"run\": {\"webhook\": "
+                        "\"http://h/r\"}, \"compensate\": {\"webhook\": \"http://h/c\"}, "
+                        "\"idempotent\": false}]}",
+                        &err),
+               MV_OK, &err);
     CHECK_CODE(add_text(book, "{\"name\": \"a\", \"steps\": [" STEP("s") "]}", &err), MV_OK, &err);
     CHECK_CODE(add_text(book, "{\"name\": \"a\", \"steps\": [" STEP("t") "]}", &err),
                MV_INVALID_CONFIG, &err);
