@@ -38,6 +38,13 @@ static void disconnect(mv__listener *l) {
     l->pg = NULL;
 }
 
+/* The server's notices ("terminating connection due to immediate shutdown" in a failover) are
+ * not the daemon's log lines. */
+static void silence_notices(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
+}
+
 static bool connect_listen(mv__listener *l) {
     const char *keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
     const char *vals[] = {"5", "missive-listen", l->url, NULL};
@@ -46,6 +53,7 @@ static bool connect_listen(mv__listener *l) {
         disconnect(l);
         return false;
     }
+    PQsetNoticeProcessor(l->pg, silence_notices, NULL);
     char sql[96];
     snprintf(sql, sizeof sql, "LISTEN %s", l->channel);
     PGresult *res = PQexec(l->pg, sql);

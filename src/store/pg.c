@@ -11,7 +11,10 @@
  * row count is exact at that level); read transactions are REPEATABLE READ READ ONLY so the
  * callback sees one consistent snapshot, as store.h promises. A lost connection (server restart,
  * pg_terminate_backend, network) fails the statement in flight with MV_STORE_UNAVAILABLE and
- * marks the connection broken; the pool then reconnects on the next checkout.
+ * marks the connection broken; the pool then reconnects on the next checkout. So does a server
+ * that turned read-only under the connection (SQLSTATE 25006: a switchover demoted it): with a
+ * multi-host URL and target_session_attrs=read-write, libpq's next connect tries the hosts in
+ * order and keeps the one that takes writes, so a failover heals without a restart.
  *
  * Round trips: every statement goes out in libpq's pipeline mode. BEGIN is not sent when the
  * transaction begins but queued in front of its first statement; statements whose result nobody
@@ -119,6 +122,14 @@ static mv_code pg_error(pg_conn *c, const PGresult *res, mv_err *err) {
     const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     if (!primary) primary = res ? PQresultErrorMessage(res) : PQerrorMessage(c->pg);
     trimmed(primary, buf, sizeof buf);
+    if (strcmp(state, "25006") == 0 && !c->read_tx) { /* (in a read transaction: a bug) */
+        /* "cannot execute INSERT in a read-only transaction": the server this connection reached
+         * is no longer the primary (a switchover in progress, a demoted or read-only server).
+         * Dropped, so the next checkout connects again — with target_session_attrs=read-write,
+         * to whichever host now takes writes. */
+        c->broken = true;
+        return mv_err_set(err, MV_STORE_UNAVAILABLE, "postgres: the server is read-only: %s", buf);
+    }
     mv_code code = sqlstate_unavailable(state) ? MV_STORE_UNAVAILABLE : MV_INTERNAL;
     return mv_err_set(err, code, "postgres: %s (SQLSTATE %s)", buf, state);
 }

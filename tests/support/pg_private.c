@@ -3,6 +3,8 @@
  * the cluster's owner, which is `postgres` when the tests run as root. */
 #include "support/pg_private.h"
 
+#include "missive/base.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,16 +22,37 @@ static bool env_value(const char *line, const char *name, char *out, size_t size
     return true;
 }
 
-bool pg_private_start(pg_private *pg) {
+/* Runs scripts/pg-test-cluster with args and reads the cluster it prints into pg. */
+static bool run_script(pg_private *pg, const char *args) {
     memset(pg, 0, sizeof *pg);
-    FILE *f = popen("scripts/pg-test-cluster start 2>/dev/null", "r");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "scripts/pg-test-cluster %s 2>/dev/null", args);
+    FILE *f = popen(cmd, "r");
     if (!f) return false;
-    char line[1024];
+    char line[1024], port[32] = "";
     while (fgets(line, sizeof line, f)) {
         env_value(line, "MISSIVE_TEST_PG", pg->url, sizeof pg->url);
         env_value(line, "MISSIVE_PG_CLUSTER", pg->dir, sizeof pg->dir);
     }
-    return pclose(f) == 0 && pg->url[0] && pg->dir[0];
+    bool ok = pclose(f) == 0 && pg->url[0] && pg->dir[0];
+    const char *p = strstr(pg->url, "port=");
+    if (p) mv_strlcpy(port, p + 5, sizeof port);
+    pg->port = atoi(port);
+    return ok;
+}
+
+bool pg_private_available(void) {
+    return system("scripts/pg-test-cluster bindir >/dev/null 2>&1") == 0;
+}
+
+bool pg_private_start(pg_private *pg) { return run_script(pg, "start"); }
+
+bool pg_private_start_sync(pg_private *pg) { return run_script(pg, "start --sync"); }
+
+bool pg_private_start_standby(const pg_private *primary, pg_private *standby) {
+    char args[300];
+    snprintf(args, sizeof args, "standby '%s'", primary->dir);
+    return run_script(standby, args);
 }
 
 /* Runs pg_ctl with args as the cluster's owner; true on exit status 0. */
@@ -50,6 +73,10 @@ static bool pg_ctl(const pg_private *pg, const char *args) {
 bool pg_private_restart(pg_private *pg) { return pg_ctl(pg, "-m fast restart"); }
 
 bool pg_private_stop_server(pg_private *pg) { return pg_ctl(pg, "-m fast stop"); }
+
+bool pg_private_kill_server(pg_private *pg) { return pg_ctl(pg, "-m immediate stop"); }
+
+bool pg_private_promote(pg_private *pg) { return pg_ctl(pg, "promote"); }
 
 bool pg_private_start_server(pg_private *pg) {
     char path[300], port[32] = "";
