@@ -634,10 +634,10 @@ STORE_TEST(an_existing_saga_id_is_answered_at_once_replayed_or_mismatched_and_ru
 
 /* ---- idempotent steps retried on a 5xx or a timeout ------------------------------------------ */
 
-/* A far side whose /charge fails (status, or no answer for delay_ms) its first `fail` calls of
- * each run, then answers 200; every other path answers 200. */
+/* A far side whose /charge fails (status, or no answer for delay_ms) its first `fail` calls,
+ * then answers `then` (0: 200); every other path answers 200. */
 typedef struct flaky {
-    int fail, status, delay_ms;
+    int fail, status, delay_ms, then;
     atomic_int charges;
 } flaky;
 
@@ -645,11 +645,10 @@ static void flaky_handler(void *ctx, const http_sink_request *req, http_sink_res
     flaky *f = ctx;
     *res = (http_sink_response){.body = "{\"ok\": true}"};
     if (strcmp(req->path, "/charge") != 0) return;
-    if (atomic_fetch_add(&f->charges, 1) < f->fail) {
-        res->status = f->status;
-        res->delay_ms = f->delay_ms;
-        if (f->status) res->body = "{\"error\": {\"code\": \"busy\", \"message\": \"try later\"}}";
-    }
+    bool failing = atomic_fetch_add(&f->charges, 1) < f->fail;
+    res->status = failing ? f->status : f->then;
+    if (failing) res->delay_ms = f->delay_ms;
+    if (res->status >= 400) res->body = "{\"error\": {\"code\": \"busy\", \"message\": \"later\"}}";
 }
 
 /* Runs saga id through the blocking engine or on the loop: its code, record (owned) and error. */
@@ -674,24 +673,52 @@ static mv_code run_either(env *e, bool on_loop, const char *id, json_t **rec, mv
     return rc;
 }
 
-/* The calls the sink saw from index `from` on: how many in all, how many to path, and whether
- * those all carried `key` as their Idempotency-Key (and in their body's effectId). */
-static int calls_to(env *e, int from, const char *path, const char *key, bool *same_key, int *all) {
-    int n = 0;
-    *same_key = true;
-    *all = http_sink_count(e->sink) - from;
-    for (int i = from; i < from + *all; i++) {
-        seen s;
-        if (!get_seen(e, i, &s)) break;
-        if (strcmp(s.path, path) == 0) {
-            n++;
-            if (!key || strcmp(s.key, key) != 0 || !mv_json_str(s.body, "effectId") ||
-                strcmp(mv_json_str(s.body, "effectId"), key) != 0)
-                *same_key = false;
+/* What one run should come to: its code, saga state, the charge step's state and journal row,
+ * the calls to /charge (all with the step's effect id as Idempotency-Key and in the body) and
+ * the calls in all. */
+typedef struct expect {
+    mv_code rc;
+    const char *state, *charge_state, *journal;
+    int charges, calls;
+} expect;
+
+/* Runs the checkout against far side f, through the engine and then on the loop, and checks
+ * each run against x. */
+static void check_runs(env *e, const char *id, const flaky *script, const expect *x) {
+    for (int on_loop = 0; on_loop < 2; on_loop++) {
+        flaky f = *script;
+        atomic_init(&f.charges, 0);
+        http_sink_set_handler(e->sink, flaky_handler, &f);
+        int from = http_sink_count(e->sink);
+        char sid[64];
+        snprintf(sid, sizeof sid, "%s-%s", id, on_loop ? "loop" : "sync");
+        json_t *rec = NULL;
+        mv_err err = {0};
+        CHECK_CODE(run_either(e, on_loop, sid, &rec, &err), x->rc, &err);
+        if (x->rc == MV_UPSTREAM_FAILED && x->charges > 1)
+            CHECK(strstr(err.message, "attempts") != NULL);
+        CHECK(strstr(err.message, "http") == NULL); /* no URL in words a client may see */
+        REQUIRE(rec);
+        CHECK_STR(mv_json_str(rec, "state"), x->state);
+        CHECK_STR(mv_json_str(step_of(rec, 1), "state"), x->charge_state);
+        const char *key = mv_json_str(step_of(rec, 1), "effectId");
+        CHECK_STR(journal_state(e, key), x->journal);
+        int n = 0, all = http_sink_count(e->sink) - from;
+        for (int i = from; i < from + all; i++) {
+            seen s;
+            REQUIRE(get_seen(e, i, &s));
+            if (strcmp(s.path, "/charge") == 0) {
+                n++;
+                CHECK_STR(s.key, key); /* one Idempotency-Key: the far side deduplicates */
+                CHECK_STR(mv_json_str(s.body, "effectId"), key);
+            }
+            json_decref(s.body);
         }
-        json_decref(s.body);
+        CHECK_INT(n, x->charges);
+        CHECK_INT(all, x->calls);
+        http_sink_set_handler(e->sink, NULL, NULL);
+        json_decref(rec);
     }
-    return n;
 }
 
 static const char RETRY[] = "{\"maxAttempts\": 3, \"backoffMs\": {\"initial\": 20, \"max\": 40}}";
@@ -700,55 +727,18 @@ static const char IDEMPOTENT[] = ", \"idempotent\": true";
 STORE_TEST(an_idempotent_step_answering_503_twice_is_called_again_with_its_key_and_completes) {
     env e;
     REQUIRE(env_open_with(&e, kind, "retry_ok", false, 0, RETRY, IDEMPOTENT, 0));
-    for (int on_loop = 0; on_loop < 2; on_loop++) {
-        flaky f = {.fail = 2, .status = 503};
-        http_sink_set_handler(e.sink, flaky_handler, &f);
-        int from = http_sink_count(e.sink);
-        json_t *rec = NULL;
-        mv_err err = {0};
-        CHECK_CODE(run_either(&e, on_loop, on_loop ? "retry-loop" : "retry-sync", &rec, &err),
-                   MV_OK, &err);
-        REQUIRE(rec);
-        CHECK_STR(mv_json_str(rec, "state"), "completed");
-        CHECK_STR(mv_json_str(step_of(rec, 1), "state"), "committed");
-        const char *key = mv_json_str(step_of(rec, 1), "effectId");
-        bool same = false;
-        int all = 0;
-        CHECK_INT(calls_to(&e, from, "/charge", key, &same, &all), 3);
-        CHECK(same);       /* one Idempotency-Key for the three calls: the far side deduplicates */
-        CHECK_INT(all, 5); /* reserve, charge ×3, ship */
-        CHECK_STR(journal_state(&e, key), "committed");
-        json_decref(rec);
-    }
+    /* reserve, charge ×3, ship */
+    check_runs(&e, "retry", &(flaky){.fail = 2, .status = 503},
+               &(expect){MV_OK, "completed", "committed", "committed", 3, 5});
     env_close(&e);
 }
 
 STORE_TEST(an_idempotent_step_answering_503_every_time_goes_to_manual_review_after_max_attempts) {
     env e;
     REQUIRE(env_open_with(&e, kind, "retry_exhaust", false, 0, RETRY, IDEMPOTENT, 0));
-    for (int on_loop = 0; on_loop < 2; on_loop++) {
-        flaky f = {.fail = 1000, .status = 503};
-        http_sink_set_handler(e.sink, flaky_handler, &f);
-        int from = http_sink_count(e.sink);
-        json_t *rec = NULL;
-        mv_err err = {0};
-        CHECK_CODE(run_either(&e, on_loop, on_loop ? "exhaust-loop" : "exhaust-sync", &rec, &err),
-                   MV_UPSTREAM_FAILED, &err);
-        CHECK(strstr(err.message, "after 3 attempts") != NULL);
-        CHECK(strstr(err.message, "http") == NULL); /* no URL in words a client may see */
-        REQUIRE(rec);
-        CHECK_STR(mv_json_str(rec, "state"), "manual-review");
-        CHECK_STR(mv_json_str(step_of(rec, 1), "state"), "ambiguous");
-        CHECK_STR(mv_json_str(step_of(rec, 0), "state"), "committed"); /* nothing compensated */
-        const char *key = mv_json_str(step_of(rec, 1), "effectId");
-        bool same = false;
-        int all = 0;
-        CHECK_INT(calls_to(&e, from, "/charge", key, &same, &all), 3);
-        CHECK(same);
-        CHECK_INT(all, 4); /* reserve, charge ×3: no ship, no release */
-        CHECK_STR(journal_state(&e, key), "unknown");
-        json_decref(rec);
-    }
+    /* reserve, charge ×3: no ship, nothing compensated */
+    check_runs(&e, "exhaust", &(flaky){.fail = 1000, .status = 503},
+               &(expect){MV_UPSTREAM_FAILED, "manual-review", "ambiguous", "unknown", 3, 4});
     env_close(&e);
 }
 
@@ -757,49 +747,26 @@ STORE_TEST(a_step_not_declared_idempotent_goes_to_manual_review_after_one_503) {
     REQUIRE(env_open_with(&e, kind, "retry_not_idem", false, 0,
                           "{\"maxAttempts\": 5, \"backoffMs\": {\"initial\": 10, \"max\": 10}}", "",
                           0));
-    for (int on_loop = 0; on_loop < 2; on_loop++) {
-        flaky f = {.fail = 1, .status = 503};
-        http_sink_set_handler(e.sink, flaky_handler, &f);
-        int from = http_sink_count(e.sink);
-        json_t *rec = NULL;
-        mv_err err = {0};
-        CHECK_CODE(run_either(&e, on_loop, on_loop ? "plain-loop" : "plain-sync", &rec, &err),
-                   MV_UPSTREAM_FAILED, &err);
-        REQUIRE(rec);
-        CHECK_STR(mv_json_str(rec, "state"), "manual-review");
-        CHECK_STR(mv_json_str(step_of(rec, 1), "state"), "ambiguous");
-        bool same = false;
-        int all = 0;
-        CHECK_INT(
-            calls_to(&e, from, "/charge", mv_json_str(step_of(rec, 1), "effectId"), &same, &all),
-            1);
-        CHECK_INT(all, 2);
-        json_decref(rec);
-    }
+    check_runs(&e, "plain", &(flaky){.fail = 1, .status = 503},
+               &(expect){MV_UPSTREAM_FAILED, "manual-review", "ambiguous", "unknown", 1, 2});
     env_close(&e);
 }
 
 STORE_TEST(a_timeout_of_an_idempotent_step_is_retried_like_a_5xx) {
     env e;
     REQUIRE(env_open_with(&e, kind, "retry_timeout", false, 0, RETRY, IDEMPOTENT, 300));
-    for (int on_loop = 0; on_loop < 2; on_loop++) {
-        flaky f = {.fail = 1, .status = 200, .delay_ms = 1500}; /* answers, but too late */
-        http_sink_set_handler(e.sink, flaky_handler, &f);
-        int from = http_sink_count(e.sink);
-        json_t *rec = NULL;
-        mv_err err = {0};
-        CHECK_CODE(run_either(&e, on_loop, on_loop ? "slow-loop" : "slow-sync", &rec, &err), MV_OK,
-                   &err);
-        REQUIRE(rec);
-        CHECK_STR(mv_json_str(rec, "state"), "completed");
-        bool same = false;
-        int all = 0;
-        CHECK_INT(
-            calls_to(&e, from, "/charge", mv_json_str(step_of(rec, 1), "effectId"), &same, &all),
-            2);
-        CHECK(same);
-        json_decref(rec);
-    }
+    /* the first charge answers, but after the 300 ms timeout */
+    check_runs(&e, "slow", &(flaky){.fail = 1, .status = 200, .delay_ms = 1500},
+               &(expect){MV_OK, "completed", "committed", "committed", 2, 4});
+    env_close(&e);
+}
+
+STORE_TEST(a_4xx_on_a_retry_of_an_idempotent_step_is_conclusive_and_the_saga_compensates) {
+    env e;
+    REQUIRE(env_open_with(&e, kind, "retry_reject", false, 0, RETRY, IDEMPOTENT, 0));
+    /* reserve, charge 503, charge 422, release */
+    check_runs(&e, "reject", &(flaky){.fail = 1, .status = 503, .then = 422},
+               &(expect){MV_SAGA_STEP_FAILED, "compensated", "failed", "failed", 2, 4});
     env_close(&e);
 }
 
@@ -870,5 +837,6 @@ int main(void) {
         an_idempotent_step_answering_503_every_time_goes_to_manual_review_after_max_attempts,
         a_step_not_declared_idempotent_goes_to_manual_review_after_one_503,
         a_timeout_of_an_idempotent_step_is_retried_like_a_5xx,
+        a_4xx_on_a_retry_of_an_idempotent_step_is_conclusive_and_the_saga_compensates,
         the_wait_before_a_retry_on_the_loop_holds_no_thread_and_a_stop_cuts_it_short);
 }
