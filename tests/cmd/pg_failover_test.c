@@ -149,6 +149,16 @@ static int answers_so_far(drive *d) {
     return n;
 }
 
+/* What a failed REQUIRE would leave behind: removed at exit whatever happened. */
+static pg_private primary, standby;
+static pid_t daemon_pid = -1;
+
+static void clean_up(void) {
+    if (daemon_pid > 0) kill(daemon_pid, SIGKILL);
+    pg_private_remove(&standby);
+    pg_private_remove(&primary);
+}
+
 static bool start_daemon(const char *store, int port, pid_t *pid, char *log, size_t log_size) {
     char dir[600], path[800], config[800];
     mv_strlcpy(dir, test_tmp_path("failover"), sizeof dir);
@@ -176,7 +186,7 @@ TEST(a_switchover_to_the_synchronous_standby_loses_no_acknowledged_create_and_he
                __func__);
         return;
     }
-    pg_private primary, standby;
+    atexit(clean_up);
     REQUIRE(pg_private_start_sync(&primary));
     REQUIRE(pg_private_start_standby(&primary, &standby));
     char url[600];
@@ -188,6 +198,7 @@ TEST(a_switchover_to_the_synchronous_standby_loses_no_acknowledged_create_and_he
     pid_t pid = -1;
     char log[900];
     REQUIRE(start_daemon(url, port, &pid, log, sizeof log));
+    daemon_pid = pid;
 
     /* a change-notification listener (what live streams wait on) on the same URL */
     mv_store *store = NULL;
@@ -302,11 +313,10 @@ TEST(a_switchover_to_the_synchronous_standby_loses_no_acknowledged_create_and_he
     mv__listener_free(listener);
     mv_store_close(store);
     CHECK_INT(test_daemon_stop(pid), 0);
+    daemon_pid = -1;
     if (test_current_failed_) fprintf(stderr, "daemon log: %s\n", log);
     pthread_mutex_destroy(&d.mu);
     free(d.answers);
-    pg_private_remove(&standby);
-    pg_private_remove(&primary);
 }
 
 int main(void) {
