@@ -823,6 +823,8 @@ static mv_code create_open(create_job *job, mv_err *err) {
     if (!job->tpl)
         return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",
                           req->template_cd ? req->template_cd : "");
+    /* before any reservation: a body without its required fields leaves nothing behind */
+    if ((rc = mv_template_check_payload(job->tpl, job->payload, err)) != MV_OK) return rc;
     job->docs = json_array();
     job->sessions = json_array();
     job->scope.tenant = mv__svc_tenant(req->user);
