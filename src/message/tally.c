@@ -72,10 +72,14 @@ _Static_assert(2 * MV_MAX_ID_BYTES + TALLY_KEY_INLINE + 64 < 2704,
 /* m->role_key from m->role_set. */
 static void key_roles(tally_message *m) {
     size_t n = strlen(m->role_set);
-    m->role_key = m->role_set;
-    if (n <= TALLY_KEY_INLINE) return;
+    if (n <= TALLY_KEY_INLINE) {
+        m->role_key = m->role_set;
+        return;
+    }
+    char hex[65];
+    mv_sha256_hex(m->role_set, n, hex);
     memcpy(m->role_digest, "sha256:", 7);
-    mv_sha256_hex(m->role_set, n, m->role_digest + 7);
+    memcpy(m->role_digest + 7, hex, sizeof hex);
     m->role_key = m->role_digest;
 }
 
