@@ -204,14 +204,14 @@ function sagaCard(saga) {
     compensate.addEventListener('click', () => run('compensate', compensate));
     const steps = s.steps || [];
     li.dataset.state = s.state || '';
-    li.replaceChildren(
+    li.replaceChildren(...[ // replaceChildren() writes null as the text "null": left out
       h('h3', {}, s.sagaId),
       meta([['definition', s.definition], ['state', s.state], ['updated', when(s.updatedAt)]]),
       h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'step'), h('th', {}, 'state'), h('th', {}, 'attempts'), h('th', {}, 'result / error'))),
         h('tbody', {}, steps.map(stepRow))),
       ...steps.map((st) => resolveForm(s, st, card)).filter(Boolean),
       s.state === 'completed' || s.state === 'compensated' ? null : h('div', { class: 'row' }, resume, compensate),
-      out);
+      out].filter((c) => c !== null));
   }
   render(saga);
   return li;

@@ -783,11 +783,12 @@ export class MissiveInbox extends HTMLElement {
         finish(text ? { notes: text } : {});
       } }, a.name || 'Confirm');
       const cancel = h('button', { type: 'button', class: 'confirm-cancel', part: 'button', onclick: () => finish(null) }, 'Cancel');
-      d.replaceChildren(
+      // replaceChildren() writes null as the text "null": the parts a confirmation lacks are left out
+      d.replaceChildren(...[
         h('h3', { id: 'confirm-title' }, conf.title || a.name || 'Are you sure?'),
         conf.message ? h('p', { class: 'confirm-message' }, conf.message) : null,
         needsNotes ? h('label', { for: 'confirm-notes' }, conf.notesLabel) : null, notes, err,
-        h('div', { class: 'row' }, cancel, ok));
+        h('div', { class: 'row' }, cancel, ok)].filter((c) => c !== null));
       d.oncancel = (e) => { e.preventDefault(); finish(null); };
       d.showModal();
       (notes || ok).focus();

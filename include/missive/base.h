@@ -105,6 +105,18 @@ bool mv_valid_message_id(const char *s);
 /* 8-4-4-4-12 hex UUID (either case). */
 bool mv_valid_uuid(const char *s);
 
+/* The one length limit for what names a party or a scope — user ids (a message's fromUser and
+ * toUser, X-User-Id, the JWT subject), role names (toRoles, X-User-Roles, adminRoles), tenant
+ * ids — in bytes, after trimming. Every column that holds one is indexed, and an index entry
+ * must stay far below PostgreSQL's B-tree limit (about 2.7 kB), so the same value is accepted
+ * or refused on both stores. Codes (templateCd, actionCd), saga ids and client request ids have
+ * their own, shorter limits (128). */
+#define MV_MAX_ID_BYTES 255
+/* MV_OK when len (an id's length in bytes) is at most MV_MAX_ID_BYTES, else MV_INVALID_ARGUMENT
+ * "<field> must be at most 255 bytes (it has N)"; field names what the caller sent
+ * ("toRoles[3]", "X-User-Id"). */
+mv_code mv_check_id_length(const char *field, size_t len, mv_err *err);
+
 #ifdef __cplusplus
 }
 #endif

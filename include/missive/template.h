@@ -76,6 +76,10 @@ typedef struct mv_action_def {
 
 typedef enum mv_prepare_kind { MV_PREPARE_DECLARATIVE, MV_PREPARE_WEBHOOK } mv_prepare_kind;
 
+/* A template's "required" list: at most this many dotted paths, each at most this many bytes. */
+#define MV_TEMPLATE_MAX_REQUIRED 64
+#define MV_TEMPLATE_MAX_REQUIRED_PATH 256
+
 typedef struct mv_template {
     char *template_cd;
     char *type;        /* "" when absent */
@@ -88,6 +92,8 @@ typedef struct mv_template {
     json_t *prepare_to_roles; /* declarative: array of strings (may be empty) */
     char *prepare_fan_out;    /* declarative: dotted path to an array, NULL = none */
     char *prepare_webhook;    /* webhook: URL */
+    char **required;          /* dotted paths into the payload a create must give (not null) */
+    size_t nrequired;
     mv_action_def *actions;
     size_t nactions;
     json_t *source; /* the template JSON as loaded (read-only) */
@@ -106,6 +112,9 @@ typedef struct mv_registry mv_registry;
  * reference owned by the caller. */
 mv_code mv_template_parse(const json_t *json, const char *source_name, mv_template **out,
                           mv_err *err);
+/* MV_OK when payload has every path of t->required (present and not null), else
+ * MV_INVALID_ARGUMENT naming the first one missing. A create checks this before anything else. */
+mv_code mv_template_check_payload(const mv_template *t, const json_t *payload, mv_err *err);
 /* Reads a file and parses it. */
 mv_code mv_template_load_file(const char *path, mv_template **out, mv_err *err);
 mv_template *mv_template_retain(mv_template *t);

@@ -3,6 +3,19 @@
 #include <string.h>
 
 #include "missive/base.h"
+#include "missive/error.h"
+
+/* The codes and ids with their own limit fit in the one for users, roles and tenants, so a key
+ * made of several (a reservation: tenant, owner, templateCd, client request id) stays small. */
+_Static_assert(128 <= MV_MAX_ID_BYTES, "codes, saga ids and client request ids fit an id");
+_Static_assert(2 * MV_MAX_ID_BYTES + 2 * 128 < 2704 / 2,
+               "the widest key stays far below PostgreSQL's B-tree entry limit");
+
+mv_code mv_check_id_length(const char *field, size_t len, mv_err *err) {
+    if (len <= MV_MAX_ID_BYTES) return MV_OK;
+    return mv_err_set(err, MV_INVALID_ARGUMENT, "%s must be at most %d bytes (it has %zu)", field,
+                      MV_MAX_ID_BYTES, len);
+}
 
 static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }

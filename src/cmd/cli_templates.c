@@ -1,6 +1,7 @@
 /* cli_templates.c — `missive templates check [--sagas DIR] PATH...`: parses and validates
  * templates exactly as the daemon does at start, one line per file on stdout ("ok FILE" or
- * "FILE: <error>"); exit 1 when any file failed, 2 on a usage error.
+ * "FILE: <error>"; an ok line ends with the payload fields the template requires, if any); exit 1
+ * when any file failed, 2 on a usage error.
  *
  * A PATH that is a directory is checked as the daemon's "templates" directory: every *.json in
  * name order, and a templateCd defined by two of its files is an error on the second. With
@@ -44,9 +45,12 @@ static int check_file(check_ctx *c, const char *path) {
         else
             json_object_set_new(c->defined, t->template_cd, json_string(path));
     }
-    if (rc == MV_OK)
-        printf("ok %s\n", path);
-    else if (strncmp(err.message, path, strlen(path)) == 0)
+    if (rc == MV_OK) {
+        printf("ok %s", path);
+        for (size_t i = 0; i < t->nrequired; i++)
+            printf("%s%s", i ? ", " : " (required: ", t->required[i]);
+        printf(t->nrequired ? ")\n" : "\n");
+    } else if (strncmp(err.message, path, strlen(path)) == 0)
         printf("%s\n", err.message); /* template load errors already start with the file name */
     else
         printf("%s: %s\n", path, err.message);

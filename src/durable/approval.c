@@ -120,10 +120,10 @@ static mv_code outcome_error(outcome o, mv_err *err) {
 static mv_code check_request(const mv_approval_request *r, mv_err *err) {
     if (!r) return mv_err_set(err, MV_INVALID_ARGUMENT, "approval request is missing");
     if (mv_abort_is_set(r->abort)) return mv_err_set(err, MV_ABORTED, "%s", r->abort->reason);
-    if (!r->tenant_id || !mv_valid_token(r->tenant_id, 255))
+    if (!r->tenant_id || !mv_valid_token(r->tenant_id, MV_MAX_ID_BYTES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "approval tenantId must be a bounded printable token");
-    if (!r->principal_id || !mv_valid_token(r->principal_id, 255))
+    if (!r->principal_id || !mv_valid_token(r->principal_id, MV_MAX_ID_BYTES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "approval principalId must be a bounded printable token");
     if (!r->capability || !mv_valid_capability(r->capability) || strlen(r->capability) > 128)
@@ -429,10 +429,10 @@ mv_code mv_approval_decide(mv_approvals *a, const char *approval_id, const char 
                            const char *decision, const char *decided_by, mv_err *err) {
     mv_code rc;
     if ((rc = check_approval_id(approval_id, err))) return rc;
-    if (!tenant_id || !mv_valid_token(tenant_id, 255))
+    if (!tenant_id || !mv_valid_token(tenant_id, MV_MAX_ID_BYTES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "approval tenantId must be a bounded printable token");
-    if (!decided_by || !mv_valid_token(decided_by, 255))
+    if (!decided_by || !mv_valid_token(decided_by, MV_MAX_ID_BYTES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "approval decidedBy must be a bounded printable token");
     if (!decision || (strcmp(decision, "approved") != 0 && strcmp(decision, "denied") != 0))

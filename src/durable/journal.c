@@ -94,8 +94,8 @@ static mv_code load_effect(mv_db *db, const char *id, mv_effect_record *rec, boo
     const char *code = mv_stmt_text(st, 7);
     if (target && !mv_valid_token(target, 128)) ok = false;
     if (digest && !mv_valid_digest(digest)) ok = false;
-    if (tenant && !mv_valid_token(tenant, 255)) ok = false;
-    if (principal && !mv_valid_token(principal, 255)) ok = false;
+    if (tenant && !mv_valid_token(tenant, MV_MAX_ID_BYTES)) ok = false;
+    if (principal && !mv_valid_token(principal, MV_MAX_ID_BYTES)) ok = false;
     if ((tenant == NULL) != (principal == NULL)) ok = false; /* partial identity */
     if (code && !mv_valid_error_code(code)) ok = false;
     copy_col(st, 2, rec->target, sizeof rec->target);
@@ -173,10 +173,10 @@ mv_code mv_journal_intent(mv_journal *journal, const mv_effect_intent *in, mv_er
     if (in->digest && !mv_valid_digest(in->digest))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "durable effect digest is invalid");
     if (in->tenant_id || in->principal_id) {
-        if (!in->tenant_id || !mv_valid_token(in->tenant_id, 255))
+        if (!in->tenant_id || !mv_valid_token(in->tenant_id, MV_MAX_ID_BYTES))
             return mv_err_set(err, MV_INVALID_ARGUMENT,
                               "durable effect tenantId must be a bounded printable token");
-        if (!in->principal_id || !mv_valid_token(in->principal_id, 255))
+        if (!in->principal_id || !mv_valid_token(in->principal_id, MV_MAX_ID_BYTES))
             return mv_err_set(err, MV_INVALID_ARGUMENT,
                               "durable effect principalId must be a bounded printable token");
     }

@@ -1708,7 +1708,7 @@ mv_code mv_saga_execute_in(mv_saga_engine *e, const char *tenant, const mv_saga_
     mv_code rc;
     json_t *created = NULL;
     if (record) *record = NULL;
-    if (tenant && !mv_valid_token(tenant, 128))
+    if (tenant && !mv_valid_token(tenant, MV_MAX_ID_BYTES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "saga tenant must be a bounded printable token");
     if ((rc = check_call(def, saga_id, abort, err))) return rc; /* nothing persisted */
@@ -1733,7 +1733,7 @@ static mv_code checked_create(mv_saga_engine *e, const char *tenant, const mv_sa
                               const char *saga_id, const json_t *input, mv_abort *abort,
                               json_t **created, mv_err *err) {
     mv_code rc;
-    if (tenant && !mv_valid_token(tenant, 128))
+    if (tenant && !mv_valid_token(tenant, MV_MAX_ID_BYTES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "saga tenant must be a bounded printable token");
     if ((rc = check_call(def, saga_id, abort, err))) return rc;

@@ -128,11 +128,22 @@ static bool utf8_ok(const char *s) {
     return mv_json_write_string(&count, s, strlen(s));
 }
 
-static mv_code check_tenant(const char *tenant, mv_err *err) {
-    if (!mv_valid_token(tenant, 128))
-        return mv_err_set(err, MV_UNAUTHENTICATED,
-                          "tenant must be 1 to 128 printable characters without spaces");
-    return MV_OK;
+/* The principal's user id, roles and tenant within MV_MAX_ID_BYTES (400 invalid_argument naming
+ * where each came from: "X-User-Roles[2]", "claim roles[2]"), then a tenant that is a token. */
+static mv_code check_principal(const mv_principal *p, const char *user, const char *roles,
+                               const char *tenant, mv_err *err) {
+    char field[160];
+    mv_code rc = mv_check_id_length(user, strlen(p->user_id), err);
+    for (size_t i = 0; rc == MV_OK && i < p->nroles; i++) {
+        snprintf(field, sizeof field, "%.100s[%zu]", roles, i);
+        rc = mv_check_id_length(field, strlen(p->roles[i]), err);
+    }
+    if (rc == MV_OK) rc = mv_check_id_length(tenant, strlen(p->tenant), err);
+    if (rc == MV_OK && !mv_valid_token(p->tenant, MV_MAX_ID_BYTES))
+        rc = mv_err_set(err, MV_UNAUTHENTICATED,
+                        "tenant must be 1 to %d printable characters without spaces",
+                        MV_MAX_ID_BYTES);
+    return rc;
 }
 
 static mv_code finish_principal(mv_arena *arena, mv_principal *out, bool identity, mv_err *err) {
@@ -175,7 +186,8 @@ static mv_code auth_headers(mv_http_request *req, mv_principal *out, mv_err *err
             return mv_err_set(err, MV_UNAUTHENTICATED, "X-User-Permissions must be UTF-8 text");
     const char *tenant = trimmed(a, mv_http_header_get(req, "X-Tenant-Id"));
     out->tenant = tenant ? tenant : "default";
-    if ((rc = check_tenant(out->tenant, err)) != MV_OK) return rc;
+    if ((rc = check_principal(out, "X-User-Id", "X-User-Roles", "X-Tenant-Id", err)) != MV_OK)
+        return rc;
 
     /* the identity ({"id", "roles", "tenant"}) is built only by the routes that hand it on
      * (mv_principal_identity): most requests never need it */
@@ -280,7 +292,11 @@ static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_p
         tenant = trimmed(a, json_string_value(tj));
     }
     out->tenant = tenant ? tenant : "default";
-    if ((rc = check_tenant(out->tenant, err)) != MV_OK) return rc;
+    char user[80], roles[80], tenant_field[80];
+    snprintf(user, sizeof user, "claim %.60s", auth->claim_user);
+    snprintf(roles, sizeof roles, "claim %.60s", auth->claim_roles);
+    snprintf(tenant_field, sizeof tenant_field, "claim %.60s", auth->claim_tenant);
+    if ((rc = check_principal(out, user, roles, tenant_field, err)) != MV_OK) return rc;
 
     out->permissions = json_object();
     if (!out->permissions) return mv_err_set(err, MV_NO_MEMORY, "out of memory");

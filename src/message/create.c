@@ -57,8 +57,8 @@ typedef struct create_job { /* ordered by size and alignment (clang-analyzer's p
     char lease_owner[37];
     char key[65]; /* the call's Idempotency-Key (prepare, session) */
     char crid[129];
-    char user_id[256];
-    char payer_id[256];
+    char user_id[MV_MAX_ID_BYTES + 1];
+    char payer_id[MV_MAX_ID_BYTES + 1];
 } create_job;
 
 mv_code mv_client_request_id_normalize(const json_t *value, char out[129], mv_err *err) {
@@ -108,11 +108,17 @@ static json_t *declarative_item(const mv_template *t, const json_t *data, const 
     return item;
 }
 
+/* The keys' material (owner, templateCd, client request id, fingerprint or item index, with
+ * their labels) always fits the buffer it is written to. */
+#define KEY_MATERIAL_BYTES 1024
+_Static_assert(16 + MV_MAX_ID_BYTES + 128 + 128 + 64 < KEY_MATERIAL_BYTES,
+               "an idempotency key's material fits its buffer");
+
 /* The prepare call's input and key; true when a hook (C or webhook) must be called. */
 static mv_code prepare_begin(create_job *job, bool *hook, mv_err *err) {
     const mv_template *t = job->tpl;
     if (job->crid[0]) {
-        char material[1024];
+        char material[KEY_MATERIAL_BYTES];
         snprintf(material, sizeof material, "prepare\n%s\n%s\n%s\n%s", job->scope.owner,
                  t->template_cd, job->crid, job->scope.fingerprint);
         mv_sha256_hex(material, strlen(material), job->key);
@@ -177,7 +183,7 @@ static const char *nonempty_str(const json_t *obj, const char *key) {
 static void session_key(create_job *job, size_t index) {
     job->key[0] = '\0';
     if (!job->crid[0]) return;
-    char material[1024];
+    char material[KEY_MATERIAL_BYTES];
     snprintf(material, sizeof material, "payment\n%s\n%s\n%s\n%zu", job->scope.owner,
              job->tpl->template_cd, job->crid, index);
     mv_sha256_hex(material, strlen(material), job->key);
@@ -230,6 +236,27 @@ static int64_t message_bytes(const json_t *doc) {
     return n;
 }
 
+/* The users an item names (toUser, fromUser) within MV_MAX_ID_BYTES (its roles: doc_begin), else
+ * MV_INVALID_ARGUMENT naming the field: the same answer on both stores (PostgreSQL would refuse
+ * the index entry of a long one). */
+static mv_code check_item_users(const json_t *item, mv_err *err) {
+    static const char *const users[] = {"toUser", "fromUser"};
+    mv_code rc = MV_OK;
+    for (size_t u = 0; rc == MV_OK && u < 2; u++) {
+        const json_t *v = json_object_get(item, users[u]);
+        if (json_is_string(v)) rc = mv_check_id_length(users[u], json_string_length(v), err);
+    }
+    return rc;
+}
+
+/* Says which message of the create an invalid item was (a batch has many). */
+static void name_item(const create_job *job, size_t index, mv_code rc, mv_err *err) {
+    if (rc != MV_INVALID_ARGUMENT || !err) return;
+    size_t n = strlen(err->message);
+    snprintf(err->message + n, sizeof err->message - n, " (message %zu of template \"%.128s\")",
+             index, job->tpl->template_cd);
+}
+
 /* An item's document up to its payment session: *payment_cd set (else NULL) when a session
  * must be opened before doc_end. */
 static mv_code doc_begin(create_job *job, const json_t *item, json_t **out, const char **payment_cd,
@@ -258,10 +285,10 @@ static mv_code doc_begin(create_job *job, const json_t *item, json_t **out, cons
             json_array_append_new(copy, json_string(svc->admin_roles[i]));
         json_object_set_new(doc, "toRoles", copy);
     }
-    if (json_array_size(json_object_get(doc, "toRoles")) > MV_MAX_ROLES) {
+    mv_code rc = mv__svc_check_roles(json_object_get(doc, "toRoles"), "toRoles", err);
+    if (rc != MV_OK) {
         json_decref(doc);
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "a message may have at most %d toRoles",
-                          MV_MAX_ROLES);
+        return rc;
     }
     const char *code = nonempty_str(item, "paymentCd");
     if (!code) code = t->payment_cd;
@@ -500,7 +527,9 @@ static bool step(create_job *job) {
                 failed(job, rc, &e);
                 break;
             }
-            if ((rc = doc_begin(job, item, &job->doc, &job->payment_cd, &e)) != MV_OK) {
+            if ((rc = check_item_users(item, &e)) != MV_OK ||
+                (rc = doc_begin(job, item, &job->doc, &job->payment_cd, &e)) != MV_OK) {
+                name_item(job, job->next, rc, &e);
                 failed(job, rc, &e);
                 break;
             }
@@ -812,6 +841,9 @@ static mv_code create_open(create_job *job, mv_err *err) {
     mv_code rc = mv_client_request_id_normalize(req->client_request_id, job->crid, err);
     if (rc != MV_OK) return rc;
     if ((rc = mv__svc_require_user(req->user, job->user_id, err)) != MV_OK) return rc;
+    if (req->payer && req->payer->id &&
+        (rc = mv_check_id_length("payer.id", strlen(req->payer->id), err)) != MV_OK)
+        return rc;
     if (req->payer ? !mv_user_id(req->payer, job->payer_id, sizeof job->payer_id)
                    : !mv_user_id(req->user, job->payer_id, sizeof job->payer_id))
         mv_strlcpy(job->payer_id, job->user_id, sizeof job->payer_id);
@@ -823,6 +855,8 @@ static mv_code create_open(create_job *job, mv_err *err) {
     if (!job->tpl)
         return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",
                           req->template_cd ? req->template_cd : "");
+    /* before any reservation: a body without its required fields leaves nothing behind */
+    if ((rc = mv_template_check_payload(job->tpl, job->payload, err)) != MV_OK) return rc;
     job->docs = json_array();
     job->sessions = json_array();
     job->scope.tenant = mv__svc_tenant(req->user);
@@ -1127,9 +1161,15 @@ mv_code mv_notification_create(mv_service *svc, const json_t *params, json_t **m
     if (!json_is_object(params) || !json_is_object(json_object_get(params, "receiverContent")))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "receiverContent must be an object");
     const char *tenant = mv_json_str(params, "tenantId");
-    if (tenant && !mv_valid_token(tenant, 128))
+    if (tenant && !mv_valid_token(tenant, MV_MAX_ID_BYTES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
-                          "tenantId must be 1 to 128 printable characters without spaces");
+                          "tenantId must be 1 to %d printable characters without spaces",
+                          MV_MAX_ID_BYTES);
+    const json_t *roles = json_object_get(params, "toRoles");
+    mv_code checked = check_item_users(params, err);
+    if (checked == MV_OK && json_is_array(roles))
+        checked = mv__svc_check_roles(roles, "toRoles", err);
+    if (checked != MV_OK) return checked;
     notify_arg a = {svc, mv__notification_doc(svc, params), tenant};
     mv_code rc = mv_store_write(svc->o.store, notify_tx, &a, err);
     if (rc == MV_OK)

@@ -47,8 +47,10 @@ typedef struct tally_flags {
 /* Who a message is addressed to, as stored. */
 typedef struct tally_message {
     bool found, archived;
-    char from[256], to[256];
-    char *role_set; /* the stored toRoles text; freed by mv__tally_message_clear */
+    char from[MV_MAX_ID_BYTES + 1], to[MV_MAX_ID_BYTES + 1];
+    char *role_set;       /* the stored toRoles text; freed by mv__tally_message_clear */
+    const char *role_key; /* its key in the tallies: role_set, or role_digest when long */
+    char role_digest[72];
 } tally_message;
 
 /* Reads the address of message id in tenant (m->found false when absent); lock first takes the

@@ -576,7 +576,9 @@ static mv_code load_message(mv_service *svc, const char *id, const mv_user *user
 mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, json_t **message,
                        mv_err *err) {
     json_t *doc;
-    char uid[256];
+    char uid[MV_MAX_ID_BYTES + 1];
+    mv_code checked = mv__svc_check_user(user, err);
+    if (checked != MV_OK) return checked;
     bool has_user = user && mv__svc_require_user(user, uid, NULL) == MV_OK;
     mv_code rc = load_message(svc, id, user, has_user ? uid : NULL, &doc, err);
     if (rc != MV_OK) return rc;
@@ -641,7 +643,9 @@ mv_code mv_message_get_text(mv_service *svc, const char *id, const mv_user *user
                             size_t *len, mv_err *err) {
     *json = NULL;
     if (len) *len = 0;
-    char uid[256];
+    char uid[MV_MAX_ID_BYTES + 1];
+    mv_code checked = mv__svc_check_user(user, err);
+    if (checked != MV_OK) return checked;
     bool has_user = user && mv__svc_require_user(user, uid, NULL) == MV_OK;
     if (!mv_valid_message_id(id))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");

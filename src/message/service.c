@@ -1,5 +1,6 @@
 /* service.c — constructing a message service: options validated once, admin roles and email
  * exclusions copied (the caller's arrays may go away), C overrides for prepare and handlers. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,52 @@ const char *mv__svc_tenant(const mv_user *user) {
     return user && user->tenant && *user->tenant ? user->tenant : MV_DEFAULT_TENANT;
 }
 
-mv_code mv__svc_require_user(const mv_user *user, char buf[256], mv_err *err) {
-    if (!mv_user_id(user, buf, 256))
+/* The length of s once trimmed as mv_user_id trims it. */
+static size_t trimmed_len(const char *s) {
+    static const char space[] = " \t\n\v\f\r";
+    size_t n = strlen(s);
+    while (n && strchr(space, *s))
+        s++, n--;
+    while (n && strchr(space, s[n - 1]))
+        n--;
+    return n;
+}
+
+mv_code mv__svc_check_user(const mv_user *user, mv_err *err) {
+    if (!user) return MV_OK;
+    mv_code rc = user->id ? mv_check_id_length("user.id", trimmed_len(user->id), err) : MV_OK;
+    if (rc == MV_OK && user->nroles > MV_MAX_ROLES)
+        rc = mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d roles per user", MV_MAX_ROLES);
+    for (size_t i = 0; rc == MV_OK && i < user->nroles; i++) {
+        char field[48];
+        snprintf(field, sizeof field, "user.roles[%zu]", i);
+        rc = mv_check_id_length(field, user->roles[i] ? strlen(user->roles[i]) : 0, err);
+    }
+    if (rc == MV_OK && user->tenant)
+        rc = mv_check_id_length("user.tenant", strlen(user->tenant), err);
+    return rc;
+}
+
+mv_code mv__svc_check_roles(const json_t *roles, const char *field, mv_err *err) {
+    if (json_array_size(roles) > MV_MAX_ROLES)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "a message may have at most %d %s",
+                          MV_MAX_ROLES, field);
+    size_t i;
+    const json_t *r;
+    json_array_foreach(roles, i, r) {
+        char name[48];
+        snprintf(name, sizeof name, "%.24s[%zu]", field, i);
+        mv_code rc =
+            json_is_string(r) ? mv_check_id_length(name, json_string_length(r), err) : MV_OK;
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+mv_code mv__svc_require_user(const mv_user *user, char buf[MV_MAX_ID_BYTES + 1], mv_err *err) {
+    mv_code rc = mv__svc_check_user(user, err);
+    if (rc != MV_OK) return rc;
+    if (!mv_user_id(user, buf, MV_MAX_ID_BYTES + 1))
         return mv_err_set(err, MV_INVALID_USER, "user._id must be a non-empty string or ObjectId");
     return MV_OK;
 }
@@ -59,6 +104,13 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     if (o.max_page_bytes <= 0) o.max_page_bytes = MV_DEFAULT_PAGE_BYTES;
     if (o.nadmin_roles > MV_MAX_ROLES)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "at most %d adminRoles", MV_MAX_ROLES);
+    json_t *admin = json_array(); /* the toRoles of a message whose prepare gives none */
+    for (size_t i = 0; admin && i < o.nadmin_roles; i++)
+        json_array_append_new(admin, json_string(o.admin_roles[i] ? o.admin_roles[i] : ""));
+    mv_code checked = admin ? mv__svc_check_roles(admin, "adminRoles", err)
+                            : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    json_decref(admin);
+    if (checked != MV_OK) return checked;
 
     mv_service *s = calloc(1, sizeof *s);
     if (!s) return mv_err_set(err, MV_NO_MEMORY, "out of memory");

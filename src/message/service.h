@@ -77,8 +77,14 @@ void mv__svc_condition_stopped(void *ctx, const mv_action_def *action, const mv_
  * list, count, action and create is scoped to it (DESIGN "Security rules"). */
 const char *mv__svc_tenant(const mv_user *user);
 
-/* The trimmed user id into buf, or MV_INVALID_USER. */
-mv_code mv__svc_require_user(const mv_user *user, char buf[256], mv_err *err);
+/* The user's id (trimmed), roles and tenant within MV_MAX_ID_BYTES each and at most MV_MAX_ROLES
+ * roles, else MV_INVALID_ARGUMENT naming the field ("user.roles[3]"). NULL passes. */
+mv_code mv__svc_check_user(const mv_user *user, mv_err *err);
+/* A message's roles (an array; non-strings are not roles): at most MV_MAX_ROLES, each within
+ * MV_MAX_ID_BYTES; else MV_INVALID_ARGUMENT naming field ("toRoles[3]"). */
+mv_code mv__svc_check_roles(const json_t *roles, const char *field, mv_err *err);
+/* mv__svc_check_user, then the trimmed user id into buf, or MV_INVALID_USER when it has none. */
+mv_code mv__svc_require_user(const mv_user *user, char buf[MV_MAX_ID_BYTES + 1], mv_err *err);
 
 /* C overrides registered with mv_service_set_prepare / _set_handler (NULL when none). */
 bool mv__svc_find_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn *fn, void **ctx);

@@ -11,6 +11,10 @@
  * A count reads the user's rows and the tenant's role-set rows and keeps the role sets that
  * meet the user's roles: its cost follows the number of distinct role sets, not of messages.
  *
+ * A row's key holds the role set itself up to TALLY_KEY_INLINE bytes, else "sha256:" and its
+ * digest: tenant, user and key stay a small index entry on PostgreSQL whatever the roles (migration
+ * 15).
+ *
  * Every change updates its rows in its own transaction: create (+1), archive (−1 and the marks
  * of every viewer), a mark (the difference it made). Marks and the archive first lock the
  * message row (an UPDATE that changes nothing), so a mark and an archive of one message, or two
@@ -23,11 +27,12 @@
 /* One statement adds to every row a change touches (at most 5: see count_message), rows in key
  * order so two creates never lock the same tally rows in opposite orders. */
 #define TALLY_ADD                                                                                  \
-    "INSERT INTO inbox_tallies (tenant_id, owner, role_set, n_active, n_dismissed, "               \
-    "n_seen, n_read) VALUES (?, ?, ?, ?, ?, ?, ?)"
-#define TALLY_ROW ", (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO inbox_tallies (tenant_id, owner, role_key, role_set, n_active, n_dismissed, "     \
+    "n_seen, n_read) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+#define TALLY_ROW ", (?, ?, ?, ?, ?, ?, ?, ?)"
+#define TALLY_COLS 8
 #define TALLY_UPSERT                                                                               \
-    " ON CONFLICT (tenant_id, owner, role_set) DO UPDATE SET "                                     \
+    " ON CONFLICT (tenant_id, owner, role_key) DO UPDATE SET "                                     \
     "n_active = inbox_tallies.n_active + excluded.n_active, "                                      \
     "n_dismissed = inbox_tallies.n_dismissed + excluded.n_dismissed, "                             \
     "n_seen = inbox_tallies.n_seen + excluded.n_seen, "                                            \
@@ -60,12 +65,32 @@ tally_flags mv__tally_flags_from_row(mv_stmt *st, int col) {
                     !mv_stmt_is_null(st, col + 2));
 }
 
-/* Deferred (store/db.h): nobody reads a tally write's result. */
-static mv_code add(mv_db *db, const char *tenant, const char *owner, const char *role_set,
-                   int64_t active, int64_t dismissed, int64_t seen, int64_t read, mv_err *err) {
+#define TALLY_KEY_INLINE 512
+_Static_assert(2 * MV_MAX_ID_BYTES + TALLY_KEY_INLINE + 64 < 2704,
+               "a tally's key stays below PostgreSQL's B-tree entry limit");
+
+/* m->role_key from m->role_set. */
+static void key_roles(tally_message *m) {
+    size_t n = strlen(m->role_set);
+    if (n <= TALLY_KEY_INLINE) {
+        m->role_key = m->role_set;
+        return;
+    }
+    char hex[65];
+    mv_sha256_hex(m->role_set, n, hex);
+    memcpy(m->role_digest, "sha256:", 7);
+    memcpy(m->role_digest + 7, hex, sizeof hex);
+    m->role_key = m->role_digest;
+}
+
+/* Deferred (store/db.h): nobody reads a tally write's result. role_set "" is the user's own row. */
+static mv_code add(mv_db *db, const char *tenant, const char *owner, const tally_message *m,
+                   bool own, int64_t active, int64_t dismissed, int64_t seen, int64_t read,
+                   mv_err *err) {
     if (!active && !dismissed && !seen && !read) return MV_OK;
-    return mv_db_execf_later(db, SQL_TALLY_ADD, err, "sssiiii", tenant, owner, role_set, active,
-                             dismissed, seen, read);
+    return mv_db_execf_later(db, SQL_TALLY_ADD, err, "ssssiiii", tenant, owner,
+                             own ? "" : m->role_key, own ? "" : m->role_set, active, dismissed,
+                             seen, read);
 }
 static bool is_direct(const tally_message *m, const char *user) {
     return (m->from[0] && strcmp(m->from, user) == 0) || (m->to[0] && strcmp(m->to, user) == 0);
@@ -76,13 +101,13 @@ static bool has_roles(const tally_message *m) {
 }
 
 typedef struct {
-    const char *owner, *role_set;
+    const char *owner, *role_key, *role_set;
 } tally_key;
 
 static int key_order(const void *a, const void *b) {
     const tally_key *x = a, *y = b;
     int c = strcmp(x->owner, y->owner);
-    return c ? c : strcmp(x->role_set, y->role_set);
+    return c ? c : strcmp(x->role_key, y->role_key);
 }
 
 /* +1 / −1 for every way into the message (no viewer marks), in one statement. */
@@ -93,22 +118,24 @@ static mv_code count_message(mv_db *db, const char *tenant, const tally_message 
     int n = 0;
     for (int i = 0; i < 2; i++) {
         if (!users[i][0] || (i == 1 && strcmp(m->from, m->to) == 0)) continue;
-        keys[n++] = (tally_key){users[i], ""};
-        if (has_roles(m)) keys[n++] = (tally_key){users[i], m->role_set};
+        keys[n++] = (tally_key){users[i], "", ""};
+        if (has_roles(m)) keys[n++] = (tally_key){users[i], m->role_key, m->role_set};
     }
-    if (has_roles(m)) keys[n++] = (tally_key){"", m->role_set};
+    if (has_roles(m)) keys[n++] = (tally_key){"", m->role_key, m->role_set};
     if (n == 0) return MV_OK;
     qsort(keys, (size_t)n, sizeof keys[0], key_order);
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_TALLY_ADD_N[n], &st, err);
     if (rc != MV_OK) return rc;
     for (int i = 0; i < n; i++) {
-        mv_stmt_bind_text(st, i * 7 + 1, tenant);
-        mv_stmt_bind_text(st, i * 7 + 2, keys[i].owner);
-        mv_stmt_bind_text(st, i * 7 + 3, keys[i].role_set);
-        mv_stmt_bind_int64(st, i * 7 + 4, sign);
-        for (int k = 5; k <= 7; k++)
-            mv_stmt_bind_int64(st, i * 7 + k, 0);
+        int at = i * TALLY_COLS;
+        mv_stmt_bind_text(st, at + 1, tenant);
+        mv_stmt_bind_text(st, at + 2, keys[i].owner);
+        mv_stmt_bind_text(st, at + 3, keys[i].role_key);
+        mv_stmt_bind_text(st, at + 4, keys[i].role_set);
+        mv_stmt_bind_int64(st, at + 5, sign);
+        for (int k = 6; k <= TALLY_COLS; k++)
+            mv_stmt_bind_int64(st, at + k, 0);
     }
     return mv_stmt_exec_later(st, err);
 }
@@ -131,6 +158,7 @@ mv_code mv__tally_message_load(mv_db *db, const char *tenant, const char *id, bo
     }
     mv_stmt_done(st);
     if (m->found && !m->role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (m->found) key_roles(m);
     return MV_OK;
 }
 
@@ -147,7 +175,9 @@ static mv_code from_doc(const json_t *doc, tally_message *m, mv_err *err) {
     mv_strlcpy(m->to, mv_json_str(doc, "toUser"), sizeof m->to);
     json_t *roles = json_object_get(doc, "toRoles");
     m->role_set = roles && json_is_array(roles) ? mv_json_compact(roles) : strdup("[]");
-    return m->role_set ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (!m->role_set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    key_roles(m);
+    return MV_OK;
 }
 
 mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err) {
@@ -222,9 +252,8 @@ mv_code mv__tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *
     if (!m->found || m->archived) return MV_OK; /* archived messages are not counted */
     bool direct = is_direct(m, user);
     if (!direct && !has_roles(m)) return MV_OK;
-    return add(db, tenant, user, direct ? "" : m->role_set, 0,
-               (int64_t)after.dismissed - before.dismissed, (int64_t)after.seen - before.seen,
-               (int64_t)after.read - before.read, err);
+    return add(db, tenant, user, m, direct, 0, (int64_t)after.dismissed - before.dismissed,
+               (int64_t)after.seen - before.seen, (int64_t)after.read - before.read, err);
 }
 
 /* ---- counting ---------------------------------------------------------------------------- */

@@ -467,9 +467,68 @@ static mv_code check_reference(parse_ctx *c, const json_t *json) {
     return MV_OK;
 }
 
-static const char *const TEMPLATE_KEYS[] = {
-    "templateCd",      "type",       "description", "paymentCd", "senderContent",
-    "receiverContent", "uiTemplate", "prepare",     "actions",   NULL};
+static const char *const TEMPLATE_KEYS[] = {"templateCd",
+                                            "type",
+                                            "description",
+                                            "paymentCd",
+                                            "senderContent",
+                                            "receiverContent",
+                                            "uiTemplate",
+                                            "prepare",
+                                            "required",
+                                            "actions",
+                                            NULL};
+
+/* Names separated by single dots, as mv_json_path walks them: no empty name, no control
+ * character (an embedded NUL included: n is the JSON string's length). */
+static bool dotted_path(const char *s, size_t n) {
+    if (n == 0 || n > MV_TEMPLATE_MAX_REQUIRED_PATH || s[0] == '.' || s[n - 1] == '.') return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || (s[i] == '.' && s[i + 1] == '.'))
+            return false;
+    return true;
+}
+
+/* "required": the payload fields a create must give, checked before anything is reserved. */
+static mv_code read_required(const parse_ctx *c, const json_t *json, mv_template *t) {
+    const json_t *r = opt(json, "required");
+    if (!r) return MV_OK;
+    if (!json_is_array(r))
+        return fail(c, "required must be an array of dotted paths into the payload, such as "
+                       "[\"listing\", \"guest.name\"]");
+    size_t n = json_array_size(r);
+    if (n > MV_TEMPLATE_MAX_REQUIRED)
+        return fail(c, "required lists %zu fields; at most %d are allowed", n,
+                    MV_TEMPLATE_MAX_REQUIRED);
+    if (n && !(t->required = calloc(n, sizeof *t->required))) return oom(c);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *p = json_array_get(r, i);
+        const char *s = json_string_value(p);
+        if (!s) return fail(c, "required[%zu] must be a string", i);
+        if (!dotted_path(s, json_string_length(p)))
+            return fail(c,
+                        "required[%zu] \"%s\" is not a dotted path (names separated by single "
+                        "dots, at most %d bytes)",
+                        i, s, MV_TEMPLATE_MAX_REQUIRED_PATH);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(t->required[j], s) == 0) return fail(c, "required lists \"%s\" twice", s);
+        if (!(t->required[i] = strdup(s))) return oom(c);
+        t->nrequired = i + 1;
+    }
+    return MV_OK;
+}
+
+mv_code mv_template_check_payload(const mv_template *t, const json_t *payload, mv_err *err) {
+    for (size_t i = 0; t && i < t->nrequired; i++) {
+        const json_t *v = mv_json_path(payload, t->required[i]);
+        if (!v || json_is_null(v))
+            return mv_err_set(
+                err, MV_INVALID_ARGUMENT,
+                "\"%s\" is required by template \"%s\" (missing or null in the payload)",
+                t->required[i], t->template_cd);
+    }
+    return MV_OK;
+}
 
 mv_code mv_template_parse(const json_t *json, const char *source_name, mv_template **out,
                           mv_err *err) {
@@ -499,6 +558,7 @@ mv_code mv_template_parse(const json_t *json, const char *source_name, mv_templa
     if ((rc = read_content(&c, json, "receiverContent", &t->receiver_content)) != MV_OK) goto fail;
     if ((rc = read_ui(&c, json, &t->ui_template)) != MV_OK) goto fail;
     if ((rc = read_prepare(&c, json, t)) != MV_OK) goto fail;
+    if ((rc = read_required(&c, json, t)) != MV_OK) goto fail;
 
     const json_t *actions = json_object_get(json, "actions");
     size_t n = json_array_size(actions);
@@ -575,6 +635,9 @@ void mv_template_release(mv_template *t) {
     json_decref(t->prepare_to_roles);
     free(t->prepare_fan_out);
     free(t->prepare_webhook);
+    for (size_t i = 0; i < t->nrequired; i++)
+        free(t->required[i]);
+    free(t->required);
     for (size_t i = 0; i < t->nactions; i++)
         action_free(&t->actions[i]);
     free(t->actions);

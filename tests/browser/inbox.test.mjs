@@ -387,6 +387,33 @@ test('keyboard_alone_opens_a_message_presses_an_action_and_cancels_the_dialog', 
   await page.context().close();
 });
 
+test('the_confirmation_dialog_shows_only_its_text_with_and_without_a_notes_field', [], async () => {
+  const m = booking('dora');
+  const guest = `Guest ${seq}`;
+  const page = await openInbox('dora');
+  const li = item(page, m.id);
+  await li.locator('.summary').click();
+  const dialog = page.locator('missive-inbox dialog[open]');
+  const seen = async () => (await dialog.evaluate((d) => d.innerText)).replace(/\s+/g, ' ').trim();
+  // Accept has a title and a message but no notes field
+  await li.locator('button[data-action="accept"]').click();
+  await dialog.waitFor();
+  const accept = await seen();
+  eq(accept, `Accept ${guest}? ${guest} is told right away. Cancel Accept`, 'the dialog without notes reads as written');
+  assert(!/null|undefined/.test(accept), `no "null" in the dialog: ${accept}`);
+  await dialog.locator('.confirm-cancel').click();
+  await dialog.waitFor({ state: 'detached' }).catch(() => {});
+  // Decline asks for a reason: its label is shown, the empty textarea adds no text
+  await li.locator('button[data-action="decline"]').click();
+  await dialog.waitFor();
+  const decline = await seen();
+  eq(decline, `Decline ${guest}? Say why. Reason Cancel Decline`, 'the dialog with notes reads as written');
+  assert(!/null|undefined/.test(decline), `no "null" in the dialog: ${decline}`);
+  await dialog.locator('.confirm-cancel').click();
+  eq((await api('GET', `/messages/${m.id}`, { user: 'dora' })).body.actionState, 'active', 'nothing ran');
+  await page.context().close();
+});
+
 test('two_contexts_pressing_at_once_exactly_one_wins_and_the_other_sees_the_409_explained', [], async () => {
   // The two contexts talk to two daemons on the same store, so their presses reach the store at the
   // same time whatever the I/O threads of one daemon do; the store's conditional claim decides.
@@ -728,7 +755,9 @@ async function main() {
   });
   let passed = 0;
   let failed = 0;
-  for (const t of tests) {
+  // MISSIVE_BROWSER_ONLY=<substring>: run only the tests whose names contain it (while editing)
+  const only = process.env.MISSIVE_BROWSER_ONLY;
+  for (const t of tests.filter((x) => !only || x.name.includes(only) || x.name.startsWith('no_page'))) {
     const missing = t.needs.filter((n) => !has[n]);
     if (missing.length) {
       console.log(`SKIP browser: ${t.name} (this daemon lacks ${missing.map((n) => NEEDS[n]).join(' and ')})`);

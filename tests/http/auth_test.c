@@ -259,6 +259,70 @@ TEST(headers_mode_reads_the_tenant_and_needs_a_user) {
     ctx_free(&c);
 }
 
+/* n bytes of printable text starting with tag (ids, roles and tenants of a given length) */
+static const char *long_id(size_t n, char tag) {
+    static char buf[4][1024];
+    static int next;
+    char *s = buf[next++ % 4];
+    memset(s, 'x', n);
+    s[0] = tag;
+    s[n] = '\0';
+    return s;
+}
+
+TEST(ids_roles_and_tenants_past_255_bytes_are_400_naming_the_header_or_claim) {
+    static const struct {
+        const char *header, *value, *field;
+    } headers[] = {{"X-User-Id", NULL, "X-User-Id"},
+                   {"X-User-Roles", NULL, "X-User-Roles[1]"},
+                   {"X-Tenant-Id", NULL, "X-Tenant-Id"}};
+    for (size_t i = 0; i < 3; i++) {
+        for (size_t n = 255; n <= 256; n++) { /* the limit passes, one byte more does not */
+            ctx c;
+            ctx_init(&c, MV_AUTH_HEADERS);
+            char roles[600];
+            snprintf(roles, sizeof roles, "host, %s", long_id(n, 'r'));
+            mv_http_request_add_header(&c.req, "X-User-Id", i == 0 ? long_id(n, 'u') : "u1", NULL);
+            if (i == 1) mv_http_request_add_header(&c.req, "X-User-Roles", roles, NULL);
+            if (i == 2) mv_http_request_add_header(&c.req, "X-Tenant-Id", long_id(n, 't'), NULL);
+            mv_code rc = mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err);
+            if (n == 255) {
+                CHECK_CODE(rc, MV_OK, &c.err);
+            } else {
+                CHECK_CODE(rc, MV_INVALID_ARGUMENT, &c.err);
+                char want[160];
+                snprintf(want, sizeof want, "%s must be at most 255 bytes (it has 256)",
+                         headers[i].field);
+                CHECK_STR(c.err.message, want);
+            }
+            ctx_free(&c);
+        }
+    }
+    static const char *const fields[] = {"claim sub", "claim roles[1]", "claim tenant"};
+    for (int i = 0; i < 3; i++) {
+        for (size_t n = 255; n <= 256; n++) {
+            ctx c;
+            ctx_init(&c, MV_AUTH_JWT);
+            char claims[1200];
+            snprintf(claims, sizeof claims,
+                     "{\"sub\":\"%s\",\"roles\":[\"host\",\"%s\"],\"tenant\":\"%s\","
+                     "\"exp\":1700000060}",
+                     i == 0 ? long_id(n, 'u') : "u1", i == 1 ? long_id(n, 'r') : "r",
+                     i == 2 ? long_id(n, 't') : "acme");
+            mv_code rc = bearer(&c, make_jwt(HS256, claims, SECRET));
+            if (n == 255) {
+                CHECK_CODE(rc, MV_OK, &c.err);
+            } else {
+                CHECK_CODE(rc, MV_INVALID_ARGUMENT, &c.err);
+                char want[160];
+                snprintf(want, sizeof want, "%s must be at most 255 bytes (it has 256)", fields[i]);
+                CHECK_STR(c.err.message, want);
+            }
+            ctx_free(&c);
+        }
+    }
+}
+
 int main(void) {
     return RUN_TESTS(
         valid_jwt_gives_the_principal_from_its_claims, jwt_permissions_may_be_an_object_of_flags,
@@ -266,5 +330,6 @@ int main(void) {
         jwt_not_valid_yet_is_401_beyond_the_leeway, alg_none_and_other_algorithms_are_401,
         malformed_tokens_and_claims_are_401, missing_or_non_bearer_authorization_is_401,
         jwt_mode_needs_a_secret, headers_mode_trims_lists_and_drops_empties,
-        headers_mode_reads_the_tenant_and_needs_a_user);
+        headers_mode_reads_the_tenant_and_needs_a_user,
+        ids_roles_and_tenants_past_255_bytes_are_400_naming_the_header_or_claim);
 }

@@ -793,6 +793,86 @@ STORE_TEST(qualifying_messages_queue_one_email_and_rolled_back_creates_queue_non
     fixture_close(&f);
 }
 
+/* A C prepare that counts its calls: a create refused for a missing field never reaches it. */
+static mv_code required_prepare(void *ctx, const mv_prepare_input *in, json_t **items,
+                                mv_err *err) {
+    (void)err;
+    (*(int *)ctx)++;
+    *items = json_pack("{s:s,s:O}", "toUser", "host", "payload", in->payload);
+    return MV_OK;
+}
+
+static mv_code create_required(fixture *f, const char *template_cd, const char *body,
+                               const char *crid, mv_err *err) {
+    mv_user u = {.id = "guest"};
+    json_t *payload = json_loads(body, 0, NULL), *id = crid ? json_string(crid) : NULL, *m = NULL;
+    mv_create_request req = {
+        .template_cd = template_cd, .user = &u, .payload = payload, .client_request_id = id};
+    mv_code rc = mv_message_create(f->svc, &req, &m, NULL, err);
+    json_decref(m);
+    json_decref(payload);
+    json_decref(id);
+    return rc;
+}
+
+STORE_TEST(a_create_missing_a_required_field_is_invalid_naming_it_and_reserves_nothing) {
+    fixture f;
+    REQUIRE(fixture_open(&f, kind, "required.db"));
+    static const char *const tpl[] = {
+        "{\"templateCd\": \"stay\", \"receiverContent\": {\"title\": \"{{guest.name}} wants "
+        "{{listing}}\"}, \"prepare\": {\"toUser\": \"{{hostId}}\"},"
+        " \"required\": [\"listing\", \"hostId\", \"guest.name\"], \"actions\": []}",
+        "{\"templateCd\": \"stay-hook\", \"required\": [\"listing\", \"items.0.sku\"],"
+        " \"actions\": []}"};
+    mv_err err = {0};
+    for (int i = 0; i < 2; i++) {
+        json_t *t = json_loads(tpl[i], 0, NULL);
+        CHECK_CODE(mv_registry_register(f.registry, t, "<stay>", &err), MV_OK, &err);
+        json_decref(t);
+    }
+    int calls = 0;
+    mv_service_set_prepare(f.svc, "stay-hook", required_prepare, &calls);
+    static const struct {
+        const char *template_cd, *body, *missing;
+    } cases[] = {
+        {"stay", "{\"hostId\": \"bob\", \"guest\": {\"name\": \"Ana\"}}", "listing"},
+        {"stay", "{\"listing\": null, \"hostId\": \"bob\", \"guest\": {\"name\": \"Ana\"}}",
+         "listing"},
+        {"stay", "{\"listing\": \"Flat\", \"hostId\": \"bob\", \"guest\": {}}", "guest.name"},
+        {"stay", "{\"listing\": \"Flat\", \"hostId\": \"bob\", \"guest\": \"Ana\"}", "guest.name"},
+        {"stay", "{\"listing\": \"Flat\", \"guest\": {\"name\": null}}", "hostId"},
+        {"stay-hook", "{\"listing\": \"Flat\", \"items\": []}", "items.0.sku"},
+        {"stay-hook", "{\"items\": [{\"sku\": 1}]}", "listing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int keyed = 0; keyed < 2; keyed++) { /* without and with a client request id */
+            mv_err_clear(&err);
+            CHECK_CODE(create_required(&f, cases[i].template_cd, cases[i].body,
+                                       keyed ? "stay-1" : NULL, &err),
+                       MV_INVALID_ARGUMENT, &err);
+            char want[256];
+            snprintf(want, sizeof want, "\"%s\" is required by template \"%s\"", cases[i].missing,
+                     cases[i].template_cd);
+            CHECK(strstr(err.message, want) != NULL);
+        }
+    }
+    CHECK_INT(fixture_rows(f.store, 'm'), 0);
+    CHECK_INT(fixture_rows(f.store, 'r'), 0);
+    CHECK_INT(calls, 0);
+    /* given everything (an empty string and 0 count as given), both create */
+    CHECK_CODE(create_required(&f, "stay",
+                               "{\"listing\": \"\", \"hostId\": \"bob\", \"guest\": {\"name\": 0}}",
+                               "stay-1", &err),
+               MV_OK, &err);
+    CHECK_CODE(create_required(&f, "stay-hook",
+                               "{\"listing\": \"Flat\", \"items\": [{\"sku\": 1}]}", NULL, &err),
+               MV_OK, &err);
+    CHECK_INT(calls, 1);
+    CHECK_INT(fixture_rows(f.store, 'm'), 2);
+    CHECK_INT(fixture_rows(f.store, 'r'), 1);
+    fixture_close(&f);
+}
+
 int main(void) {
     return RUN_TESTS(unknown_template_is_not_found_and_reserves_nothing,
                      create_renders_content_from_template_data_and_stores_it,
@@ -817,5 +897,6 @@ int main(void) {
                      create_notification_makes_a_generic_notification,
                      gc_removes_completed_reservations_past_retention,
                      a_key_removed_by_gc_creates_fresh_messages_on_both_create_paths,
-                     qualifying_messages_queue_one_email_and_rolled_back_creates_queue_none);
+                     qualifying_messages_queue_one_email_and_rolled_back_creates_queue_none,
+                     a_create_missing_a_required_field_is_invalid_naming_it_and_reserves_nothing);
 }

@@ -425,6 +425,58 @@ TEST(prepare_shapes_are_checked) {
               "{webhook})");
 }
 
+TEST(required_lists_dotted_paths_and_bad_lists_are_rejected_naming_the_entry) {
+    mv_template *t;
+    mv_err err;
+    CHECK_CODE(parse("{'templateCd': 'x', 'actions': [],"
+                     " 'required': ['listing', 'guest.name', 'items.0.sku']}",
+                     &t, &err),
+               MV_OK, &err);
+    REQUIRE(t);
+    CHECK_INT(t->nrequired, 3);
+    CHECK_STR(t->required[1], "guest.name");
+    json_t *ok = J("{'listing': '', 'guest': {'name': 0}, 'items': [{'sku': false}]}");
+    CHECK_CODE(mv_template_check_payload(t, ok, &err), MV_OK, &err);
+    json_t *bad = J("{'listing': 'Flat', 'guest': {'name': 'Ana'}, 'items': [{'sku': null}]}");
+    CHECK(mv_template_check_payload(t, bad, &err) == MV_INVALID_ARGUMENT);
+    CHECK_STR(err.message,
+              "\"items.0.sku\" is required by template \"x\" (missing or null in the payload)");
+    json_decref(ok);
+    json_decref(bad);
+    mv_template_release(t);
+
+    CHECK_STR(rejection("{'templateCd': 'x', 'actions': [], 'required': 'listing'}"),
+              "t.json: template \"x\" required must be an array of dotted paths into the payload, "
+              "such as [\"listing\", \"guest.name\"]");
+    CHECK_STR(rejection("{'templateCd': 'x', 'actions': [], 'required': ['a', 3]}"),
+              "t.json: template \"x\" required[1] must be a string");
+    static const char *const paths[] = {"", ".a", "a.", "a..b", "a\\tb"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        char text[200], want[300];
+        snprintf(text, sizeof text, "{'templateCd': 'x', 'actions': [], 'required': ['%s']}",
+                 paths[i]);
+        snprintf(want, sizeof want,
+                 "t.json: template \"x\" required[0] \"%s\" is not a dotted path",
+                 paths[i][0] == 'a' && paths[i][1] == '\\' ? "a\tb" : paths[i]);
+        CHECK(starts_with(rejection(text), want));
+    }
+    CHECK_STR(rejection("{'templateCd': 'x', 'actions': [], 'required': ['a', 'b', 'a']}"),
+              "t.json: template \"x\" required lists \"a\" twice");
+    char many[2048] = "{'templateCd': 'x', 'actions': [], 'required': [";
+    for (int i = 0; i <= MV_TEMPLATE_MAX_REQUIRED; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s'f%d'", i ? ", " : "", i);
+    strcat(many, "]}");
+    CHECK_STR(rejection(many), "t.json: template \"x\" required lists 65 fields; at most 64 are "
+                               "allowed");
+    char longest[400];
+    snprintf(longest, sizeof longest, "{'templateCd': 'x', 'actions': [], 'required': ['%0*d']}",
+             MV_TEMPLATE_MAX_REQUIRED_PATH + 1, 0);
+    CHECK(starts_with(rejection(longest), "t.json: template \"x\" required[0] \"0"));
+    longest[strlen(longest) - 4] = '\0'; /* one digit less: the longest allowed */
+    strcat(longest, "']}");
+    CHECK_STR(rejection(longest), "");
+}
+
 TEST(approval_shapes_are_checked) {
 #define WITH_APPROVAL(a)                                                                           \
     one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true, 'approval': " a "}")
@@ -877,9 +929,10 @@ TEST(templates_check_passes_on_the_examples) {
     char cmd[1024], out[4096];
     snprintf(cmd, sizeof cmd, "%s templates check examples/templates/*", missive_bin());
     CHECK_INT(run(cmd, out, sizeof out), 0);
-    CHECK_STR(out, "ok examples/templates/booking-request.json\n"
-                   "ok examples/templates/expense-approval.json\n"
-                   "ok examples/templates/welcome.json\n");
+    CHECK_STR(out, "ok examples/templates/booking-request.json (required: hostId, listing)\n"
+                   "ok examples/templates/expense-approval.json (required: title, amount, "
+                   "currency)\n"
+                   "ok examples/templates/welcome.json (required: userId, name)\n");
 }
 
 TEST(templates_check_fails_naming_file_template_and_problem) {
@@ -894,7 +947,7 @@ TEST(templates_check_fails_naming_file_template_and_problem) {
              missive_bin(), bad);
     CHECK_INT(run(cmd, out, sizeof out), 1);
     snprintf(want, sizeof want,
-             "ok examples/templates/welcome.json\n"
+             "ok examples/templates/welcome.json (required: userId, name)\n"
              "%s: template \"bad\" has multiple default receiver actions: \"a\" and \"b\"\n",
              bad);
     CHECK_STR(out, want);
@@ -909,9 +962,10 @@ TEST(templates_check_takes_a_directory_and_reports_duplicate_codes_across_its_fi
     char cmd[2048], out[4096], want[4096];
     snprintf(cmd, sizeof cmd, "%s templates check examples/templates", missive_bin());
     CHECK_INT(run(cmd, out, sizeof out), 0);
-    CHECK_STR(out, "ok examples/templates/booking-request.json\n"
-                   "ok examples/templates/expense-approval.json\n"
-                   "ok examples/templates/welcome.json\n");
+    CHECK_STR(out, "ok examples/templates/booking-request.json (required: hostId, listing)\n"
+                   "ok examples/templates/expense-approval.json (required: title, amount, "
+                   "currency)\n"
+                   "ok examples/templates/welcome.json (required: userId, name)\n");
     char dir[600];
     snprintf(dir, sizeof dir, "%s", tmp_dir("check-dir"));
     char a[700], b[700], c[700];
@@ -968,7 +1022,9 @@ int main(void) {
         mustache_that_does_not_compile_is_rejected_naming_template_and_field,
         condition_that_is_not_valid_jsonlogic_is_rejected,
         wrong_json_types_are_rejected_naming_the_field, handler_shapes_are_checked,
-        prepare_shapes_are_checked, approval_shapes_are_checked, null_optional_keys_count_as_absent,
+        prepare_shapes_are_checked,
+        required_lists_dotted_paths_and_bad_lists_are_rejected_naming_the_entry,
+        approval_shapes_are_checked, null_optional_keys_count_as_absent,
         sender_notification_string_fills_short_and_long,
         mutating_the_source_json_after_parse_has_no_effect,
         ui_template_object_resolves_per_usertype_with_fallbacks,

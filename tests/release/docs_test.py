@@ -17,7 +17,8 @@ it. Other blocks run as one bash script (`set -eo pipefail`) that must exit 0; w
 followed by `<!-- output -->` and a ```text block, its output must equal that block. In expected
 output, `…` stands for any text within a line and a 24-hex-digit message id matches any such id.
 
-Also checked: README.md is at most 250 lines, and the error table of docs/http-api.md is the one
+Also checked: README.md is at most 250 lines, a transcript command's output ends with a newline,
+README.md, docs/*.md and man/ mention no DESIGN, SEMANTICS or issue number, and the error table of docs/http-api.md is the one
 scripts/gen-error-table generates from MV_CODE_TABLE. Prints "N passed, M failed". """
 import os
 import re
@@ -56,6 +57,16 @@ def doc_files():
     docs = os.path.join(ROOT, "docs")
     files += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
     return [f for f in files if os.path.exists(f)]
+
+
+# Users have neither the design notes nor the issue tracker's numbering: the docs speak in their terms.
+INTERNAL_WORDS = re.compile(r"\bDESIGN\b|\bSEMANTICS\b|\bissues?\s*#?\d+", re.I)
+
+
+def user_doc_files():
+    man = os.path.join(ROOT, "man")
+    pages = sorted(os.path.join(man, f) for f in os.listdir(man)) if os.path.isdir(man) else []
+    return [f for f in doc_files() if not f.endswith(os.path.join("bench", "RESULTS.md"))] + pages
 
 
 def blocks(path):
@@ -137,6 +148,9 @@ def run_transcript(text, d):
         if mark not in out:
             return problems + ["`%s` did not finish (output so far: %r)" % (cmd, out[-400:])]
         got, out = out.split(mark, 1)
+        if got and not got.endswith("\n"):  # on a terminal the next prompt would run into it
+            problems.append("`%s`: its output does not end with a newline (add `; echo`)"
+                            % cmd.split("\n")[0])
         diff = expect_match("\n".join(exp), got)
         if diff:
             problems.append("`%s`: %s" % (cmd.split("\n")[0], diff))
@@ -236,6 +250,14 @@ def main():
 
     n = len(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().rstrip("\n").split("\n"))
     result("readme is at most 250 lines", [] if n <= 250 else ["README.md has %d lines" % n])
+
+    internal = []
+    for path in user_doc_files():
+        text = open(path, encoding="utf-8").read()
+        for m in INTERNAL_WORDS.finditer(text):  # the whole text: "issue\n13" counts too
+            internal.append("%s:%d mentions %r" % (os.path.relpath(path, ROOT),
+                                                   text.count("\n", 0, m.start()) + 1, m.group(0)))
+    result("docs, readme and man pages name no internal document or issue number", internal)
 
     gen = os.path.join(ROOT, "scripts", "gen-error-table")
     p = subprocess.run([gen, "--check"], cwd=ROOT, capture_output=True, text=True)
