@@ -192,6 +192,13 @@ static bool split_path(const char *path, path_split *out) {
     }
 }
 
+/* HEAD is GET without the body (RFC 9110 9.3.2): the server sends the GET answer's status and
+ * headers, and libmicrohttpd leaves the body out. */
+static bool method_fits(const route_entry *e, const char *method) {
+    return strcmp(e->method, method) == 0 ||
+           (strcmp(method, "HEAD") == 0 && strcmp(e->method, "GET") == 0);
+}
+
 /* Finds the best route for method + path and fills req->params. NULL when none matches. */
 static const route_entry *match(mv_router *router, mv_http_request *req) {
     path_split ps;
@@ -207,7 +214,7 @@ static const route_entry *match(mv_router *router, mv_http_request *req) {
     unsigned best_score = 0;
     for (size_t r = 0; r < router->nroutes; r++) {
         const route_entry *e = &router->routes[r];
-        if (e->nseg != ps.n || strcmp(e->method, req->method) != 0) continue;
+        if (e->nseg != ps.n || !method_fits(e, req->method)) continue;
         unsigned score = 0;
         bool ok = true;
         for (int i = 0; i < ps.n && ok; i++) {
@@ -328,24 +335,35 @@ static const char *allowed_origin(const mv_router *router, const mv_http_request
     return NULL;
 }
 
+/* The methods of `known` that req's path answers, ", "-separated into out (64 bytes). */
+static void path_methods(mv_router *router, mv_http_request *req, const char *const *known,
+                         size_t nknown, char out[64]) {
+    out[0] = '\0';
+    const char *saved = req->method;
+    mv_http_header *params = req->params;
+    size_t np = req->nparams;
+    for (size_t k = 0; k < nknown; k++) {
+        req->method = known[k];
+        req->params = NULL;
+        req->nparams = 0;
+        if (match(router, req)) {
+            if (out[0]) strcat(out, ", ");
+            strcat(out, known[k]);
+        }
+    }
+    req->method = saved;
+    req->params = params;
+    req->nparams = np;
+}
+
 /* OPTIONS preflight: 204, and from an allowed origin the methods the path answers. */
 static void preflight(mv_router *router, mv_http_request *req, mv_http_response *res,
                       const char *origin) {
     res->status = 204;
     if (!origin) return;
-    char methods[64] = "";
+    char methods[64];
     static const char *const known[] = {"GET", "POST"};
-    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
-        const char *saved = req->method;
-        req->method = known[k];
-        size_t np = req->nparams;
-        if (match(router, req)) {
-            if (methods[0]) strcat(methods, ", ");
-            strcat(methods, known[k]);
-        }
-        req->method = saved;
-        req->nparams = np;
-    }
+    path_methods(router, req, known, 2, methods);
     if (!methods[0]) return;
     char age[24];
     snprintf(age, sizeof age, "%d", router->cors_max_age_s);
@@ -391,6 +409,11 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
     } else {
         const char *path = req->path && mv_valid_token(req->path, 200) ? req->path : "(this path)";
         mv_http_errorf(res, MV_NOT_FOUND, "no route for %s %s", method_label(req->method), path);
+        /* a path known under other methods stays 404 (the contract), and says which they are */
+        static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
+        char allow[64];
+        path_methods(router, req, known, sizeof known / sizeof *known, allow);
+        if (allow[0]) mv_http_set_header(res, "Allow", allow);
     }
     mv_http_dispatch_end(router, req, res);
 }
