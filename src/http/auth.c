@@ -290,6 +290,8 @@ static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_p
         out->permissions = NULL;
         return rc;
     }
+    json_t *exp = json_object_get(claims, "exp"); /* a finite number: jwt.c checked it */
+    if (json_is_number(exp)) out->exp_ms = (int64_t)(json_number_value(exp) * 1000.0);
     out->identity = json_incref(claims);
     return finish_principal(a, out, true, err);
 }

@@ -31,6 +31,8 @@ struct mv_principal {
     json_t *permissions; /* object: permission key → true */
     const char *tenant;  /* "default" unless given */
     json_t *identity;    /* jwt: the verified claims; headers: NULL (mv_principal_identity) */
+    int64_t exp_ms;      /* jwt: the token's exp (ms since the epoch); 0: none (headers mode, or
+                          * a token without exp where auth.requireExp is false) */
 };
 
 /* Where the principal's fields are in the claims: dotted paths; NULL → the default name. */

@@ -16,6 +16,7 @@ struct mv_jwt_verifier {
     mv_jwks_source *jwks;
     char *issuer, *audience;
     int leeway_s;
+    bool exp_optional;
     const mv_clock *clock;
 };
 
@@ -53,6 +54,7 @@ mv_code mv_jwt_verifier_new(const mv_jwt_options *o, mv_jwt_verifier **out, mv_e
     if (!v) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     v->algorithms = algs;
     v->leeway_s = o->leeway_s < 0 ? 30 : o->leeway_s;
+    v->exp_optional = o->exp_optional;
     v->clock = o->clock;
     mv_code rc = MV_OK;
     if (has_secret && (algs & (1u << MV_JWT_HS256))) {
@@ -183,6 +185,7 @@ static mv_code check_claims(const mv_jwt_verifier *v, json_t *claims, mv_err *er
     bool present;
     mv_code rc = numeric_date(claims, "exp", &present, &t, err);
     if (rc != MV_OK) return rc;
+    if (!present && !v->exp_optional) return reject(err, "the token has no exp", NULL);
     if (present && now_s > t + v->leeway_s) return reject(err, "the token has expired", NULL);
     if ((rc = numeric_date(claims, "nbf", &present, &t, err)) != MV_OK) return rc;
     if (present && now_s + v->leeway_s < t) return reject(err, "the token is not valid yet", NULL);

@@ -4,7 +4,8 @@
  * algorithms — never "none" —, no "crit", kid a string when present) → key (HS256: the shared
  * secret; others: the JWKS key named by kid, or the only key of the set; its type and its own
  * alg/use must fit the token's alg — which is what defeats algorithm confusion) → signature →
- * claims (exp / nbf with leeway, iss and aud when configured). Every failure is
+ * claims (exp required unless exp_optional, exp / nbf with leeway, iss and aud when
+ * configured). Every failure is
  * MV_UNAUTHENTICATED with a reason fit for a log line; the token itself is never echoed. */
 #ifndef MISSIVE_HTTP_JWT_H
 #define MISSIVE_HTTP_JWT_H
@@ -32,6 +33,7 @@ typedef struct mv_jwt_options {
     const char *issuer;            /* checked when set */
     const char *audience;          /* checked when set: aud equals it or (array) contains it */
     int leeway_s;                  /* exp / nbf tolerance; negative → 30 */
+    bool exp_optional;             /* false (the default): a token without exp is refused */
     const mv_clock *clock;         /* NULL → real clock */
 } mv_jwt_options;
 
