@@ -366,9 +366,16 @@ static void finish_later(conn_request *cr) {
     MHD_resume_connection(cr->conn);
 }
 
+/* `then` may itself hand the answer on to a later one (a request parked for a key refresh runs
+ * its route only now, and that route's handler may answer later): then it is that one's turn. */
 static void run_later(mv__job *job) {
     conn_request *cr = (conn_request *)job;
+    cr->req.answer_later = false;
     cr->then(&cr->req, &cr->res, cr->then_ctx);
+    if (cr->req.answer_later) {
+        release_later(cr); /* cr may be answered and gone once this returns */
+        return;
+    }
     finish_later(cr);
 }
 
@@ -392,6 +399,8 @@ static void release_later(conn_request *cr) {
 mv_http_later *mv_http_answer_later(mv_http_request *req) {
     conn_request *cr = req->server_ctx;
     if (!cr) return NULL;
+    cr->then = NULL;
+    cr->then_io = false;
     atomic_store(&cr->holds, 2);
     req->answer_later = true;
     return (mv_http_later *)cr;
