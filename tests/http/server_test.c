@@ -485,6 +485,8 @@ TEST(bodies_and_heads_libmicrohttpd_refuses_itself_are_answered_in_the_json_erro
          "invalid_argument", "Content-Length", false},
         {NULL, "GET /healthz HTTP/1.1\r\nHost: t\r\nBad Header\r\n\r\n", 400, "invalid_argument",
          "malformed", false},
+        {NULL, "GET /healthz HTTP/1.1 extra\r\nHost: t\r\n\r\n", 400, "invalid_argument",
+         "malformed request line", false},
     };
     char out[4096], req[512];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
