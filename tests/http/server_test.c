@@ -513,6 +513,12 @@ TEST(bodies_and_heads_libmicrohttpd_refuses_itself_are_answered_in_the_json_erro
             json_decref(j);
         }
     }
+    /* a request libmicrohttpd refused never reaches a handler */
+    atomic_store(&slow_started, 0);
+    const char *bad_cl = "POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 1x\r\n\r\n";
+    CHECK_INT(raw_exchange(&f, bad_cl, strlen(bad_cl), true, out, sizeof out), 400);
+    mv_sleep_ms(400);
+    CHECK_INT(atomic_load(&slow_started), 0);
     /* the connection is not reused after such an answer, and the server goes on */
     const char *ok = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
     CHECK_INT(raw_exchange(&f, ok, strlen(ok), false, out, sizeof out), 200);
