@@ -320,6 +320,7 @@ static mv_code load_identity(loader *l, json_t *a) {
     TRY(get_str(l, a, "auth", "issuer", &c->auth.issuer));
     TRY(get_str(l, a, "auth", "audience", &c->auth.audience));
     TRY(get_int32(l, a, "auth", "leewaySeconds", 0, 3600, &c->auth.leeway_s));
+    TRY(get_bool(l, a, "auth", "requireExp", &c->auth.require_exp));
     TRY(resolve(l, &c->auth.jwks_file));
     json_t *cl;
     static const char *const CLAIM_KEYS[] = {"user", "roles", "permissions", "tenant", NULL};
@@ -339,7 +340,8 @@ static mv_code load_auth(loader *l, json_t *root) {
     static const char *const KEYS[] = {
         "mode",     "trustProxyHeaders", "secretEnv",    "algorithms",
         "jwksFile", "jwksUrl",           "jwksRefreshS", "issuer",
-        "audience", "leewaySeconds",     "claims",       NULL};
+        "audience", "leewaySeconds",     "requireExp",   "claims",
+        NULL};
     TRY(get_obj(l, root, "", "auth", KEYS, &a));
     if (!a) return MV_OK;
     char *mode = NULL;
@@ -659,6 +661,7 @@ static void set_defaults(mv_config *c) {
     c->limits.message_bytes = 1048576;
     c->auth.jwks_refresh_s = 300;
     c->auth.leeway_s = 30;
+    c->auth.require_exp = true;
     c->log_level = 1;
     c->recovery_interval_ms = 5000;
     c->retention.client_requests_ms = 86400000;

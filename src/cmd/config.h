@@ -52,6 +52,7 @@ typedef struct mv_config {
         int jwks_refresh_s;       /* 300 */
         char *issuer, *audience;  /* NULL → not checked */
         int leeway_s;             /* 30 */
+        bool require_exp;         /* true: a token without exp is refused */
         char *claim_user, *claim_roles, *claim_permissions, *claim_tenant; /* NULL → defaults */
     } auth;
 

@@ -250,7 +250,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                              .http = &d->jwks_http,
                              .issuer = cfg->auth.issuer,
                              .audience = cfg->auth.audience,
-                             .leeway_s = cfg->auth.leeway_s};
+                             .leeway_s = cfg->auth.leeway_s,
+                             .exp_optional = !cfg->auth.require_exp};
         mv_auth_options ao = {.mode = cfg->auth.jwt ? MV_AUTH_JWT : MV_AUTH_HEADERS,
                               .secret = cfg->auth.secret.bytes,
                               .secret_len = cfg->auth.secret.len,

@@ -306,11 +306,14 @@ static mv_code jwt_claims(const mv_auth *auth, mv_arena *a, json_t *claims, mv_p
         out->permissions = NULL;
         return rc;
     }
+    json_t *exp = json_object_get(claims, "exp"); /* a finite number: jwt.c checked it */
+    if (json_is_number(exp)) out->exp_ms = (int64_t)(json_number_value(exp) * 1000.0);
     out->identity = json_incref(claims);
     return finish_principal(a, out, true, err);
 }
 
-static mv_code auth_jwt(const mv_auth *auth, mv_http_request *req, mv_principal *out, mv_err *err) {
+static mv_code auth_jwt(const mv_auth *auth, mv_http_request *req, mv_principal *out,
+                        unsigned long *refresh, mv_err *err) {
     const char *h = mv_http_header_get(req, "Authorization");
     if (!h)
         return mv_err_set(err, MV_UNAUTHENTICATED,
@@ -326,18 +329,35 @@ static mv_code auth_jwt(const mv_auth *auth, mv_http_request *req, mv_principal 
     while (len > 0 && is_space(tok[len - 1]))
         len--;
     json_t *claims = NULL;
-    mv_code rc = mv_jwt_verify(auth->jwt, tok, len, &claims, err);
+    mv_code rc = refresh ? mv_jwt_verify_nowait(auth->jwt, tok, len, &claims, refresh, err)
+                         : mv_jwt_verify(auth->jwt, tok, len, &claims, err);
     if (rc != MV_OK) return rc;
     rc = jwt_claims(auth, req->arena, claims, out, err);
     json_decref(claims);
     return rc;
 }
 
-mv_code mv_auth_authenticate(const mv_auth *auth, mv_http_request *req, mv_principal *out,
-                             mv_err *err) {
+static mv_code authenticate(const mv_auth *auth, mv_http_request *req, mv_principal *out,
+                            unsigned long *refresh, mv_err *err) {
     memset(out, 0, sizeof *out);
     if (!auth) return mv_err_set(err, MV_UNAUTHENTICATED, "authentication required");
-    return auth->mode == MV_AUTH_JWT ? auth_jwt(auth, req, out, err) : auth_headers(req, out, err);
+    return auth->mode == MV_AUTH_JWT ? auth_jwt(auth, req, out, refresh, err)
+                                     : auth_headers(req, out, err);
+}
+
+mv_code mv_auth_authenticate(const mv_auth *auth, mv_http_request *req, mv_principal *out,
+                             mv_err *err) {
+    return authenticate(auth, req, out, NULL, err);
+}
+
+mv_code mv_auth_authenticate_nowait(const mv_auth *auth, mv_http_request *req, mv_principal *out,
+                                    unsigned long *refresh, mv_err *err) {
+    *refresh = 0;
+    return authenticate(auth, req, out, refresh, err);
+}
+
+bool mv_auth_when_refreshed(const mv_auth *auth, mv_jwks_waiter *w) {
+    return auth && auth->jwt && mv_jwt_when_refreshed(auth->jwt, w);
 }
 
 bool mv_principal_has_permission(const mv_principal *p, const char *key) {

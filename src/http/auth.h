@@ -31,6 +31,8 @@ struct mv_principal {
     json_t *permissions; /* object: permission key → true */
     const char *tenant;  /* "default" unless given */
     json_t *identity;    /* jwt: the verified claims; headers: NULL (mv_principal_identity) */
+    int64_t exp_ms;      /* jwt: the token's exp (ms since the epoch); 0: none (headers mode, or
+                          * a token without exp where auth.requireExp is false) */
 };
 
 /* Where the principal's fields are in the claims: dotted paths; NULL → the default name. */
@@ -62,6 +64,15 @@ mv_auth_mode mv_auth_mode_of(const mv_auth *auth);
  * saying what is missing or wrong (never echoing the token). */
 mv_code mv_auth_authenticate(const mv_auth *auth, mv_http_request *req, mv_principal *out,
                              mv_err *err);
+
+/* As mv_auth_authenticate, but never waits for a JWKS refresh: when the token names a kid the
+ * keys lack and a refresh is under way, it fails (401) with *refresh set to that refresh (0
+ * otherwise); the caller may park the request with mv_auth_when_refreshed and try again. */
+mv_code mv_auth_authenticate_nowait(const mv_auth *auth, mv_http_request *req, mv_principal *out,
+                                    unsigned long *refresh, mv_err *err);
+/* Calls w->fn(w->ctx) once the refresh w->generation is done (on the refresher's thread); false
+ * when it is done already, or nothing is to be waited for. */
+bool mv_auth_when_refreshed(const mv_auth *auth, mv_jwks_waiter *w);
 
 /* permissions[key] is truthy. NULL-safe. */
 bool mv_principal_has_permission(const mv_principal *p, const char *key);

@@ -4,7 +4,9 @@
  * changes nothing but the log. The thread sleeps on a monotonic condition variable until the
  * next periodic refresh or an unknown-kid request, fetches without holding the lock (so
  * verifications continue meanwhile), then bumps `generation` so a waiting request knows its
- * refresh is done. */
+ * refresh is done, and calls the waiters (requests parked without a thread) whose fetch that was.
+ * Kid refreshes are single-flight: one fetch at a time, at most one per kid interval, and every
+ * request that meets an unknown kid meanwhile waits for that same fetch. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@ struct mv_jwks_source {
     int64_t last_fetch, last_kid_refresh; /* monotonic ms; last_kid_refresh < 0: never */
     unsigned long started, generation;    /* fetch attempts begun / completed (sequential) */
     unsigned long kid_target;             /* the fetch an unknown-kid refresh waits for */
+    mv_jwks_waiter *waiters;              /* parked until their generation is done */
     bool want, stop, thread_started;
     pthread_t thread;
 };
@@ -70,6 +73,29 @@ static mv_jwks *fetch(mv_jwks_source *s) {
     return set;
 }
 
+/* Calls (without the lock) the waiters whose fetch is done; s->mu is held on entry and exit. */
+static void wake_waiters(mv_jwks_source *s) {
+    mv_jwks_waiter *due = NULL, **p = &s->waiters;
+    while (*p) {
+        mv_jwks_waiter *w = *p;
+        if (w->generation <= s->generation) {
+            *p = w->next;
+            w->next = due;
+            due = w;
+        } else {
+            p = &w->next;
+        }
+    }
+    if (!due) return;
+    pthread_mutex_unlock(&s->mu);
+    while (due) {
+        mv_jwks_waiter *w = due;
+        due = w->next; /* read before fn: the record may be gone once it ran */
+        w->fn(w->ctx);
+    }
+    pthread_mutex_lock(&s->mu);
+}
+
 static void *refresher(void *arg) {
     mv_jwks_source *s = arg;
     pthread_mutex_lock(&s->mu);
@@ -93,6 +119,7 @@ static void *refresher(void *arg) {
         s->last_fetch = mono_ms();
         s->generation++;
         pthread_cond_broadcast(&s->cv);
+        if (!s->stop) wake_waiters(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -164,9 +191,9 @@ mv_jwks *mv_jwks_source_get(mv_jwks_source *s) {
     return set;
 }
 
-mv_jwks *mv_jwks_source_refresh(mv_jwks_source *s) {
-    pthread_mutex_lock(&s->mu);
-    int64_t now = mono_ms();
+/* Starts an unknown-kid refresh unless one ran within the kid interval; returns the generation
+ * to wait for, 0 when there is none. s->mu held. */
+static unsigned long kid_refresh_locked(mv_jwks_source *s, int64_t now) {
     if (s->url && (s->last_kid_refresh < 0 || now - s->last_kid_refresh >= s->kid_interval_ms)) {
         s->last_kid_refresh = now;
         /* a fetch already running may have begun before the rotation: wait for the next one */
@@ -176,13 +203,38 @@ mv_jwks *mv_jwks_source_refresh(mv_jwks_source *s) {
     }
     /* every request that meets an unknown kid while that refresh runs waits for it too, so a
      * burst of tokens signed with a new key right after a rotation all verify */
+    return s->generation < s->kid_target ? s->kid_target : 0;
+}
+
+mv_jwks *mv_jwks_source_refresh(mv_jwks_source *s) {
+    pthread_mutex_lock(&s->mu);
+    int64_t now = mono_ms();
+    unsigned long target = kid_refresh_locked(s, now);
     int timeout = s->http.timeout_ms > 0 ? s->http.timeout_ms : 10000;
     int64_t deadline = now + 2 * (int64_t)timeout + 1000;
-    while (!s->stop && s->generation < s->kid_target && mono_ms() < deadline)
+    while (!s->stop && s->generation < target && mono_ms() < deadline)
         wait_until(s, deadline);
     mv_jwks *set = mv_jwks_retain(s->current);
     pthread_mutex_unlock(&s->mu);
     return set;
+}
+
+unsigned long mv_jwks_source_request(mv_jwks_source *s) {
+    pthread_mutex_lock(&s->mu);
+    unsigned long target = kid_refresh_locked(s, mono_ms());
+    pthread_mutex_unlock(&s->mu);
+    return target;
+}
+
+bool mv_jwks_source_when(mv_jwks_source *s, mv_jwks_waiter *w) {
+    pthread_mutex_lock(&s->mu);
+    bool queued = !s->stop && s->generation < w->generation;
+    if (queued) {
+        w->next = s->waiters;
+        s->waiters = w;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return queued;
 }
 
 unsigned long mv_jwks_source_fetches(mv_jwks_source *s) {

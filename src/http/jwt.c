@@ -16,6 +16,7 @@ struct mv_jwt_verifier {
     mv_jwks_source *jwks;
     char *issuer, *audience;
     int leeway_s;
+    bool exp_optional;
     const mv_clock *clock;
 };
 
@@ -53,6 +54,7 @@ mv_code mv_jwt_verifier_new(const mv_jwt_options *o, mv_jwt_verifier **out, mv_e
     if (!v) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     v->algorithms = algs;
     v->leeway_s = o->leeway_s < 0 ? 30 : o->leeway_s;
+    v->exp_optional = o->exp_optional;
     v->clock = o->clock;
     mv_code rc = MV_OK;
     if (has_secret && (algs & (1u << MV_JWT_HS256))) {
@@ -127,9 +129,11 @@ static mv_code read_header(const mv_jwt_verifier *v, const char *s, size_t n, mv
     return rc;
 }
 
+/* refresh NULL: an unknown kid waits for the refresh it starts (or joins); else it does not wait,
+ * and *refresh is the refresh to wait for before trying again (0: none). */
 static mv_code check_signature(mv_jwt_verifier *v, mv_jwt_alg alg, const char *kid,
                                const char *signed_part, size_t signed_len, const unsigned char *sig,
-                               size_t siglen, mv_err *err) {
+                               size_t siglen, unsigned long *refresh, mv_err *err) {
     if (alg == MV_JWT_HS256) {
         unsigned char mac[32];
         mv_hmac_sha256(v->secret, v->secret_len, signed_part, signed_len, mac);
@@ -142,7 +146,9 @@ static mv_code check_signature(mv_jwt_verifier *v, mv_jwt_alg alg, const char *k
         return reject(err, "the token has no kid and the key set holds several keys", NULL);
     }
     const mv_jwk *key = mv_jwks_find(set, kid);
-    if (!key && kid) { /* perhaps the provider rotated its keys */
+    if (!key && kid && refresh) { /* perhaps the provider rotated its keys */
+        *refresh = mv_jwks_source_request(v->jwks);
+    } else if (!key && kid) {
         mv_jwks_release(set);
         set = mv_jwks_source_refresh(v->jwks);
         key = mv_jwks_find(set, kid);
@@ -183,6 +189,7 @@ static mv_code check_claims(const mv_jwt_verifier *v, json_t *claims, mv_err *er
     bool present;
     mv_code rc = numeric_date(claims, "exp", &present, &t, err);
     if (rc != MV_OK) return rc;
+    if (!present && !v->exp_optional) return reject(err, "the token has no exp", NULL);
     if (present && now_s > t + v->leeway_s) return reject(err, "the token has expired", NULL);
     if ((rc = numeric_date(claims, "nbf", &present, &t, err)) != MV_OK) return rc;
     if (present && now_s + v->leeway_s < t) return reject(err, "the token is not valid yet", NULL);
@@ -195,8 +202,8 @@ static mv_code check_claims(const mv_jwt_verifier *v, json_t *claims, mv_err *er
     return MV_OK;
 }
 
-mv_code mv_jwt_verify(mv_jwt_verifier *v, const char *tok, size_t len, json_t **claims,
-                      mv_err *err) {
+static mv_code verify(mv_jwt_verifier *v, const char *tok, size_t len, json_t **claims,
+                      unsigned long *refresh, mv_err *err) {
     *claims = NULL;
     if (len == 0 || len > MV_JWT_MAX_TOKEN) return reject(err, "wrong length", NULL);
     const char *d1 = memchr(tok, '.', len);
@@ -214,7 +221,7 @@ mv_code mv_jwt_verify(mv_jwt_verifier *v, const char *tok, size_t len, json_t **
     else if (!mv_b64url_decode(d2 + 1, sig_in, sig, &siglen))
         rc = reject(err, "malformed signature", NULL);
     else
-        rc = check_signature(v, alg, kid, tok, (size_t)(d2 - tok), sig, siglen, err);
+        rc = check_signature(v, alg, kid, tok, (size_t)(d2 - tok), sig, siglen, refresh, err);
     free(sig);
     free(kid);
     if (rc != MV_OK) return rc;
@@ -226,4 +233,19 @@ mv_code mv_jwt_verify(mv_jwt_verifier *v, const char *tok, size_t len, json_t **
     }
     *claims = c;
     return MV_OK;
+}
+
+mv_code mv_jwt_verify(mv_jwt_verifier *v, const char *tok, size_t len, json_t **claims,
+                      mv_err *err) {
+    return verify(v, tok, len, claims, NULL, err);
+}
+
+mv_code mv_jwt_verify_nowait(mv_jwt_verifier *v, const char *tok, size_t len, json_t **claims,
+                             unsigned long *refresh, mv_err *err) {
+    *refresh = 0;
+    return verify(v, tok, len, claims, refresh, err);
+}
+
+bool mv_jwt_when_refreshed(mv_jwt_verifier *v, mv_jwks_waiter *w) {
+    return v->jwks && w->generation && mv_jwks_source_when(v->jwks, w);
 }

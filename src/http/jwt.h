@@ -4,7 +4,8 @@
  * algorithms — never "none" —, no "crit", kid a string when present) → key (HS256: the shared
  * secret; others: the JWKS key named by kid, or the only key of the set; its type and its own
  * alg/use must fit the token's alg — which is what defeats algorithm confusion) → signature →
- * claims (exp / nbf with leeway, iss and aud when configured). Every failure is
+ * claims (exp required unless exp_optional, exp / nbf with leeway, iss and aud when
+ * configured). Every failure is
  * MV_UNAUTHENTICATED with a reason fit for a log line; the token itself is never echoed. */
 #ifndef MISSIVE_HTTP_JWT_H
 #define MISSIVE_HTTP_JWT_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "http/jwk.h"
+#include "http/jwks.h"
 #include "missive/base.h"
 #include "missive/deliver.h"
 
@@ -32,6 +34,7 @@ typedef struct mv_jwt_options {
     const char *issuer;            /* checked when set */
     const char *audience;          /* checked when set: aud equals it or (array) contains it */
     int leeway_s;                  /* exp / nbf tolerance; negative → 30 */
+    bool exp_optional;             /* false (the default): a token without exp is refused */
     const mv_clock *clock;         /* NULL → real clock */
 } mv_jwt_options;
 
@@ -42,8 +45,17 @@ typedef struct mv_jwt_verifier mv_jwt_verifier;
 mv_code mv_jwt_verifier_new(const mv_jwt_options *o, mv_jwt_verifier **out, mv_err *err);
 void mv_jwt_verifier_free(mv_jwt_verifier *v);
 
-/* Verifies token (len bytes); *claims receives the verified claims object (new reference). */
+/* Verifies token (len bytes); *claims receives the verified claims object (new reference). A
+ * token whose kid the key set lacks waits for the refresh that kid starts (jwks.h). */
 mv_code mv_jwt_verify(mv_jwt_verifier *v, const char *token, size_t len, json_t **claims,
                       mv_err *err);
+/* As mv_jwt_verify, but never waits: a token whose kid the key set lacks fails (401) at once, and
+ * *refresh is the generation of the refresh that may bring the kid (0: none is under way), for
+ * mv_jwt_when_refreshed; the caller may try again once it is done. */
+mv_code mv_jwt_verify_nowait(mv_jwt_verifier *v, const char *token, size_t len, json_t **claims,
+                             unsigned long *refresh, mv_err *err);
+/* Queues w (its generation from mv_jwt_verify_nowait) to be called when that refresh is done;
+ * false when it is done already (try again now) or there is nothing to wait for. */
+bool mv_jwt_when_refreshed(mv_jwt_verifier *v, mv_jwks_waiter *w);
 
 #endif

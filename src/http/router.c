@@ -192,6 +192,13 @@ static bool split_path(const char *path, path_split *out) {
     }
 }
 
+/* HEAD is GET without the body (RFC 9110 9.3.2): the server sends the GET answer's status and
+ * headers, and libmicrohttpd leaves the body out. */
+static bool method_fits(const route_entry *e, const char *method) {
+    return strcmp(e->method, method) == 0 ||
+           (strcmp(method, "HEAD") == 0 && strcmp(e->method, "GET") == 0);
+}
+
 /* Finds the best route for method + path and fills req->params. NULL when none matches. */
 static const route_entry *match(mv_router *router, mv_http_request *req) {
     path_split ps;
@@ -207,7 +214,7 @@ static const route_entry *match(mv_router *router, mv_http_request *req) {
     unsigned best_score = 0;
     for (size_t r = 0; r < router->nroutes; r++) {
         const route_entry *e = &router->routes[r];
-        if (e->nseg != ps.n || strcmp(e->method, req->method) != 0) continue;
+        if (e->nseg != ps.n || !method_fits(e, req->method)) continue;
         unsigned score = 0;
         bool ok = true;
         for (int i = 0; i < ps.n && ok; i++) {
@@ -274,8 +281,73 @@ static const char *method_label(const char *m) {
     return "other";
 }
 
+/* ---- parking for a key refresh -------------------------------------------------------------
+ * A bearer token naming a kid the JWKS lacks while a refresh runs would hold a pool thread until
+ * the identity provider answers; enough of them (a flood of made-up kids while the provider
+ * hangs) would hold every thread, and requests with known kids would queue behind them. Instead
+ * the request answers later: it waits, with no thread, for that refresh, and its route runs again
+ * on the write pool once it is done. */
+
+typedef struct parked {
+    mv_jwks_waiter w;
+    mv_router *router;
+    const route_entry *e;
+    mv_http_later *later;
+} parked;
+
 static void run_route(mv_router *router, const route_entry *e, mv_http_request *req,
-                      mv_http_response *res) {
+                      mv_http_response *res, bool may_park);
+
+static void rerun(mv_http_request *req, mv_http_response *res, void *ctx) {
+    parked *k = ctx;
+    run_route(k->router, k->e, req, res, false);
+}
+
+static void refreshed(void *ctx) { /* on the JWKS refresher's thread */
+    parked *k = ctx;
+    mv_http_later_done(k->later, rerun, k);
+}
+
+/* True when req now waits for the refresh `refresh`; false when it is done already (or the
+ * request cannot wait without a thread): authenticate again now. */
+static bool park(mv_router *router, const route_entry *e, mv_http_request *req,
+                 unsigned long refresh) {
+    parked *k = mv_arena_alloc(req->arena, sizeof *k);
+    mv_http_later *later = k ? mv_http_answer_later(req) : NULL;
+    if (!later) return false;
+    *k = (parked){.w = {.generation = refresh, .fn = refreshed, .ctx = k},
+                  .router = router,
+                  .e = e,
+                  .later = later};
+    if (mv_auth_when_refreshed(router->auth, &k->w)) return true;
+    mv_http_later_cancel(later);
+    return false;
+}
+
+/* The principal of req for route e: a ticket on the routes that take one, else the authenticator.
+ * Through a server a token never waits for a key refresh: with may_park (the first run) it parks
+ * the request (*parked_out), else (the run after the refresh) it is refused at once. */
+static mv_code authenticate(mv_router *router, const route_entry *e, mv_http_request *req,
+                            mv_principal *p, bool may_park, bool *parked_out, mv_err *err) {
+    const char *ticket = e->r.accepts_ticket ? mv_http_query_get(req, "ticket") : NULL;
+    if (ticket)
+        return router->ticket_auth
+                   ? router->ticket_auth(router->ticket_ctx, req, ticket, p, err)
+                   : mv_err_set(err, MV_UNAUTHENTICATED, "stream tickets are not enabled");
+    if (!req->server_ctx) return mv_auth_authenticate(router->auth, req, p, err);
+    unsigned long refresh = 0;
+    mv_code rc = mv_auth_authenticate_nowait(router->auth, req, p, &refresh, err);
+    if (rc == MV_OK || !refresh || !may_park) return rc;
+    if (park(router, e, req, refresh)) {
+        *parked_out = true;
+        return rc;
+    }
+    *err = (mv_err){0};
+    return mv_auth_authenticate_nowait(router->auth, req, p, &refresh, err);
+}
+
+static void run_route(mv_router *router, const route_entry *e, mv_http_request *req,
+                      mv_http_response *res, bool may_park) {
     mv_err err = {0};
     if (!e->r.public_route) {
         mv_principal *p = mv_arena_alloc(req->arena, sizeof *p);
@@ -287,11 +359,9 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
             mv_http_errorf(res, MV_UNAUTHENTICATED, "authentication required");
             return;
         }
-        const char *ticket = e->r.accepts_ticket ? mv_http_query_get(req, "ticket") : NULL;
-        mv_code rc = !ticket ? mv_auth_authenticate(router->auth, req, p, &err)
-                     : router->ticket_auth
-                         ? router->ticket_auth(router->ticket_ctx, req, ticket, p, &err)
-                         : mv_err_set(&err, MV_UNAUTHENTICATED, "stream tickets are not enabled");
+        bool waits = false;
+        mv_code rc = authenticate(router, e, req, p, may_park, &waits, &err);
+        if (waits) return; /* run again when the keys are refreshed */
         if (rc != MV_OK) {
             mv_http_error(res, &err);
             res->detail = mv_arena_strdup(res->arena, err.message); /* the request log's reason */
@@ -328,24 +398,35 @@ static const char *allowed_origin(const mv_router *router, const mv_http_request
     return NULL;
 }
 
+/* The methods of `known` that req's path answers, ", "-separated into out (64 bytes). */
+static void path_methods(mv_router *router, mv_http_request *req, const char *const *known,
+                         size_t nknown, char out[64]) {
+    out[0] = '\0';
+    const char *saved = req->method;
+    mv_http_header *params = req->params;
+    size_t np = req->nparams;
+    for (size_t k = 0; k < nknown; k++) {
+        req->method = known[k];
+        req->params = NULL;
+        req->nparams = 0;
+        if (match(router, req)) {
+            if (out[0]) strcat(out, ", ");
+            strcat(out, known[k]);
+        }
+    }
+    req->method = saved;
+    req->params = params;
+    req->nparams = np;
+}
+
 /* OPTIONS preflight: 204, and from an allowed origin the methods the path answers. */
 static void preflight(mv_router *router, mv_http_request *req, mv_http_response *res,
                       const char *origin) {
     res->status = 204;
     if (!origin) return;
-    char methods[64] = "";
+    char methods[64];
     static const char *const known[] = {"GET", "POST"};
-    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
-        const char *saved = req->method;
-        req->method = known[k];
-        size_t np = req->nparams;
-        if (match(router, req)) {
-            if (methods[0]) strcat(methods, ", ");
-            strcat(methods, known[k]);
-        }
-        req->method = saved;
-        req->nparams = np;
-    }
+    path_methods(router, req, known, 2, methods);
     if (!methods[0]) return;
     char age[24];
     snprintf(age, sizeof age, "%d", router->cors_max_age_s);
@@ -383,7 +464,7 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
     if (e) {
         req->route = e->pattern;
         req->route_ctx = e->r.ctx;
-        run_route(router, e, req, res);
+        run_route(router, e, req, res, true);
         if (req->answer_later) { /* the server calls mv_http_dispatch_end with the answer */
             mv__callctx_reset();
             return;
@@ -391,6 +472,11 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
     } else {
         const char *path = req->path && mv_valid_token(req->path, 200) ? req->path : "(this path)";
         mv_http_errorf(res, MV_NOT_FOUND, "no route for %s %s", method_label(req->method), path);
+        /* a path known under other methods stays 404 (the contract), and says which they are */
+        static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
+        char allow[64];
+        path_methods(router, req, known, sizeof known / sizeof *known, allow);
+        if (allow[0]) mv_http_set_header(res, "Allow", allow);
     }
     mv_http_dispatch_end(router, req, res);
 }

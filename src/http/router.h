@@ -4,8 +4,10 @@
  * Patterns are literal segments and {name} parameters ("/messages/{id}/actions/{usertype}").
  * A pattern may end with "/" ("/ui/"): its last segment is then the empty literal.
  * When several patterns match a path, the one with a literal earliest wins ("/messages/count"
- * beats "/messages/{id}"). A path that matches no route for this method is 404 not_found, even
- * when another method would match (DESIGN: GET /messages/{id}/action/{actionCd} is 404).
+ * beats "/messages/{id}"). HEAD is answered by the GET route (without the body). A path that
+ * matches no route for this method is 404 not_found, even when another method would match
+ * (DESIGN: GET /messages/{id}/action/{actionCd} is 404); that 404 carries `Allow` with the
+ * methods the path does answer.
  *
  * mv_http_dispatch runs, in this order: route lookup (404) → authentication (401) → the route's
  * parameter check (400) → body size (413) → body JSON (400, routes with a body) → handler (which

@@ -54,6 +54,7 @@
 
 #include "http/gate.h"
 #include "http/jwt.h"
+#include "http/mhd_errors.h"
 #include "http/request.h"
 #include "http/router.h"
 #include "http/sse.h"
@@ -276,12 +277,27 @@ static void build_request(conn_request *cr, struct MHD_Connection *c, const char
 
 /* ---- answering --------------------------------------------------------------------------- */
 
-static enum MHD_Result queue(mv_http_server *srv, struct MHD_Connection *c, mv_http_response *res) {
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)cls;
+    (void)pos;
+    (void)buf;
+    (void)max;
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static enum MHD_Result queue(mv_http_server *srv, struct MHD_Connection *c, conn_request *cr) {
+    mv_http_response *res = &cr->res;
     /* An event stream's body is written later, from the stream hub; any other body lives in the
      * request's arena (or is static) until on_completed, which MHD calls once it is done sending:
-     * no copy of what may be a page of messages. */
+     * no copy of what may be a page of messages. A HEAD answer keeps the body (libmicrohttpd sends
+     * its Content-Length and not the bytes), but an event stream is closed at once. */
     struct MHD_Response *r;
-    if (res->stream) {
+    if (res->stream && strcmp(cr->req.method, "HEAD") == 0) {
+        mv_sse_close(res->stream); /* HEAD: the stream's headers, no stream */
+        mv_sse_release(res->stream);
+        res->stream = NULL;
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, no_body, NULL, NULL);
+    } else if (res->stream) {
         r = mv_sse_mhd_response(res->stream, c);
         mv_sse_release(res->stream);
         res->stream = NULL;
@@ -293,7 +309,7 @@ static enum MHD_Result queue(mv_http_server *srv, struct MHD_Connection *c, mv_h
     for (size_t i = 0; i < res->nheaders; i++)
         MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);
     if (atomic_load(&srv->stopping)) MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)res->status, r);
+    enum MHD_Result ret = mv__mhd_queue_response(c, (unsigned)res->status, r);
     MHD_destroy_response(r);
     return ret;
 }
@@ -314,7 +330,7 @@ static enum MHD_Result respond_now(mv_http_server *srv, struct MHD_Connection *c
         cr->req.body_too_large = true;
         mv_http_dispatch(srv->router, &cr->req, &cr->res);
     }
-    return queue(srv, c, &cr->res);
+    return queue(srv, c, cr);
 }
 
 static void release_later(conn_request *cr);
@@ -350,9 +366,16 @@ static void finish_later(conn_request *cr) {
     MHD_resume_connection(cr->conn);
 }
 
+/* `then` may itself hand the answer on to a later one (a request parked for a key refresh runs
+ * its route only now, and that route's handler may answer later): then it is that one's turn. */
 static void run_later(mv__job *job) {
     conn_request *cr = (conn_request *)job;
+    cr->req.answer_later = false;
     cr->then(&cr->req, &cr->res, cr->then_ctx);
+    if (cr->req.answer_later) {
+        release_later(cr); /* cr may be answered and gone once this returns */
+        return;
+    }
     finish_later(cr);
 }
 
@@ -376,6 +399,8 @@ static void release_later(conn_request *cr) {
 mv_http_later *mv_http_answer_later(mv_http_request *req) {
     conn_request *cr = req->server_ctx;
     if (!cr) return NULL;
+    cr->then = NULL;
+    cr->then_io = false;
     atomic_store(&cr->holds, 2);
     req->answer_later = true;
     return (mv_http_later *)cr;
@@ -450,7 +475,7 @@ static enum MHD_Result run_inline(mv_http_server *srv, struct MHD_Connection *c,
     mv_http_dispatch(srv->router, &cr->req, &cr->res);
     if (!cr->req.answer_later) {
         atomic_store(&cr->answered, true);
-        return queue(srv, c, &cr->res);
+        return queue(srv, c, cr);
     }
     MHD_suspend_connection(c);
     release_later(cr); /* the completion may have come already: then this answers */
@@ -554,14 +579,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         return MHD_YES;
     }
-    if (atomic_load(&cr->answered)) return queue(srv, c, &cr->res); /* resumed by the pool */
-    if (atomic_exchange(&cr->render, false)) { /* resumed by mv_http_later_done_io */
+    if (atomic_load(&cr->answered)) return queue(srv, c, cr); /* resumed by the pool */
+    if (atomic_exchange(&cr->render, false)) {                /* resumed by mv_http_later_done_io */
         cr->then(&cr->req, &cr->res, cr->then_ctx);
         if (cr->res.status == 0)
             mv_http_errorf(&cr->res, MV_INTERNAL, "a deferred answer was empty");
         mv_http_dispatch_end(srv->router, &cr->req, &cr->res);
         atomic_store(&cr->answered, true);
-        return queue(srv, c, &cr->res);
+        return queue(srv, c, cr);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;

@@ -373,7 +373,8 @@ TEST(identity_keys_load_and_their_rules_name_the_key) {
         "idp.json",
         "{\"auth\": {\"mode\": \"jwt\", \"algorithms\": [\"RS256\", \"EdDSA\"], "
         "\"jwksFile\": \"keys/jwks.json\", \"jwksRefreshS\": 60, \"issuer\": \"https://i\", "
-        "\"audience\": \"api\", \"leewaySeconds\": 5, \"claims\": {\"user\": \"email\", "
+        "\"audience\": \"api\", \"leewaySeconds\": 5, \"requireExp\": false, "
+        "\"claims\": {\"user\": \"email\", "
         "\"roles\": \"realm_access.roles\", \"permissions\": \"perms\", \"tenant\": \"org.id\"}}}");
     mv_config *c = NULL;
     mv_err err = {0};
@@ -387,6 +388,7 @@ TEST(identity_keys_load_and_their_rules_name_the_key) {
     CHECK_STR(c->auth.issuer, "https://i");
     CHECK_STR(c->auth.audience, "api");
     CHECK_INT(c->auth.leeway_s, 5);
+    CHECK(!c->auth.require_exp);
     CHECK_STR(c->auth.claim_roles, "realm_access.roles");
     CHECK_STR(c->auth.claim_tenant, "org.id");
     mv_config_free(c);
@@ -396,6 +398,7 @@ TEST(identity_keys_load_and_their_rules_name_the_key) {
     REQUIRE(c != NULL);
     CHECK_INT(c->auth.jwks_refresh_s, 300);
     CHECK_INT(c->auth.leeway_s, 30);
+    CHECK(c->auth.require_exp); /* by default a token must carry exp */
     CHECK_INT(c->auth.algorithms, 0);
     mv_config_free(c);
 
@@ -420,6 +423,8 @@ TEST(identity_keys_load_and_their_rules_name_the_key) {
     expect_error(
         "{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"leewaySeconds\": -1}}",
         "\"auth.leewaySeconds\" must be an integer from 0 to 3600");
+    expect_error("{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://x\", \"requireExp\": 1}}",
+                 "\"auth.requireExp\" must be");
 }
 
 /* The configuration recipes of docs/operations.md "Identity providers" load as written. */

@@ -267,24 +267,33 @@ static const char *jwt_for(const char *claims, const char *secret) {
     return tok;
 }
 
+static const char JWT_SECRET[] = "a-jwt-secret-of-at-least-thirty-two-bytes";
+
+/* Restarts r's daemon in jwt mode (HS256 with JWT_SECRET); auth_extra: more members of "auth"
+ * (",\"key\": …"), may be "". */
+static bool restart_with_jwt(rig *r, const char *auth_extra) {
+    if (test_daemon_stop(r->pid) != 0) return false;
+    setenv("MISSIVE_TEST_JWT_SECRET", JWT_SECRET, 1);
+    char config[800], log[800];
+    snprintf(config, sizeof config, "%s/missived.json", r->dir);
+    snprintf(log, sizeof log, "%s/daemon-jwt.log", r->dir);
+    if (!test_write_file(
+            config,
+            "{\"store\": \"%s\", \"templates\": \"%s/templates\","
+            " \"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"MISSIVE_TEST_JWT_SECRET\"%s},"
+            " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"},"
+            " \"payment\": {\"webhook\": \"%s/pay\"}, \"sagas\": \"%s/sagas\"}",
+            r->store, r->dir, auth_extra, http_sink_url(r->sink), r->dir))
+        return false;
+    r->pid = test_daemon_start(config, r->port, NULL, log);
+    return r->pid > 0;
+}
+
 STORE_TEST(a_jwt_of_another_tenant_sees_nothing_of_this_one) {
     rig r;
     REQUIRE(rig_start(&r, kind, "tenant_jwt", ""));
-    CHECK_INT(test_daemon_stop(r.pid), 0);
-    const char *secret = "a-jwt-secret-of-at-least-thirty-two-bytes";
-    setenv("MISSIVE_TEST_JWT_SECRET", secret, 1);
-    char config[800], log[800];
-    snprintf(config, sizeof config, "%s/missived.json", r.dir);
-    snprintf(log, sizeof log, "%s/daemon-jwt.log", r.dir);
-    REQUIRE(test_write_file(
-        config,
-        "{\"store\": \"%s\", \"templates\": \"%s/templates\","
-        " \"auth\": {\"mode\": \"jwt\", \"secretEnv\": \"MISSIVE_TEST_JWT_SECRET\"},"
-        " \"approvals\": {\"secretEnv\": \"MISSIVE_TEST_APPROVAL_SECRET\"},"
-        " \"payment\": {\"webhook\": \"%s/pay\"}, \"sagas\": \"%s/sagas\"}",
-        r.store, r.dir, http_sink_url(r.sink), r.dir));
-    r.pid = test_daemon_start(config, r.port, NULL, log);
-    REQUIRE(r.pid > 0);
+    REQUIRE(restart_with_jwt(&r, ""));
+    const char *secret = JWT_SECRET;
     char ana[2200], bob_acme[2200], bob_globex[2200];
     snprintf(ana, sizeof ana, "Authorization: Bearer %s",
              jwt_for("{\"sub\":\"ana\",\"tenant\":\"acme\",\"exp\":4102444800}", secret));
@@ -303,6 +312,31 @@ STORE_TEST(a_jwt_of_another_tenant_sees_nothing_of_this_one) {
     CHECK_STR(code, "message_not_found");
     CHECK_INT(call(&r, "GET", path, bob_acme, NULL, code), 200);
     free(id);
+    rig_stop(&r);
+}
+
+STORE_TEST(a_jwt_without_exp_is_401_unless_auth_require_exp_is_false) {
+    rig r;
+    REQUIRE(rig_start(&r, kind, "require_exp", ""));
+    REQUIRE(restart_with_jwt(&r, ""));
+    char forever[2200], hour[2200], code[64];
+    snprintf(forever, sizeof forever, "Authorization: Bearer %s",
+             jwt_for("{\"sub\":\"ana\"}", JWT_SECRET));
+    char claims[128];
+    snprintf(claims, sizeof claims, "{\"sub\":\"ana\",\"exp\":%lld}",
+             (long long)(mv_now_ms() / 1000 + 3600));
+    snprintf(hour, sizeof hour, "Authorization: Bearer %s", jwt_for(claims, JWT_SECRET));
+    test_reply t = test_http(r.port, "GET", "/messages", forever, NULL);
+    CHECK_INT(t.status, 401);
+    CHECK_STR(test_reply_code(&t), "unauthenticated");
+    const char *why = mv_json_str(json_object_get(t.json, "error"), "message");
+    CHECK(why && strstr(why, "no exp"));
+    test_reply_free(&t);
+    CHECK_INT(call(&r, "GET", "/messages", hour, NULL, code), 200);
+    /* the operator's choice: tokens that never expire */
+    REQUIRE(restart_with_jwt(&r, ", \"requireExp\": false"));
+    CHECK_INT(call(&r, "GET", "/messages", forever, NULL, code), 200);
+    CHECK_INT(call(&r, "GET", "/messages", hour, NULL, code), 200);
     rig_stop(&r);
 }
 
@@ -631,6 +665,7 @@ int main(void) {
         the_same_idempotency_key_in_two_tenants_is_two_requests,
         a_globex_admin_can_neither_read_nor_compensate_an_acme_saga,
         a_jwt_of_another_tenant_sees_nothing_of_this_one,
+        a_jwt_without_exp_is_401_unless_auth_require_exp_is_false,
         a_message_the_caller_cannot_see_is_not_found_on_the_action_route_in_every_state,
         a_retry_of_an_approved_attempt_runs_only_for_its_principal_with_the_approved_input,
         the_principal_of_an_approval_cannot_decide_it_unless_configured,

@@ -90,7 +90,7 @@ TEST(jwt_permissions_may_be_an_object_of_flags) {
     ctx_init(&c, MV_AUTH_JWT);
     CHECK_CODE(bearer(&c, make_jwt(HS256,
                                    "{\"sub\":\"u1\",\"permissions\":{\"is.admin\":true,\"x\":false,"
-                                   "\"y\":1}}",
+                                   "\"y\":1},\"exp\":1700000060}",
                                    SECRET)),
                MV_OK, &c.err);
     CHECK(mv_principal_has_permission(&c.p, "is.admin"));
@@ -135,13 +135,47 @@ TEST(expired_jwt_is_401_beyond_the_30_second_leeway) {
 TEST(jwt_not_valid_yet_is_401_beyond_the_leeway) {
     ctx c;
     ctx_init(&c, MV_AUTH_JWT);
-    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"nbf\":1700000031}", SECRET)),
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"nbf\":1700000031,\"exp\":1700000060}",
+                                   SECRET)),
                MV_UNAUTHENTICATED, &c.err);
     CHECK(strstr(c.err.message, "not valid yet") != NULL);
     ctx_free(&c);
     ctx_init(&c, MV_AUTH_JWT);
-    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"nbf\":1700000029}", SECRET)), MV_OK,
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"nbf\":1700000029,\"exp\":1700000060}",
+                                   SECRET)),
+               MV_OK, &c.err);
+    ctx_free(&c);
+}
+
+TEST(a_jwt_without_exp_is_401_unless_exp_is_optional_and_the_principal_carries_exp) {
+    ctx c;
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\"}", SECRET)), MV_UNAUTHENTICATED, &c.err);
+    CHECK(strstr(c.err.message, "invalid bearer token: the token has no exp") != NULL);
+    ctx_free(&c);
+    ctx_init(&c, MV_AUTH_JWT);
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\",\"exp\":1700000060}", SECRET)), MV_OK,
                &c.err);
+    CHECK(c.p.exp_ms == 1700000060000LL);
+    ctx_free(&c);
+    /* exp optional: the same token without exp is accepted; its principal has no expiry */
+    ctx_init(&c, MV_AUTH_JWT);
+    mv_auth_free(c.auth);
+    mv_jwt_options jo = {.secret = SECRET,
+                         .secret_len = strlen(SECRET),
+                         .clock = &c.clock,
+                         .leeway_s = -1,
+                         .exp_optional = true};
+    mv_auth_options o = {.mode = MV_AUTH_JWT, .jwt = &jo};
+    REQUIRE(mv_auth_new(&o, &c.auth, NULL) == MV_OK);
+    CHECK_CODE(bearer(&c, make_jwt(HS256, "{\"sub\":\"u1\"}", SECRET)), MV_OK, &c.err);
+    CHECK(c.p.exp_ms == 0);
+    ctx_free(&c);
+    /* headers mode has no expiry */
+    ctx_init(&c, MV_AUTH_HEADERS);
+    mv_http_request_add_header(&c.req, "X-User-Id", "u1", NULL);
+    CHECK_CODE(mv_auth_authenticate(c.auth, &c.req, &c.p, &c.err), MV_OK, &c.err);
+    CHECK(c.p.exp_ms == 0);
     ctx_free(&c);
 }
 
@@ -173,14 +207,15 @@ TEST(malformed_tokens_and_claims_are_401) {
         CHECK_CODE(bearer(&c, tokens[i]), MV_UNAUTHENTICATED, &c.err);
         ctx_free(&c);
     }
-    const char *claims[] = {"{\"sub\":\"\"}",
-                            "{\"sub\":7}",
-                            "{\"sub\":\"u\",\"roles\":{\"a\":1}}",
-                            "{\"sub\":\"u\",\"roles\":[1]}",
-                            "{\"sub\":\"u\",\"permissions\":\"x\"}",
+    /* each with an exp, so that nothing but the named fault refuses it */
+    const char *claims[] = {"{\"exp\":1700000060,\"sub\":\"\"}",
+                            "{\"exp\":1700000060,\"sub\":7}",
+                            "{\"exp\":1700000060,\"sub\":\"u\",\"roles\":{\"a\":1}}",
+                            "{\"exp\":1700000060,\"sub\":\"u\",\"roles\":[1]}",
+                            "{\"exp\":1700000060,\"sub\":\"u\",\"permissions\":\"x\"}",
                             "{\"sub\":\"u\",\"exp\":\"soon\"}",
-                            "{\"sub\":\"u\",\"tenant\":5}",
-                            "{\"sub\":\"u\",\"tenant\":\"a b\"}",
+                            "{\"exp\":1700000060,\"sub\":\"u\",\"tenant\":5}",
+                            "{\"exp\":1700000060,\"sub\":\"u\",\"tenant\":\"a b\"}",
                             "[1,2]"};
     for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
         ctx c;
@@ -327,9 +362,10 @@ int main(void) {
     return RUN_TESTS(
         valid_jwt_gives_the_principal_from_its_claims, jwt_permissions_may_be_an_object_of_flags,
         jwt_with_a_bad_signature_is_401, expired_jwt_is_401_beyond_the_30_second_leeway,
-        jwt_not_valid_yet_is_401_beyond_the_leeway, alg_none_and_other_algorithms_are_401,
-        malformed_tokens_and_claims_are_401, missing_or_non_bearer_authorization_is_401,
-        jwt_mode_needs_a_secret, headers_mode_trims_lists_and_drops_empties,
-        headers_mode_reads_the_tenant_and_needs_a_user,
+        jwt_not_valid_yet_is_401_beyond_the_leeway,
+        a_jwt_without_exp_is_401_unless_exp_is_optional_and_the_principal_carries_exp,
+        alg_none_and_other_algorithms_are_401, malformed_tokens_and_claims_are_401,
+        missing_or_non_bearer_authorization_is_401, jwt_mode_needs_a_secret,
+        headers_mode_trims_lists_and_drops_empties, headers_mode_reads_the_tenant_and_needs_a_user,
         ids_roles_and_tenants_past_255_bytes_are_400_naming_the_header_or_claim);
 }

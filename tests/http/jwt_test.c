@@ -9,39 +9,12 @@
 #include "http/request.h"
 #include "missive/base.h"
 #include "support/http_sink.h"
+#include "support/jwt_fixtures.h"
 #include "test.h"
 
 static const char HS_SECRET[] = "0123456789abcdef0123456789abcdef";
-static char fx_dir[512];
-static json_t *tokens;
 
-static bool fixtures(void) {
-    if (tokens) return true;
-    snprintf(fx_dir, sizeof fx_dir, "%s", test_tmp_path("jwt"));
-    mkdir(fx_dir, 0700);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "node tests/http/jwt_fixtures.mjs %s %lld", fx_dir,
-             (long long)(mv_now_ms() / 1000));
-    if (system(cmd) != 0) return false;
-    char path[600];
-    snprintf(path, sizeof path, "%s/tokens.json", fx_dir);
-    tokens = json_load_file(path, 0, NULL);
-    return tokens != NULL;
-}
-
-static const char *fx(const char *name) {
-    static char bufs[4][600];
-    static int slot;
-    char *b = bufs[slot++ % 4];
-    snprintf(b, 600, "%s/%s", fx_dir, name);
-    return b;
-}
-
-static const char *tok(const char *name) {
-    const char *t = json_string_value(json_object_get(tokens, name));
-    if (!t) fprintf(stderr, "no fixture token %s\n", name);
-    return t ? t : "";
-}
+static bool fixtures(void) { return jwt_fixtures_make(test_tmp_path("jwt")); }
 
 #define ALG(a) (1u << (a))
 #define ALL_ALGS (ALG(MV_JWT_RS256) | ALG(MV_JWT_ES256) | ALG(MV_JWT_EDDSA) | ALG(MV_JWT_HS256))
@@ -91,7 +64,7 @@ static mv_auth *file_auth(const char *jwks, unsigned algs) {
     mv_jwt_options jo = {.algorithms = algs,
                          .secret = HS_SECRET,
                          .secret_len = 32,
-                         .jwks_file = fx(jwks),
+                         .jwks_file = jwt_fixture_path(jwks),
                          .issuer = "https://idp.example",
                          .audience = "missive",
                          .leeway_s = -1};
@@ -100,7 +73,7 @@ static mv_auth *file_auth(const char *jwks, unsigned algs) {
 
 #define EXPECT_401(auth, name, why)                                                                \
     do {                                                                                           \
-        attempt at_ = try_token(auth, tok(name));                                                  \
+        attempt at_ = try_token(auth, jwt_fixture_token(name));                                    \
         CHECK_INT(at_.rc, MV_UNAUTHENTICATED);                                                     \
         if (!strstr(at_.message, why)) {                                                           \
             char m_[800];                                                                          \
@@ -111,7 +84,7 @@ static mv_auth *file_auth(const char *jwks, unsigned algs) {
 
 #define EXPECT_OK(auth, name)                                                                      \
     do {                                                                                           \
-        attempt at_ = try_token(auth, tok(name));                                                  \
+        attempt at_ = try_token(auth, jwt_fixture_token(name));                                    \
         if (at_.rc != MV_OK) {                                                                     \
             char m_[800];                                                                          \
             snprintf(m_, sizeof m_, "%s refused: %s", name, at_.message);                          \
@@ -125,7 +98,7 @@ TEST(rs256_es256_eddsa_and_hs256_tokens_made_by_node_verify) {
     REQUIRE(auth);
     const char *names[] = {"rs256", "es256", "eddsa", "hs256", "audience_array"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        attempt a = try_token(auth, tok(names[i]));
+        attempt a = try_token(auth, jwt_fixture_token(names[i]));
         CHECK_CODE(a.rc, MV_OK, NULL);
         CHECK_STR(a.user, "ana");
         CHECK_STR(a.tenant, "t1");
@@ -212,8 +185,9 @@ TEST(expired_not_yet_valid_wrong_issuer_and_wrong_audience_are_refused) {
     EXPECT_401(auth, "wrong_issuer", "wrong issuer");
     EXPECT_401(auth, "wrong_audience", "wrong audience");
     mv_auth_free(auth);
-    mv_jwt_options jo = {
-        .algorithms = ALL_ALGS & ~ALG(MV_JWT_HS256), .jwks_file = fx("jwks-a.json"), .leeway_s = 0};
+    mv_jwt_options jo = {.algorithms = ALL_ALGS & ~ALG(MV_JWT_HS256),
+                         .jwks_file = jwt_fixture_path("jwks-a.json"),
+                         .leeway_s = 0};
     auth = new_auth(&jo, (mv_auth_claims){0});
     REQUIRE(auth);
     EXPECT_401(auth, "expired_within_leeway", "expired"); /* no leeway */
@@ -226,18 +200,19 @@ TEST(a_64_kib_token_is_refused_by_its_length) {
     REQUIRE(fixtures());
     mv_auth *auth = file_auth("jwks-a.json", ALL_ALGS);
     REQUIRE(auth);
-    CHECK(strlen(tok("huge")) > 65536);
+    CHECK(strlen(jwt_fixture_token("huge")) > 65536);
     EXPECT_401(auth, "huge", "wrong length");
     mv_auth_free(auth);
 }
 
 TEST(claims_map_through_dotted_paths_and_roles_may_be_a_space_separated_string) {
     REQUIRE(fixtures());
-    mv_jwt_options jo = {
-        .algorithms = ALG(MV_JWT_RS256), .jwks_file = fx("jwks-a.json"), .leeway_s = -1};
+    mv_jwt_options jo = {.algorithms = ALG(MV_JWT_RS256),
+                         .jwks_file = jwt_fixture_path("jwks-a.json"),
+                         .leeway_s = -1};
     mv_auth *kc = new_auth(&jo, (mv_auth_claims){.roles = "realm_access.roles"});
     REQUIRE(kc);
-    attempt a = try_token(kc, tok("keycloak"));
+    attempt a = try_token(kc, jwt_fixture_token("keycloak"));
     CHECK_CODE(a.rc, MV_OK, NULL);
     CHECK_STR(a.user, "f4c1-uuid");
     CHECK_STR(a.roles, "approver,offline_access");
@@ -246,7 +221,7 @@ TEST(claims_map_through_dotted_paths_and_roles_may_be_a_space_separated_string) 
     mv_auth *cg =
         new_auth(&jo, (mv_auth_claims){.roles = "cognito:groups", .tenant = "custom:tenant"});
     REQUIRE(cg);
-    a = try_token(cg, tok("cognito"));
+    a = try_token(cg, jwt_fixture_token("cognito"));
     CHECK_CODE(a.rc, MV_OK, NULL);
     CHECK_STR(a.roles, "admins,staff");
     CHECK_STR(a.tenant, "t9");
@@ -254,23 +229,25 @@ TEST(claims_map_through_dotted_paths_and_roles_may_be_a_space_separated_string) 
     mv_auth *a0 = new_auth(&jo, (mv_auth_claims){.roles = "https://missive.example.com/roles",
                                                  .tenant = "https://missive.example.com/tenant"});
     REQUIRE(a0);
-    a = try_token(a0, tok("auth0")); /* a claim name with dots is found by its full name */
+    a = try_token(
+        a0, jwt_fixture_token("auth0")); /* a claim name with dots is found by its full name */
     CHECK_CODE(a.rc, MV_OK, NULL);
     CHECK_STR(a.roles, "editor");
     CHECK_STR(a.tenant, "acme");
     mv_auth_free(a0);
     mv_auth *plain = new_auth(&jo, (mv_auth_claims){0});
     REQUIRE(plain);
-    a = try_token(plain, tok("space_roles"));
+    a = try_token(plain, jwt_fixture_token("space_roles"));
     CHECK_CODE(a.rc, MV_OK, NULL);
     CHECK_STR(a.roles, "reader,writer");
-    a = try_token(plain, tok("keycloak")); /* default paths: no "roles" claim, no roles */
+    a = try_token(plain,
+                  jwt_fixture_token("keycloak")); /* default paths: no "roles" claim, no roles */
     CHECK_CODE(a.rc, MV_OK, NULL);
     CHECK_STR(a.roles, "");
     mv_auth_free(plain);
     mv_auth *bad = new_auth(&jo, (mv_auth_claims){.user = "preferred_username.missing"});
     REQUIRE(bad);
-    a = try_token(bad, tok("rs256"));
+    a = try_token(bad, jwt_fixture_token("rs256"));
     CHECK_INT(a.rc, MV_UNAUTHENTICATED);
     CHECK(strstr(a.message, "claim preferred_username.missing must be a non-empty string") != NULL);
     mv_auth_free(bad);
@@ -322,16 +299,6 @@ static int served_count(void) {
     return n;
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = calloc(1, 1 << 16);
-    size_t n = fread(buf, 1, (1 << 16) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* Waits until the endpoint served more than n requests (up to ms). */
 static bool wait_served(int n, int ms) {
     for (int waited = 0; waited < ms; waited += 20) {
@@ -344,8 +311,8 @@ static bool wait_served(int n, int ms) {
 TEST(
     a_jwks_url_rotates_on_unknown_kid_at_most_every_interval_and_keeps_keys_through_garbage_and_hangs) {
     REQUIRE(fixtures());
-    jwks_a_text = slurp(fx("jwks-a.json"));
-    jwks_b_text = slurp(fx("jwks-b.json"));
+    jwks_a_text = jwt_fixture_text("jwks-a.json");
+    jwks_b_text = jwt_fixture_text("jwks-b.json");
     REQUIRE(jwks_a_text && jwks_b_text);
     http_sink *s = http_sink_start();
     REQUIRE(s);
@@ -403,7 +370,7 @@ TEST(
 
 TEST(a_jwks_url_down_at_start_refuses_tokens_until_a_refresh_succeeds) {
     REQUIRE(fixtures());
-    jwks_b_text = slurp(fx("jwks-b.json"));
+    jwks_b_text = jwt_fixture_text("jwks-b.json");
     http_sink *s = http_sink_start();
     REQUIRE(s && jwks_b_text);
     http_sink_set_handler(s, serve_jwks, NULL);
@@ -434,14 +401,14 @@ typedef struct {
 
 static void *burst(void *arg) {
     burst_job *j = arg;
-    j->rc = try_token(j->auth, tok("rotated")).rc;
+    j->rc = try_token(j->auth, jwt_fixture_token("rotated")).rc;
     return NULL;
 }
 
 TEST(a_burst_of_tokens_with_a_new_kid_waits_for_one_refresh_and_all_verify) {
     REQUIRE(fixtures());
-    jwks_a_text = slurp(fx("jwks-a.json"));
-    jwks_b_text = slurp(fx("jwks-b.json"));
+    jwks_a_text = jwt_fixture_text("jwks-a.json");
+    jwks_b_text = jwt_fixture_text("jwks-b.json");
     http_sink *s = http_sink_start();
     REQUIRE(s && jwks_a_text && jwks_b_text);
     http_sink_set_handler(s, serve_jwks, NULL);
@@ -523,6 +490,6 @@ int main(void) {
         a_jwks_url_down_at_start_refuses_tokens_until_a_refresh_succeeds,
         a_burst_of_tokens_with_a_new_kid_waits_for_one_refresh_and_all_verify,
         unusable_key_sets_and_options_without_key_material_are_refused);
-    json_decref(tokens);
+    jwt_fixtures_free();
     return rc;
 }

@@ -451,13 +451,10 @@ TEST(malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape
             if (st != cases[i].status)
                 fprintf(stderr, "case %zu (keep-alive %d): status %d, reply %.300s\n", i, ka, st,
                         out);
-            /* after a first request libmicrohttpd parses the head itself: a version it refuses
-             * and a malformed header line keep its own (HTML) body */
-            if (ka && (cases[i].status == 505 || i == 5)) {
-                CHECK(st >= 400);
-                continue;
-            }
+            /* after a first request libmicrohttpd parses the head itself: its answer is
+             * rewritten into the same shape */
             CHECK_INT(st, cases[i].status);
+            CHECK(strstr(out, "<html") == NULL);
             CHECK(strstr(out, "Content-Type: application/json") != NULL);
             CHECK(strstr(out, "{\"error\":{\"code\":\"") != NULL);
             if (i == 6) CHECK(strstr(out, "conflicting") != NULL);
@@ -465,6 +462,134 @@ TEST(malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape
         }
         free(cases[i].req);
     }
+    fixture_stop(&f);
+}
+
+TEST(bodies_and_heads_libmicrohttpd_refuses_itself_are_answered_in_the_json_error_shape) {
+    fixture f;
+    REQUIRE(fixture_start(&f));
+    const char *chunked = "POST /echo HTTP/1.1\r\nHost: t\r\nX-User-Id: u1\r\n"
+                          "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    struct {
+        const char *body; /* after `chunked`, or NULL: head is the whole request */
+        const char *head;
+        int status;
+        const char *code, *message;
+        bool fresh_too; /* a first request's head is the gate's: only its body reaches MHD */
+    } cases[] = {
+        {"zz\r\n{}\r\n0\r\n\r\n", NULL, 400, "invalid_argument", "malformed chunked", true},
+        {"2\r\n{}XX0\r\n\r\n", NULL, 400, "invalid_argument", "malformed chunked", true},
+        {"fffffffffffffffffffff\r\n{}\r\n0\r\n\r\n", NULL, 413, "payload_too_large", "larger than",
+         true},
+        {NULL, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1x\r\n\r\n{}", 400,
+         "invalid_argument", "Content-Length", false},
+        {NULL, "GET /healthz HTTP/1.1\r\nHost: t\r\nBad Header\r\n\r\n", 400, "invalid_argument",
+         "malformed", false},
+        {NULL, "GET /healthz HTTP/1.1 extra\r\nHost: t\r\n\r\n", 400, "invalid_argument",
+         "malformed request line", false},
+    };
+    char out[4096], req[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(req, sizeof req, "%s%s", cases[i].body ? chunked : cases[i].head,
+                 cases[i].body ? cases[i].body : "");
+        for (int ka = cases[i].fresh_too ? 0 : 1; ka < 2; ka++) {
+            int st = raw_exchange(&f, req, strlen(req), ka, out, sizeof out);
+            if (st != cases[i].status)
+                fprintf(stderr, "case %zu (keep-alive %d): status %d, reply %.300s\n", i, ka, st,
+                        out);
+            CHECK_INT(st, cases[i].status);
+            CHECK(strstr(out, "Content-Type: application/json") != NULL);
+            CHECK(strstr(out, "X-Request-Id: ") != NULL);
+            CHECK(strstr(out, "<html") == NULL);
+            /* (libmicrohttpd 0.9.75 writes its head twice after a Content-Length it cannot
+             * parse; the body is what matters here) */
+            char *body = NULL;
+            for (char *p = strstr(out, "\r\n\r\n"); p; p = strstr(p + 4, "\r\n\r\n"))
+                body = p;
+            json_t *j = body ? json_loads(body + 4, 0, NULL) : NULL;
+            CHECK_STR(mv_json_str(json_object_get(j, "error"), "code"), cases[i].code);
+            const char *m = mv_json_str(json_object_get(j, "error"), "message");
+            CHECK(m && strstr(m, cases[i].message));
+            json_decref(j);
+        }
+    }
+    /* a request libmicrohttpd refused never reaches a handler */
+    atomic_store(&slow_started, 0);
+    const char *bad_cl = "POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 1x\r\n\r\n";
+    CHECK_INT(raw_exchange(&f, bad_cl, strlen(bad_cl), true, out, sizeof out), 400);
+    mv_sleep_ms(400);
+    CHECK_INT(atomic_load(&slow_started), 0);
+    /* the connection is not reused after such an answer, and the server goes on */
+    const char *ok = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    CHECK_INT(raw_exchange(&f, ok, strlen(ok), false, out, sizeof out), 200);
+    fixture_stop(&f);
+}
+
+TEST(head_on_a_get_route_answers_its_status_and_headers_without_the_body) {
+    fixture f;
+    REQUIRE(fixture_start(&f));
+    char get[4096], head[4096] = "";
+    /* GET then HEAD then GET on one connection: the HEAD answer has no body bytes, or the third
+     * answer would not parse */
+    int fd = raw_connect(&f, NULL);
+    REQUIRE(fd >= 0);
+    const char *g = "GET /things/abc HTTP/1.1\r\nHost: t\r\nX-User-Id: u1\r\n\r\n";
+    const char *h = "HEAD /things/abc HTTP/1.1\r\nHost: t\r\nX-User-Id: u1\r\n\r\n";
+    CHECK(send_all(fd, g, strlen(g)));
+    CHECK_INT(read_response(fd, get, sizeof get, 2000), 200);
+    CHECK(send_all(fd, h, strlen(h)));
+    /* read just the head: read_response would wait for Content-Length bytes */
+    size_t len = 0;
+    int64_t end = now_ms() + 2000;
+    while (!strstr(head, "\r\n\r\n") && now_ms() < end && len + 1 < sizeof head) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0) continue;
+        ssize_t r = recv(fd, head + len, sizeof head - 1 - len, 0);
+        if (r <= 0) break;
+        len += (size_t)r;
+        head[len] = '\0';
+    }
+    CHECK(strncmp(head, "HTTP/1.1 200", 12) == 0);
+    char *head_end = strstr(head, "\r\n\r\n");
+    REQUIRE(head_end);
+    CHECK(head_end[4] == '\0'); /* nothing after the head */
+    const char *gl = strcasestr(get, "Content-Length:"), *hl = strcasestr(head, "Content-Length:");
+    REQUIRE(gl && hl);
+    CHECK_INT(atoi(hl + 15), atoi(gl + 15)); /* the GET body's length */
+    CHECK(atoi(gl + 15) > 0);
+    CHECK(strstr(head, "Content-Type: application/json") != NULL);
+    CHECK(send_all(fd, g, strlen(g)));
+    CHECK_INT(read_response(fd, get, sizeof get, 2000), 200);
+    CHECK(strstr(get, "\"id\":\"abc\"") != NULL);
+    close(fd);
+    /* HEAD runs the GET route's checks too, and another method on a known path is 404 with Allow */
+    const char *anon = "HEAD /things/abc HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    fd = raw_connect(&f, NULL);
+    REQUIRE(fd >= 0);
+    CHECK(send_all(fd, anon, strlen(anon)));
+    memset(head, 0, sizeof head);
+    len = 0;
+    while (len + 1 < sizeof head) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 2000) <= 0) break;
+        ssize_t r = recv(fd, head + len, sizeof head - 1 - len, 0);
+        if (r <= 0) break;
+        len += (size_t)r;
+    }
+    close(fd);
+    CHECK(strncmp(head, "HTTP/1.1 401", 12) == 0);
+    head_end = strstr(head, "\r\n\r\n");
+    CHECK(head_end && head_end[4] == '\0');
+    const char *del = "DELETE /things/abc HTTP/1.1\r\nHost: t\r\nX-User-Id: u1\r\n\r\n";
+    CHECK_INT(raw_exchange(&f, del, strlen(del), false, get, sizeof get), 404);
+    CHECK(strstr(get, "Allow: GET, HEAD\r\n") != NULL);
+    CHECK(strstr(get, "\"code\":\"not_found\"") != NULL);
+    const char *post = "POST /healthz HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n";
+    CHECK_INT(raw_exchange(&f, post, strlen(post), false, get, sizeof get), 404);
+    CHECK(strstr(get, "Allow: GET, HEAD\r\n") != NULL);
+    const char *none = "GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n";
+    CHECK_INT(raw_exchange(&f, none, strlen(none), false, get, sizeof get), 404);
+    CHECK(strstr(get, "Allow:") == NULL);
     fixture_stop(&f);
 }
 
@@ -821,6 +946,8 @@ int main(void) {
         drain_reports_requests_still_running_at_the_timeout,
         listen_addresses_parse_and_loopback_is_recognised,
         malformed_and_oversized_heads_are_answered_promptly_in_the_json_error_shape,
+        bodies_and_heads_libmicrohttpd_refuses_itself_are_answered_in_the_json_error_shape,
+        head_on_a_get_route_answers_its_status_and_headers_without_the_body,
         a_head_that_does_not_arrive_in_time_is_answered_408_and_closed,
         slow_heads_neither_delay_nor_lock_out_a_fresh_client,
         connections_beyond_the_per_address_limit_are_closed_at_once,
