@@ -484,6 +484,44 @@ def libmissive_dev_and_its_declared_depends_build_a_program_with_pkg_config_alon
     return problems
 
 
+def the_three_packages_install_in_order_and_scripts_check_installed_passes():
+    # dpkg -i of libmissive0, libmissive-dev, missive (each needs the ones before and its declared
+    # Depends), then what CI runs after installing them: scripts/check-installed. All of it in a
+    # private mount namespace over overlays of /usr, /etc and /var, so this machine is unchanged.
+    name = "the_three_packages_install_in_order_and_scripts_check_installed_passes"
+    if release_build_only(name):
+        return "skip"
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("SKIP %s: needs root and unshare(1) for a private overlay of /usr, /etc and /var" % name)
+        return "skip"
+    built = debs()
+    host = lambda: subprocess.run(["dpkg-query", "-W", "-f=${Status}", "libmissive-dev"], capture_output=True,
+                                  text=True).stdout
+    before = host()
+    ovl = os.path.join(TMP, "overlay")
+    script = "set -e\n"
+    for d in ("usr", "etc", "var"):
+        script += ("mkdir -p {o}/upper/{d} {o}/work/{d}\n"
+                   "mount -t overlay overlay -o lowerdir=/{d},upperdir={o}/upper/{d},workdir={o}/work/{d} /{d}\n"
+                   ).format(o=ovl, d=d)
+    script += "mount -t tmpfs tmpfs /run\n"  # no systemd running: the postinst makes /var/lib/missive
+    for n in PACKAGES:
+        script += "dpkg -i %s >%s/dpkg-%s.log 2>&1 || { cat %s/dpkg-%s.log; exit 1; }\n" % (built[n], TMP, n, TMP, n)
+    script += "dpkg-query -W -f='${Package} ${Status}\\n' libmissive0 libmissive-dev missive\n"
+    script += "scripts/check-installed\n"
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180)
+    out = p.stdout + p.stderr
+    problems = [] if p.returncode == 0 and "check-installed: ok" in p.stdout else [
+        "rc %d: %s" % (p.returncode, out[-3000:])]
+    for n in PACKAGES:
+        if "%s install ok installed" % n not in p.stdout:
+            problems.append("%s is not installed after dpkg -i" % n)
+    if host() != before:
+        problems.append("the install leaked out of the namespace: libmissive-dev is %r on this machine" % host())
+    return problems
+
+
 def maintainer_scripts(body, name):
     """Runs body (sh) in a private mount namespace whose /run and /var/lib are empty tmpfs, with
     systemctl and deb-systemd-* replaced by stubs that append their argv to $LOG; returns its
@@ -566,6 +604,7 @@ def main():
                missived_reports_ready_when_listening_and_stopping_when_draining,
                make_deb_builds_three_lintian_clean_packages_with_the_documented_contents,
                libmissive_dev_and_its_declared_depends_build_a_program_with_pkg_config_alone,
+               the_three_packages_install_in_order_and_scripts_check_installed_passes,
                the_postinst_makes_the_state_directory_without_systemd_and_starts_nothing,
                the_postinst_restarts_a_running_unit_on_upgrade_and_the_prerm_stops_it_on_removal):
         check(fn)
