@@ -157,7 +157,8 @@ def the_document_is_kept_as_the_generators_write_it():
     doc = json.loads(text)
     problems = []
     if json.dumps(doc, indent=2, ensure_ascii=False) + "\n" != text:
-        problems.append("api/openapi.json is not formatted as json.dumps(indent=2, ensure_ascii=False)")
+        problems.append("api/openapi.json is not formatted as json.dumps(indent=2, ensure_ascii=False) writes it "
+                        "(scripts/gen-error-table rewrites the whole document that way: run it)")
     for script in ("gen-error-table", "sync-version"):
         p = subprocess.run([os.path.join(ROOT, "scripts", script), "--check"], capture_output=True, text=True)
         if p.returncode != 0:
