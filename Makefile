@@ -234,14 +234,23 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/missived.8
 	rm -f $(DESTDIR)$(UNITDIR)/missived.service
 
-# build/missive_<version>_amd64.deb: `make install PREFIX=/usr` staged, packed by scripts/build-deb.
+# build/{libmissive0,libmissive-dev,missive}_<version>_amd64.deb: `make install PREFIX=/usr` staged
+# and split by scripts/build-deb, which prints their paths in install order.
 deb:
 	@scripts/build-deb $(BUILD) $(VERSION)
+
+# The version (MV_VERSION_STRING of include/missive/version.h); `make version-sync` copies it into
+# api/openapi.json and the TypeScript client's package files (scripts/sync-version).
+version:
+	@echo $(VERSION)
+
+version-sync:
+	@scripts/sync-version
 
 clean:
 	rm -rf build build-asan build-tsan build-release build-fuzz var
 
-.PHONY: all test screenshots asan tsan tsan-run run lint format-check clean fuzz fuzz-deps bench bench-bin bench-peers install uninstall deb
+.PHONY: all test screenshots asan tsan tsan-run run lint format-check clean fuzz fuzz-deps bench bench-bin bench-peers install uninstall deb version version-sync
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 -include $(shell find build-fuzz/obj -name '*.d' 2>/dev/null)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """package_test.py — what a user of a release gets: version, headers, shared library, install,
-the systemd unit and its readiness protocol, the Debian package.
+the systemd unit and its readiness protocol, the three Debian packages and their maintainer
+scripts.
 
 Each check is a sentence below; it fails on the first thing a user would trip over. The shared
 library and headers are those of $BUILD (build/ by default); C and C++ compilers get the
@@ -71,6 +72,26 @@ def both_programs_print_the_version_from_version_h():
     return ["%s --version printed %r, not %r" % (p, out, want)
             for p in ("missived", "missive")
             for out in [run(os.path.join(BUILD, p), "--version")] if out != want]
+
+
+def openapi_client_and_package_files_carry_the_version_of_version_h():
+    import json
+    v = version()
+    have = {
+        "api/openapi.json info.version": json.load(open(os.path.join(ROOT, "api", "openapi.json")))["info"]["version"],
+        "clients/typescript/package.json": json.load(open(os.path.join(ROOT, "clients", "typescript",
+                                                                      "package.json")))["version"],
+    }
+    lock = json.load(open(os.path.join(ROOT, "clients", "typescript", "package-lock.json")))
+    have["clients/typescript/package-lock.json"] = lock["version"]
+    have['clients/typescript/package-lock.json packages[""]'] = lock["packages"][""]["version"]
+    have["make version"] = run("make", "--no-print-directory", "-s", "version").strip()
+    problems = ["%s is %s, version.h says %s" % (k, h, v) for k, h in have.items() if h != v]
+    # and the script that copies it agrees that nothing is stale
+    p = subprocess.run([os.path.join(ROOT, "scripts", "sync-version"), "--check"], capture_output=True, text=True)
+    if p.returncode != 0:
+        problems.append("scripts/sync-version --check: %s" % p.stdout.strip())
+    return problems
 
 
 def version_macros_agree_with_each_other_and_with_mv_version():
@@ -219,9 +240,16 @@ def make_install_puts_the_documented_layout_under_destdir_and_uninstall_removes_
     p = subprocess.run(["pkg-config", "--modversion", "missive"], env=env, capture_output=True, text=True)
     if p.stdout.strip() != v:
         problems.append("pkg-config --modversion missive: %r" % (p.stdout + p.stderr))
-    p = subprocess.run(["pkg-config", "--print-requires-private", "missive"], env=env, capture_output=True, text=True)
-    if "sqlite3" not in p.stdout or "libpq" not in p.stdout:
-        problems.append("Requires.private lacks the store libraries: %r" % p.stdout)
+    # libpq's own private libraries (-lpgcommon -lpgport -lgssapi_krb5) cannot be linked on
+    # Debian: the store libraries are named in Libs.private, never through Requires.private
+    p = subprocess.run(["pkg-config", "--static", "--libs", "missive"], env=env, capture_output=True, text=True)
+    static = p.stdout.split()
+    for lib in ("-lmissive", "-lsqlite3", "-lpq", "-lmicrohttpd", "-lcurl", "-lcrypto", "-ljansson"):
+        if lib not in static:
+            problems.append("pkg-config --static --libs missive lacks %s: %r" % (lib, p.stdout + p.stderr))
+    for lib in ("-lpgcommon", "-lpgport", "-lgssapi_krb5"):
+        if lib in static:
+            problems.append("pkg-config --static --libs missive names %s, which no package ships" % lib)
     # a program built from the staged tree with pkg-config alone
     src = os.path.join(TMP, "staged.c")
     open(src, "w").write('#include <missive.h>\n#include <stdio.h>\nint main(void) { puts(mv_version()); return 0; }\n')
@@ -297,48 +325,272 @@ def missived_reports_ready_when_listening_and_stopping_when_draining():
     return problems
 
 
-# ---- the Debian package ----------------------------------------------------------------------
+# ---- the Debian packages ---------------------------------------------------------------------
 
-def make_deb_builds_a_lintian_clean_package_with_the_documented_contents():
-    if BUILD_NAME != "build":
-        # the package is built from the release build only; the sanitizer build checks the rest
-        print("SKIP make_deb_builds_a_lintian_clean_package_with_the_documented_contents: BUILD=%s" % BUILD_NAME)
-        return "skip"
-    out = run("make", "--no-print-directory", "-s", "BUILD=" + BUILD_NAME, "deb").strip().splitlines()[-1]
-    deb = os.path.join(ROOT, out)
-    v = version()
-    problems = [] if out == "%s/missive_%s_amd64.deb" % (BUILD_NAME, v) else ["make deb printed %r" % out]
+PACKAGES = ("libmissive0", "libmissive-dev", "missive")
+MULTIARCH = "/usr/lib/x86_64-linux-gnu"
+_debs = {}
+
+
+def debs():
+    """Runs `make deb` once; {package name: path of its .deb}."""
+    if not _debs:
+        out = run("make", "--no-print-directory", "-s", "BUILD=" + BUILD_NAME, "deb").split()
+        for path in out:
+            name = os.path.basename(path).split("_")[0]
+            _debs[name] = os.path.join(ROOT, path)
+    return _debs
+
+
+def deb_files(deb):
+    """The paths of a package's files and links (not its directories)."""
     listing = run("dpkg-deb", "--contents", deb)
-    # "drwxr-xr-x root/root 0 2026-12-01 12:00 ./usr/lib/libmissive.so.0 -> libmissive.so.0.2.0"
-    files = set(re.sub(r"^\./", "/", ln.split(None, 5)[5].split(" -> ")[0]) for ln in listing.splitlines())
-    for f in ("/usr/bin/missived", "/usr/bin/missive", "/usr/lib/libmissive.so.0", "/usr/lib/libmissive.a",
-              "/usr/include/missive.h", "/usr/include/missive/version.h", "/usr/lib/pkgconfig/missive.pc",
-              "/usr/share/man/man1/missive.1.gz", "/usr/share/man/man8/missived.8.gz",
-              "/usr/share/man/man5/missive.json.5.gz", "/lib/systemd/system/missived.service",
-              "/etc/missive/missive.json", "/usr/share/doc/missive/copyright",
-              "/usr/share/doc/missive/examples/templates/booking-request.json"):
-        if f not in files and f + "/" not in files:
-            problems.append("the package lacks %s" % f)
-    conffiles = run("dpkg-deb", "--info", deb, "conffiles")
-    if "/etc/missive/missive.json" not in conffiles.split():
+    # "lrwxrwxrwx root/root 0 2026-12-01 12:00 ./usr/lib/…/libmissive.so.0 -> libmissive.so.0.2.0"
+    return set(re.sub(r"^\./", "/", ln.split(None, 5)[5].split(" -> ")[0])
+               for ln in listing.splitlines() if not ln.startswith("d"))
+
+
+def deb_field(deb, field):
+    return run("dpkg-deb", "--field", deb, field).strip()
+
+
+def release_build_only(name):
+    if BUILD_NAME != "build":
+        # the packages are built from the release build only; the sanitizer build checks the rest
+        print("SKIP %s: BUILD=%s" % (name, BUILD_NAME))
+        return True
+    return False
+
+
+def make_deb_builds_three_lintian_clean_packages_with_the_documented_contents():
+    if release_build_only("make_deb_builds_three_lintian_clean_packages_with_the_documented_contents"):
+        return "skip"
+    v = version()
+    built = debs()
+    problems = []
+    for name in PACKAGES:
+        want = os.path.join(ROOT, BUILD_NAME, "%s_%s_amd64.deb" % (name, v))
+        if built.get(name) != want:
+            problems.append("make deb did not print %s (printed %s)" % (want, sorted(built.values())))
+    if problems:
+        return problems
+    want = {
+        "libmissive0": [MULTIARCH + "/libmissive.so.0", MULTIARCH + "/libmissive.so." + v,
+                        "/usr/share/doc/libmissive0/copyright"],
+        "libmissive-dev": ["/usr/include/missive.h", "/usr/include/missive/version.h", MULTIARCH + "/libmissive.a",
+                           MULTIARCH + "/libmissive.so", MULTIARCH + "/pkgconfig/missive.pc",
+                           "/usr/share/doc/libmissive-dev/copyright"],
+        "missive": ["/usr/bin/missived", "/usr/bin/missive", "/usr/share/man/man1/missive.1.gz",
+                    "/usr/share/man/man8/missived.8.gz", "/usr/share/man/man5/missive.json.5.gz",
+                    "/lib/systemd/system/missived.service", "/etc/missive/missive.json",
+                    "/usr/share/doc/missive/copyright",
+                    "/usr/share/doc/missive/examples/templates/booking-request.json"],
+    }
+    owner = {}
+    for name in PACKAGES:
+        files = deb_files(built[name])
+        problems += ["%s lacks %s" % (name, f) for f in want[name] if f not in files]
+        for f in files:
+            if f in owner:
+                problems.append("%s is in %s and %s" % (f, owner[f], name))
+            owner[f] = name
+        if deb_field(built[name], "Version") != v:
+            problems.append("%s has version %s" % (name, deb_field(built[name], "Version")))
+    if any(f.startswith("/usr/lib/pkgconfig") or f.startswith("/usr/lib/libmissive") for f in owner):
+        problems.append("a library file is outside the multiarch directory")
+    dev_depends = deb_field(built["libmissive-dev"], "Depends")
+    if "libmissive0 (= %s)" % v not in dev_depends:
+        problems.append("libmissive-dev does not depend on libmissive0 (= %s): %s" % (v, dev_depends))
+    for name in ("libmissive0", "libmissive-dev"):
+        if deb_field(built[name], "Multi-Arch") != "same":
+            problems.append("%s is not Multi-Arch: same" % name)
+    if "libmissive 0 libmissive0 (>= %s)" % v not in run("dpkg-deb", "--info", built["libmissive0"], "shlibs"):
+        problems.append("libmissive0's shlibs file does not name libmissive0")
+    if "ldconfig" not in run("dpkg-deb", "--info", built["libmissive0"], "triggers"):
+        problems.append("libmissive0 does not activate the ldconfig trigger")
+    for script in ("postinst", "prerm", "postrm"):
+        if run("dpkg-deb", "--info", built["missive"], script) != open(
+                os.path.join(ROOT, "dist", "debian", "missive." + script)).read():
+            problems.append("missive's %s is not dist/debian/missive.%s" % (script, script))
+    if "/etc/missive/missive.json" not in run("dpkg-deb", "--info", built["missive"], "conffiles").split():
         problems.append("/etc/missive/missive.json is not a conffile")
     x = os.path.join(TMP, "deb")
-    run("dpkg-deb", "-x", deb, x)
+    run("dpkg-deb", "-x", built["missive"], x)
     conf = open(os.path.join(x, "etc", "missive", "missive.json")).read()
     if "sqlite:/var/lib/missive/" not in conf or '"127.0.0.1:' not in conf:
         problems.append("the conffile is not SQLite in /var/lib/missive on loopback: %s" % conf)
     if shutil.which("lintian"):
-        p = subprocess.run(["lintian", "--fail-on", "error", deb], capture_output=True, text=True)
-        errors = [ln for ln in p.stdout.splitlines() if ln.startswith("E:")]
-        if p.returncode != 0 or errors:
-            problems.append("lintian: %s" % ("\n".join(errors) or p.stdout + p.stderr))
+        p = subprocess.run(["lintian", "--fail-on", "error,warning", *(built[n] for n in PACKAGES)],
+                           capture_output=True, text=True)
+        bad = [ln for ln in p.stdout.splitlines() if ln[:2] in ("E:", "W:")]
+        if p.returncode != 0 or bad:
+            problems.append("lintian: %s" % ("\n".join(bad) or p.stdout + p.stderr))
     else:
         problems.append("lintian is not installed (scripts/deps installs it)")
     return problems
 
 
+def libmissive_dev_and_its_declared_depends_build_a_program_with_pkg_config_alone():
+    # What a machine with only libmissive-dev and its Depends has: the two packages unpacked into
+    # a root, and pkg-config seeing missive.pc and the .pc files of the declared Depends only.
+    name = "libmissive_dev_and_its_declared_depends_build_a_program_with_pkg_config_alone"
+    if release_build_only(name):
+        return "skip"
+    built = debs()
+    root = os.path.join(TMP, "dev-root")
+    pcdir = os.path.join(TMP, "dev-pc")
+    os.makedirs(pcdir)
+    for n in ("libmissive0", "libmissive-dev"):
+        run("dpkg-deb", "-x", built[n], root)
+    problems = []
+    for dep in deb_field(built["libmissive-dev"], "Depends").split(","):
+        first = dep.split("|")[0].split("(")[0].strip()
+        if first == "libmissive0":
+            continue
+        p = subprocess.run(["dpkg-query", "-L", first], capture_output=True, text=True)
+        if p.returncode != 0:
+            problems.append("the declared dependency %s is not installed (scripts/deps installs it)" % first)
+        for f in p.stdout.split():
+            if f.endswith(".pc") and not os.path.exists(os.path.join(pcdir, os.path.basename(f))):
+                os.symlink(f, os.path.join(pcdir, os.path.basename(f)))
+    shutil.copy(os.path.join(root, MULTIARCH.lstrip("/"), "pkgconfig", "missive.pc"), pcdir)
+    env = dict(os.environ, PKG_CONFIG_LIBDIR=pcdir, PKG_CONFIG_SYSROOT_DIR=root)
+    env.pop("PKG_CONFIG_PATH", None)
+
+    def pc(*args):
+        p = subprocess.run(["pkg-config", *args, "missive"], env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            problems.append("pkg-config %s missive: %s" % (" ".join(args), p.stderr.strip()))
+        return p.stdout.split()
+
+    doc = open(os.path.join(ROOT, "docs", "library.md")).read()
+    src = os.path.join(TMP, "dev-example.c")
+    open(src, "w").write(re.search(r"<!-- example: library -->\s*```c\n(.*?)```", doc, re.S).group(1))
+    libdir = os.path.join(root, MULTIARCH.lstrip("/"))
+    shared = os.path.join(TMP, "dev-shared")
+    run("cc", "-std=c11", "-Wall", "-Werror", src, "-o", shared, *pc("--cflags", "--libs"), "-Wl,-rpath," + libdir)
+    if os.path.join(libdir, "libmissive.so.0") not in run("ldd", shared):
+        problems.append("the program built with pkg-config --libs does not load the packaged libmissive.so.0")
+    # libmissive.a with what `pkg-config --static` adds (scripts/check-installed runs the same)
+    static = os.path.join(TMP, "dev-static")
+    run("cc", "-std=c11", "-Wall", "-Werror", src, "-o", static, "-Wl,--as-needed", *pc("--cflags"),
+        "-Wl,-Bstatic", "-lmissive", "-Wl,-Bdynamic", *pc("--static", "--libs"))
+    if "libmissive" in run("ldd", static):
+        problems.append("the --static program loads libmissive.so")
+    for exe in (shared, static):
+        out = run(exe, "sqlite:" + exe + ".db", cwd=TMP)
+        if not out.startswith("libmissive %s\n" % version()):
+            problems.append("%s printed %r" % (os.path.basename(exe), out))
+    return problems
+
+
+def the_three_packages_install_in_order_and_scripts_check_installed_passes():
+    # dpkg -i of libmissive0, libmissive-dev, missive (each needs the ones before and its declared
+    # Depends), then what CI runs after installing them: scripts/check-installed. All of it in a
+    # private mount namespace over overlays of /usr, /etc and /var, so this machine is unchanged.
+    name = "the_three_packages_install_in_order_and_scripts_check_installed_passes"
+    if release_build_only(name):
+        return "skip"
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("SKIP %s: needs root and unshare(1) for a private overlay of /usr, /etc and /var" % name)
+        return "skip"
+    built = debs()
+    host = lambda: subprocess.run(["dpkg-query", "-W", "-f=${Status}", "libmissive-dev"], capture_output=True,
+                                  text=True).stdout
+    before = host()
+    ovl = os.path.join(TMP, "overlay")
+    script = "set -e\n"
+    for d in ("usr", "etc", "var"):
+        script += ("mkdir -p {o}/upper/{d} {o}/work/{d}\n"
+                   "mount -t overlay overlay -o lowerdir=/{d},upperdir={o}/upper/{d},workdir={o}/work/{d} /{d}\n"
+                   ).format(o=ovl, d=d)
+    script += "mount -t tmpfs tmpfs /run\n"  # no systemd running: the postinst makes /var/lib/missive
+    for n in PACKAGES:
+        script += "dpkg -i %s >%s/dpkg-%s.log 2>&1 || { cat %s/dpkg-%s.log; exit 1; }\n" % (built[n], TMP, n, TMP, n)
+    script += "dpkg-query -W -f='${Package} ${Status}\\n' libmissive0 libmissive-dev missive\n"
+    script += "scripts/check-installed\n"
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180)
+    out = p.stdout + p.stderr
+    problems = [] if p.returncode == 0 and "check-installed: ok" in p.stdout else [
+        "rc %d: %s" % (p.returncode, out[-3000:])]
+    for n in PACKAGES:
+        if "%s install ok installed" % n not in p.stdout:
+            problems.append("%s is not installed after dpkg -i" % n)
+    if host() != before:
+        problems.append("the install leaked out of the namespace: libmissive-dev is %r on this machine" % host())
+    return problems
+
+
+def maintainer_scripts(body, name):
+    """Runs body (sh) in a private mount namespace whose /run and /var/lib are empty tmpfs, with
+    systemctl and deb-systemd-* replaced by stubs that append their argv to $LOG; returns its
+    stdout, or "skip" where no mount namespace can be made (not root)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("SKIP %s: needs root and unshare(1) to give the scripts a private /run and /var/lib" % name)
+        return "skip"
+    stubs = os.path.join(TMP, "stubs")
+    os.makedirs(stubs, exist_ok=True)
+    for tool in ("systemctl", "deb-systemd-invoke", "deb-systemd-helper"):
+        path = os.path.join(stubs, tool)
+        open(path, "w").write('#!/bin/sh\necho "%s $*" >> "$LOG"\n' % tool)
+        os.chmod(path, 0o755)
+    log = os.path.join(TMP, "stubs.log")
+    open(log, "w").close()
+    env = dict(os.environ, LOG=log, PATH=stubs + ":" + os.environ["PATH"],
+               D=os.path.join(ROOT, "dist", "debian"))
+    script = "set -e; mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /var/lib\n" + body
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("the scripts failed (rc %d): %s" % (p.returncode, p.stderr))
+    return p.stdout + "LOG\n" + open(log).read()
+
+
+def the_postinst_makes_the_state_directory_without_systemd_and_starts_nothing():
+    out = maintainer_scripts(r'''
+        sh $D/missive.postinst configure ""
+        stat -c 'made %a %U' /var/lib/missive
+        echo data > /var/lib/missive/missive.db
+        sh $D/missive.postinst configure 0.1.0        # an upgrade keeps it as it is
+        cat /var/lib/missive/missive.db
+        sh $D/missive.prerm remove
+        sh $D/missive.postrm remove
+        sh $D/missive.postrm purge                    # a store with data stays
+        [ -e /var/lib/missive/missive.db ] && echo kept
+        rm /var/lib/missive/missive.db
+        sh $D/missive.postrm purge                    # an empty one goes
+        [ -e /var/lib/missive ] || echo gone
+    ''', "the_postinst_makes_the_state_directory_without_systemd_and_starts_nothing")
+    if out == "skip":
+        return out
+    # purge ran twice: each time deb-systemd-helper forgets the unit's enablement state
+    want = "made 750 root\ndata\nkept\ngone\nLOG\n" + "deb-systemd-helper purge missived.service\n" * 2
+    return [] if out == want else ["without systemd the scripts printed and called %r, expected %r" % (out, want)]
+
+
+def the_postinst_restarts_a_running_unit_on_upgrade_and_the_prerm_stops_it_on_removal():
+    out = maintainer_scripts(r'''
+        mkdir -p /run/systemd/system
+        echo install; sh $D/missive.postinst configure ""
+        [ -e /var/lib/missive ] || echo "no directory: StateDirectory= makes it"
+        echo upgrade; sh $D/missive.prerm upgrade 0.2.0; sh $D/missive.postinst configure 0.1.0
+        echo remove; sh $D/missive.prerm remove; sh $D/missive.postrm remove
+    ''', "the_postinst_restarts_a_running_unit_on_upgrade_and_the_prerm_stops_it_on_removal")
+    if out == "skip":
+        return out
+    want = ("install\nno directory: StateDirectory= makes it\nupgrade\nremove\nLOG\n"
+            "systemctl --system daemon-reload\n"                      # install: starts nothing
+            "systemctl --system daemon-reload\n"                      # upgrade
+            "deb-systemd-invoke try-restart missived.service\n"
+            "deb-systemd-invoke stop missived.service\n"              # remove
+            "systemctl --system daemon-reload\n")
+    return [] if out == want else ["under systemd the scripts printed and called %r, expected %r" % (out, want)]
+
+
 def main():
     for fn in (both_programs_print_the_version_from_version_h,
+               openapi_client_and_package_files_carry_the_version_of_version_h,
                version_macros_agree_with_each_other_and_with_mv_version,
                missive_h_includes_every_public_header,
                every_public_header_compiles_alone_as_c_and_cxx_without_internal_headers,
@@ -350,7 +602,11 @@ def main():
                make_install_puts_the_documented_layout_under_destdir_and_uninstall_removes_it,
                systemd_unit_passes_systemd_analyze_verify_and_is_hardened,
                missived_reports_ready_when_listening_and_stopping_when_draining,
-               make_deb_builds_a_lintian_clean_package_with_the_documented_contents):
+               make_deb_builds_three_lintian_clean_packages_with_the_documented_contents,
+               libmissive_dev_and_its_declared_depends_build_a_program_with_pkg_config_alone,
+               the_three_packages_install_in_order_and_scripts_check_installed_passes,
+               the_postinst_makes_the_state_directory_without_systemd_and_starts_nothing,
+               the_postinst_restarts_a_running_unit_on_upgrade_and_the_prerm_stops_it_on_removal):
         check(fn)
     shutil.rmtree(TMP, ignore_errors=True)
     print("package_test: %d passed, %d failed" % (passed, failed))

@@ -3,7 +3,7 @@
 // answer throws a MissiveError; creates carry a fresh Idempotency-Key unless one is given, so a
 // retried create (network error, 5xx) with the same key is answered once.
 
-import { MissiveError, type MissiveErrorFields } from './errors.js';
+import { MissiveError } from './errors.js';
 import { parseEventStream, type ParsedStream } from './sse.js';
 import type {
   Actions,
@@ -24,130 +24,24 @@ import type {
   StreamEvent,
   StreamTicket,
 } from './types.js';
+import { errorOf, Transport, type MissiveOptions, type Query } from './transport.js';
 import { randomUUID } from './webcrypto.js';
 
-export interface MissiveOptions {
-  /** e.g. "https://missive.example.com" (a path prefix is kept). */
-  baseUrl: string;
-  /** A bearer token (auth.mode "jwt"), or a function returning one (called per request). */
-  token?: string | (() => string | Promise<string>);
-  /** Extra headers on every request, e.g. X-User-Id behind a trusted proxy (auth.mode "headers"). */
-  headers?: Record<string, string>;
-  /** A fetch implementation (default: globalThis.fetch). */
-  fetch?: typeof fetch;
-}
-
-type Query = Record<string, string | number | boolean | undefined>;
-
-interface RequestOptions {
-  query?: Query;
-  body?: unknown;
-  headers?: Record<string, string>;
-  signal?: AbortSignal;
-}
-
-interface Answer<T> {
-  status: number;
-  headers: Headers;
-  body: T;
-}
+export type { MissiveOptions } from './transport.js';
 
 export class Missive {
   readonly messages: MessagesApi;
   readonly approvals: ApprovalsApi;
   readonly sagas: SagasApi;
   readonly ops: OpsApi;
-  private readonly base: string;
-  private readonly options: MissiveOptions;
-  private readonly fetcher: typeof fetch;
 
   constructor(options: MissiveOptions) {
-    if (!options || typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) {
-      throw new TypeError('Missive needs a baseUrl starting with http:// or https://');
-    }
-    this.options = options;
-    this.base = options.baseUrl.replace(/\/+$/, '');
-    const f = options.fetch ?? (globalThis as { fetch?: typeof fetch }).fetch;
-    if (!f) throw new TypeError('no fetch implementation: pass options.fetch');
-    this.fetcher = f;
-    this.messages = new MessagesApi(this);
-    this.approvals = new ApprovalsApi(this);
-    this.sagas = new SagasApi(this);
-    this.ops = new OpsApi(this);
+    const t = new Transport(options);
+    this.messages = new MessagesApi(t);
+    this.approvals = new ApprovalsApi(t);
+    this.sagas = new SagasApi(t);
+    this.ops = new OpsApi(t);
   }
-
-  /** @internal The URL of a path and query. */
-  url(path: string, query?: Query): string {
-    const q = new URLSearchParams();
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) q.set(k, String(v));
-    const s = q.toString();
-    return `${this.base}${path}${s ? `?${s}` : ''}`;
-  }
-
-  /** @internal The authentication and default headers. */
-  async headers(extra?: Record<string, string>): Promise<Record<string, string>> {
-    const h: Record<string, string> = { Accept: 'application/json', ...this.options.headers };
-    const t = this.options.token;
-    if (t !== undefined) h['Authorization'] = `Bearer ${typeof t === 'function' ? await t() : t}`;
-    return { ...h, ...extra };
-  }
-
-  /** @internal One fetch, without reading the body. */
-  async send(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
-    const headers = await this.headers(opts.headers);
-    const init: RequestInit = { method, headers };
-    if (opts.body !== undefined) {
-      headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(opts.body);
-    }
-    if (opts.signal) init.signal = opts.signal;
-    try {
-      return await this.fetcher(this.url(path, opts.query), init);
-    } catch (cause) {
-      if ((cause as { name?: string })?.name === 'AbortError') throw cause;
-      throw new MissiveError(0, 'network_error', `${method} ${path}: ${(cause as Error)?.message ?? cause}`, {}, { cause });
-    }
-  }
-
-  /** @internal A request whose answer is JSON; non-2xx throws MissiveError. */
-  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
-    const res = await this.send(method, path, opts);
-    if (!res.ok) throw await errorOf(res);
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as T };
-  }
-
-  /** @internal A request whose answer is text. */
-  async text(path: string): Promise<string> {
-    const res = await this.send('GET', path, { headers: { Accept: '*/*' } });
-    if (!res.ok) throw await errorOf(res);
-    return res.text();
-  }
-}
-
-/** The MissiveError of a non-2xx response. */
-export async function errorOf(res: Response): Promise<MissiveError> {
-  const text = await res.text().catch(() => '');
-  let code = `http_${res.status}`;
-  let message = `HTTP ${res.status}`;
-  let fields: MissiveErrorFields = {};
-  try {
-    const e = (JSON.parse(text) as { error?: Record<string, unknown> }).error;
-    if (e && typeof e.code === 'string') {
-      const { code: c, message: m, ...rest } = e;
-      code = c as string;
-      if (typeof m === 'string') message = m;
-      fields = rest;
-    }
-  } catch {
-    /* not JSON: keep the HTTP status as the code */
-  }
-  const ra = res.headers.get('Retry-After');
-  const extra: { retryAfter?: number; requestId?: string } = {};
-  if (ra && /^\d+$/.test(ra)) extra.retryAfter = Number(ra);
-  const rid = res.headers.get('X-Request-Id');
-  if (rid) extra.requestId = rid;
-  return new MissiveError(res.status, code, message, fields, extra);
 }
 
 const enc = encodeURIComponent;
@@ -199,12 +93,16 @@ export interface MessageStream extends AsyncIterable<StreamEvent> {
 }
 
 export class MessagesApi {
-  constructor(private readonly c: Missive) {}
+  readonly #c: Transport;
+  /** @internal */
+  constructor(c: Transport) {
+    this.#c = c;
+  }
 
   /** POST /messages/new/{templateCd} */
   async create(templateCd: string, payload: Record<string, unknown> = {}, options: CreateOptions = {}): Promise<Created> {
     const idempotencyKey = options.idempotencyKey ?? (await randomUUID());
-    const a = await this.c.request<{ messages: Message[] }>('POST', `/messages/new/${enc(templateCd)}`, {
+    const a = await this.#c.request<{ messages: Message[] }>('POST', `/messages/new/${enc(templateCd)}`, {
       body: payload,
       headers: { 'Idempotency-Key': idempotencyKey },
     });
@@ -214,7 +112,7 @@ export class MessagesApi {
   /** GET /messages — one page. */
   async list(params: ListParams = {}): Promise<MessageList> {
     const query = { ...filterQuery(params), limit: params.limit, skip: params.skip, cursor: params.cursor };
-    return (await this.c.request<MessageList>('GET', '/messages', { query })).body;
+    return (await this.#c.request<MessageList>('GET', '/messages', { query })).body;
   }
 
   /** Every message of GET /messages, page after page (cursor), newest first. */
@@ -229,17 +127,17 @@ export class MessagesApi {
 
   /** GET /messages/count */
   async count(filters: MessageFilters = {}): Promise<Counts> {
-    return (await this.c.request<Counts>('GET', '/messages/count', { query: filterQuery(filters) })).body;
+    return (await this.#c.request<Counts>('GET', '/messages/count', { query: filterQuery(filters) })).body;
   }
 
   /** GET /messages/{id} */
   async get(id: string): Promise<Message> {
-    return (await this.c.request<Message>('GET', `/messages/${enc(id)}`)).body;
+    return (await this.#c.request<Message>('GET', `/messages/${enc(id)}`)).body;
   }
 
   /** GET /messages/{id}/actions/{usertype} */
   async actions(id: string, usertype: 'sender' | 'receiver'): Promise<Actions> {
-    return (await this.c.request<Actions>('GET', `/messages/${enc(id)}/actions/${usertype}`)).body;
+    return (await this.#c.request<Actions>('GET', `/messages/${enc(id)}/actions/${usertype}`)).body;
   }
 
   /** POST /messages/{id}/action/{actionCd} — runs it, or answers that it needs an approval
@@ -247,7 +145,7 @@ export class MessagesApi {
   async act(id: string, actionCd: string, input: unknown = {}, options: { resumeToken?: string } = {}): Promise<ActionOutcome> {
     const headers: Record<string, string> = {};
     if (options.resumeToken) headers['X-Resume-Token'] = options.resumeToken;
-    const a = await this.c.request<{ result: unknown } | ApprovalRequired>(
+    const a = await this.#c.request<{ result: unknown } | ApprovalRequired>(
       'POST',
       `/messages/${enc(id)}/action/${enc(actionCd)}`,
       { body: input, headers },
@@ -257,7 +155,7 @@ export class MessagesApi {
   }
 
   private async mark(id: string, verb: string): Promise<Message> {
-    return (await this.c.request<Message>('POST', `/messages/${enc(id)}/${verb}`)).body;
+    return (await this.#c.request<Message>('POST', `/messages/${enc(id)}/${verb}`)).body;
   }
   /** POST /messages/{id}/seen */
   markSeen(id: string): Promise<Message> { return this.mark(id, 'seen'); }
@@ -272,21 +170,21 @@ export class MessagesApi {
 
   /** POST /messages/seen-all */
   async markAllSeen(filter: BulkMark = {}): Promise<{ updated: number }> {
-    return (await this.c.request<{ updated: number }>('POST', '/messages/seen-all', { body: filter })).body;
+    return (await this.#c.request<{ updated: number }>('POST', '/messages/seen-all', { body: filter })).body;
   }
   /** POST /messages/read-all */
   async markAllRead(filter: BulkMark = {}): Promise<{ updated: number }> {
-    return (await this.c.request<{ updated: number }>('POST', '/messages/read-all', { body: filter })).body;
+    return (await this.#c.request<{ updated: number }>('POST', '/messages/read-all', { body: filter })).body;
   }
 
   /** POST /stream-tickets — for EventSource, which cannot send headers. */
   async createStreamTicket(): Promise<StreamTicket> {
-    return (await this.c.request<StreamTicket>('POST', '/stream-tickets')).body;
+    return (await this.#c.request<StreamTicket>('POST', '/stream-tickets')).body;
   }
 
   /** GET /messages/stream — live events; reconnects and resumes with Last-Event-ID. */
   stream(options: StreamOptions = {}): MessageStream {
-    const c = this.c;
+    const c = this.#c;
     const controller = new AbortController();
     const outer = options.signal;
     if (outer) {
@@ -358,82 +256,94 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 export class ApprovalsApi {
-  constructor(private readonly c: Missive) {}
+  readonly #c: Transport;
+  /** @internal */
+  constructor(c: Transport) {
+    this.#c = c;
+  }
 
   /** GET /approvals */
   async list(params: { state?: ApprovalState; limit?: number; cursor?: string } = {}): Promise<ApprovalList> {
-    return (await this.c.request<ApprovalList>('GET', '/approvals', { query: { ...params } })).body;
+    return (await this.#c.request<ApprovalList>('GET', '/approvals', { query: { ...params } })).body;
   }
 
   /** GET /approvals/{id} */
   async get(id: string): Promise<Approval> {
-    return (await this.c.request<Approval>('GET', `/approvals/${enc(id)}`)).body;
+    return (await this.#c.request<Approval>('GET', `/approvals/${enc(id)}`)).body;
   }
 
   /** POST /approvals/{id}/decision */
   async decide(id: string, decision: 'approved' | 'denied'): Promise<Approval> {
-    return (await this.c.request<Approval>('POST', `/approvals/${enc(id)}/decision`, { body: { decision } })).body;
+    return (await this.#c.request<Approval>('POST', `/approvals/${enc(id)}/decision`, { body: { decision } })).body;
   }
 }
 
 export class SagasApi {
-  constructor(private readonly c: Missive) {}
+  readonly #c: Transport;
+  /** @internal */
+  constructor(c: Transport) {
+    this.#c = c;
+  }
 
   /** GET /sagas (admin) */
   async list(params: { state?: SagaState; definition?: string; limit?: number; cursor?: string } = {}): Promise<SagaList> {
-    return (await this.c.request<SagaList>('GET', '/sagas', { query: { ...params } })).body;
+    return (await this.#c.request<SagaList>('GET', '/sagas', { query: { ...params } })).body;
   }
 
   /** POST /sagas/{definition} — runs it; the same sagaId again replays (or 422 on another input). */
   async start(definition: string, sagaId: string, input?: unknown): Promise<Saga & { replayed: boolean }> {
     const body: { sagaId: string; input?: unknown } = { sagaId };
     if (input !== undefined) body.input = input;
-    const a = await this.c.request<Saga>('POST', `/sagas/${enc(definition)}`, { body });
+    const a = await this.#c.request<Saga>('POST', `/sagas/${enc(definition)}`, { body });
     return { ...a.body, replayed: a.headers.get('Idempotent-Replayed') === 'true' };
   }
 
   /** GET /sagas/{id} */
   async get(id: string): Promise<Saga> {
-    return (await this.c.request<Saga>('GET', `/sagas/${enc(id)}`)).body;
+    return (await this.#c.request<Saga>('GET', `/sagas/${enc(id)}`)).body;
   }
 
   /** POST /sagas/{id}/resume */
   async resume(id: string): Promise<Saga> {
-    return (await this.c.request<Saga>('POST', `/sagas/${enc(id)}/resume`)).body;
+    return (await this.#c.request<Saga>('POST', `/sagas/${enc(id)}/resume`)).body;
   }
 
   /** POST /sagas/{id}/compensate */
   async compensate(id: string): Promise<Saga> {
-    return (await this.c.request<Saga>('POST', `/sagas/${enc(id)}/compensate`)).body;
+    return (await this.#c.request<Saga>('POST', `/sagas/${enc(id)}/compensate`)).body;
   }
 
   /** POST /sagas/{id}/resolve */
   async resolve(id: string, resolution: SagaResolution): Promise<Saga> {
-    return (await this.c.request<Saga>('POST', `/sagas/${enc(id)}/resolve`, { body: resolution })).body;
+    return (await this.#c.request<Saga>('POST', `/sagas/${enc(id)}/resolve`, { body: resolution })).body;
   }
 }
 
 export class OpsApi {
-  constructor(private readonly c: Missive) {}
+  readonly #c: Transport;
+  /** @internal */
+  constructor(c: Transport) {
+    this.#c = c;
+  }
 
   /** GET /healthz */
   async health(): Promise<{ status: string }> {
-    return (await this.c.request<{ status: string }>('GET', '/healthz')).body;
+    return (await this.#c.request<{ status: string }>('GET', '/healthz')).body;
   }
   /** GET /livez */
   async live(): Promise<{ status: string }> {
-    return (await this.c.request<{ status: string }>('GET', '/livez')).body;
+    return (await this.#c.request<{ status: string }>('GET', '/livez')).body;
   }
   /** GET /readyz */
   async ready(): Promise<{ status: string }> {
-    return (await this.c.request<{ status: string }>('GET', '/readyz')).body;
+    return (await this.#c.request<{ status: string }>('GET', '/readyz')).body;
   }
   /** GET /metrics (Prometheus text) */
   metrics(): Promise<string> {
-    return this.c.text('/metrics');
+    return this.#c.text('/metrics');
   }
   /** GET /openapi.json */
   async openapi(): Promise<Record<string, unknown>> {
-    return (await this.c.request<Record<string, unknown>>('GET', '/openapi.json')).body;
+    return (await this.#c.request<Record<string, unknown>>('GET', '/openapi.json')).body;
   }
 }

@@ -7,9 +7,12 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Ajv2020 from 'ajv/dist/2020.js';
 import { Webhook } from 'standardwebhooks';
-import { Missive, MissiveError, verifyWebhook } from '../dist/index.js';
-import { recordingFetch, startDaemon, startReceiver, writeTree } from './harness.mjs';
+import { Missive, MissiveError, verifyWebhook } from 'missive-client';
+import { recordingFetch, repoRoot, startDaemon, startReceiver, writeTree } from './harness.mjs';
 
 const NEW_RAW = Buffer.from('the-new-webhook-secret-0123456789');
 const NEW_SECRET = 'whsec_' + NEW_RAW.toString('base64');
@@ -423,6 +426,23 @@ describe('sagas', () => {
     await assert.rejects(ana.sagas.list(), (e) => e.status === 403 && e.code === 'forbidden');
     await assert.rejects(admin.sagas.list({ cursor: '!!' }), (e) => e.status === 400 && e.code === 'invalid_pagination');
   });
+  test('a step answering 4xx compensates the committed steps, calling their compensate webhooks', async () => {
+    receiver.handlers['/saga/book'] = () => ({ status: 200, body: { booking: 'B2' } });
+    receiver.handlers['/saga/pay'] = () => ({ status: 402, body: { declined: true } });
+    receiver.handlers['/saga/unbook'] = () => ({ status: 200, body: { released: 'B2' } });
+    try {
+      const s = await admin.sagas.start('trip', 'trip-declined', { city: 'Faro' });
+      assert.equal(s.state, 'compensated');
+      const unbook = receiver.requests.filter((r) => r.path === '/saga/unbook');
+      assert.equal(unbook.length, 1);
+      const body = JSON.parse(unbook[0].raw);
+      assert.equal(body.sagaId, 'trip-declined');
+      assert.deepEqual(body.result, { booking: 'B2' });
+      assert.equal(unbook[0].headers['idempotency-key'], body.compensationEffectId);
+    } finally {
+      receiver.handlers['/saga/pay'] = () => ({ status: 200, body: { paid: true } });
+    }
+  });
 });
 
 describe('operations', () => {
@@ -458,5 +478,43 @@ describe('operations', () => {
     const missing = await get('/ui/no-such-file.js');
     assert.equal(missing.status, 404);
     assert.equal((await missing.json()).error.code, 'not_found');
+  });
+});
+
+// Every call the daemon made to the receiver, against the `webhooks` section of api/openapi.json
+// (the payload types of src/webhook-types.ts describe the same bodies).
+const WEBHOOK_OF_PATH = {
+  '/hooks/ack': 'ActionWebhook',
+  '/hooks/refund': 'ActionWebhook',
+  '/prepare': 'PrepareWebhook',
+  '/saga/book': 'SagaStepWebhook',
+  '/saga/pay': 'SagaStepWebhook',
+  '/saga/unbook': 'SagaCompensationWebhook',
+  '/saga/refund': 'SagaCompensationWebhook',
+};
+
+describe('webhook bodies', () => {
+  test('every call the daemon made matches its schema in the webhooks section, with its signature headers', async () => {
+    const doc = JSON.parse(readFileSync(join(repoRoot, 'api/openapi.json'), 'utf8'));
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
+    ajv.addFormat('uri', /^[a-z][a-z0-9+.-]*:/i);
+    ajv.addSchema(doc, 'openapi.json');
+    const seen = new Set();
+    for (const r of receiver.requests) {
+      const schema = WEBHOOK_OF_PATH[r.path.split('?')[0]];
+      assert.ok(schema, `a call to ${r.path} that the test does not map to a webhook`);
+      assert.ok(Object.values(doc.webhooks).some((w) => w.post?.requestBody?.content?.['application/json']?.schema?.$ref === `#/components/schemas/${schema}`), schema);
+      const validate = ajv.compile({ $ref: `openapi.json#/components/schemas/${schema}` });
+      const body = JSON.parse(r.raw);
+      assert.ok(validate(body), `${r.path}: ${ajv.errorsText(validate.errors)} in ${r.raw.slice(0, 400)}`);
+      for (const h of ['idempotency-key', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-missive-signature']) {
+        assert.ok(r.headers[h], `${r.path} lacks ${h}`);
+      }
+      assert.equal(r.headers['webhook-id'], r.headers['idempotency-key']);
+      assert.equal(await verifyWebhook([NEW_SECRET], r.headers, r.raw), true, `${r.path} is not signed with the new secret`);
+      seen.add(schema);
+    }
+    assert.deepEqual([...seen].sort(), ['ActionWebhook', 'PrepareWebhook', 'SagaCompensationWebhook', 'SagaStepWebhook']);
   });
 });

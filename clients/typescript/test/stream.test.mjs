@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { after, before, test } from 'node:test';
-import { Missive, MissiveError } from '../dist/index.js';
+import { Missive, MissiveError } from 'missive-client';
 
 let server, base;
 const connections = [];

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { Missive, MissiveError } from '../dist/index.js';
+import { Missive, MissiveError } from 'missive-client';
 import { recordingFetch, startDaemon, writeTree } from './harness.mjs';
 
 const SECRET = '0123456789abcdef0123456789abcdef-jwt';

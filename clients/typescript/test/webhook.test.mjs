@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { verifyWebhook, webhookSecretBytes } from '../dist/index.js';
+import { verifyWebhook, webhookSecretBytes } from 'missive-client';
 
 const SECRET = 'whsec_' + Buffer.from('a-secret-for-the-webhook-tests!!').toString('base64');
 const OTHER = 'whsec_' + Buffer.from('another-secret-of-the-same-size').toString('base64');

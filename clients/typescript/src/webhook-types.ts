@@ -1,0 +1,140 @@
+// webhook-types.ts — the bodies a receiver gets from missive, as api/openapi.json's `webhooks`
+// section describes them (the end-to-end tests validate what a live daemon sends against it).
+// Every call is signed with Standard Webhooks headers: check it with verifyWebhook(secrets,
+// headers, rawBody) before trusting the body, then parse the raw body as one of these.
+
+import type { Content, Message } from './types.js';
+
+/** The user on whose behalf missive calls. */
+export interface WebhookUser {
+  id: string;
+  roles: string[];
+}
+
+/** An action handler call (`"handler": {"webhook": URL}`); Idempotency-Key is `attemptId`.
+ * Answer 2xx with the result as JSON (or no body: null); anything else makes the attempt
+ * retryable. */
+export interface ActionWebhook {
+  message: Message;
+  action: { actionCd: string; name: string };
+  user: WebhookUser;
+  /** The body of the action request, or {}. */
+  input: unknown;
+  /** The same on every retry of this attempt. */
+  attemptId: string;
+}
+
+/** A template's prepare hook call: decides which messages a create makes. */
+export interface PrepareWebhook {
+  templateCd: string;
+  user: WebhookUser;
+  identity: Record<string, unknown>;
+  permissions: Record<string, unknown>;
+  /** The create request body. */
+  payload: unknown;
+}
+
+/** One message to create, as a prepare hook answers it. */
+export interface PrepareItem {
+  toUser?: string | null;
+  toRoles?: string[];
+  templateData?: Record<string, unknown>;
+  payload?: unknown;
+  display?: unknown;
+  paymentCd?: string | null;
+  priceArgs?: unknown;
+  type?: string | null;
+  fromUser?: string | null;
+}
+
+/** What a prepare hook answers (2xx): null, one item or several. */
+export type PrepareAnswer = null | PrepareItem | PrepareItem[];
+
+/** Opens a payment session; answer `{"sessionId": "…"}` (PaymentSession). */
+export interface PaymentCreateWebhook {
+  op: 'create';
+  payerId: string;
+  paymentCd: string;
+  priceArgs: unknown;
+}
+
+/** Expires or refunds a payment session; any 2xx answer means done. */
+export interface PaymentSessionWebhook {
+  op: 'expire' | 'refund';
+  sessionId: string;
+}
+
+/** Any call to the payment provider (one URL receives all three operations). */
+export type PaymentWebhook = PaymentCreateWebhook | PaymentSessionWebhook;
+
+/** The answer to a PaymentCreateWebhook. */
+export interface PaymentSession {
+  sessionId: string;
+}
+
+/** A saga step's run call; Idempotency-Key is `effectId`. 2xx = committed (the JSON body is the
+ * step's result), 4xx = conclusively not committed, 5xx or no answer = ambiguous. */
+export interface SagaStepWebhook {
+  sagaId: string;
+  step: string;
+  input: unknown;
+  /** The results of the steps before, by step name. */
+  results: Record<string, unknown>;
+  effectId: string;
+}
+
+/** A saga step's compensate call; Idempotency-Key is `compensationEffectId`, the same on every
+ * attempt. 2xx = compensated. */
+export interface SagaCompensationWebhook {
+  sagaId: string;
+  step: string;
+  input: unknown;
+  /** The step's result. */
+  result: unknown;
+  compensationEffectId: string;
+  /** 1 on the first attempt. */
+  attempt: number;
+}
+
+/** An email handed to `email.webhook` instead of SMTP; Idempotency-Key is the outbox row id. */
+export interface EmailWebhook {
+  email: { to: string; subject: string; body: string; messageId: string; toUser: string };
+}
+
+/** What the recipient directory (`GET <email.directory.webhook>/{userId}`) answers. */
+export interface DirectoryEntry {
+  email?: string | null;
+}
+
+/** Why a channel delivery is sent. */
+export type ChannelDeliveryKind = 'message' | 'reminder' | 'digest';
+
+/** A delivery on a named webhook channel (`"channels": {"sms": {"webhook": URL}}`), sent from
+ * the outbox with retries; Idempotency-Key is `deliveryId`. */
+export interface ChannelDelivery {
+  /** The channel's name, e.g. `sms`. */
+  channel: string;
+  deliveryId: string;
+  to: {
+    userId: string;
+    /** The directory's answer for that user, or null. */
+    contact: unknown;
+  };
+  messageId: string;
+  templateCd: string;
+  category: string;
+  kind: ChannelDeliveryKind;
+  content: Content;
+  /** One action link per actionCd (exactly once from an email or a chat). */
+  links: Record<string, string>;
+}
+
+/** Any body missive POSTs to a receiver. */
+export type WebhookPayload =
+  | ActionWebhook
+  | PrepareWebhook
+  | PaymentWebhook
+  | SagaStepWebhook
+  | SagaCompensationWebhook
+  | EmailWebhook
+  | ChannelDelivery;
