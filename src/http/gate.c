@@ -355,6 +355,10 @@ static void on_readable(mv__gate *g, pending *p) {
         return;
     }
     if (n < 0) return;
+    if (g->o.opaque) {
+        hand_off(g, p);
+        return;
+    }
     size_t len = (size_t)n;
     /* Leading empty lines before a request line are allowed (RFC 9112 2.2). */
     size_t skip = 0;

@@ -27,6 +27,9 @@ typedef struct mv__gate_options {
     int header_timeout_ms; /* time for the whole first head */
     size_t max_head;       /* request line + headers, bytes */
     size_t max_target;     /* request target, bytes */
+    /* The bytes are not HTTP yet (TLS): a connection is handed off as soon as its first bytes
+     * arrive, without a look at them; the header timeout then bounds only the wait for those. */
+    bool opaque;
     /* Hands a connection whose first head is complete and well-formed to the server. The callee
      * owns fd from then on (and closes it on failure, returning false). A connection handed off
      * stays counted until mv__gate_conn_closed. */

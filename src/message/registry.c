@@ -224,6 +224,19 @@ bool mv_registry_remove(mv_registry *reg, const char *template_cd) {
     return old != NULL;
 }
 
+void mv_registry_swap(mv_registry *reg, mv_registry *other) {
+    if (!reg || !other || reg == other) return;
+    /* always in address order, so two swaps of the same pair cannot deadlock */
+    mv_registry *first = reg < other ? reg : other, *second = reg < other ? other : reg;
+    pthread_mutex_lock(&first->mu);
+    pthread_mutex_lock(&second->mu);
+    mv_registry tmp = *reg;
+    reg->items = other->items, reg->n = other->n, reg->cap = other->cap;
+    other->items = tmp.items, other->n = tmp.n, other->cap = tmp.cap;
+    pthread_mutex_unlock(&second->mu);
+    pthread_mutex_unlock(&first->mu);
+}
+
 void mv_registry_clear(mv_registry *reg) {
     if (!reg) return;
     pthread_mutex_lock(&reg->mu);
