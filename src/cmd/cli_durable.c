@@ -215,6 +215,7 @@ int cli_reconcile(int argc, char **argv) {
 /* ---- approvals decide --------------------------------------------------------------------- */
 
 int cli_approvals(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "list") == 0) return cli_approvals_list(argc, argv);
     const char *verb = positional(argc, argv, 0), *id = positional(argc, argv, 1),
                *decision = positional(argc, argv, 2);
     const char *url = cli_flag(argc, argv, "--store"), *tenant = cli_flag(argc, argv, "--tenant"),
