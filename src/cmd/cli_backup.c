@@ -19,7 +19,6 @@ static const char SQL_ROWS_HELD[] =
     "SELECT (SELECT COUNT(*) FROM messages) + (SELECT COUNT(*) FROM message_requests) + "
     "(SELECT COUNT(*) FROM sagas) + (SELECT COUNT(*) FROM approvals) + "
     "(SELECT COUNT(*) FROM outbox) + (SELECT COUNT(*) FROM effects)";
-static const char SQL_MESSAGE_COUNT[] = "SELECT COUNT(*) FROM messages";
 
 /* A sqlite: URL naming a file that does not exist: opening it would create an empty store. */
 static bool missing_sqlite_file(const char *url) {
@@ -68,7 +67,6 @@ int cli_backup(int argc, char **argv) {
         return 1;
     }
     int version = 0;
-    int64_t messages = 0;
     if (mv_store_open(url, NULL, &store, &err) != MV_OK ||
         mv_store_schema_version(store, &version, &err) != MV_OK)
         return fail("backup", store, &err);
@@ -78,15 +76,7 @@ int cli_backup(int argc, char **argv) {
     }
     if (mv_store_backup(store, to, &err) != MV_OK) return fail("backup", store, &err);
     mv_store_close(store);
-    /* what the file holds, read from the file itself */
-    char file_url[4200];
-    snprintf(file_url, sizeof file_url, "sqlite:%s", to);
-    if (mv_store_open(file_url, NULL, &store, &err) != MV_OK ||
-        count_rows(store, SQL_MESSAGE_COUNT, &messages, &err) != MV_OK)
-        return fail("backup", store, &err);
-    mv_store_close(store);
-    printf("backed up %s to %s (schema version %d, %lld message%s)\n", url, to, version,
-           (long long)messages, messages == 1 ? "" : "s");
+    printf("backed up %s to %s (schema version %d)\n", url, to, version);
     return 0;
 }
 

@@ -264,6 +264,9 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                          cfg->auth.claim_permissions, cfg->auth.claim_tenant}};
         rc = mv_auth_new(&ao, &d->auth, err);
     }
+    if (rc == MV_OK && cfg->tls.cert_file && !mv_daemon_tls_available())
+        rc = mv_err_set(err, MV_INVALID_CONFIG,
+                        "\"tls\" is set, but this libmicrohttpd was built without HTTPS support");
     if (rc == MV_OK && cfg->tls.cert_file) {
         mv_daemon_tls_creds *creds = NULL;
         rc = mv_daemon_tls_creds_load(cfg->tls.cert_file, cfg->tls.key_file, &creds, err);

@@ -18,15 +18,23 @@
 #include "cmd/tls.h"
 #include "http/request.h"
 
-/* Top-level keys a reload applies (the rest only at start). "channels" is reserved for the
- * delivery channels' section. */
-static const char *const RELOADABLE[] = {"log",       "cors",  "limits", "ui", "channels",
-                                         "templates", "sagas", "tls",    NULL};
+/* What a reload applies, as key paths (the rest only at start): a whole section, or one key of a
+ * section whose other keys need a restart. "channels" is reserved for the delivery channels.
+ * "listen" and "store" are compared on their final values (the command line may set them). */
+static const char *const RELOADABLE[] = {"log",        "cors",     "limits.messageBytes",
+                                         "ui.enabled", "channels", "templates",
+                                         "sagas",      "tls",      "listen",
+                                         "store",      NULL};
 
-static bool reloadable(const char *key) {
-    for (size_t i = 0; RELOADABLE[i]; i++)
-        if (strcmp(RELOADABLE[i], key) == 0) return true;
-    return false;
+/* 2: path is reloaded; 1: something under path is (compare key by key); 0: neither. */
+static int reload_scope(const char *path) {
+    size_t n = strlen(path);
+    int scope = 0;
+    for (size_t i = 0; RELOADABLE[i]; i++) {
+        if (strcmp(RELOADABLE[i], path) == 0) return 2;
+        if (strncmp(RELOADABLE[i], path, n) == 0 && RELOADABLE[i][n] == '.') scope = 1;
+    }
+    return scope;
 }
 
 static void add_key(json_t *keys, const char *key) {
@@ -36,26 +44,37 @@ static void add_key(json_t *keys, const char *key) {
     json_array_append_new(keys, json_string(key));
 }
 
+/* Adds to keys every path under prefix whose value differs between a and b (objects, either may
+ * be NULL) and that a reload does not apply, in b's order and then a's. */
+static void diff_fixed(json_t *keys, const char *prefix, json_t *a, json_t *b) {
+    json_t *const sides[] = {b, a};
+    for (int s = 0; s < 2; s++) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(sides[s], key, v) {
+            char path[256];
+            snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+            int scope = reload_scope(path);
+            json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+            if (json_is_null(x)) x = NULL;
+            if (json_is_null(y)) y = NULL;
+            if (scope == 2 || (!x && !y) || (x && y && json_equal(x, y))) continue;
+            if (scope == 1 && (!x || json_is_object(x)) && (!y || json_is_object(y)))
+                diff_fixed(keys, path, x, y);
+            else
+                add_key(keys, path);
+        }
+    }
+}
+
 /* The keys whose values differ between the running config and the new one but cannot change
- * while the daemon runs, in the new file's order. */
+ * while the daemon runs. */
 static json_t *fixed_changes(const mv_config *old, const mv_config *nc) {
     json_t *keys = json_array();
     if (!keys) return NULL;
     if (strcmp(old->listen, nc->listen) != 0) add_key(keys, "listen");
     if (strcmp(old->store, nc->store) != 0) add_key(keys, "store");
-    const json_t *const roots[] = {nc->raw, old->raw};
-    for (int r = 0; r < 2; r++) {
-        const char *key;
-        json_t *v;
-        json_object_foreach((json_t *)roots[r], key, v) {
-            if (reloadable(key) || strcmp(key, "listen") == 0 || strcmp(key, "store") == 0)
-                continue;
-            json_t *a = json_object_get(old->raw, key), *b = json_object_get(nc->raw, key);
-            if (json_is_null(a)) a = NULL;
-            if (json_is_null(b)) b = NULL;
-            if ((a || b) && !(a && b && json_equal(a, b))) add_key(keys, key);
-        }
-    }
+    diff_fixed(keys, "", old->raw, nc->raw);
     /* sagas and HTTPS are switched on or off only at start; their files reload */
     if ((old->sagas == NULL) != (nc->sagas == NULL)) add_key(keys, "sagas");
     if ((old->tls.cert_file == NULL) != (nc->tls.cert_file == NULL)) add_key(keys, "tls");

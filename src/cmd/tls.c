@@ -9,6 +9,7 @@
  * kilobytes per reload). */
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -89,6 +90,10 @@ done:
     else
         mv_daemon_tls_creds_free(c);
     return rc;
+}
+
+bool mv_daemon_tls_available(void) {
+    return MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) == MHD_YES;
 }
 
 mv_daemon_tls *mv_daemon_tls_new(mv_daemon_tls_creds *creds) {

@@ -7,6 +7,8 @@
 #ifndef MISSIVE_CMD_TLS_H
 #define MISSIVE_CMD_TLS_H
 
+#include <stdbool.h>
+
 #include "missive/error.h"
 
 typedef struct mv_daemon_tls mv_daemon_tls;
@@ -19,6 +21,8 @@ mv_code mv_daemon_tls_creds_load(const char *cert_file, const char *key_file,
                                  mv_daemon_tls_creds **out, mv_err *err);
 void mv_daemon_tls_creds_free(mv_daemon_tls_creds *creds); /* NULL-safe */
 
+/* True when libmicrohttpd was built with TLS and the certificate callback (Debian's is). */
+bool mv_daemon_tls_available(void);
 /* The holder, starting with creds (taken). One per process: the handshake callback has no
  * context argument. NULL when out of memory (creds freed). */
 mv_daemon_tls *mv_daemon_tls_new(mv_daemon_tls_creds *creds);

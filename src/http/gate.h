@@ -35,6 +35,9 @@ typedef struct mv__gate_options {
      * stays counted until mv__gate_conn_closed. */
     bool (*hand_off)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen);
     void *ctx;
+    /* May be NULL; else receives the gate before its thread starts (NULL again on failure), so
+     * that the server's threads may use it from the first connection on. */
+    struct mv__gate **self;
 } mv__gate_options;
 
 /* Starts the gate's thread. On failure closes opts->listen_fd and returns NULL. */

@@ -756,9 +756,9 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
         .opaque = opts->tls_cert_callback != NULL,
         .hand_off = hand_off,
         .ctx = srv,
+        .self = &srv->gate, /* on_connection reads it as soon as the first client connects */
     };
-    srv->gate = mv__gate_start(&go);
-    if (!srv->gate) {
+    if (!mv__gate_start(&go)) {
         mv_http_server_free(srv);
         return mv_err_set(err, MV_NO_MEMORY, "cannot start the HTTP server on %s", opts->listen);
     }

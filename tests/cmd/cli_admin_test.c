@@ -377,7 +377,9 @@ TEST(a_backup_taken_under_16_writers_restores_every_acknowledged_message_intact)
     while (acked(&w) < 200) /* the writers are well under way */
         usleep(10000);
     int before = acked(&w);
+    int64_t t0 = mv_now_ms();
     run_out *r = missive("backup --store %s --to %s", url, bak);
+    int64_t took = mv_now_ms() - t0;
     int during = acked(&w) - before;
     atomic_store(&w.stop, true);
     for (int i = 0; i < WRITERS; i++)
@@ -385,7 +387,8 @@ TEST(a_backup_taken_under_16_writers_restores_every_acknowledged_message_intact)
     CHECK_INT(r->status, 0);
     CHECK(strstr(r->out, "backed up ") != NULL);
     CHECK_INT(w.failures, 0);
-    printf("backup: %d messages acknowledged before it began, %d while it ran\n", before, during);
+    printf("backup: %d messages acknowledged before it began, %d during its %lld ms\n", before,
+           during, (long long)took);
 
     /* the backup itself, then its restore into a new store */
     json_t *in_backup = check_file(bak);

@@ -229,6 +229,98 @@ TEST(sighup_reloads_templates_and_config_while_a_stream_and_a_slow_request_stay_
     http_sink_stop(sink);
 }
 
+static bool write_saga(const char *dir, const char *name, const char *url) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    return test_write_file(
+        path,
+        "{\"name\": \"%s\", \"steps\": [{\"name\": \"do\", \"run\": "
+        "{\"webhook\": \"%s/do\"}, \"compensate\": {\"webhook\": \"%s/undo\"}}]}",
+        name, url, url);
+}
+
+/* POST /sagas/{name} as an admin: the status, and the saga's state into state. */
+static long start_saga(int port, const char *name, const char *id, char *state, size_t size) {
+    char path[128], body[128];
+    snprintf(path, sizeof path, "/sagas/%s", name);
+    snprintf(body, sizeof body, "{\"sagaId\": \"%s\", \"input\": {}}", id);
+    test_reply r =
+        test_http(port, "POST", path, "X-User-Id: ops\nX-User-Permissions: is.admin", body);
+    mv_strlcpy(state, mv_json_str(r.json, "state") ? mv_json_str(r.json, "state") : "", size);
+    long status = r.status;
+    test_reply_free(&r);
+    return status;
+}
+
+TEST(sighup_reloads_saga_definitions_and_refuses_a_template_whose_saga_is_missing) {
+    http_sink *sink = http_sink_start();
+    REQUIRE(sink);
+    char templates[600], sagas[600], config[600], db[600], log[600], tpl[700], state[32];
+    mv_strlcpy(templates, test_tmp_path("reload-saga-templates"), sizeof templates);
+    mv_strlcpy(sagas, test_tmp_path("reload-sagas"), sizeof sagas);
+    mv_strlcpy(config, test_tmp_path("reload-sagas.json"), sizeof config);
+    mv_strlcpy(db, test_tmp_path("reload-sagas.db"), sizeof db);
+    mv_strlcpy(log, test_tmp_path("reload-sagas.log"), sizeof log);
+    mkdir(templates, 0700);
+    mkdir(sagas, 0700);
+    REQUIRE(write_template(templates, "t1", http_sink_url(sink)));
+    REQUIRE(write_saga(sagas, "one", http_sink_url(sink)));
+    REQUIRE(test_write_file(
+        config,
+        "{\"store\": \"sqlite:%s\", \"templates\": \"%s\", \"sagas\": \"%s\","
+        " \"auth\": {\"mode\": \"headers\"}, \"limits\": {\"messageBytes\": 100000}}",
+        db, templates, sagas));
+    int port = test_free_port();
+    pid_t pid = test_daemon_start(config, port, NULL, log);
+    REQUIRE(pid > 0);
+    CHECK_INT(start_saga(port, "one", "a1", state, sizeof state), 200);
+    CHECK_STR(state, "completed");
+    CHECK_INT(start_saga(port, "two", "b1", state, sizeof state), 404);
+
+    /* a template running saga "two" before "two" is defined: refused */
+    snprintf(tpl, sizeof tpl, "%s/t2.json", templates);
+    REQUIRE(test_write_file(
+        tpl, "{\"templateCd\": \"t2\", \"senderContent\": {\"title\": \"s\"},"
+             " \"receiverContent\": {\"title\": \"r\"}, \"prepare\": {\"toUser\": \"bob\"},"
+             " \"actions\": [{\"actionCd\": \"go\", \"name\": \"Go\", \"variant\": \"primary\","
+             " \"receiver\": true, \"handler\": {\"saga\": \"two\"}}]}"));
+    REQUIRE(kill(pid, SIGHUP) == 0);
+    CHECK(log_has(log, "reload: refused: ", 5000));
+    CHECK(log_has(log, "unknown saga", 100));
+    CHECK_INT(create(port, "t2", "{}", NULL, 0), 404);
+
+    /* with its definition: both arrive at once */
+    REQUIRE(write_saga(sagas, "two", http_sink_url(sink)));
+    REQUIRE(kill(pid, SIGHUP) == 0);
+    CHECK(log_has(log, "reload: ok (templates 2, sagas 2)", 5000));
+    CHECK_INT(create(port, "t2", "{}", NULL, 0), 201);
+    CHECK_INT(start_saga(port, "two", "b2", state, sizeof state), 200);
+    CHECK_STR(state, "completed");
+    CHECK_INT(start_saga(port, "one", "a2", state, sizeof state), 200);
+
+    /* an unknown key in a reloadable section: refused, as at start */
+    REQUIRE(test_write_file(config,
+                            "{\"store\": \"sqlite:%s\", \"templates\": \"%s\","
+                            " \"auth\": {\"mode\": \"headers\"},"
+                            " \"limits\": {\"messageBytes\": 100000, \"futureLimit\": 1}}",
+                            db, templates));
+    REQUIRE(kill(pid, SIGHUP) == 0);
+    CHECK(log_has(log, "unknown key \\\"limits.futureLimit\\\"", 5000));
+    CHECK_INT(log_count(log, "reload: refused: "), 2);
+    REQUIRE(test_write_file(
+        config,
+        "{\"store\": \"sqlite:%s\", \"templates\": \"%s\","
+        " \"auth\": {\"mode\": \"headers\"}, \"limits\": {\"messageBytes\": 100000}}",
+        db, templates));
+    /* sagas cannot be switched off live: named, and the definitions stay */
+    unlink(tpl); /* its saga handler would need the sagas section */
+    REQUIRE(kill(pid, SIGHUP) == 0);
+    CHECK(log_has(log, "reload: not applied until a restart: sagas", 5000));
+    CHECK_INT(start_saga(port, "two", "b3", state, sizeof state), 200);
+    CHECK_INT(test_daemon_stop(pid), 0);
+    http_sink_stop(sink);
+}
+
 /* ---- HTTPS ----------------------------------------------------------------------------------- */
 
 static bool make_cert(const char *cert, const char *key, const char *cn) {
@@ -338,6 +430,7 @@ TEST(a_config_with_half_a_tls_section_is_refused_at_start) {
 int main(void) {
     return RUN_TESTS(
         sighup_reloads_templates_and_config_while_a_stream_and_a_slow_request_stay_open,
+        sighup_reloads_saga_definitions_and_refuses_a_template_whose_saga_is_missing,
         https_is_served_and_sighup_replaces_the_certificate,
         a_config_with_half_a_tls_section_is_refused_at_start);
 }
