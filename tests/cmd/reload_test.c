@@ -381,10 +381,16 @@ TEST(https_is_served_and_sighup_replaces_the_certificate) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "cp %s %s && cp %s %s", c1, cert, k1, key);
     REQUIRE(system(cmd) == 0);
+    char dir[600], stream_out[600];
+    mv_strlcpy(dir, test_tmp_path("tls-templates"), sizeof dir);
+    mv_strlcpy(stream_out, test_tmp_path("tls-stream.txt"), sizeof stream_out);
+    mkdir(dir, 0700);
+    REQUIRE(write_template(dir, "t1", "http://127.0.0.1:9"));
     REQUIRE(test_write_file(config,
                             "{\"store\": \"sqlite:%s\", \"auth\": {\"mode\": \"headers\"},"
+                            " \"templates\": \"%s\","
                             " \"tls\": {\"certFile\": \"%s\", \"keyFile\": \"%s\"}}",
-                            test_tmp_path("tls.db"), cert, key));
+                            test_tmp_path("tls.db"), dir, cert, key));
     int port = test_free_port();
     pid_t pid = start_https(config, port, log, c1);
     REQUIRE(pid > 0);
@@ -393,6 +399,16 @@ TEST(https_is_served_and_sighup_replaces_the_certificate) {
     test_reply plain = test_http(port, "GET", "/healthz", NULL, NULL);
     CHECK(plain.status != 200); /* plain HTTP is not answered on an HTTPS port */
     test_reply_free(&plain);
+    /* a live-update stream over HTTPS, open across both reloads below */
+    snprintf(cmd, sizeof cmd,
+             "curl -sN --max-time 60 --cacert %s -H 'X-User-Id: bob' "
+             "https://127.0.0.1:%d/messages/stream > %s 2>&1 & echo $!",
+             c1, port, stream_out);
+    FILE *bg = popen(cmd, "r");
+    int curl_pid = 0;
+    REQUIRE(bg && fscanf(bg, "%d", &curl_pid) == 1);
+    pclose(bg);
+    CHECK(log_has(stream_out, "event: counts", 5000));
 
     /* a key that does not belong to the certificate: refused, the first pair keeps serving */
     snprintf(cmd, sizeof cmd, "cp %s %s", c2, cert);
@@ -407,6 +423,13 @@ TEST(https_is_served_and_sighup_replaces_the_certificate) {
     CHECK(log_has(log, "reload: ok", 5000));
     CHECK_INT(curl_status(port, c2), 200);
     CHECK_INT(curl_status(port, c1), 0);
+    snprintf(cmd, sizeof cmd,
+             "curl -s -o /dev/null --cacert %s -H 'X-User-Id: ana' -H 'Content-Type: "
+             "application/json' -d '{\"x\": \"over tls\"}' https://127.0.0.1:%d/messages/new/t1",
+             c2, port);
+    CHECK(system(cmd) == 0);
+    CHECK(log_has(stream_out, "from over tls", 5000)); /* the stream opened before the reloads */
+    if (curl_pid > 0) kill(curl_pid, SIGTERM);
     CHECK_INT(test_daemon_stop(pid), 0);
 }
 
