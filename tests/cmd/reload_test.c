@@ -137,6 +137,20 @@ static long status_of(int port, const char *path) {
     return status;
 }
 
+/* True when a request from origin gets Access-Control-Allow-Origin naming it. */
+static bool cors_allows(int port, const char *origin) {
+    char cmd[512], out[4096] = "";
+    snprintf(cmd, sizeof cmd, "curl -s -D - -o /dev/null -H 'Origin: %s' http://127.0.0.1:%d/livez",
+             origin, port);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    if (p) pclose(p);
+    char want[300];
+    snprintf(want, sizeof want, "Access-Control-Allow-Origin: %s", origin);
+    return strcasestr(out, want) != NULL;
+}
+
 static bool write_config(const char *config, const char *db, const char *templates,
                          const char *extra) {
     return test_write_file(config,
@@ -165,6 +179,7 @@ TEST(sighup_reloads_templates_and_config_while_a_stream_and_a_slow_request_stay_
     CHECK_INT(create(port, "t1", "{\"x\": \"first\"}", id, sizeof id), 201);
     CHECK_INT(create(port, "t2", "{\"x\": \"early\"}", NULL, 0), 404); /* not yet loaded */
     CHECK_INT(status_of(port, "/ui/"), 200); /* on by default (loopback) */
+    CHECK(!cors_allows(port, "https://app.example.com"));
     stream s;
     REQUIRE(stream_open(&s, port, "bob"));
     REQUIRE(stream_wait(&s, "event: counts", 5000));
@@ -177,7 +192,8 @@ TEST(sighup_reloads_templates_and_config_while_a_stream_and_a_slow_request_stay_
     REQUIRE(write_template(dir, "t2", http_sink_url(sink)));
     REQUIRE(write_config(config, db, dir,
                          ", \"limits\": {\"messageBytes\": 2000}, \"ui\": {\"enabled\": false},"
-                         " \"log\": {\"level\": \"info\"}"));
+                         " \"log\": {\"level\": \"info\"},"
+                         " \"cors\": {\"allowedOrigins\": [\"https://app.example.com\"]}"));
     REQUIRE(kill(pid, SIGHUP) == 0);
     CHECK(log_has(log, "reload: ok (templates 2, sagas 0)", 5000));
     CHECK_INT(log_count(log, "not applied until a restart"), 0);
@@ -186,6 +202,8 @@ TEST(sighup_reloads_templates_and_config_while_a_stream_and_a_slow_request_stay_
     snprintf(big, sizeof big, "{\"x\": \"%03000d\"}", 7);
     CHECK_INT(create(port, "t2", big, NULL, 0), 413);
     CHECK_INT(status_of(port, "/ui/"), 404);
+    CHECK(cors_allows(port, "https://app.example.com"));
+    CHECK(!cors_allows(port, "https://elsewhere.example.com"));
     CHECK(stream_wait(&s, "from new", 5000)); /* the stream opened before the reload goes on */
     pthread_join(call.thread, NULL);
     CHECK_INT(call.status, 200); /* the request in flight finished */
@@ -222,7 +240,8 @@ TEST(sighup_reloads_templates_and_config_while_a_stream_and_a_slow_request_stay_
     CHECK_INT(log_count(log, "reload: ok"), 2);
     CHECK_INT(create(port, "t2", big, NULL, 0), 201); /* back to the default limit */
     CHECK_INT(status_of(port, "/ui/"), 200);
-    CHECK(stream_wait(&s, "from still", 100)); /* the same stream, still open */
+    CHECK(!cors_allows(port, "https://app.example.com")); /* the new config has no cors */
+    CHECK(stream_wait(&s, "from still", 100));            /* the same stream, still open */
 
     close(s.fd);
     CHECK_INT(test_daemon_stop(pid), 0);
