@@ -224,7 +224,8 @@ int cli_approvals(int argc, char **argv) {
     if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "decide") != 0 || !id ||
         !decision || !url || !tenant || !by) {
         fprintf(stderr, "usage: missive approvals decide --store URL ID approved|denied "
-                        "--tenant T --by U\n");
+                        "--tenant T --by U\n       missive approvals list --store URL [--tenant T] "
+                        "[--principal P] [--state S] [--limit N] [--cursor C] [--json]\n");
         return 2;
     }
     mv_store *store = open_store("approvals decide", url);
