@@ -3,7 +3,9 @@
  * Pages are cut by (created_at, id) with the keyset cursor every list uses, so a row queued while
  * an operator pages never appears twice and never opens a gap. Each filter combination has its
  * own statement. The outbox has no tenant (its rows are the daemon's deliveries), so the list is
- * the store's whole outbox; it is an operator's tool, not a route. */
+ * the store's whole outbox; it is an operator's tool, not a route. No index orders the outbox by
+ * creation (the worker's index is by state and due time), so a page sorts the rows that match:
+ * cheap for the usual filters (pending, failed), a scan of every sent row without one. */
 #include <stdlib.h>
 #include <string.h>
 
