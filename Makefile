@@ -1,8 +1,9 @@
 # missive — plain Makefile. `make` builds the library and both programs; `make test` runs every
 # test binary and prints the grand total; `make asan` does the same with ASan + UBSan.
 LIB_PKGS := sqlite3 libpq jansson libmicrohttpd libcurl libcrypto
-# libsystemd: sd_notify in missived only (the library does not link it).
-PKGS    := $(LIB_PKGS) libsystemd
+# libsystemd: sd_notify; gnutls: HTTPS certificates that a reload replaces (src/cmd/tls.c). Both in
+# missived only (the library does not link them).
+PKGS    := $(LIB_PKGS) libsystemd gnutls
 BUILD   ?= build
 CC      ?= cc
 OPT     ?= -O2 -g

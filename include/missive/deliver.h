@@ -333,6 +333,21 @@ mv_code mv_outbox_scan(mv_store *store, int64_t now, int64_t stale_ms, const cha
                        int limit, void (*fn)(void *ctx, const mv_outbox_row *row), void *ctx,
                        int *count, mv_err *err);
 
+/* One page of the outbox, newest first (`missive outbox list`). The outbox has no tenant: this
+ * is the whole store's, for operators. */
+typedef struct mv_outbox_list_query {
+    const char *state;  /* NULL = any; pending, delivering, sent, skipped, failed */
+    const char *kind;   /* NULL = any; email, webhook */
+    int limit;          /* 1..1000 */
+    const char *cursor; /* NULL = the first page */
+} mv_outbox_list_query;
+/* *rows (new array) of {"id","kind","state","attempts","nextAttemptAt","createdAt","updatedAt",
+ * "lastError","failureStage","payload"} (lastError and failureStage only when set);
+ * *next_cursor (malloc'd) NULL on the last page. Errors: MV_INVALID_ARGUMENT naming the bad
+ * filter or limit, MV_INVALID_PAGINATION. */
+mv_code mv_outbox_list(mv_store *store, const mv_outbox_list_query *q, json_t **rows,
+                       char **next_cursor, mv_err *err);
+
 /* A background thread calling mv_outbox_run_due every poll_ms (immediately again while it finds
  * full batches). cfg is copied by value (its pointers stay borrowed and must outlive the worker).
  * Stop is prompt: it wakes the thread and joins it after the delivery in flight, if any. */

@@ -133,6 +133,9 @@ typedef struct mv_service_options {
  * reference's messages) and creates a service. Free with mv_service_free(). */
 mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err *err);
 void mv_service_free(mv_service *svc);
+/* Changes max_message_bytes while the service runs (0 → MV_DEFAULT_MESSAGE_BYTES): creates that
+ * already measured their messages keep the limit they saw. */
+void mv_service_set_max_message_bytes(mv_service *svc, int64_t max_bytes);
 
 /* Registers a C prepare hook for a template (overrides its declarative prepare). */
 void mv_service_set_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn fn, void *ctx);

@@ -49,6 +49,8 @@ mv_code mv_saga_book_load_file(mv_saga_book *book, const char *path, mv_err *err
 mv_code mv_saga_book_load_dir(mv_saga_book *book, const char *dir, mv_err *err);
 /* The definition, or NULL. Borrowed: valid as long as the book. */
 const mv_saga_definition *mv_saga_book_find(const mv_saga_book *book, const char *name);
+/* How many definitions the book holds (0 for NULL). */
+size_t mv_saga_book_count(const mv_saga_book *book);
 
 /* ---- running on the outgoing-call loop -------------------------------------------------------
  * A saga of this book can run without holding a thread while its steps' calls wait: each step's

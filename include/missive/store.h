@@ -82,6 +82,18 @@ mv_code mv_store_probe_write(mv_store *store, mv_err *err);
  */
 mv_code mv_store_ready(mv_store *store, mv_err *err);
 
+/* Copies a SQLite store into a new SQLite file at path (refused when path exists), consistent as
+ * of one moment even while this and other processes write: SQLite's online backup, in one read
+ * transaction, so writers are not held up (WAL). The file appears complete or not at all (it is
+ * written under a temporary name and renamed). On PostgreSQL: MV_INVALID_ARGUMENT saying to use
+ * pg_dump. */
+mv_code mv_store_backup(mv_store *store, const char *path, mv_err *err);
+/* Replaces the whole contents of a SQLite store with the backup at path, after checking that it
+ * is a missive store whose schema this binary knows (MV_INVALID_ARGUMENT otherwise, nothing
+ * changed). No other process may use the store meanwhile. Does not migrate. On PostgreSQL:
+ * MV_INVALID_ARGUMENT saying to use pg_restore. */
+mv_code mv_store_restore(mv_store *store, const char *path, mv_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -152,6 +152,11 @@ json_t *mv_registry_codes(mv_registry *reg);
 /* Returns true when something was removed. */
 bool mv_registry_remove(mv_registry *reg, const char *template_cd);
 void mv_registry_clear(mv_registry *reg);
+/* Exchanges the contents of two registries at once (a reload: load the new set into a fresh
+ * registry, check it, then swap it in and free the fresh one, which now holds the old set).
+ * A finder sees either the old set or the new one, never a mix; a template found before the
+ * swap stays valid until released. */
+void mv_registry_swap(mv_registry *reg, mv_registry *other);
 
 /* ---- rules ---------------------------------------------------------------------------------- */
 

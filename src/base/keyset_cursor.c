@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "missive/base.h"
+#include "missive/error.h"
 
 char *mv__keyset_cursor_encode(int64_t created_at, const char *id) {
     char raw[160];
@@ -39,4 +40,16 @@ bool mv__keyset_cursor_decode(const char *cursor, int64_t *created_at, char *id,
     *created_at = t;
     mv_strlcpy(id, colon + 1, id_size);
     return true;
+}
+
+mv_code mv__list_finish(json_t *rows, int limit, const char *id_key, char **next_cursor,
+                        mv_err *err) {
+    *next_cursor = NULL;
+    if (json_array_size(rows) <= (size_t)limit) return MV_OK;
+    while (json_array_size(rows) > (size_t)limit)
+        json_array_remove(rows, json_array_size(rows) - 1);
+    json_t *last = json_array_get(rows, json_array_size(rows) - 1);
+    *next_cursor = mv__keyset_cursor_encode(json_integer_value(json_object_get(last, "createdAt")),
+                                            json_string_value(json_object_get(last, id_key)));
+    return *next_cursor ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
 }

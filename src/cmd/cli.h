@@ -14,6 +14,13 @@ int cli_reconcile(int argc, char **argv); /* cli_durable.c */
 int cli_approvals(int argc, char **argv); /* cli_durable.c */
 int cli_saga(int argc, char **argv);      /* cli_durable.c */
 int cli_outbox(int argc, char **argv);    /* cli_outbox.c */
+int cli_backup(int argc, char **argv);    /* cli_backup.c */
+int cli_restore(int argc, char **argv);   /* cli_backup.c */
+int cli_messages(int argc, char **argv);  /* cli_lists.c: messages list|get */
+int cli_sagas(int argc, char **argv);     /* cli_lists.c: sagas list */
+/* cli_lists.c: the "list" verbs of approvals and outbox (argv[1] is "list") */
+int cli_approvals_list(int argc, char **argv);
+int cli_outbox_list(int argc, char **argv);
 
 /* Returns the value of "--name VALUE" / "--name=VALUE" in argv, or NULL. */
 const char *cli_flag(int argc, char **argv, const char *name);

@@ -215,6 +215,7 @@ int cli_reconcile(int argc, char **argv) {
 /* ---- approvals decide --------------------------------------------------------------------- */
 
 int cli_approvals(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "list") == 0) return cli_approvals_list(argc, argv);
     const char *verb = positional(argc, argv, 0), *id = positional(argc, argv, 1),
                *decision = positional(argc, argv, 2);
     const char *url = cli_flag(argc, argv, "--store"), *tenant = cli_flag(argc, argv, "--tenant"),
@@ -223,7 +224,8 @@ int cli_approvals(int argc, char **argv) {
     if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "decide") != 0 || !id ||
         !decision || !url || !tenant || !by) {
         fprintf(stderr, "usage: missive approvals decide --store URL ID approved|denied "
-                        "--tenant T --by U\n");
+                        "--tenant T --by U\n       missive approvals list --store URL [--tenant T] "
+                        "[--principal P] [--state S] [--limit N] [--cursor C] [--json]\n");
         return 2;
     }
     mv_store *store = open_store("approvals decide", url);

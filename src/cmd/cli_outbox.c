@@ -53,10 +53,12 @@ static mv_code load_email(const mv_config *cfg, const mv_webhook_config *wh,
 }
 
 int cli_outbox(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "list") == 0) return cli_outbox_list(argc, argv);
     const char *verb = argc > 1 ? argv[1] : NULL, *path = cli_flag(argc, argv, "--config");
     static const char *const FLAGS[] = {"--config", NULL};
     if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !verb || strcmp(verb, "run") != 0 || !path) {
-        fprintf(stderr, "usage: missive outbox run --config FILE\n");
+        fprintf(stderr, "usage: missive outbox run --config FILE\n       missive outbox list "
+                        "--store URL [--state S] [--kind K] [--limit N] [--cursor C] [--json]\n");
         return 2;
     }
     mv_err err = {0};

@@ -259,6 +259,7 @@ static const char *const TOP_KEYS[] = {"listen",
                                        "maxConnectionsPerIp",
                                        "headerTimeoutMs",
                                        "sagaEncryption",
+                                       "tls",
                                        NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
@@ -563,6 +564,21 @@ static mv_code load_live(loader *l, json_t *root) {
     return MV_OK;
 }
 
+/* "tls": {"certFile", "keyFile"} (docs/operations.md, "HTTPS"): both or the section absent. */
+static mv_code load_tls(loader *l, json_t *root) {
+    mv_config *c = l->cfg;
+    json_t *o;
+    static const char *const TLS_KEYS[] = {"certFile", "keyFile", NULL};
+    TRY(get_obj(l, root, "", "tls", TLS_KEYS, &o));
+    if (!o) return MV_OK;
+    TRY(get_str(l, o, "tls", "certFile", &c->tls.cert_file));
+    TRY(get_str(l, o, "tls", "keyFile", &c->tls.key_file));
+    if (!c->tls.cert_file || !c->tls.key_file)
+        return fail(l, "\"tls\" needs both \"certFile\" and \"keyFile\"");
+    TRY(resolve(l, &c->tls.cert_file));
+    return resolve(l, &c->tls.key_file);
+}
+
 static mv_code check_identity(loader *l) {
     mv_config *c = l->cfg;
     const unsigned hs = 1u << 3, asym = 7u; /* HS256; RS256 | ES256 | EdDSA */
@@ -699,7 +715,8 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     if (rc == MV_OK) rc = load_delivery(l, root);
     if (rc == MV_OK) rc = load_ui(l, root);
     if (rc == MV_OK) rc = load_operations(l, root);
-    json_decref(root);
+    if (rc == MV_OK) rc = load_tls(l, root);
+    c->raw = root; /* kept: a reload compares it */
     TRY(rc);
 
     if (!c->admin_permission_key && !(c->admin_permission_key = strdup("is.admin")))
@@ -793,5 +810,8 @@ void mv_config_free(mv_config *c) {
     free_secret(&c->saga_encryption.key);
     free_secret(&c->stream.secret);
     free_strings(c->cors.origins, c->cors.n_origins);
+    free(c->tls.cert_file);
+    free(c->tls.key_file);
+    json_decref(c->raw);
     free(c);
 }

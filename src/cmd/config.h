@@ -136,6 +136,12 @@ typedef struct mv_config {
         size_t n_origins;
         int max_age_s; /* 600 */
     } cors;
+    /* Operations, second edition (docs/operations.md): HTTPS and reloads */
+    struct {
+        char *cert_file; /* "tls.certFile" (resolved), PEM chain; NULL: plain HTTP */
+        char *key_file;  /* "tls.keyFile" (resolved), PEM private key */
+    } tls;
+    json_t *raw; /* the file as read: a reload compares the keys that cannot change live */
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative

@@ -5,7 +5,10 @@
  * in reverse. */
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "cmd/daemon.h"
+#include "cmd/tls.h"
 #include "http/request.h"
 
 /* Runs check on every registered template, stopping at the first error. */
@@ -38,7 +41,7 @@ static mv_code check_template_approvals(const mv_template *t, void *ctx, mv_err 
     return MV_OK;
 }
 
-static mv_code check_approvals(const mv_config *cfg, mv_registry *reg, mv_err *err) {
+mv_code mv_daemon_check_approvals(const mv_config *cfg, mv_registry *reg, mv_err *err) {
     return cfg->approvals.enabled ? MV_OK : each_template(reg, check_template_approvals, NULL, err);
 }
 
@@ -73,9 +76,9 @@ static mv_code check_template_sagas(const mv_template *t, void *ctx, mv_err *err
 }
 
 /* Every saga handler of every registered template names a loaded definition. */
-static mv_code check_sagas(const mv_config *cfg, mv_registry *reg, const mv_saga_book *book,
-                           mv_err *err) {
-    saga_check c = {book, cfg->sagas};
+mv_code mv_daemon_check_sagas(const char *dir, mv_registry *reg, const mv_saga_book *book,
+                              mv_err *err) {
+    saga_check c = {book, dir};
     return each_template(reg, check_template_sagas, &c, err);
 }
 
@@ -86,21 +89,22 @@ mv_code mv_daemon_check(const mv_config *cfg, mv_err *err) {
     if (!reg) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (cfg->templates) {
         rc = mv_registry_load_dir(reg, cfg->templates, err);
-        if (rc == MV_OK) rc = check_approvals(cfg, reg, err);
+        if (rc == MV_OK) rc = mv_daemon_check_approvals(cfg, reg, err);
     }
     if (rc == MV_OK && cfg->sagas) {
         book = mv_saga_book_new(NULL);
         rc = book ? mv_saga_book_load_dir(book, cfg->sagas, err)
                   : mv_err_set(err, MV_NO_MEMORY, "out of memory");
     }
-    if (rc == MV_OK) rc = check_sagas(cfg, reg, book, err);
+    if (rc == MV_OK) rc = mv_daemon_check_sagas(cfg->sagas, reg, book, err);
+    if (rc == MV_OK && cfg->tls.cert_file) {
+        mv_daemon_tls_creds *creds = NULL;
+        rc = mv_daemon_tls_creds_load(cfg->tls.cert_file, cfg->tls.key_file, &creds, err);
+        mv_daemon_tls_creds_free(creds);
+    }
     mv_saga_book_free(book);
     mv_registry_free(reg);
     return rc;
-}
-
-static const mv_saga_definition *find_saga(void *ctx, const char *name) {
-    return mv_saga_book_find(ctx, name);
 }
 
 static mv_code daemon_health(void *ctx, mv_err *err) {
@@ -133,7 +137,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if (!d->registry) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (cfg->templates && (rc = mv_registry_load_dir(d->registry, cfg->templates, err)) != MV_OK)
         return rc;
-    if ((rc = check_approvals(cfg, d->registry, err)) != MV_OK) return rc;
+    if ((rc = mv_daemon_check_approvals(cfg, d->registry, err)) != MV_OK) return rc;
     d->webhook = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
                                      .secret_len = cfg->webhook_secret.len,
                                      .secrets = cfg->webhook_keys,
@@ -155,15 +159,16 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         if ((rc = mv_approvals_new(d->store, &ao, &d->approvals, err)) != MV_OK) return rc;
     }
     if (cfg->sagas) {
-        if (!(d->sagas = mv_saga_book_new(&d->webhook)))
-            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-        if ((rc = mv_saga_book_load_dir(d->sagas, cfg->sagas, err)) != MV_OK) return rc;
+        mv_saga_book *book = mv_saga_book_new(&d->webhook);
+        if (!book) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        atomic_store(&d->sagas, book);
+        if ((rc = mv_saga_book_load_dir(book, cfg->sagas, err)) != MV_OK) return rc;
         /* a saga run by an action holds its runner lease as long as the action holds its claim */
         mv_saga_engine_options so = {.runner_lease_ms = cfg->leases.action_ms,
                                      .encryption_key = cfg->saga_encryption.key.bytes};
         if ((rc = mv_saga_engine_new(d->store, &so, &d->saga_engine, err)) != MV_OK) return rc;
     }
-    if ((rc = check_sagas(cfg, d->registry, d->sagas, err)) != MV_OK) return rc;
+    if ((rc = mv_daemon_check_sagas(cfg->sagas, d->registry, d->sagas, err)) != MV_OK) return rc;
     json_t *exclusions = json_array();
     for (size_t i = 0; i < cfg->email.n_exclusions; i++)
         json_array_append_new(exclusions, json_string(cfg->email.exclusions[i]));
@@ -187,8 +192,8 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .email_exclusions = exclusions,
         .approvals = d->approvals,
         .sagas = d->saga_engine,
-        .find_saga = find_saga,
-        .find_saga_ctx = d->sagas,
+        .find_saga = mv_daemon_saga_finder(),
+        .find_saga_ctx = d,
         .saga_stop = &d->saga_stop,
         .max_message_bytes = cfg->limits.message_bytes,
         .max_page_bytes = cfg->list.max_page_bytes,
@@ -260,6 +265,15 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                          cfg->auth.claim_permissions, cfg->auth.claim_tenant}};
         rc = mv_auth_new(&ao, &d->auth, err);
     }
+    if (rc == MV_OK && cfg->tls.cert_file && !mv_daemon_tls_available())
+        rc = mv_err_set(err, MV_INVALID_CONFIG,
+                        "\"tls\" is set, but this libmicrohttpd was built without HTTPS support");
+    if (rc == MV_OK && cfg->tls.cert_file) {
+        mv_daemon_tls_creds *creds = NULL;
+        rc = mv_daemon_tls_creds_load(cfg->tls.cert_file, cfg->tls.key_file, &creds, err);
+        if (rc == MV_OK && !(d->tls = mv_daemon_tls_new(creds)))
+            rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
     if (rc == MV_OK && !(d->metrics = mv_metrics_new()))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK) rc = open_service(d, cfg, err);
@@ -282,6 +296,7 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
         return rc;
     }
     mv_daemon_metrics_init(d);
+    atomic_store(&d->ui_enabled, cfg->ui.enabled);
     d->ops = (mv_http_ops){
         .health = daemon_health, .health_ctx = d, .metrics = d->metrics, .draining = &d->draining};
     d->list_routes = (mv_list_routes){.store = d->store,
@@ -314,6 +329,10 @@ void mv_daemon_close(mv_daemon *d) {
     mv_service_free(d->service);
     mv_saga_engine_free(d->saga_engine);
     mv_saga_book_free(d->sagas);
+    for (size_t i = 0; i < d->n_retired_books; i++)
+        mv_saga_book_free(d->retired_books[i]);
+    free(d->retired_books);
+    mv_daemon_tls_free(d->tls);
     mv_approvals_free(d->approvals);
     mv_email_settings_free(d->email);
     mv_payment_webhook_free(d->payment);

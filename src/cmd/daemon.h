@@ -15,10 +15,12 @@
 #include "http/routes_durable.h"
 #include "http/routes_lists.h"
 #include "http/routes_messages.h"
+#include "http/routes_ui.h"
 #include "http/stream_hub.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
 #include "missive/message.h"
+#include "missive/operations.h"
 #include "missive/saga_webhook.h"
 #include "missive/store.h"
 
@@ -36,7 +38,11 @@ typedef struct mv_daemon {
     mv_email_settings *email;     /* NULL when "email" is not configured */
     mv_outbox_worker *outbox;     /* delivers the outbox while the daemon runs */
     mv_approvals *approvals;      /* NULL when "approvals" is not configured */
-    mv_saga_book *sagas;          /* NULL when "sagas" is not configured */
+    /* NULL when "sagas" is not configured. Atomic: a reload swaps in a new book; the replaced
+     * ones stay alive until close (sagas in flight hold their definitions) */
+    mv_saga_book *_Atomic sagas;
+    mv_saga_book **retired_books;
+    size_t n_retired_books;
     mv_saga_engine *saga_engine;
     mv_service *service;
     mv_message_routes message_routes;
@@ -46,6 +52,9 @@ typedef struct mv_daemon {
     atomic_bool draining;              /* set on SIGTERM: /readyz answers 503 */
     mv_abort saga_stop;                /* fired on SIGTERM: sagas on the loop stop between steps */
     mv_stream_hub *streams;            /* GET /messages/stream: the change log fanned out */
+    atomic_bool ui_enabled;            /* "ui.enabled", switched by a reload */
+    mv_ui_routes ui_routes;
+    struct mv_daemon_tls *tls; /* NULL without "tls"; the certificate a reload replaces */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config
@@ -70,6 +79,22 @@ void mv_daemon_on_webhook(void *ctx, const mv_webhook_call_info *call);
 typedef struct mv_recovery_loop mv_recovery_loop;
 mv_code mv_recovery_loop_start(mv_daemon *d, mv_recovery_loop **out, mv_err *err);
 void mv_recovery_loop_stop(mv_recovery_loop *loop);
+
+/* The template checks of --check-config, also run by a reload on the new set: every action that
+ * needs approval has approvals configured (cfg), every saga handler names a definition of book
+ * (dir: where those were read, for the message). */
+mv_code mv_daemon_check_approvals(const mv_config *cfg, mv_registry *reg, mv_err *err);
+mv_code mv_daemon_check_sagas(const char *dir, mv_registry *reg, const mv_saga_book *book,
+                              mv_err *err);
+/* Looks a saga up in the daemon's current book (ctx: the mv_daemon). */
+mv_saga_finder mv_daemon_saga_finder(void);
+
+/* daemon_reload.c, on SIGHUP: reads path again (with the same overrides) and applies templates,
+ * saga definitions, "log", "cors", "limits", "ui" and the TLS certificate without closing a
+ * connection; keys that need a restart are named in a warn line. Anything invalid is refused
+ * with an error line and changes nothing. Returns true when applied. The main thread only. */
+bool mv_daemon_reload(mv_daemon *d, mv_router *router, const char *path,
+                      const mv_config_overrides *ov);
 
 /* Registers every route of the daemon on router (whose app is d). */
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err);

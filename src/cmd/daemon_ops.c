@@ -204,10 +204,6 @@ struct mv_recovery_loop {
     bool stop;
 };
 
-static const mv_saga_definition *find_saga(void *ctx, const char *name) {
-    return mv_saga_book_find(ctx, name);
-}
-
 static void on_recovered(void *ctx, const char *saga_id, const char *state, const char *action,
                          const mv_err *err) {
     mv_daemon *d = ctx;
@@ -227,8 +223,8 @@ static void recovery_pass(mv_daemon *d) {
     int64_t now = mv_now_ms();
     mv__callctx_reset();
     if (d->saga_engine &&
-        mv_saga_recover(d->saga_engine, d->store, now, cfg->leases.action_ms, 100, find_saga,
-                        d->sagas, on_recovered, d, NULL, &err) != MV_OK)
+        mv_saga_recover(d->saga_engine, d->store, now, cfg->leases.action_ms, 100,
+                        mv_daemon_saga_finder(), d, on_recovered, d, NULL, &err) != MV_OK)
         mv_log("warn", "saga recovery failed", json_pack("{s:s}", "error", err.message));
     mv__callctx_reset();
     int64_t removed = 0;

@@ -5,8 +5,6 @@
 #include "http/openapi.h"
 #include "http/routes_inbox.h"
 
-static const mv_ui_routes ui_routes = {.assets = mv_ui_assets, .index = "index.html"};
-
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_auth(router, d->auth);
     mv_router_set_metrics(router, d->metrics);
@@ -20,7 +18,9 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
     if (rc == MV_OK) rc = mv_list_routes_add(router, &d->list_routes, err);
     if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
-    if (rc == MV_OK && (!d->cfg || d->cfg->ui.enabled))
-        rc = mv_ui_routes_add(router, &ui_routes, err);
+    /* always registered, answering 404 while "ui.enabled" is false: a reload may switch it on */
+    d->ui_routes = (mv_ui_routes){
+        .assets = mv_ui_assets, .index = "index.html", .enabled = d->cfg ? &d->ui_enabled : NULL};
+    if (rc == MV_OK) rc = mv_ui_routes_add(router, &d->ui_routes, err);
     return rc;
 }

@@ -18,11 +18,25 @@ static const struct {
     {"reconcile", cli_reconcile,
      "reconcile --store URL [--kind effects|sagas|actions|requests|outbox] [--stale-ms N]"},
     {"approvals", cli_approvals,
-     "approvals decide --store URL ID approved|denied --tenant T --by U"},
+     "approvals decide --store URL ID approved|denied --tenant T --by U\n"
+     "  missive approvals list --store URL [--tenant T] [--principal P] [--state S] [--limit N] "
+     "[--cursor C] [--json]"},
     {"saga", cli_saga,
      "saga resolve --config FILE --saga ID --kind K --step S --effect E --outcome O "
      "[--result JSON] [--error-code C]"},
-    {"outbox", cli_outbox, "outbox run --config FILE"},
+    {"outbox", cli_outbox,
+     "outbox run --config FILE\n"
+     "  missive outbox list --store URL [--state S] [--kind K] [--limit N] [--cursor C] [--json]"},
+    {"backup", cli_backup, "backup --store URL --to FILE"},
+    {"restore", cli_restore, "restore --from FILE --store URL [--force]"},
+    {"messages", cli_messages,
+     "messages list --store URL --user U [--tenant T] [--roles R,...] [--template-cd C] "
+     "[--type Y] [--read B] [--seen B] [--dismissed B] [--archived] [--limit N] [--skip N] "
+     "[--cursor C] [--json]\n"
+     "  missive messages get --store URL ID [--json]"},
+    {"sagas", cli_sagas,
+     "sagas list --store URL [--tenant T] [--state S] [--definition D] [--limit N] [--cursor C] "
+     "[--json]"},
 };
 
 static void usage(FILE *f) {

@@ -1,9 +1,10 @@
 /* missived.c — the daemon's entry point: flags, config, signals, server.
  *
- * SIGINT and SIGTERM are blocked before any thread starts, so every thread inherits the mask and
- * the main thread alone receives them through sigwait(): no async-signal-safety puzzles. On a
- * signal the server stops accepting, in-flight requests get up to shutdownTimeoutMs, and the
- * process exits 0 — even when it had to abandon a request (its action lease expires and the
+ * SIGINT, SIGTERM and SIGHUP are blocked before any thread starts, so every thread inherits the
+ * mask and the main thread alone receives them through sigwait(): no async-signal-safety puzzles.
+ * SIGHUP reloads (daemon_reload.c) between two waits, on this thread, while the server runs. On
+ * SIGINT or SIGTERM the server stops accepting, in-flight requests get up to shutdownTimeoutMs, and
+ * the process exits 0 — even when it had to abandon a request (its action lease expires and the
  * action can be retried). Every line on stderr is one JSON object. Under systemd (Type=notify,
  * NOTIFY_SOCKET set) it reports READY=1 once it listens and STOPPING=1 when the drain starts;
  * without NOTIFY_SOCKET sd_notify does nothing. */
@@ -22,6 +23,7 @@
 #include "cmd/cli.h"
 #include "cmd/config.h"
 #include "cmd/daemon.h"
+#include "cmd/tls.h"
 #include "http/http_server.h"
 #include "http/request.h"
 #include "http/router.h"
@@ -73,7 +75,7 @@ static int check_config(const char *path) {
     return 0;
 }
 
-static int serve(const mv_config *cfg, bool migrate) {
+static int serve(const mv_config *cfg, const mv_config_overrides *ov, bool migrate) {
     mv_err err = {0};
     mv_daemon d;
     if (mv_daemon_open(&d, cfg, migrate, &err) != MV_OK) return log_error("cannot start", &err);
@@ -96,23 +98,30 @@ static int serve(const mv_config *cfg, bool migrate) {
                                  .connection_timeout_ms = cfg->connection_timeout_ms,
                                  .max_connections_per_ip =
                                      cfg->max_connections_per_ip ? cfg->max_connections_per_ip : -1,
-                                 .header_timeout_ms = cfg->header_timeout_ms};
+                                 .header_timeout_ms = cfg->header_timeout_ms,
+                                 .tls_cert_callback = d.tls ? mv_daemon_tls_callback() : NULL};
     if (mv_http_server_start(&so, router, &server, &err) != MV_OK) {
         log_error("cannot start", &err);
         goto done;
     }
     mv_log("info", "listening",
-           json_pack("{s:s,s:i,s:s,s:s}", "listen", cfg->listen, "port",
+           json_pack("{s:s,s:i,s:s,s:s,s:s}", "listen", cfg->listen, "port",
                      mv_http_server_port(server), "auth", cfg->auth.jwt ? "jwt" : "headers",
-                     "config", cfg->path));
+                     "config", cfg->path, "scheme", d.tls ? "https" : "http"));
     sd_notifyf(0, "READY=1\nSTATUS=listening on port %d", mv_http_server_port(server));
 
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     int sig = 0;
-    while (sigwait(&set, &sig) != 0) {
+    for (;;) {
+        if (sigwait(&set, &sig) != 0) continue;
+        if (sig != SIGHUP) break;
+        sd_notify(0, "RELOADING=1\nSTATUS=reloading");
+        mv_daemon_reload(&d, router, cfg->path, ov);
+        sd_notifyf(0, "READY=1\nSTATUS=listening on port %d", mv_http_server_port(server));
     }
     sd_notify(0, "STOPPING=1\nSTATUS=draining in-flight requests");
     mv_log("info", "stopping",
@@ -178,6 +187,7 @@ int main(int argc, char **argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     /* A file that may not grow (RLIMIT_FSIZE, a quota) is a write error the store reports as
@@ -197,7 +207,7 @@ int main(int argc, char **argv) {
     mv_err err = {0};
     if (mv_config_load(path, &ov, &cfg, &err) != MV_OK)
         return log_error("invalid configuration", &err);
-    int status = serve(cfg, !cli_has(argc, argv, "--no-migrate"));
+    int status = serve(cfg, &ov, !cli_has(argc, argv, "--no-migrate"));
     mv_config_free(cfg);
     return status;
 }

@@ -73,19 +73,6 @@ static mv_code list_fn(mv_db *db, void *ctx, mv_err *err) {
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
 
-/* Cuts rows to limit and makes the cursor of the last kept row when more followed. */
-mv_code mv__list_finish(json_t *rows, int limit, const char *id_key, char **next_cursor,
-                        mv_err *err) {
-    *next_cursor = NULL;
-    if (json_array_size(rows) <= (size_t)limit) return MV_OK;
-    while (json_array_size(rows) > (size_t)limit)
-        json_array_remove(rows, json_array_size(rows) - 1);
-    json_t *last = json_array_get(rows, json_array_size(rows) - 1);
-    *next_cursor = mv__keyset_cursor_encode(json_integer_value(json_object_get(last, "createdAt")),
-                                            json_string_value(json_object_get(last, id_key)));
-    return *next_cursor ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
-}
-
 mv_code mv_saga_list(mv_store *store, const mv_saga_list_query *q, json_t **sagas,
                      char **next_cursor, mv_err *err) {
     *sagas = NULL;

@@ -831,6 +831,8 @@ done:
     return rc;
 }
 
+size_t mv_saga_book_count(const mv_saga_book *book) { return book ? book->n : 0; }
+
 const mv_saga_definition *mv_saga_book_find(const mv_saga_book *book, const char *name) {
     wh_def *d = find(book, name);
     return d ? &d->def : NULL;

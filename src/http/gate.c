@@ -355,6 +355,10 @@ static void on_readable(mv__gate *g, pending *p) {
         return;
     }
     if (n < 0) return;
+    if (g->o.opaque) {
+        hand_off(g, p);
+        return;
+    }
     size_t len = (size_t)n;
     /* Leading empty lines before a request line are allowed (RFC 9112 2.2). */
     size_t skip = 0;
@@ -495,10 +499,12 @@ mv__gate *mv__gate_start(const mv__gate_options *opts) {
     pthread_cond_init(&g->stopped, NULL);
     struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &g->o.listen_fd};
     struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &g->wake_fd};
+    if (opts->self) *opts->self = g;
     if (g->ep < 0 || g->wake_fd < 0 || !g->peek ||
         epoll_ctl(g->ep, EPOLL_CTL_ADD, g->o.listen_fd, &lev) != 0 ||
         epoll_ctl(g->ep, EPOLL_CTL_ADD, g->wake_fd, &wev) != 0 ||
         pthread_create(&g->thread, NULL, gate_main, g) != 0) {
+        if (opts->self) *opts->self = NULL;
         mv__gate_free(g);
         return NULL;
     }

@@ -27,11 +27,17 @@ typedef struct mv__gate_options {
     int header_timeout_ms; /* time for the whole first head */
     size_t max_head;       /* request line + headers, bytes */
     size_t max_target;     /* request target, bytes */
+    /* The bytes are not HTTP yet (TLS): a connection is handed off as soon as its first bytes
+     * arrive, without a look at them; the header timeout then bounds only the wait for those. */
+    bool opaque;
     /* Hands a connection whose first head is complete and well-formed to the server. The callee
      * owns fd from then on (and closes it on failure, returning false). A connection handed off
      * stays counted until mv__gate_conn_closed. */
     bool (*hand_off)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen);
     void *ctx;
+    /* May be NULL; else receives the gate before its thread starts (NULL again on failure), so
+     * that the server's threads may use it from the first connection on. */
+    struct mv__gate **self;
 } mv__gate_options;
 
 /* Starts the gate's thread. On failure closes opts->listen_fd and returns NULL. */

@@ -152,6 +152,10 @@ typedef struct mv_http_server_options {
     int max_connections_per_ip; /* 0 → 512; negative → no limit */
     int header_timeout_ms;      /* a connection's first request head must arrive within this
                                    (0 → 10000); else 408 and closed */
+    /* HTTPS when set: a gnutls_certificate_retrieve_function2 * that hands out the certificate
+     * chain and key of each handshake (so they can change while the server runs). The head
+     * checks then fall to libmicrohttpd, and header_timeout_ms bounds only the first bytes. */
+    void *tls_cert_callback;
 } mv_http_server_options;
 
 /* Starts serving router (which must outlive the server). Fails with MV_INVALID_ARGUMENT on a

@@ -5,6 +5,7 @@
  * A linear scan is enough: the daemon has about fifteen routes, and the scan allocates nothing
  * but the path parameters of the route that wins. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +38,26 @@ struct mv_router {
     bool logging;
     mv_ticket_auth_fn ticket_auth;
     void *ticket_ctx;
-    char **cors_origins;
-    size_t ncors;
-    int cors_max_age_s;
+    /* Replaced whole by mv_router_set_cors (a reload, while requests run): a request reads the
+     * pointer once; a replaced set is kept until the router is freed, so none is freed under a
+     * reader (a few bytes per reload). */
+    _Atomic(struct cors_set *) cors;
+    struct cors_set *retired;
 };
+
+typedef struct cors_set {
+    struct cors_set *next_retired;
+    char **origins;
+    size_t n;
+    int max_age_s;
+} cors_set;
+
+static void cors_set_free(cors_set *c) {
+    for (size_t i = 0; c && i < c->n; i++)
+        free(c->origins[i]);
+    if (c) free(c->origins);
+    free(c);
+}
 
 mv_router *mv_router_new(void *app) {
     mv_router *r = calloc(1, sizeof *r);
@@ -57,9 +74,11 @@ static void entry_free(route_entry *e) {
 
 void mv_router_free(mv_router *router) {
     if (!router) return;
-    for (size_t i = 0; i < router->ncors; i++)
-        free(router->cors_origins[i]);
-    free(router->cors_origins);
+    cors_set_free(atomic_load(&router->cors));
+    for (cors_set *c = router->retired, *next; c; c = next) {
+        next = c->next_retired;
+        cors_set_free(c);
+    }
     for (size_t i = 0; i < router->nroutes; i++)
         entry_free(&router->routes[i]);
     free(router->routes);
@@ -90,22 +109,20 @@ void mv_router_set_ticket_auth(mv_router *router, mv_ticket_auth_fn fn, void *ct
 
 mv_code mv_router_set_cors(mv_router *router, const char *const *origins, size_t n, int max_age_s,
                            mv_err *err) {
-    char **copy = n ? calloc(n, sizeof *copy) : NULL;
-    if (n && !copy) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        if (!(copy[i] = strdup(origins[i]))) {
-            while (i--)
-                free(copy[i]);
-            free(copy);
-            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-        }
-    for (size_t i = 0; i < router->ncors; i++)
-        free(router->cors_origins[i]);
-    free(router->cors_origins);
-    router->cors_origins = copy;
-    router->ncors = n;
-    router->cors_max_age_s = max_age_s;
+    cors_set *c = calloc(1, sizeof *c);
+    if (!c || (n && !(c->origins = calloc(n, sizeof *c->origins)))) goto nomem;
+    for (; c->n < n; c->n++)
+        if (!(c->origins[c->n] = strdup(origins[c->n]))) goto nomem;
+    c->max_age_s = max_age_s;
+    cors_set *old = atomic_exchange(&router->cors, c);
+    if (old) {
+        old->next_retired = router->retired;
+        router->retired = old;
+    }
     return MV_OK;
+nomem:
+    cors_set_free(c);
+    return mv_err_set(err, MV_NO_MEMORY, "out of memory");
 }
 
 void mv_router_set_logging(mv_router *router, bool on) { router->logging = on; }
@@ -391,10 +408,10 @@ static void run_route(mv_router *router, const route_entry *e, mv_http_request *
 /* ---- CORS -------------------------------------------------------------------------------- */
 
 /* The request's Origin when it is one of the allowed ones, else NULL. */
-static const char *allowed_origin(const mv_router *router, const mv_http_request *req) {
+static const char *allowed_origin(const cors_set *cors, const mv_http_request *req) {
     const char *origin = mv_http_header_get(req, "Origin");
-    for (size_t i = 0; origin && i < router->ncors; i++)
-        if (strcmp(router->cors_origins[i], origin) == 0) return origin;
+    for (size_t i = 0; origin && cors && i < cors->n; i++)
+        if (strcmp(cors->origins[i], origin) == 0) return origin;
     return NULL;
 }
 
@@ -420,8 +437,8 @@ static void path_methods(mv_router *router, mv_http_request *req, const char *co
 }
 
 /* OPTIONS preflight: 204, and from an allowed origin the methods the path answers. */
-static void preflight(mv_router *router, mv_http_request *req, mv_http_response *res,
-                      const char *origin) {
+static void preflight(mv_router *router, const cors_set *cors, mv_http_request *req,
+                      mv_http_response *res, const char *origin) {
     res->status = 204;
     if (!origin) return;
     char methods[64];
@@ -429,7 +446,7 @@ static void preflight(mv_router *router, mv_http_request *req, mv_http_response 
     path_methods(router, req, known, 2, methods);
     if (!methods[0]) return;
     char age[24];
-    snprintf(age, sizeof age, "%d", router->cors_max_age_s);
+    snprintf(age, sizeof age, "%d", cors->max_age_s);
     mv_http_set_header(res, "Access-Control-Allow-Origin", origin);
     mv_http_set_header(res, "Vary", "Origin");
     mv_http_set_header(res, "Access-Control-Allow-Methods", methods);
@@ -448,9 +465,10 @@ void mv_http_dispatch(mv_router *router, mv_http_request *req, mv_http_response 
     const char *traceparent = mv_http_header_get(req, "traceparent");
     if (mv__traceparent_valid(traceparent))
         mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
-    const char *origin = allowed_origin(router, req);
-    if (router->ncors && strcmp(req->method, "OPTIONS") == 0) {
-        preflight(router, req, res, origin);
+    const cors_set *cors = atomic_load(&router->cors);
+    const char *origin = allowed_origin(cors, req);
+    if (cors && cors->n && strcmp(req->method, "OPTIONS") == 0) {
+        preflight(router, cors, req, res, origin);
         mv_http_set_header(res, "X-Request-Id", req->request_id);
         return;
     }

@@ -61,7 +61,8 @@ void mv_router_set_ticket_auth(mv_router *router, mv_ticket_auth_fn fn, void *ct
 /* CORS (DESIGN "Live updates"): requests whose Origin is one of origins (copied) get
  * Access-Control-Allow-Origin echoing it; OPTIONS preflight from such an origin is answered 204
  * with the methods of the matching routes, the headers the API reads and Access-Control-Max-Age.
- * Any other origin gets no CORS header at all (never a wildcard). */
+ * Any other origin gets no CORS header at all (never a wildcard). May be called again while
+ * requests are served (a reload): each request sees the old set or the new one. */
 mv_code mv_router_set_cors(mv_router *router, const char *const *origins, size_t n, int max_age_s,
                            mv_err *err);
 

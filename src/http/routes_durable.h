@@ -9,9 +9,11 @@
 #include "missive/saga_webhook.h"
 
 typedef struct mv_durable_routes {
-    mv_approvals *approvals;      /* borrowed; NULL → the approval routes answer 404 not_found */
-    mv_saga_engine *engine;       /* borrowed; NULL → the saga routes answer 404 not_found */
-    const mv_saga_book *book;     /* borrowed; NULL → the saga routes answer 404 not_found */
+    mv_approvals *approvals; /* borrowed; NULL → the approval routes answer 404 not_found */
+    mv_saga_engine *engine;  /* borrowed; NULL → the saga routes answer 404 not_found */
+    /* borrowed; NULL → the saga routes answer 404 not_found. Atomic: a reload puts a new book
+     * here while requests run (each lookup reads it once; the old book stays alive) */
+    const mv_saga_book *_Atomic book;
     const char *admin_permission; /* "is.admin" (NULL → "is.admin") */
     mv_metrics *metrics;          /* NULL → decisions are not counted */
     /* When set, POST /sagas/{definition}, resume and compensate of a book's saga run on the loop

@@ -31,7 +31,17 @@ static void security_headers(mv_http_response *res) {
     mv_http_set_header(res, "X-Frame-Options", "DENY");
 }
 
+/* Off: the same answer as a path no route matches. */
+static bool ui_off(const mv_http_request *req, mv_http_response *res) {
+    const mv_ui_routes *ui = req->route_ctx;
+    if (!ui->enabled || atomic_load(ui->enabled)) return false;
+    mv_http_errorf(res, MV_NOT_FOUND, "no route for GET %s",
+                   mv_valid_token(req->path, 200) ? req->path : "(this path)");
+    return true;
+}
+
 static void serve(mv_http_request *req, mv_http_response *res, const mv_ui_asset *a) {
+    if (ui_off(req, res)) return;
     if (!a) {
         mv_http_errorf(res, MV_NOT_FOUND, "no route for GET /ui/%s",
                        mv_valid_token(mv_http_param(req, "file"), 200) ? mv_http_param(req, "file")
@@ -70,8 +80,8 @@ static void handle_element(mv_http_request *req, mv_http_response *res, void *ap
 }
 
 static void handle_bare(mv_http_request *req, mv_http_response *res, void *app) {
-    (void)req;
     (void)app;
+    if (ui_off(req, res)) return;
     security_headers(res);
     mv_http_set_header(res, "Location", "/ui/");
     mv_http_text(res, 308, "text/plain; charset=utf-8", "/ui/\n", 5);

@@ -9,6 +9,7 @@
 #ifndef MISSIVE_HTTP_ROUTES_UI_H
 #define MISSIVE_HTTP_ROUTES_UI_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "http/router.h"
@@ -29,8 +30,10 @@ typedef struct mv_ui_asset {
     "frame-ancestors 'none'"
 
 typedef struct mv_ui_routes {
-    const mv_ui_asset *assets; /* borrowed; ends with an entry whose name is NULL */
-    const char *index;         /* the asset answered at /ui/ ("index.html") */
+    const mv_ui_asset *assets;  /* borrowed; ends with an entry whose name is NULL */
+    const char *index;          /* the asset answered at /ui/ ("index.html") */
+    const atomic_bool *enabled; /* NULL: always served; false: every /ui route answers 404
+                                 * not_found, as an unknown route (switched by a reload) */
 } mv_ui_routes;
 
 /* Registers GET /ui (308 to /ui/), GET /ui/ (the index asset), GET /ui/{file} (an asset by

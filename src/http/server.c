@@ -754,13 +754,16 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
+    struct MHD_OptionItem tls[] = {{MHD_OPTION_HTTPS_CERT_CALLBACK, 0, opts->tls_cert_callback},
+                                   {MHD_OPTION_END, 0, NULL}};
+    if (opts->tls_cert_callback) flags |= MHD_USE_TLS;
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)io_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)limit, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-        MHD_OPTION_END);
+        MHD_OPTION_ARRAY, opts->tls_cert_callback ? tls : tls + 1, MHD_OPTION_END);
     if (!srv->daemon) {
         close(listen_fd);
         mv_http_server_free(srv);
@@ -775,11 +778,12 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
         .header_timeout_ms = opts->header_timeout_ms > 0 ? opts->header_timeout_ms : 10000,
         .max_head = MV_HTTP_MAX_HEAD,
         .max_target = MV_HTTP_MAX_TARGET,
+        .opaque = opts->tls_cert_callback != NULL,
         .hand_off = hand_off,
         .ctx = srv,
+        .self = &srv->gate, /* on_connection reads it as soon as the first client connects */
     };
-    srv->gate = mv__gate_start(&go);
-    if (!srv->gate) {
+    if (!mv__gate_start(&go)) {
         mv_http_server_free(srv);
         return mv_err_set(err, MV_NO_MEMORY, "cannot start the HTTP server on %s", opts->listen);
     }

@@ -332,13 +332,12 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     json_t *display = json_object_get(item, "display");
     if (json_is_object(display)) json_object_set_new(doc, "display", json_deep_copy(display));
     if (job->crid[0]) json_object_set_new(doc, "clientRequestId", json_string(job->crid));
-    int64_t bytes = message_bytes(doc);
-    if (bytes > svc->o.max_message_bytes) {
+    int64_t bytes = message_bytes(doc), max_bytes = atomic_load(&svc->max_message_bytes);
+    if (bytes > max_bytes) {
         rc = mv_err_set(err, MV_PAYLOAD_TOO_LARGE,
                         "message %zu of template \"%s\" is %lld bytes (payload plus rendered "
                         "content); at most %lld are allowed",
-                        index, t->template_cd, (long long)bytes,
-                        (long long)svc->o.max_message_bytes);
+                        index, t->template_cd, (long long)bytes, (long long)max_bytes);
         goto fail;
     }
     json_array_append_new(job->docs, doc);

@@ -1,10 +1,15 @@
 /* registry.c — the set of registered templates, shared by every request thread.
  *
- * A mutex guards a small array kept in registration order (the reference's Map order: replacing a
- * code keeps its original position). The registry holds one reference per template; find() hands
- * out another, so a template replaced or removed while a request uses it lives until that request
+ * Readers take no lock: the set is an immutable table (registration order, the reference's Map
+ * order: replacing a code keeps its original position) behind an atomic pointer. A change builds
+ * a new table under the writers' mutex, publishes it, waits until no reader is inside a lookup
+ * that began before (a count of readers in flight; a lookup is a short scan), and only then
+ * releases the old table. Each table holds one reference per template; find() hands out
+ * another, so a template replaced or removed while a request uses it lives until that request
  * releases it. Loading a directory registers every good file and reports every bad one. */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,67 +18,101 @@
 #include "missive/base.h"
 #include "missive/template.h"
 
+typedef struct table {
+    size_t n;
+    mv_template *items[]; /* registration order, one reference each */
+} table;
+
 struct mv_registry {
-    pthread_mutex_t mu;
-    mv_template **items; /* registration order */
-    size_t n, cap;
+    pthread_mutex_t mu;   /* writers */
+    _Atomic(table *) cur; /* never NULL */
+    atomic_long readers;  /* lookups in flight */
 };
+
+static table *table_new(size_t n) {
+    table *t = calloc(1, sizeof *t + n * sizeof t->items[0]);
+    if (t) t->n = n;
+    return t;
+}
+
+static void table_free(table *t) {
+    for (size_t i = 0; t && i < t->n; i++)
+        mv_template_release(t->items[i]);
+    free(t);
+}
+
+/* The current table for one lookup, between enter() and leave(). */
+static const table *enter(mv_registry *reg) {
+    atomic_fetch_add(&reg->readers, 1);
+    return atomic_load(&reg->cur);
+}
+
+static void leave(mv_registry *reg) { atomic_fetch_sub(&reg->readers, 1); }
+
+/* After a new table was published: returns once every lookup that could still see the old one
+ * has left (a lookup that enters now sees the new one). */
+static void wait_readers(mv_registry *reg) {
+    while (atomic_load(&reg->readers) != 0)
+        sched_yield();
+}
+
+/* Publishes t (the caller holds mu) and frees the table it replaces. */
+static void publish(mv_registry *reg, table *t) {
+    table *old = atomic_exchange(&reg->cur, t);
+    wait_readers(reg);
+    table_free(old);
+}
 
 mv_registry *mv_registry_new(void) {
     mv_registry *reg = calloc(1, sizeof *reg);
-    if (!reg) return NULL;
-    if (pthread_mutex_init(&reg->mu, NULL) != 0) {
+    table *t = table_new(0);
+    if (!reg || !t || pthread_mutex_init(&reg->mu, NULL) != 0) {
         free(reg);
+        free(t);
         return NULL;
     }
+    atomic_init(&reg->cur, t);
     return reg;
 }
 
 void mv_registry_free(mv_registry *reg) {
     if (!reg) return;
-    for (size_t i = 0; i < reg->n; i++)
-        mv_template_release(reg->items[i]);
-    free(reg->items);
+    table_free(atomic_load(&reg->cur));
     pthread_mutex_destroy(&reg->mu);
     free(reg);
 }
 
-/* Index of template_cd, or reg->n. Call with the lock held. */
-static size_t index_of(const mv_registry *reg, const char *template_cd) {
+/* Index of template_cd in t, or t->n. */
+static size_t index_of(const table *t, const char *template_cd) {
     size_t i = 0;
-    while (i < reg->n && strcmp(reg->items[i]->template_cd, template_cd) != 0)
+    while (i < t->n && strcmp(t->items[i]->template_cd, template_cd) != 0)
         i++;
     return i;
 }
 
+/* A copy of t with room for extra more entries (references taken), or NULL. */
+static table *copy_of(const table *t, size_t extra) {
+    table *c = table_new(t->n + extra);
+    for (size_t i = 0; c && i < t->n; i++)
+        c->items[i] = mv_template_retain(t->items[i]);
+    return c;
+}
+
 static mv_code put(mv_registry *reg, mv_template *t, mv_err *err) {
-    mv_template *old = NULL;
-    mv_code rc = MV_OK;
-    mv_template_retain(t);
     pthread_mutex_lock(&reg->mu);
-    size_t i = index_of(reg, t->template_cd);
-    if (i < reg->n) {
-        old = reg->items[i];
-        reg->items[i] = t;
-    } else {
-        if (reg->n == reg->cap) {
-            size_t cap = reg->cap ? reg->cap * 2 : 16;
-            mv_template **items = realloc(reg->items, cap * sizeof *items);
-            if (!items) {
-                old = t; /* drop the reference we took */
-                rc = mv_err_set(err, MV_NO_MEMORY, "out of memory registering template \"%s\"",
-                                t->template_cd);
-                goto unlock;
-            }
-            reg->items = items;
-            reg->cap = cap;
-        }
-        reg->items[reg->n++] = t;
+    const table *cur = atomic_load(&reg->cur);
+    size_t i = index_of(cur, t->template_cd);
+    table *next = copy_of(cur, i < cur->n ? 0 : 1);
+    if (!next) {
+        pthread_mutex_unlock(&reg->mu);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory registering template \"%s\"",
+                          t->template_cd);
     }
-unlock:
+    if (i < cur->n) mv_template_release(next->items[i]);
+    next->items[i] = mv_template_retain(t);
+    publish(reg, next);
     pthread_mutex_unlock(&reg->mu);
-    mv_template_release(old); /* outside the lock: it may free */
-    return rc;
+    return MV_OK;
 }
 
 void mv_registry_put(mv_registry *reg, mv_template *t) {
@@ -170,69 +209,77 @@ done:
 
 mv_template *mv_registry_find(mv_registry *reg, const char *template_cd) {
     if (!reg || !template_cd) return NULL;
-    mv_template *t = NULL;
-    pthread_mutex_lock(&reg->mu);
-    size_t i = index_of(reg, template_cd);
-    if (i < reg->n) t = mv_template_retain(reg->items[i]);
-    pthread_mutex_unlock(&reg->mu);
-    return t;
+    const table *t = enter(reg);
+    size_t i = index_of(t, template_cd);
+    mv_template *found = i < t->n ? mv_template_retain(t->items[i]) : NULL;
+    leave(reg);
+    return found;
 }
 
 bool mv_registry_has(mv_registry *reg, const char *template_cd) {
     if (!reg || !template_cd) return false;
-    pthread_mutex_lock(&reg->mu);
-    bool found = index_of(reg, template_cd) < reg->n;
-    pthread_mutex_unlock(&reg->mu);
+    const table *t = enter(reg);
+    bool found = index_of(t, template_cd) < t->n;
+    leave(reg);
     return found;
 }
 
 size_t mv_registry_count(mv_registry *reg) {
     if (!reg) return 0;
-    pthread_mutex_lock(&reg->mu);
-    size_t n = reg->n;
-    pthread_mutex_unlock(&reg->mu);
+    size_t n = enter(reg)->n;
+    leave(reg);
     return n;
 }
 
 json_t *mv_registry_codes(mv_registry *reg) {
     json_t *codes = json_array();
     if (!codes || !reg) return codes;
-    pthread_mutex_lock(&reg->mu);
-    for (size_t i = 0; i < reg->n; i++) {
-        if (json_array_append_new(codes, json_string(reg->items[i]->template_cd)) != 0) {
+    const table *t = enter(reg);
+    for (size_t i = 0; i < t->n; i++) {
+        if (json_array_append_new(codes, json_string(t->items[i]->template_cd)) != 0) {
             json_decref(codes);
             codes = NULL;
             break;
         }
     }
-    pthread_mutex_unlock(&reg->mu);
+    leave(reg);
     return codes;
 }
 
 bool mv_registry_remove(mv_registry *reg, const char *template_cd) {
     if (!reg || !template_cd) return false;
-    mv_template *old = NULL;
     pthread_mutex_lock(&reg->mu);
-    size_t i = index_of(reg, template_cd);
-    if (i < reg->n) {
-        old = reg->items[i];
-        memmove(reg->items + i, reg->items + i + 1, (reg->n - i - 1) * sizeof *reg->items);
-        reg->n--;
-    }
+    const table *cur = atomic_load(&reg->cur);
+    size_t i = index_of(cur, template_cd);
+    table *next = i < cur->n ? table_new(cur->n - 1) : NULL;
+    for (size_t k = 0, j = 0; next && k < cur->n; k++)
+        if (k != i) next->items[j++] = mv_template_retain(cur->items[k]);
+    if (next) publish(reg, next);
     pthread_mutex_unlock(&reg->mu);
-    mv_template_release(old);
-    return old != NULL;
+    return next != NULL; /* out of memory: nothing removed */
 }
 
 void mv_registry_clear(mv_registry *reg) {
     if (!reg) return;
+    table *empty = table_new(0);
+    if (!empty) return;
     pthread_mutex_lock(&reg->mu);
-    mv_template **items = reg->items;
-    size_t n = reg->n;
-    reg->items = NULL;
-    reg->n = reg->cap = 0;
+    publish(reg, empty);
     pthread_mutex_unlock(&reg->mu);
-    for (size_t i = 0; i < n; i++)
-        mv_template_release(items[i]);
-    free(items);
+}
+
+void mv_registry_swap(mv_registry *reg, mv_registry *other) {
+    if (!reg || !other || reg == other) return;
+    /* always in address order, so two swaps of the same pair cannot deadlock */
+    mv_registry *first = reg < other ? reg : other, *second = reg < other ? other : reg;
+    pthread_mutex_lock(&first->mu);
+    pthread_mutex_lock(&second->mu);
+    table *mine = atomic_load(&reg->cur);
+    atomic_store(&reg->cur, atomic_exchange(&other->cur, mine));
+    /* the tables changed hands, none is freed: once the lookups that began before have left,
+     * freeing either registry frees only what its own readers could see */
+    wait_readers(reg);
+    wait_readers(other);
+    pthread_mutex_unlock(&second->mu);
+    pthread_mutex_unlock(&first->mu);
 }

@@ -115,6 +115,7 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     mv_service *s = calloc(1, sizeof *s);
     if (!s) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     s->o = o;
+    atomic_init(&s->max_message_bytes, o.max_message_bytes);
     s->admin_roles = calloc(o.nadmin_roles + 1, sizeof *s->admin_roles);
     for (size_t i = 0; s->admin_roles && i < o.nadmin_roles; i++)
         s->admin_roles[s->nadmin_roles++] = strdup(o.admin_roles[i]);
@@ -126,6 +127,10 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     pthread_cond_init(&s->page_cv, NULL);
     *out = s;
     return MV_OK;
+}
+
+void mv_service_set_max_message_bytes(mv_service *svc, int64_t max_bytes) {
+    atomic_store(&svc->max_message_bytes, max_bytes > 0 ? max_bytes : MV_DEFAULT_MESSAGE_BYTES);
 }
 
 void mv_service_free(mv_service *svc) {

@@ -3,6 +3,7 @@
 #define MISSIVE_MESSAGE_SERVICE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "missive/message.h"
 #include "store/db.h"
@@ -59,6 +60,8 @@ struct mv_service {
     pthread_mutex_t page_mu;
     pthread_cond_t page_cv;
     int64_t page_bytes_in_flight;
+    /* o.max_message_bytes as it is now: a reload changes it while creates run */
+    _Atomic int64_t max_message_bytes;
 };
 
 #define MV_PAGES_IN_FLIGHT 2

@@ -52,7 +52,17 @@ typedef struct mv_driver {
     /* True while a transaction is open (SQLite rolls a transaction back by itself on some errors:
      * a full disk, an I/O error). NULL: assume it is. */
     bool (*in_transaction)(void *conn);
+    /* The whole database into a new file at path, consistent as of one moment while others
+     * write (outside any transaction). NULL: the database has its own tools (PostgreSQL). */
+    mv_code (*backup)(void *conn, const char *path, mv_err *err);
+    /* Replaces the database with the file at path, which must be a store whose schema version
+     * is 1..max_version (outside any transaction). NULL as for backup. */
+    mv_code (*restore)(void *conn, const char *path, int max_version, mv_err *err);
 } mv_driver;
+
+/* sqlite_backup.c */
+mv_code mv__sqlite_backup(void *conn, const char *path, mv_err *err);
+mv_code mv__sqlite_restore(void *conn, const char *path, int max_version, mv_err *err);
 
 extern const mv_driver mv_sqlite_driver;
 extern const mv_driver mv_pg_driver;

@@ -148,4 +148,6 @@ const mv_driver mv_sqlite_driver = {
     .send = NULL, /* a deferred statement runs at once: there is no network to save */
     .unique_violation = sq_unique_violation,
     .round_trips = sq_statements,
+    .backup = mv__sqlite_backup,
+    .restore = mv__sqlite_restore,
 };

@@ -782,6 +782,33 @@ mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err) {
 
 /* ---- migrations ------------------------------------------------------------------------- */
 
+/* ---- backup and restore ------------------------------------------------------------------ */
+
+static mv_code copy(mv_store *store, const char *path, bool restore, mv_err *err) {
+    const mv_driver *drv = store->drv;
+    if (!(restore ? drv->restore != NULL : drv->backup != NULL))
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          restore ? "a PostgreSQL store is restored with PostgreSQL's own tools: "
+                                    "pg_restore (or psql) from a pg_dump"
+                                  : "a PostgreSQL store is backed up with PostgreSQL's own tools: "
+                                    "pg_dump (pg_dump --format=custom DBNAME > FILE)");
+    mv_db *db;
+    mv_code rc = store_acquire(store, &db, err);
+    if (rc != MV_OK) return rc;
+    rc = restore ? drv->restore(db->conn, path, mv_store_latest_version(), err)
+                 : drv->backup(db->conn, path, err);
+    store_release(store, db);
+    return rc;
+}
+
+mv_code mv_store_backup(mv_store *store, const char *path, mv_err *err) {
+    return copy(store, path, false, err);
+}
+
+mv_code mv_store_restore(mv_store *store, const char *path, mv_err *err) {
+    return copy(store, path, true, err);
+}
+
 int mv_store_latest_version(void) {
     int v = 0;
     for (int i = 0; mv_migrations[i]; i++)
