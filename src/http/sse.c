@@ -5,8 +5,18 @@
  * the hub's thread) resumes it — both under the stream's mutex, so a write can never slip
  * between "queue is empty" and "suspended" and be left unsent. Closing resumes too, and the
  * reader then ends the response (chunked: the terminating chunk), which is how SIGTERM drains
- * streams cleanly. */
+ * streams cleanly.
+ *
+ * Memory: the producer asks mv_sse_has_room before each event and stops at a low-water mark, so
+ * a client that does not read holds one small queue, not everything it was sent; the rest stays
+ * in the change log until it reads again (the reader then calls the producer back). A drained
+ * buffer is freed, so an idle stream keeps no buffer at all.
+ *
+ * A parked (suspended) connection is not polled by libmicrohttpd, so a client that hangs up while
+ * parked would only be noticed at the next write (a heartbeat, 15 s by default) and keep its slot
+ * until then: mv_sse_close_hung_up lets the producer look at every parked socket in one poll. */
 #include <microhttpd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +31,14 @@ struct mv_sse_stream {
     size_t off, len, cap, max;
     bool closed, suspended;
     int refs;
+    int fd; /* the connection's socket while the server streams it, else -1 */
     int64_t last_write_ms;
     struct MHD_Connection *conn; /* set once the server streams it */
+    /* mv_sse_has_room found the queue full: call on_room once it drains below low_water */
+    bool want_room;
+    size_t low_water;
+    void (*on_room)(void *ctx);
+    void *room_ctx;
 };
 
 static int64_t mono_ms(void) {
@@ -37,6 +53,7 @@ mv_sse_stream *mv_sse_stream_new(size_t max_queued) {
     pthread_mutex_init(&s->mu, NULL);
     s->max = max_queued ? max_queued : 1024 * 1024;
     s->refs = 1;
+    s->fd = -1;
     s->last_write_ms = mono_ms();
     return s;
 }
@@ -104,6 +121,49 @@ void mv_sse_close(mv_sse_stream *s) {
     pthread_mutex_unlock(&s->mu);
 }
 
+size_t mv_sse_queued(mv_sse_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->len - s->off;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+bool mv_sse_has_room(mv_sse_stream *s, size_t low_water, void (*on_room)(void *ctx), void *ctx) {
+    pthread_mutex_lock(&s->mu);
+    bool room = s->len - s->off < low_water;
+    if (!room) {
+        s->want_room = true;
+        s->low_water = low_water;
+        s->on_room = on_room;
+        s->room_ctx = ctx;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return room;
+}
+
+void mv_sse_close_hung_up(mv_sse_stream *const *s, int n) {
+    if (n <= 0) return;
+    struct pollfd *p = calloc((size_t)n, sizeof *p);
+    if (!p) return;
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&s[i]->mu);
+        p[i].fd = s[i]->closed ? -1 : s[i]->fd; /* poll ignores negative descriptors */
+        pthread_mutex_unlock(&s[i]->mu);
+        p[i].events = POLLRDHUP;
+    }
+    if (poll(p, (nfds_t)n, 0) > 0)
+        for (int i = 0; i < n; i++)
+            if (p[i].fd >= 0 && (p[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+                pthread_mutex_lock(&s[i]->mu);
+                if (s[i]->fd == p[i].fd) { /* still the same connection */
+                    s[i]->closed = true;
+                    wake(s[i]);
+                }
+                pthread_mutex_unlock(&s[i]->mu);
+            }
+    free(p);
+}
+
 bool mv_sse_is_open(mv_sse_stream *s) {
     pthread_mutex_lock(&s->mu);
     bool open = !s->closed;
@@ -146,13 +206,15 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
         size_t k = s->len - s->off < max ? s->len - s->off : max;
         memcpy(out, s->buf + s->off, k);
         s->off += k;
-        if (s->off == s->len) {
+        if (s->off == s->len) { /* drained: give the memory back (an idle stream has none) */
             s->off = s->len = 0;
-            if (s->cap > 64 * 1024) { /* a burst passed: give the memory back */
-                free(s->buf);
-                s->buf = NULL;
-                s->cap = 0;
-            }
+            free(s->buf);
+            s->buf = NULL;
+            s->cap = 0;
+        }
+        if (s->want_room && s->len - s->off < s->low_water) {
+            s->want_room = false;
+            s->on_room(s->room_ctx);
         }
         n = (ssize_t)k;
     } else if (s->closed) {
@@ -171,14 +233,19 @@ static void reader_done(void *cls) {
     pthread_mutex_lock(&s->mu);
     s->closed = true; /* the client went away or the response ended */
     s->conn = NULL;
+    s->fd = -1;
+    s->want_room = false;
     s->suspended = false;
     pthread_mutex_unlock(&s->mu);
     mv_sse_release(s);
 }
 
 struct MHD_Response *mv_sse_mhd_response(mv_sse_stream *s, struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     pthread_mutex_lock(&s->mu);
     s->conn = c;
+    s->fd = ci ? ci->connect_fd : -1;
     s->refs++;
     pthread_mutex_unlock(&s->mu);
     struct MHD_Response *r =
