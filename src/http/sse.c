@@ -21,9 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 #include "http/sse.h"
+
+#define CHUNK 4096 /* the most bytes handed to libmicrohttpd per call */
 
 struct mv_sse_stream {
     pthread_mutex_t mu;
@@ -131,6 +134,7 @@ size_t mv_sse_queued(mv_sse_stream *s) {
 bool mv_sse_has_room(mv_sse_stream *s, size_t low_water, void (*on_room)(void *ctx), void *ctx) {
     pthread_mutex_lock(&s->mu);
     bool room = s->len - s->off < low_water;
+    int fd = s->fd;
     if (!room) {
         s->want_room = true;
         s->low_water = low_water;
@@ -138,6 +142,12 @@ bool mv_sse_has_room(mv_sse_stream *s, size_t low_water, void (*on_room)(void *c
         s->room_ctx = ctx;
     }
     pthread_mutex_unlock(&s->mu);
+    /* What the kernel holds for the client counts too: a client that does not read fills the
+     * socket's send buffer first, and what would be written after that would only wait here, in
+     * this process's memory. The producer looks again on its next turn. */
+    int unsent = 0;
+    if (room && fd >= 0 && ioctl(fd, TIOCOUTQ, &unsent) == 0 && (size_t)unsent >= low_water * 4)
+        room = false;
     return room;
 }
 
@@ -203,7 +213,10 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
     pthread_mutex_lock(&s->mu);
     ssize_t n;
     if (s->len > s->off) {
+        /* at most one page per call: libmicrohttpd's write buffer (half of the connection's
+         * memory) is then only touched for its first page, whatever the burst */
         size_t k = s->len - s->off < max ? s->len - s->off : max;
+        if (k > CHUNK) k = CHUNK;
         memcpy(out, s->buf + s->off, k);
         s->off += k;
         if (s->off == s->len) { /* drained: give the memory back (an idle stream has none) */
@@ -249,7 +262,7 @@ struct MHD_Response *mv_sse_mhd_response(mv_sse_stream *s, struct MHD_Connection
     s->refs++;
     pthread_mutex_unlock(&s->mu);
     struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, s, reader_done);
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, CHUNK, reader, s, reader_done);
     if (!r) reader_done(s);
     return r;
 }

@@ -25,9 +25,10 @@ mv_sse_stream *mv_sse_stream_new(size_t max_queued);
 bool mv_sse_write(mv_sse_stream *s, const char *data, size_t n);
 /* Bytes queued and not yet handed to the socket. */
 size_t mv_sse_queued(mv_sse_stream *s);
-/* True when fewer than low_water bytes are queued. When not, the next time the client's reads
- * bring the queue below low_water, on_room(ctx) is called (once, on the server's thread; it must
- * be quick): the producer then writes more. */
+/* True when fewer than low_water bytes are queued and the socket can take more. When the queue
+ * is the reason, the next time the client's reads bring it below low_water on_room(ctx) is called
+ * (once, on the server's thread; it must be quick); when the socket is (the client does not read),
+ * the producer has to ask again later. */
 bool mv_sse_has_room(mv_sse_stream *s, size_t low_water, void (*on_room)(void *ctx), void *ctx);
 /* Closes every stream of the n whose client hung up (a parked connection is not watched by the
  * server, so without this a closed one would only be noticed at its next write). Thread-safe;

@@ -45,7 +45,7 @@
  * client refetches: a message as large as `limits.messageBytes` allows never closes a stream,
  * and a thousand streams that do not read stay within a few tens of MiB. */
 #define LOW_WATER (16 * 1024)
-#define MAX_EVENT_DATA (32 * 1024)
+#define MAX_EVENT_DATA (16 * 1024)
 #define HANGUP_EVERY_MS 100 /* how often parked streams are checked for a client that hung up */
 #define TRIM_EVERY_MS 1000  /* at most this often: freed streams' memory back to the system */
 #define WARN_EVERY_MS 5000
