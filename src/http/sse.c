@@ -120,6 +120,7 @@ bool mv_sse_event(mv_sse_stream *s, int64_t id, const char *event, const char *d
 void mv_sse_close(mv_sse_stream *s) {
     pthread_mutex_lock(&s->mu);
     s->closed = true;
+    s->want_room = false; /* the producer may be gone once it closed the stream */
     wake(s);
     pthread_mutex_unlock(&s->mu);
 }

@@ -8,8 +8,20 @@
  * can see the message (loaded once per change, not once per stream). The message is then sent as
  * that user sees it (with their "viewer"), and after each page a `counts` event goes to every
  * stream whose counts moved. Because each stream remembers its own position, a resumed stream
- * replays from the log exactly what it missed, in order, and a slow reader only ever delays itself
- * (its queue is bounded; past it the stream is closed and the client resumes).
+ * replays from the log exactly what it missed, in order, and a slow reader only ever delays itself:
+ * past a low-water mark it is not written to and stays behind in the log (replayed like a resumed
+ * one when it reads again), so the log, not memory, holds what it has not read.
+ *
+ * Nothing committed is skipped — a stream's position only ever moves past a change that was
+ * offered to it. The window this closes: when the store fails while the hub decides who may see a
+ * change (on PostgreSQL after a restart or a dropped connection, the hub's own log connection
+ * reconnects at once but the first message load goes through a pooled connection that is still
+ * broken), the change used to be taken for one nobody may see and passed over; later changes then
+ * went out, so a client resuming with Last-Event-ID never got it. Now the turn stops at that
+ * change and offers it again on the next one (message/changes.c's sequencer itself only ever makes
+ * a prefix of ids visible, across restarts too: its commit is synchronous). Retention is the
+ * other way a position could jump a change: a page whose snapshot shows retention removed rows it
+ * should hold gives the streams concerned a `reset` instead.
  *
  * Tickets (`v1.<base64url claims>.<base64url HMAC-SHA256>`) let a browser's EventSource, which
  * cannot send headers, authenticate this one route: they carry user, roles, permissions, tenant
@@ -340,7 +352,10 @@ static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_
     if (pruned > from) { /* retention removed some of what this page should hold */
         int64_t to = latest > pruned ? latest : pruned;
         for (int i = 0; i < np; i++)
-            if (hub->part[i]->cursor < pruned) reset_sub(hub->part[i], to);
+            if (hub->part[i]->cursor < pruned) {
+                reset_sub(hub->part[i], to);
+                send_counts(hub, hub->part[i], to, false);
+            }
         return pruned;
     }
     int64_t upto = from;
@@ -422,15 +437,16 @@ static int turn(mv_stream_hub *hub) {
     }
     mv_change *page = malloc(PAGE * sizeof *page);
     int result = 0;
+    bool stuck = !page; /* the store failed: wait for the next wake-up or timeout, not spin */
     /* live first: the streams at the head */
-    for (int round = 0; page && round < LIVE_PAGES_PER_TURN && hub->head < latest; round++) {
+    for (int round = 0; !stuck && round < LIVE_PAGES_PER_TURN && hub->head < latest; round++) {
         int64_t upto = page_pass(hub, hub->head, latest, latest, subs, n, page, PAGE);
         result = 1;
-        if (upto <= hub->head) break;
-        hub->head = upto;
+        stuck = upto <= hub->head;
+        if (!stuck) hub->head = upto;
     }
-    if (page && hub->head < latest) result = 2; /* more live changes than one turn takes */
-    if (page && replay(hub, subs, n, latest, page)) result = 2;
+    if (!stuck && hub->head < latest) result = 2; /* more live changes than one turn takes */
+    if (!stuck && replay(hub, subs, n, latest, page)) result = 2;
     free(page);
     int64_t wall = mv_clock_now(hub->o.clock);
     bool hangups = now - hub->last_hangup_ms >= HANGUP_EVERY_MS;

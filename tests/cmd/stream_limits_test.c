@@ -301,6 +301,54 @@ STORE_TEST(a_stream_ends_with_reauth_when_its_ticket_expires) {
     CHECK_INT(test_daemon_stop(pid), 0);
 }
 
+#define JWT_SECRET "a-jwt-secret-for-the-stream-tests-0123456789"
+
+/* An HS256 JWT signed with JWT_SECRET. */
+static char *sign_jwt(const char *claims) {
+    const char *header = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    size_t hn = strlen(header), cn = strlen(claims);
+    char *t = malloc(mv_b64url_len(hn) + mv_b64url_len(cn) + 48 + 3);
+    mv_b64url_encode(header, hn, t);
+    size_t k = strlen(t);
+    t[k++] = '.';
+    mv_b64url_encode(claims, cn, t + k);
+    k = strlen(t);
+    unsigned char mac[32];
+    mv_hmac_sha256(JWT_SECRET, strlen(JWT_SECRET), t, k, mac);
+    t[k++] = '.';
+    mv_b64url_encode(mac, 32, t + k);
+    return t;
+}
+
+TEST(a_stream_opened_with_a_jwt_ends_with_reauth_when_the_token_expires) {
+    sse_env e;
+    REQUIRE(sse_env_init(&e, "sqlite", "stream_jwt", NULL, NULL));
+    setenv("MISSIVE_TEST_JWT_SECRET", JWT_SECRET, 1);
+    REQUIRE(test_write_file(e.config,
+                            "{\"templates\": \"%s/templates\", \"auth\": {\"mode\": \"jwt\","
+                            " \"secretEnv\": \"MISSIVE_TEST_JWT_SECRET\"},"
+                            " \"stream\": {\"heartbeatMs\": 200}}",
+                            e.dir));
+    int port;
+    pid_t pid = sse_env_start(&e, &port);
+    REQUIRE(pid > 0);
+    char claims[128];
+    snprintf(claims, sizeof claims, "{\"sub\":\"bob\",\"exp\":%lld}",
+             (long long)(mv_now_ms() / 1000 + 2));
+    char *jwt = sign_jwt(claims);
+    char hdr[1024];
+    snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", jwt);
+    free(jwt);
+    sse *c = sse_open(port, "/messages/stream", hdr);
+    CHECK_INT(c->status, 200);
+    sse_event ev;
+    CHECK(sse_wait(c, "counts", 2000, &ev));
+    CHECK(sse_wait(c, "reauth", 5000, &ev));
+    CHECK(sse_ended(c, 2000));
+    sse_close(c);
+    CHECK_INT(test_daemon_stop(pid), 0);
+}
+
 STORE_TEST(the_change_log_is_pruned_on_the_recovery_loops_interval) {
     sse_env e;
     REQUIRE(sse_env_init(&e, kind, "stream_prune", NULL,
@@ -380,6 +428,7 @@ int main(void) {
         streams_replaying_64k_events_do_not_delay_another_users_live_event_past_a_second,
         a_client_that_hangs_up_frees_its_stream_slot_at_once,
         a_stream_ends_with_reauth_when_its_ticket_expires,
+        a_stream_opened_with_a_jwt_ends_with_reauth_when_the_token_expires,
         the_change_log_is_pruned_on_the_recovery_loops_interval,
         a_change_is_not_lost_when_the_daemons_store_connections_drop);
 }
