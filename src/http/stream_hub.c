@@ -73,6 +73,7 @@ typedef struct sub {
     int64_t expires_at;   /* wall-clock ms the credential it was opened with expires; 0: never */
     bool counts_dirty, counts_known;
     bool held; /* in this page: offered nothing more (its queue is full, or its read failed) */
+    uint64_t full_turn; /* the turn replay last found it without room (not asked again in it) */
     mv_inbox_counts counts;
     struct sub *next;
 } sub;
@@ -91,6 +92,7 @@ struct mv_stream_hub {
     int64_t head;    /* every change <= head has been considered for the streams at the head */
     bool head_known; /* false while no stream is open */
     int replay_next; /* round robin over the streams behind */
+    uint64_t turns;
     int64_t last_hangup_ms, last_trim_ms, last_warn_ms;
     int freed; /* streams freed since the last trim */
     sub **part;
@@ -386,10 +388,13 @@ static bool replay(mv_stream_hub *hub, sub **subs, int n, int64_t latest, mv_cha
         sub *next = NULL;
         for (int k = 0; k < n && !next; k++) {
             sub *s = subs[(hub->replay_next + k) % n];
-            if (s->cursor < hub->head && mv_sse_has_room(s->s, LOW_WATER, room_made, hub)) {
-                next = s;
-                hub->replay_next = (hub->replay_next + k + 1) % n;
+            if (s->cursor >= hub->head || s->full_turn == hub->turns) continue;
+            if (!mv_sse_has_room(s->s, LOW_WATER, room_made, hub)) {
+                s->full_turn = hub->turns; /* a client that does not read: not again this turn */
+                continue;
             }
+            next = s;
+            hub->replay_next = (hub->replay_next + k + 1) % n;
         }
         if (!next) return false;
         if (mono_ms() - started >= REPLAY_BUDGET_MS) return true;
@@ -405,6 +410,7 @@ static int turn(mv_stream_hub *hub) {
     int n;
     sub **subs = snapshot(hub, &n);
     int64_t now = mono_ms();
+    hub->turns++;
     if (hub->freed && now - hub->last_trim_ms >= TRIM_EVERY_MS) {
         hub->freed = 0; /* their buffers were freed all over the heap: give the pages back */
         hub->last_trim_ms = now;
@@ -424,9 +430,9 @@ static int turn(mv_stream_hub *hub) {
         hub->part = np;
         hub->part_cap = n;
     }
-    int64_t latest = 0, pruned = 0;
+    int64_t latest = 0;
     mv_err err = {0};
-    if (mv_changes_latest(hub->log, &latest, &pruned, &err) != MV_OK) {
+    if (mv_changes_latest(hub->log, &latest, NULL, &err) != MV_OK) {
         warn(hub, "stream: cannot read the change log", &err);
         free(subs);
         return 0;
@@ -449,7 +455,7 @@ static int turn(mv_stream_hub *hub) {
     if (!stuck && replay(hub, subs, n, latest, page)) result = 2;
     free(page);
     int64_t wall = mv_clock_now(hub->o.clock);
-    bool hangups = now - hub->last_hangup_ms >= HANGUP_EVERY_MS;
+    bool hangups = n > 0 && now - hub->last_hangup_ms >= HANGUP_EVERY_MS;
     for (int i = 0; i < n; i++) {
         sub *s = subs[i];
         if (s->expires_at && wall >= s->expires_at) {
