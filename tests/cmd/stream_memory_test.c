@@ -17,6 +17,19 @@
 #define STREAMS 1000
 #define MESSAGES 128
 
+/* The budgets are the real build's (make test). Under AddressSanitizer every block the hub renders
+ * and frees waits in the sanitizer's quarantine (measured: 494 MiB after the traffic, 460 after
+ * the streams closed, where the real build stays at 68 and 21), so there the check only guards
+ * against a gross regression (before the queues were bounded the real build reached 800 MiB),
+ * and memory cannot be seen given back. */
+#if defined(__SANITIZE_ADDRESS__)
+#define OPEN_BUDGET_KIB (640 * 1024)
+#define CLOSED_BUDGET_KIB OPEN_BUDGET_KIB
+#else
+#define OPEN_BUDGET_KIB (64 * 1024)
+#define CLOSED_BUDGET_KIB (16 * 1024)
+#endif
+
 /* Resident memory of a process in KiB (/proc/PID/status VmRSS), -1 when unknown. */
 static long rss_kib(pid_t pid) {
     char path[64], line[256];
@@ -85,8 +98,8 @@ TEST(a_thousand_streams_that_never_read_stay_within_64_mib_and_give_it_back_when
             " them, %.1f after they closed\n",
             before / 1024.0, idle / 1024.0, STREAMS, loaded / 1024.0, MESSAGES, closed / 1024.0);
     CHECK(before > 0 && loaded > 0 && closed > 0);
-    CHECK(loaded - before <= 64 * 1024);
-    CHECK(closed - before <= 16 * 1024);
+    CHECK(loaded - before <= OPEN_BUDGET_KIB);
+    CHECK(closed - before <= CLOSED_BUDGET_KIB);
     sse_close(watcher);
     CHECK_INT(test_daemon_stop(pid), 0);
 }
