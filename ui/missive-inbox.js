@@ -941,6 +941,11 @@ export class MissiveInbox extends HTMLElement {
   }
 
   _onEvent(type, data) {
+    if (data && data.truncated && data.id && type.startsWith('message.')) {
+      // a message too large to travel in an event: fetch it, then handle it as if it had
+      this.api.message(data.id).then((m) => this._onEvent(type, m), () => {});
+      return;
+    }
     switch (type) {
       case 'message.created':
         this._upsert(data && data.message ? data.message : data, 'top');

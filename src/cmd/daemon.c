@@ -286,7 +286,6 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                     .store = d->store,
                                     .max_connections = cfg->stream.max_connections,
                                     .heartbeat_ms = cfg->stream.heartbeat_ms,
-                                    .retention_ms = cfg->retention.stream_events_ms,
                                     .secret = ts->bytes,
                                     .secret_len = ts->len};
         rc = mv_stream_hub_new(&ho, &d->streams, err);

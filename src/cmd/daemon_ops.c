@@ -234,7 +234,10 @@ static void recovery_pass(mv_daemon *d) {
     else if (removed > 0)
         mv_log("debug", "client requests removed",
                json_pack("{s:I}", "removed", (json_int_t)removed));
-    /* The change log (retention.streamEventsMs) is trimmed by the live-update hub itself. */
+    /* The change log: on this loop's interval, so a resume from an id older than
+     * retention.streamEventsMs gets `reset` within intervalMs of its expiry. */
+    if (mv_changes_gc(d->store, now - cfg->retention.stream_events_ms, &removed, &err) != MV_OK)
+        mv_log("warn", "change log retention failed", json_pack("{s:s}", "error", err.message));
 }
 
 static void *recovery_main(void *arg) {

@@ -8,13 +8,26 @@
  * can see the message (loaded once per change, not once per stream). The message is then sent as
  * that user sees it (with their "viewer"), and after each page a `counts` event goes to every
  * stream whose counts moved. Because each stream remembers its own position, a resumed stream
- * replays from the log exactly what it missed, in order, and a slow reader only ever delays itself
- * (its queue is bounded; past it the stream is closed and the client resumes).
+ * replays from the log exactly what it missed, in order, and a slow reader only ever delays itself:
+ * past a low-water mark it is not written to and stays behind in the log (replayed like a resumed
+ * one when it reads again), so the log, not memory, holds what it has not read.
+ *
+ * Nothing committed is skipped — a stream's position only ever moves past a change that was
+ * offered to it. The window this closes: when the store fails while the hub decides who may see a
+ * change (on PostgreSQL after a restart or a dropped connection, the hub's own log connection
+ * reconnects at once but the first message load goes through a pooled connection that is still
+ * broken), the change used to be taken for one nobody may see and passed over; later changes then
+ * went out, so a client resuming with Last-Event-ID never got it. Now the turn stops at that
+ * change and offers it again on the next one (message/changes.c's sequencer itself only ever makes
+ * a prefix of ids visible, across restarts too: its commit is synchronous). Retention is the
+ * other way a position could jump a change: a page whose snapshot shows retention removed rows it
+ * should hold gives the streams concerned a `reset` instead.
  *
  * Tickets (`v1.<base64url claims>.<base64url HMAC-SHA256>`) let a browser's EventSource, which
  * cannot send headers, authenticate this one route: they carry user, roles, permissions, tenant
  * and expiry, are checked in constant time, and no other route accepts them. */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +42,25 @@
 #include "message/inbox_internal.h"
 #include "store/listen.h"
 
+/* Replay (a stream whose position is behind the live head: it resumed, or its client read
+ * slowly) must never hold up live delivery to the others: each turn first takes the new changes
+ * for the streams at the head, then spends at most REPLAY_BUDGET_MS on the ones behind, a page at
+ * a time, taking turns; streams at the same position share a page and its message loads. */
 #define PAGE 256
-#define PAGES_PER_TURN 16
-#define GC_EVERY_MS 60000
+#define LIVE_PAGES_PER_TURN 16
+#define REPLAY_PAGE 64
+#define REPLAY_BUDGET_MS 10
+/* A stream takes events while fewer than LOW_WATER bytes wait for its client; past it, it stays
+ * where it is in the log and catches up (a replay) once its client has read. So a stream that
+ * never reads costs at most LOW_WATER plus one event. An event whose data would exceed
+ * MAX_EVENT_DATA goes out as a small `message.updated` ({"id", "truncated": true}) that the
+ * client refetches: a message as large as `limits.messageBytes` allows never closes a stream,
+ * and a thousand streams that do not read stay within a few tens of MiB. */
+#define LOW_WATER (16 * 1024)
+#define MAX_EVENT_DATA (16 * 1024)
+#define HANGUP_EVERY_MS 100 /* how often parked streams are checked for a client that hung up */
+#define TRIM_EVERY_MS 1000  /* at most this often: freed streams' memory back to the system */
+#define WARN_EVERY_MS 5000
 
 typedef struct sub {
     mv_sse_stream *s;
@@ -41,7 +70,10 @@ typedef struct sub {
     json_t *permissions;
     int64_t cursor;       /* every change <= cursor has been considered for this stream */
     int64_t last_sent_id; /* the id of the last event sent (counts reuse it) */
+    int64_t expires_at;   /* wall-clock ms the credential it was opened with expires; 0: never */
     bool counts_dirty, counts_known;
+    bool held; /* in this page: offered nothing more (its queue is full, or its read failed) */
+    uint64_t full_turn; /* the turn replay last found it without room (not asked again in it) */
     mv_inbox_counts counts;
     struct sub *next;
 } sub;
@@ -56,9 +88,17 @@ struct mv_stream_hub {
     sub *subs;
     int nsubs;
     bool stopping, draining;
-    int64_t last_gc_ms;
+    /* the hub thread's own: */
+    int64_t head;    /* every change <= head has been considered for the streams at the head */
+    bool head_known; /* false while no stream is open */
+    int replay_next; /* round robin over the streams behind */
+    uint64_t turns;
+    int64_t last_hangup_ms, last_trim_ms, last_warn_ms;
+    int freed; /* streams freed since the last trim */
+    sub **part;
+    int part_cap;
     uint64_t idle_written; /* mv__changes_written() at the last idle_sequence */
-    /* The store the hub reads, numbers and trims the change log through: on PostgreSQL a private
+    /* The store the hub reads and numbers the change log through: on PostgreSQL a private
      * one-connection store on the same database, so the hub's transactions (the sequencer's among
      * them) never take a connection a request is about to use, nor wait for one under load; on
      * SQLite the daemon's store. */
@@ -93,6 +133,13 @@ static void sub_free(sub *s) {
     free(s);
 }
 
+static void warn(mv_stream_hub *hub, const char *what, const mv_err *err) {
+    int64_t now = mono_ms();
+    if (hub->last_warn_ms && now - hub->last_warn_ms < WARN_EVERY_MS) return;
+    hub->last_warn_ms = now;
+    mv_log("warn", what, json_pack("{s:s}", "error", err->message));
+}
+
 /* ---- sending ------------------------------------------------------------------------------ */
 
 static void send_json(sub *s, int64_t id, const char *event, json_t *data) {
@@ -116,22 +163,47 @@ static void send_counts(mv_stream_hub *hub, sub *s, int64_t id, bool always) {
     json_decref(d);
 }
 
-/* The message as s's user sees it, as event `name`; nothing when they cannot see it. */
-static void send_message(mv_stream_hub *hub, sub *s, const mv_change *c, const char *name) {
+/* The client's reads made room in a stream's queue: look at it now. */
+static void room_made(void *ctx) { mv_change_waiter_wake(((mv_stream_hub *)ctx)->waiter); }
+
+/* The message as s's user sees it, as event `name` (nothing when they cannot see it); false when
+ * the stream has to stop here for now (its queue is full, or the store failed: the change is
+ * offered again later, never skipped). */
+static bool send_message(mv_stream_hub *hub, sub *s, const mv_change *c, const char *name) {
+    if (!mv_sse_has_room(s->s, LOW_WATER, room_made, hub)) {
+        s->held = true;
+        return false;
+    }
     mv_user u = sub_user(s);
     char *m = NULL; /* written from the stored row: json_dumps' bytes for the document */
-    if (mv_message_get_text(hub->o.service, c->message_id, &u, &m, NULL, NULL) != MV_OK) return;
-    mv_sse_event(s->s, c->id, name, m);
+    size_t len = 0;
+    mv_err err = {0};
+    mv_code rc = mv_message_get_text(hub->o.service, c->message_id, &u, &m, &len, &err);
+    if (rc == MV_MESSAGE_NOT_FOUND) return true; /* not this user's to see */
+    if (rc != MV_OK) {
+        warn(hub, "stream: cannot read a message", &err);
+        s->held = true;
+        return false;
+    }
+    if (len > MAX_EVENT_DATA) {
+        json_t *d = json_pack("{s:s,s:b}", "id", c->message_id, "truncated", 1);
+        send_json(s, c->id, "message.updated", d);
+        json_decref(d);
+    } else {
+        mv_sse_event(s->s, c->id, name, m);
+    }
     s->last_sent_id = c->id;
     free(m);
     s->counts_dirty = true;
+    return true;
 }
 
 /* Who can see a message, as plain strings, so checking a thousand streams is a thousand string
- * comparisons rather than a thousand JSON walks. */
+ * comparisons rather than a thousand JSON walks. Every role counts: a member of the last of 256
+ * roles gets the message as a member of the first does (lists check all of them too). */
 typedef struct audience {
     const char *from, *to;
-    const char *roles[64];
+    const char **roles;
     size_t nroles;
 } audience;
 
@@ -139,55 +211,84 @@ static void audience_of(const json_t *doc, audience *a) {
     memset(a, 0, sizeof *a);
     a->from = mv_json_str(doc, "fromUser");
     a->to = mv_json_str(doc, "toUser");
-    size_t i;
+    json_t *roles = json_object_get(doc, "toRoles");
+    size_t i, n = json_array_size(roles);
     json_t *r;
-    json_array_foreach(json_object_get(doc, "toRoles"), i, r) {
-        if (json_is_string(r) && a->nroles < sizeof a->roles / sizeof a->roles[0])
-            a->roles[a->nroles++] = json_string_value(r);
+    a->roles = n ? malloc(n * sizeof *a->roles) : NULL;
+    if (!a->roles) return;
+    json_array_foreach(roles, i, r) {
+        if (json_is_string(r)) a->roles[a->nroles++] = json_string_value(r);
     }
 }
 
 /* A quick "maybe": the exact rule (mv_user_is_sender / _receiver, trimming included) runs only
- * for the streams this lets through. */
+ * for the streams this lets through. Without the role list (out of memory) everyone may. */
 static bool may_see(const audience *a, const sub *s) {
     if ((a->from && strstr(a->from, s->user_id)) || (a->to && strstr(a->to, s->user_id)))
         return true;
+    if (!a->roles) return true;
     for (size_t i = 0; i < a->nroles; i++)
         for (size_t k = 0; k < s->nroles; k++)
             if (strcmp(a->roles[i], s->roles[k]) == 0) return true;
     return false;
 }
 
-static void deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, int n) {
+/* Offers change c to every stream of subs not yet past it and not held. False, with no stream
+ * moved past c, when the store could not say who may see it (it is offered again on a later
+ * turn): a change a stream's user may see is never passed over without being sent. Store errors
+ * other than "unavailable" are not retried forever (they would wedge every stream): the change
+ * is then passed over, with a warning. */
+static bool deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, int n) {
     json_t *doc = NULL; /* loaded once, for the visibility check of every stream */
     bool loaded = false;
-    audience aud;
+    audience aud = {0};
     for (int i = 0; i < n; i++) {
         sub *s = subs[i];
-        if (s->cursor >= c->id) continue;
-        s->cursor = c->id;
-        if (strcmp(s->tenant, c->tenant) != 0) continue;
+        if (s->held || s->cursor >= c->id) continue;
+        if (strcmp(s->tenant, c->tenant) != 0) {
+            s->cursor = c->id;
+            continue;
+        }
         if (c->kind == MV_CHANGE_VIEWER) {
-            if (strcmp(s->user_id, c->viewer_id) != 0) continue;
-            if (c->message_id[0])
-                send_message(hub, s, c, "message.updated");
-            else
+            if (strcmp(s->user_id, c->viewer_id) == 0) {
+                if (c->message_id[0] && !send_message(hub, s, c, "message.updated")) continue;
                 s->counts_dirty = true; /* seen-all / read-all: the counts say it */
-            if (s->counts_dirty) s->last_sent_id = c->id;
+                s->last_sent_id = c->id;
+            }
+            s->cursor = c->id;
             continue;
         }
         if (!loaded) {
+            mv_err err = {0};
+            mv_code rc = mv_message_get(hub->o.service, c->message_id, NULL, &doc, &err);
+            if (rc == MV_STORE_UNAVAILABLE) {
+                warn(hub, "stream: cannot read a message", &err);
+                return false;
+            }
+            if (rc != MV_OK && rc != MV_MESSAGE_NOT_FOUND)
+                warn(hub, "stream: a change's message cannot be read; passed over", &err);
             loaded = true;
-            mv_message_get(hub->o.service, c->message_id, NULL, &doc, NULL);
             if (doc) audience_of(doc, &aud);
         }
-        if (!doc || !may_see(&aud, s)) continue;
-        mv_user u = sub_user(s);
-        if (!mv_user_is_sender(&u, doc) && !mv_user_is_receiver(&u, doc)) continue;
-        send_message(hub, s, c,
-                     c->kind == MV_CHANGE_CREATED ? "message.created" : "message.updated");
+        if (doc && may_see(&aud, s)) {
+            mv_user u = sub_user(s);
+            if ((mv_user_is_sender(&u, doc) || mv_user_is_receiver(&u, doc)) &&
+                !send_message(hub, s, c,
+                              c->kind == MV_CHANGE_CREATED ? "message.created" : "message.updated"))
+                continue; /* held: c is offered to it again */
+        }
+        s->cursor = c->id;
     }
+    free(aud.roles);
     json_decref(doc);
+    return true;
+}
+
+/* Retention removed changes s had not been given: it cannot be complete. One `reset` (the client
+ * refetches), then on from latest. */
+static void reset_sub(sub *s, int64_t latest) {
+    mv_sse_event(s->s, latest, "reset", "{}");
+    s->cursor = s->last_sent_id = latest;
 }
 
 /* ---- the hub's turn ------------------------------------------------------------------------ */
@@ -204,6 +305,7 @@ static sub **snapshot(mv_stream_hub *hub, int *n) {
             *pp = s->next;
             hub->nsubs--;
             sub_free(s);
+            hub->freed++;
             continue;
         }
         if (out) out[(*n)++] = s;
@@ -218,7 +320,7 @@ static sub **snapshot(mv_stream_hub *hub, int *n) {
  * streams for changes written in this process: when this process has written changes since the
  * last look, asking for the newest id numbers them. Otherwise an idle hub leaves the store alone
  * (it wakes on every commit of the process, most of which write no change), and retention numbers
- * whatever is left (gc). True when it looked. */
+ * whatever is left. True when it looked. */
 static bool idle_sequence(mv_stream_hub *hub) {
     uint64_t written = mv__changes_written();
     if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES || written == hub->idle_written)
@@ -226,73 +328,163 @@ static bool idle_sequence(mv_stream_hub *hub) {
     hub->idle_written = written;
     mv_err err = {0};
     if (mv_changes_latest(hub->log, NULL, NULL, &err) != MV_OK)
-        mv_log("warn", "stream: cannot read the change log",
-               json_pack("{s:s}", "error", err.message));
+        warn(hub, "stream: cannot read the change log", &err);
     return true;
 }
 
-/* One pass over the log for every open stream; true when there was something new to read (or,
- * with none open, to number). */
-static bool turn(mv_stream_hub *hub) {
+/* One page of the log after `from` (changes above `until` are left for later), offered to the
+ * streams of subs whose position is in [from, until): each of them has had every change up to
+ * its own position, so this page is exactly what it lacks next. Returns the position every such
+ * stream that was not held has now reached, or -1 when the log could not be read. */
+static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_t latest,
+                         sub **subs, int n, mv_change *page, int max) {
+    int got = 0;
+    int64_t pruned = 0;
+    mv_err err = {0};
+    if (mv__changes_read_page(hub->log, from, page, max, &got, &pruned, &err) != MV_OK) {
+        warn(hub, "stream: cannot read the change log", &err);
+        return -1;
+    }
+    int np = 0;
+    for (int i = 0; i < n; i++)
+        if (subs[i]->cursor >= from && subs[i]->cursor < until) {
+            subs[i]->held = false;
+            hub->part[np++] = subs[i];
+        }
+    if (pruned > from) { /* retention removed some of what this page should hold */
+        int64_t to = latest > pruned ? latest : pruned;
+        for (int i = 0; i < np; i++)
+            if (hub->part[i]->cursor < pruned) {
+                reset_sub(hub->part[i], to);
+                send_counts(hub, hub->part[i], to, false);
+            }
+        return pruned;
+    }
+    int64_t upto = from;
+    bool whole = true;
+    for (int k = 0; k < got && page[k].id <= until; k++) {
+        if (!deliver(hub, &page[k], hub->part, np)) {
+            whole = false;
+            break;
+        }
+        upto = page[k].id;
+    }
+    /* A short page holds every change up to `until` that exists (ids become visible in order,
+     * and until was read before the page): the ids between were rolled back. */
+    if (whole && (got < max || page[got - 1].id >= until)) upto = until;
+    for (int i = 0; i < np; i++) {
+        sub *s = hub->part[i];
+        if (!s->held && s->cursor < upto) s->cursor = upto;
+        if (s->counts_dirty) send_counts(hub, s, s->last_sent_id, false);
+    }
+    return upto;
+}
+
+/* The streams behind the head, a page at a time in turns, for at most REPLAY_BUDGET_MS. True
+ * when some stream behind could take more right now. */
+static bool replay(mv_stream_hub *hub, sub **subs, int n, int64_t latest, mv_change *page) {
+    int64_t started = mono_ms();
+    for (;;) {
+        sub *next = NULL;
+        for (int k = 0; k < n && !next; k++) {
+            sub *s = subs[(hub->replay_next + k) % n];
+            if (s->cursor >= hub->head || s->full_turn == hub->turns) continue;
+            if (!mv_sse_has_room(s->s, LOW_WATER, room_made, hub)) {
+                s->full_turn = hub->turns; /* a client that does not read: not again this turn */
+                continue;
+            }
+            next = s;
+            hub->replay_next = (hub->replay_next + k + 1) % n;
+        }
+        if (!next) return false;
+        if (mono_ms() - started >= REPLAY_BUDGET_MS) return true;
+        int64_t from = next->cursor;
+        if (page_pass(hub, from, hub->head, latest, subs, n, page, REPLAY_PAGE) <= from)
+            return false; /* no progress (the store failed): on the next turn */
+    }
+}
+
+/* One pass over the log for every open stream: 0 nothing to do, 1 it read something new (or,
+ * with none open, numbered), 2 streams behind have more to replay at once. */
+static int turn(mv_stream_hub *hub) {
     int n;
     sub **subs = snapshot(hub, &n);
+    int64_t now = mono_ms();
+    hub->turns++;
+    if (hub->freed && now - hub->last_trim_ms >= TRIM_EVERY_MS) {
+        hub->freed = 0; /* their buffers were freed all over the heap: give the pages back */
+        hub->last_trim_ms = now;
+        malloc_trim(0);
+    }
     if (n == 0) {
         free(subs);
-        return idle_sequence(hub);
+        hub->head_known = false;
+        return idle_sequence(hub) ? 1 : 0;
+    }
+    if (n > hub->part_cap) {
+        sub **np = realloc(hub->part, (size_t)n * sizeof *np);
+        if (!np) {
+            free(subs);
+            return 0;
+        }
+        hub->part = np;
+        hub->part_cap = n;
     }
     int64_t latest = 0;
     mv_err err = {0};
     if (mv_changes_latest(hub->log, &latest, NULL, &err) != MV_OK) {
-        mv_log("warn", "stream: cannot read the change log",
-               json_pack("{s:s}", "error", err.message));
+        warn(hub, "stream: cannot read the change log", &err);
         free(subs);
-        return false;
+        return 0;
+    }
+    if (!hub->head_known) {
+        hub->head = latest;
+        hub->head_known = true;
     }
     mv_change *page = malloc(PAGE * sizeof *page);
-    bool moved = false;
-    for (int round = 0; page && round < PAGES_PER_TURN; round++) {
-        int64_t from = INT64_MAX;
-        for (int i = 0; i < n; i++)
-            if (subs[i]->cursor < from) from = subs[i]->cursor;
-        if (from >= latest) break;
-        moved = true;
-        int got = 0;
-        if (mv_changes_read(hub->log, from, page, PAGE, &got, &err) != MV_OK) break;
-        for (int k = 0; k < got; k++)
-            deliver(hub, &page[k], subs, n);
-        int64_t upto = got ? page[got - 1].id : latest;
-        if (got < PAGE) upto = latest > upto ? latest : upto; /* the rest were rolled back */
-        for (int i = 0; i < n; i++)
-            if (subs[i]->cursor < upto) subs[i]->cursor = upto;
-        for (int i = 0; i < n; i++)
-            if (subs[i]->counts_dirty) send_counts(hub, subs[i], subs[i]->last_sent_id, false);
+    int result = 0;
+    bool stuck = !page; /* the store failed: wait for the next wake-up or timeout, not spin */
+    /* live first: the streams at the head */
+    for (int round = 0; !stuck && round < LIVE_PAGES_PER_TURN && hub->head < latest; round++) {
+        int64_t upto = page_pass(hub, hub->head, latest, latest, subs, n, page, PAGE);
+        result = 1;
+        stuck = upto <= hub->head;
+        if (!stuck) hub->head = upto;
     }
+    if (!stuck && hub->head < latest) result = 2; /* more live changes than one turn takes */
+    if (!stuck && replay(hub, subs, n, latest, page)) result = 2;
     free(page);
-    int64_t now = mono_ms();
-    for (int i = 0; i < n; i++)
-        if (now - mv_sse_last_write_ms(subs[i]->s) >= hub->o.heartbeat_ms)
-            mv_sse_write(subs[i]->s, ": ping\n\n", 8);
+    int64_t wall = mv_clock_now(hub->o.clock);
+    bool hangups = n > 0 && now - hub->last_hangup_ms >= HANGUP_EVERY_MS;
+    for (int i = 0; i < n; i++) {
+        sub *s = subs[i];
+        if (s->expires_at && wall >= s->expires_at) {
+            /* the ticket or token it was opened with has expired: the client authenticates
+             * again and resumes from the last id it got */
+            mv_sse_event(s->s, s->last_sent_id, "reauth", "{}");
+            mv_sse_close(s->s);
+        } else if (mv_sse_queued(s->s) == 0 &&
+                   now - mv_sse_last_write_ms(s->s) >= hub->o.heartbeat_ms) {
+            mv_sse_write(s->s, ": ping\n\n", 8);
+        }
+    }
+    if (hangups) {
+        hub->last_hangup_ms = now;
+        mv_sse_stream **streams = malloc((size_t)n * sizeof *streams);
+        for (int i = 0; streams && i < n; i++)
+            streams[i] = subs[i]->s;
+        if (streams) mv_sse_close_hung_up(streams, n);
+        free(streams);
+    }
     free(subs);
-    return moved;
-}
-
-static void gc(mv_stream_hub *hub) {
-    int64_t now = mono_ms();
-    if (hub->last_gc_ms && now - hub->last_gc_ms < GC_EVERY_MS) return;
-    hub->last_gc_ms = now;
-    int64_t removed = 0;
-    mv_err err = {0};
-    if (mv_changes_gc(hub->log, mv_clock_now(hub->o.clock) - hub->o.retention_ms, &removed, &err) !=
-        MV_OK)
-        mv_log("warn", "stream: change log retention failed",
-               json_pack("{s:s}", "error", err.message));
+    return result;
 }
 
 /* Under a stream of commits the hub would wake for each; at most one turn per MIN_TURN_MS lets
  * one turn take many changes at once (a page read instead of one per commit). After a turn that
  * found nothing new the pause is shorter: on PostgreSQL the hub's own sequencer commit wakes it
  * once more for such a turn, and a change committed just after it began should not wait out the
- * whole pause again. */
+ * whole pause again. With replay still to do it does not wait for a wake-up at all. */
 #define MIN_TURN_MS 5
 #define MIN_EMPTY_TURN_MS 2
 
@@ -304,11 +496,19 @@ static void *run(void *arg) {
         pthread_mutex_unlock(&hub->mu);
         if (stop) break;
         int64_t started = mono_ms();
-        bool moved = turn(hub);
-        gc(hub);
-        mv_change_waiter_wait(hub->waiter, hub->o.poll_ms);
+        int r = turn(hub);
         int64_t since = mono_ms() - started;
-        int pause = moved ? MIN_TURN_MS : MIN_EMPTY_TURN_MS;
+        if (r == 2) {
+            mv_change_waiter_wait(hub->waiter, 0); /* consumes a pending wake-up */
+            if (since < 1) mv_sleep_ms(1);
+            continue;
+        }
+        /* open streams: every HANGUP_EVERY_MS at least, to notice clients that hung up */
+        int wait =
+            hub->head_known && hub->o.poll_ms > HANGUP_EVERY_MS ? HANGUP_EVERY_MS : hub->o.poll_ms;
+        mv_change_waiter_wait(hub->waiter, wait);
+        since = mono_ms() - started;
+        int pause = r ? MIN_TURN_MS : MIN_EMPTY_TURN_MS;
         if (since < pause) mv_sleep_ms(pause - since);
     }
     return NULL;
@@ -328,7 +528,6 @@ mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out
     if (hub->o.heartbeat_ms <= 0) hub->o.heartbeat_ms = 15000;
     if (hub->o.poll_ms <= 0)
         hub->o.poll_ms = mv_store_kind_of(opts->store) == MV_STORE_POSTGRES ? 500 : 100;
-    if (hub->o.retention_ms <= 0) hub->o.retention_ms = 86400000;
     if (hub->o.ticket_ttl_ms <= 0) hub->o.ticket_ttl_ms = 60000;
     mv_code rc = MV_OK;
     if (opts->secret && opts->secret_len) {
@@ -386,6 +585,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     mv_change_waiter_free(hub->waiter);
     if (hub->own_log) mv_store_close(hub->log);
     pthread_mutex_destroy(&hub->mu);
+    free(hub->part);
     memset(hub->secret, 0, sizeof hub->secret);
     free(hub);
 }
@@ -531,18 +731,20 @@ static sub *sub_new(const mv_principal *p) {
     return s;
 }
 
-/* Adds s unless a limit says no. */
+/* Adds s unless a limit says no. Streams closed but not yet dropped by the hub do not count. */
 static mv_code attach(mv_stream_hub *hub, sub *s, mv_err *err) {
     pthread_mutex_lock(&hub->mu);
-    int mine = 0;
+    int open = 0, mine = 0;
     for (sub *o = hub->subs; o; o = o->next)
-        mine += strcmp(o->user_id, s->user_id) == 0 && strcmp(o->tenant, s->tenant) == 0 &&
-                mv_sse_is_open(o->s);
+        if (mv_sse_is_open(o->s)) {
+            open++;
+            mine += strcmp(o->user_id, s->user_id) == 0 && strcmp(o->tenant, s->tenant) == 0;
+        }
     mv_code rc = MV_OK;
     if (hub->draining)
         rc =
             mv_err_set(err, MV_STREAM_CAPACITY, "the server is shutting down; reconnect elsewhere");
-    else if (hub->nsubs >= hub->o.max_connections)
+    else if (open >= hub->o.max_connections)
         rc = mv_err_set(err, MV_STREAM_CAPACITY, "too many open streams on this server");
     else if (mine >= hub->o.max_per_user)
         rc = mv_err_set(err, MV_STREAM_CAPACITY, "too many open streams for this user (at most %d)",
@@ -554,6 +756,16 @@ static mv_code attach(mv_stream_hub *hub, sub *s, mv_err *err) {
     }
     pthread_mutex_unlock(&hub->mu);
     return rc;
+}
+
+/* When the credential the stream is opened with expires (wall-clock ms; 0: never): a ticket's
+ * `exp` is in milliseconds, a JWT's in seconds; headers mode has no expiry. */
+static int64_t credential_expiry(const mv_http_request *req) {
+    const json_t *identity = req->principal ? req->principal->identity : NULL;
+    json_t *exp = json_object_get(identity, "exp");
+    if (!json_is_number(exp)) return 0;
+    double v = json_number_value(exp);
+    return mv_http_query_get(req, "ticket") ? (int64_t)v : (int64_t)(v * 1000);
 }
 
 static void open_stream(mv_http_request *req, mv_http_response *res, void *app) {
@@ -576,6 +788,7 @@ static void open_stream(mv_http_request *req, mv_http_response *res, void *app) 
     bool reset = resume >= 0 && (resume < pruned || resume > latest);
     s->cursor = resume >= 0 && !reset ? resume : latest;
     s->last_sent_id = s->cursor;
+    s->expires_at = credential_expiry(req);
     mv_sse_write(s->s, "retry: 1000\n\n", 13);
     if (reset) mv_sse_event(s->s, latest, "reset", "{}");
     send_counts(hub, s, s->cursor, true);

@@ -5,7 +5,8 @@
  * a poll of the newest id). Every stream keeps its own position in the log, so a stream that
  * resumes with Last-Event-ID replays exactly the changes after it, and a stream never waits for
  * another. Streams hold no thread: the hub writes into each stream's queue and the server parks
- * idle connections (sse.h). */
+ * idle connections (sse.h). Retention of the log is not the hub's: the daemon's recovery loop
+ * prunes it (mv_changes_gc), on its interval. */
 #ifndef MISSIVE_HTTP_STREAM_HUB_H
 #define MISSIVE_HTTP_STREAM_HUB_H
 
@@ -25,11 +26,10 @@ typedef struct mv_stream_hub_options {
     int max_per_user;     /* 0 → 16 */
     int64_t heartbeat_ms; /* 0 → 15000: a ": ping" comment line this often */
     int poll_ms;          /* 0 → 100 on SQLite, 500 on PostgreSQL (a fallback to NOTIFY) */
-    int64_t retention_ms; /* 0 → 86400000: changes older than this are removed */
     const void *secret;   /* ticket HMAC key (copied); NULL → a random per-process key */
     size_t secret_len;
     int64_t ticket_ttl_ms; /* 0 → 60000 */
-    const mv_clock *clock; /* NULL → real time (ticket expiry, retention) */
+    const mv_clock *clock; /* NULL → real time (ticket and token expiry) */
 } mv_stream_hub_options;
 
 /* Starts the hub's thread. Free with mv_stream_hub_free (NULL-safe). */

@@ -84,6 +84,7 @@ static const char SQL_LATEST_CHANGE_PG[] =
     "SELECT (SELECT COALESCE(MAX(seq), 0) FROM stream_events), "
     "(SELECT upto FROM stream_events_pruned WHERE one = 1), "
     "CASE WHEN EXISTS (SELECT 1 FROM stream_events WHERE seq IS NULL) THEN 1 ELSE 0 END";
+static const char SQL_PRUNED[] = "SELECT upto FROM stream_events_pruned WHERE one = 1";
 static const char SQL_PG_UNSEQUENCED[] =
     "SELECT CASE WHEN EXISTS (SELECT 1 FROM stream_events WHERE seq IS NULL) THEN 1 ELSE 0 END";
 #define GC_MAX(ev) "SELECT COALESCE(MAX(" ev "), 0) FROM stream_events WHERE created_at <= ?"
@@ -227,6 +228,10 @@ static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
     }
     mv_stmt_done(st);
     if (r < 0) return err ? err->code : MV_INTERNAL;
+    /* In the page's snapshot: a retention that removed rows the page would have had shows here. */
+    if ((rc = mv_db_row(db, SQL_PRUNED, &st, err, "")) != MV_OK) return rc;
+    if (st && mv_stmt_int64(st, 0) > a->pruned) a->pruned = mv_stmt_int64(st, 0);
+    mv_stmt_done(st);
     a->unsequenced = false;
     if (!is_pg(db) || a->n == a->max) return MV_OK;
     /* A short page: are there committed changes the sequencer has not numbered yet? */
@@ -236,9 +241,10 @@ static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
-mv_code mv_changes_read(mv_store *store, int64_t after, mv_change *out, int max, int *n,
-                        mv_err *err) {
+mv_code mv__changes_read_page(mv_store *store, int64_t after, mv_change *out, int max, int *n,
+                              int64_t *pruned, mv_err *err) {
     *n = 0;
+    if (pruned) *pruned = 0;
     if (max <= 0) return MV_OK;
     read_arg a = {.after = after, .out = out, .max = max};
     mv_code rc = mv_store_read(store, read_tx, &a, err);
@@ -252,7 +258,13 @@ mv_code mv_changes_read(mv_store *store, int64_t after, mv_change *out, int max,
         }
     }
     *n = rc == MV_OK ? a.n : 0;
+    if (pruned) *pruned = a.pruned;
     return rc;
+}
+
+mv_code mv_changes_read(mv_store *store, int64_t after, mv_change *out, int max, int *n,
+                        mv_err *err) {
+    return mv__changes_read_page(store, after, out, max, n, NULL, err);
 }
 
 static mv_code latest_tx(mv_db *db, void *ctx, mv_err *err) {

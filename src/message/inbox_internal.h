@@ -17,6 +17,11 @@ mv_code mv__change_add2_tx(mv_db *db, const char *tenant, const char *id1, mv_ch
 /* How many change-log rows this process has appended (committed or not) — a cheap "has anything
  * been written since" for the stream hub, which numbers them on PostgreSQL (changes.c). */
 uint64_t mv__changes_written(void);
+/* mv_changes_read, and in *pruned the highest id retention had removed as seen by the same
+ * snapshot as the page: when *pruned > after the page may lack removed changes (the reader must
+ * say `reset` rather than carry on as if it had them). */
+mv_code mv__changes_read_page(mv_store *store, int64_t after, mv_change *out, int max, int *n,
+                              int64_t *pruned, mv_err *err);
 
 /* The viewer join and the filter of every inbox query, over messages aliased `m`: one LEFT JOIN
  * (binds the viewer id) and INBOX_FILTER_PARAMS placeholders bound by mv__inbox_filter_bind. A

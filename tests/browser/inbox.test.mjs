@@ -454,6 +454,15 @@ test('a_message_created_by_curl_appears_without_reload', ['state', 'stream'], as
   await page.context().close();
 });
 
+test('a_message_too_large_for_an_event_appears_without_reload', ['state', 'stream'], async () => {
+  const page = await openInbox('big');
+  await page.waitForSelector('missive-inbox[data-live="stream"]');
+  const m = booking('big', { guest: 'Big Guest', long: 'x'.repeat(20000) }); // its event: a stub
+  await item(page, m.id).waitFor({ timeout: 5000 });
+  assert(/Big Guest wants/.test(await item(page, m.id).locator('.title').textContent()), 'the large message shows its title');
+  await page.context().close();
+});
+
 test('accept_archives_the_message_and_the_sender_notification_arrives_in_a_second_context', ['stream'], async () => {
   const m = booking('hugo', { guest: 'Ana', listing: 'Loft 9' }, 'ana');
   const host = await openInbox('hugo');

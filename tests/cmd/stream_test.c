@@ -19,193 +19,16 @@
 #include "missive/base.h"
 #include "missive/inbox.h"
 #include "support/daemon_proc.h"
+#include "support/sse_client.h"
 #include "support/stores.h"
-
-#define SECRET "0123456789abcdef0123456789abcdef-stream-secret"
-
-/* ---- a tiny SSE client (HTTP/1.0, so the body is not chunked) ---------------------------------
- */
-
-typedef struct sse {
-    int fd;
-    int status;
-    char buf[1 << 16];
-    size_t len;
-    bool eof;
-    char last_counts[256]; /* the data of the newest counts event read so far */
-} sse;
-
-typedef struct sse_event {
-    int64_t id;
-    char name[32];
-    char data[8192];
-} sse_event;
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static bool fill(sse *c, int timeout_ms) {
-    if (c->eof || c->len >= sizeof c->buf - 1) return false;
-    struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    if (poll(&p, 1, timeout_ms) <= 0) return false;
-    ssize_t n = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
-    if (n <= 0) {
-        c->eof = true;
-        return false;
-    }
-    c->len += (size_t)n;
-    c->buf[c->len] = '\0';
-    return true;
-}
-
-/* Opens path with extra header lines ("Name: value\r\n"...). status 0 when nothing answered. */
-static sse *sse_open(int port, const char *path, const char *headers) {
-    sse *c = calloc(1, sizeof *c);
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(c->fd, (struct sockaddr *)&a, sizeof a) != 0) return c;
-    char req[2048];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n%s\r\n", path,
-                     headers ? headers : "");
-    if (write(c->fd, req, (size_t)n) != n) return c;
-    int64_t end = now_ms() + 3000;
-    char *head_end;
-    while (!(head_end = strstr(c->buf, "\r\n\r\n")) && now_ms() < end)
-        fill(c, 100);
-    if (!head_end) return c;
-    sscanf(c->buf, "HTTP/1.%*d %d", &c->status);
-    size_t body = (size_t)(head_end + 4 - c->buf);
-    memmove(c->buf, c->buf + body, c->len - body + 1);
-    c->len -= body;
-    return c;
-}
-
-/* The next event (comments and retry lines skipped) within timeout_ms; false when none. */
-static bool sse_next(sse *c, int timeout_ms, sse_event *ev) {
-    int64_t end = now_ms() + timeout_ms;
-    for (;;) {
-        char *sep;
-        while ((sep = strstr(c->buf, "\n\n")) != NULL) {
-            *sep = '\0';
-            memset(ev, 0, sizeof *ev);
-            ev->id = -1;
-            for (char *line = c->buf, *next; line && *line; line = next) {
-                next = strchr(line, '\n');
-                if (next) *next++ = '\0';
-                if (strncmp(line, "id: ", 4) == 0)
-                    ev->id = strtoll(line + 4, NULL, 10);
-                else if (strncmp(line, "event: ", 7) == 0)
-                    snprintf(ev->name, sizeof ev->name, "%s", line + 7);
-                else if (strncmp(line, "data: ", 6) == 0)
-                    snprintf(ev->data, sizeof ev->data, "%s", line + 6);
-            }
-            if (strcmp(ev->name, "counts") == 0)
-                mv_strlcpy(c->last_counts, ev->data, sizeof c->last_counts); /* counts are short */
-            size_t used = (size_t)(sep + 2 - c->buf);
-            memmove(c->buf, c->buf + used, c->len - used + 1);
-            c->len -= used;
-            if (ev->name[0]) return true;
-        }
-        int left = (int)(end - now_ms());
-        if (left <= 0 || c->eof) return false;
-        fill(c, left);
-    }
-}
-
-/* The next event named name (others skipped). */
-static bool sse_wait(sse *c, const char *name, int timeout_ms, sse_event *ev) {
-    int64_t end = now_ms() + timeout_ms;
-    while (now_ms() < end)
-        if (sse_next(c, (int)(end - now_ms()), ev) && strcmp(ev->name, name) == 0) return true;
-    return false;
-}
-
-/* True when the server ended the stream within timeout_ms. */
-static bool sse_ended(sse *c, int timeout_ms) {
-    int64_t end = now_ms() + timeout_ms;
-    while (!c->eof && now_ms() < end) {
-        fill(c, 50);
-        c->len = 0;
-        c->buf[0] = '\0';
-    }
-    return c->eof;
-}
-
-static void sse_close(sse *c) {
-    if (!c) return;
-    close(c->fd);
-    free(c);
-}
-
-/* ---- daemons ------------------------------------------------------------------------------- */
-
-typedef struct env {
-    char dir[600], config[700], log[700];
-    const char *url;
-} env;
-
-static bool env_init(env *e, const char *kind, const char *name, const char *extra) {
-    memset(e, 0, sizeof *e);
-    e->url = test_store_url(kind, name);
-    if (!e->url) return false;
-    char label[96];
-    snprintf(label, sizeof label, "%s-%s", name, kind);
-    snprintf(e->dir, sizeof e->dir, "%s", test_tmp_path(label));
-    char path[800];
-    snprintf(path, sizeof path, "%s/templates", e->dir);
-    if (mkdir(e->dir, 0700) || mkdir(path, 0700)) return false;
-    snprintf(path, sizeof path, "%s/templates/note.json", e->dir);
-    if (!test_write_file(path, "{\"templateCd\": \"note\", \"type\": \"info\","
-                               " \"receiverContent\": {\"title\": \"Note {{n}}\"},"
-                               " \"prepare\": {\"toUser\": \"{{to}}\"}, \"actions\": []}"))
-        return false;
-    snprintf(e->config, sizeof e->config, "%s/missived.json", e->dir);
-    snprintf(e->log, sizeof e->log, "%s/daemon.log", e->dir);
-    setenv("MISSIVE_STREAM_SECRET", SECRET, 1);
-    return test_write_file(e->config,
-                           "{\"templates\": \"%s/templates\", \"auth\": {\"mode\": \"headers\"},"
-                           " \"stream\": {\"heartbeatMs\": 200, \"secretEnv\": "
-                           "\"MISSIVE_STREAM_SECRET\"%s}}",
-                           e->dir, extra ? extra : "");
-}
-
-static pid_t start(env *e, int *port) {
-    *port = test_free_port();
-    return test_daemon_start(e->config, *port, e->url, e->log);
-}
-
-/* Creates a note from ana to `to`; returns its id (static buffer) or "" on failure. */
-static const char *send_note(int port, const char *to, int n) {
-    static char id[25];
-    char body[128];
-    snprintf(body, sizeof body, "{\"to\": \"%s\", \"n\": %d}", to, n);
-    test_reply r = test_http(port, "POST", "/messages/new/note", "X-User-Id: ana\n", body);
-    const char *got =
-        r.status == 201 ? mv_json_str(json_array_get(json_object_get(r.json, "messages"), 0), "id")
-                        : NULL;
-    snprintf(id, sizeof id, "%s", got ? got : "");
-    test_reply_free(&r);
-    return id;
-}
-
-static bool data_has_id(const sse_event *ev, const char *id) {
-    json_t *d = json_loads(ev->data, 0, NULL);
-    bool ok = d && strcmp(mv_json_str(d, "id") ? mv_json_str(d, "id") : "", id) == 0;
-    json_decref(d);
-    return ok;
-}
 
 /* ---- tests --------------------------------------------------------------------------------- */
 
 STORE_TEST(a_stream_gets_every_change_its_user_may_see_once_and_in_order) {
-    env e;
-    REQUIRE(env_init(&e, kind, "stream_order", NULL));
+    sse_env e;
+    REQUIRE(sse_env_init(&e, kind, "stream_order", NULL, NULL));
     int port;
-    pid_t pid = start(&e, &port);
+    pid_t pid = sse_env_start(&e, &port);
     REQUIRE(pid > 0);
     sse *bob = sse_open(port, "/messages/stream", "X-User-Id: bob\r\n");
     CHECK_INT(bob->status, 200);
@@ -216,13 +39,13 @@ STORE_TEST(a_stream_gets_every_change_its_user_may_see_once_and_in_order) {
     CHECK(sse_wait(bob_t2, "counts", 2000, &ev));
     char ids[3][25];
     for (int i = 0; i < 3; i++) {
-        snprintf(ids[i], sizeof ids[i], "%s", send_note(port, "bob", i));
-        send_note(port, "carol", i); /* never on Bob's stream */
+        snprintf(ids[i], sizeof ids[i], "%s", sse_send_note(port, "bob", i));
+        sse_send_note(port, "carol", i); /* never on Bob's stream */
     }
     int64_t last = 0;
     for (int i = 0; i < 3; i++) {
         CHECK(sse_wait(bob, "message.created", 2000, &ev));
-        CHECK(data_has_id(&ev, ids[i]));
+        CHECK(sse_data_has_id(&ev, ids[i]));
         CHECK(ev.id > last);
         last = ev.id;
     }
@@ -232,7 +55,7 @@ STORE_TEST(a_stream_gets_every_change_its_user_may_see_once_and_in_order) {
     CHECK_INT(r.status, 200);
     test_reply_free(&r);
     CHECK(sse_wait(bob, "message.updated", 2000, &ev)); /* his own state, from "another device" */
-    CHECK(data_has_id(&ev, ids[0]));
+    CHECK(sse_data_has_id(&ev, ids[0]));
     CHECK(strstr(ev.data, "\"readAt\":null") == NULL);
     /* the counts that follow may already have gone out with the page before (computed after the
      * mark committed): what matters is that the newest counts Bob holds are right */
@@ -262,34 +85,34 @@ STORE_TEST(a_stream_gets_every_change_its_user_may_see_once_and_in_order) {
 }
 
 STORE_TEST(a_client_killed_mid_stream_resumes_with_last_event_id_and_loses_nothing) {
-    env e;
-    REQUIRE(env_init(&e, kind, "stream_resume", NULL));
+    sse_env e;
+    REQUIRE(sse_env_init(&e, kind, "stream_resume", NULL, NULL));
     int port;
-    pid_t pid = start(&e, &port);
+    pid_t pid = sse_env_start(&e, &port);
     REQUIRE(pid > 0);
     sse *c = sse_open(port, "/messages/stream", "X-User-Id: bob\r\n");
     sse_event ev;
-    send_note(port, "bob", 1);
+    sse_send_note(port, "bob", 1);
     CHECK(sse_wait(c, "message.created", 2000, &ev));
     int64_t last = ev.id;
     sse_close(c); /* the client dies */
     char ids[5][25];
     for (int i = 0; i < 5; i++)
-        snprintf(ids[i], sizeof ids[i], "%s", send_note(port, "bob", 10 + i));
+        snprintf(ids[i], sizeof ids[i], "%s", sse_send_note(port, "bob", 10 + i));
     char hdr[64];
     snprintf(hdr, sizeof hdr, "X-User-Id: bob\r\nLast-Event-ID: %lld\r\n", (long long)last);
     c = sse_open(port, "/messages/stream", hdr);
     CHECK_INT(c->status, 200);
     for (int i = 0; i < 5; i++) {
         CHECK(sse_wait(c, "message.created", 2000, &ev));
-        CHECK(data_has_id(&ev, ids[i]));
+        CHECK(sse_data_has_id(&ev, ids[i]));
     }
     sse_close(c);
     char q[96];
     snprintf(q, sizeof q, "/messages/stream?lastEventId=%lld", (long long)last);
     c = sse_open(port, q, "X-User-Id: bob\r\n"); /* the query form replays the same */
     CHECK(sse_wait(c, "message.created", 2000, &ev));
-    CHECK(data_has_id(&ev, ids[0]));
+    CHECK(sse_data_has_id(&ev, ids[0]));
     sse_close(c);
     /* below what retention removed: one reset, then live */
     mv_store *store = NULL;
@@ -300,32 +123,18 @@ STORE_TEST(a_client_killed_mid_stream_resumes_with_last_event_id_and_loses_nothi
     c = sse_open(port, "/messages/stream", hdr);
     CHECK(sse_next(c, 2000, &ev));
     CHECK_STR(ev.name, "reset");
-    const char *id = send_note(port, "bob", 99);
+    const char *id = sse_send_note(port, "bob", 99);
     CHECK(sse_wait(c, "message.created", 2000, &ev));
-    CHECK(data_has_id(&ev, id));
+    CHECK(sse_data_has_id(&ev, id));
     sse_close(c);
     CHECK_INT(test_daemon_stop(pid), 0);
 }
 
-/* A ticket signed with SECRET (the daemon's), for forging expired ones. */
-static char *sign_ticket(const char *claims) {
-    size_t n = strlen(claims);
-    char *t = malloc(3 + mv_b64url_len(n) + 1 + 44 + 1);
-    memcpy(t, "v1.", 3);
-    mv_b64url_encode(claims, n, t + 3);
-    size_t head = strlen(t);
-    unsigned char mac[32];
-    mv_hmac_sha256(SECRET, strlen(SECRET), t, head, mac);
-    t[head] = '.';
-    mv_b64url_encode(mac, 32, t + head + 1);
-    return t;
-}
-
 STORE_TEST(tickets_authenticate_the_stream_only_and_bad_input_is_refused) {
-    env e;
-    REQUIRE(env_init(&e, kind, "stream_ticket", ", \"maxConnections\": 3"));
+    sse_env e;
+    REQUIRE(sse_env_init(&e, kind, "stream_ticket", ", \"maxConnections\": 3", NULL));
     int port;
-    pid_t pid = start(&e, &port);
+    pid_t pid = sse_env_start(&e, &port);
     REQUIRE(pid > 0);
     test_reply r = test_http(port, "POST", "/stream-tickets", "X-User-Id: bob\n", NULL);
     CHECK_INT(r.status, 201);
@@ -335,17 +144,18 @@ STORE_TEST(tickets_authenticate_the_stream_only_and_bad_input_is_refused) {
     snprintf(path, sizeof path, "/messages/stream?ticket=%s", ticket);
     sse *c = sse_open(port, path, NULL);
     CHECK_INT(c->status, 200);
-    const char *id = send_note(port, "bob", 1);
+    const char *id = sse_send_note(port, "bob", 1);
     sse_event ev;
     CHECK(sse_wait(c, "message.created", 2000, &ev));
-    CHECK(data_has_id(&ev, id));
+    CHECK(sse_data_has_id(&ev, id));
     snprintf(path, sizeof path, "/messages?ticket=%s", ticket); /* no other route takes one */
     test_reply o = test_http(port, "GET", path, NULL, NULL);
     CHECK_INT(o.status, 401);
     test_reply_free(&o);
     test_reply_free(&r);
-    char *expired = sign_ticket("{\"sub\":\"bob\",\"roles\":[],\"perms\":{},\"tenant\":\"default\","
-                                "\"exp\":1000,\"use\":\"stream\"}");
+    char *expired =
+        sse_sign_ticket("{\"sub\":\"bob\",\"roles\":[],\"perms\":{},\"tenant\":\"default\","
+                        "\"exp\":1000,\"use\":\"stream\"}");
     const char *bad[] = {expired, "v1.eyJzdWIiOiJib2IifQ.AAAA", "nonsense", ""};
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "/messages/stream?ticket=%s", bad[i]);
@@ -386,41 +196,41 @@ STORE_TEST(tickets_authenticate_the_stream_only_and_bad_input_is_refused) {
 }
 
 TEST(two_daemons_on_one_sqlite_file_see_each_others_changes_within_a_second) {
-    env e;
-    REQUIRE(env_init(&e, "sqlite", "stream_sqlite2", NULL));
+    sse_env e;
+    REQUIRE(sse_env_init(&e, "sqlite", "stream_sqlite2", NULL, NULL));
     int pa, pb;
-    pid_t a = start(&e, &pa), b = start(&e, &pb);
+    pid_t a = sse_env_start(&e, &pa), b = sse_env_start(&e, &pb);
     REQUIRE(a > 0 && b > 0);
     sse *c = sse_open(pb, "/messages/stream", "X-User-Id: bob\r\n");
     sse_event ev;
     CHECK(sse_wait(c, "counts", 2000, &ev));
-    int64_t t0 = now_ms();
-    const char *id = send_note(pa, "bob", 1);
+    int64_t t0 = sse_now_ms();
+    const char *id = sse_send_note(pa, "bob", 1);
     CHECK(sse_wait(c, "message.created", 1000, &ev));
-    CHECK(data_has_id(&ev, id));
-    CHECK(now_ms() - t0 < 1000);
+    CHECK(sse_data_has_id(&ev, id));
+    CHECK(sse_now_ms() - t0 < 1000);
     sse_close(c);
     CHECK_INT(test_daemon_stop(a), 0);
     CHECK_INT(test_daemon_stop(b), 0);
 }
 
 POSTGRES_TEST(three_daemons_on_one_postgres_and_a_kill_9_lose_nothing) {
-    env e;
-    REQUIRE(env_init(&e, kind, "stream_pg3", NULL));
+    sse_env e;
+    REQUIRE(sse_env_init(&e, kind, "stream_pg3", NULL, NULL));
     int port[3];
     pid_t pid[3];
     for (int i = 0; i < 3; i++)
-        REQUIRE((pid[i] = start(&e, &port[i])) > 0);
+        REQUIRE((pid[i] = sse_env_start(&e, &port[i])) > 0);
     sse *onc = sse_open(port[2], "/messages/stream", "X-User-Id: bob\r\n");
     sse *onb = sse_open(port[1], "/messages/stream", "X-User-Id: bob\r\n");
     sse_event ev;
     CHECK(sse_wait(onc, "counts", 2000, &ev));
     CHECK(sse_wait(onb, "counts", 2000, &ev));
-    int64_t t0 = now_ms();
-    const char *id = send_note(port[0], "bob", 1); /* through A, seen on C */
+    int64_t t0 = sse_now_ms();
+    const char *id = sse_send_note(port[0], "bob", 1); /* through A, seen on C */
     CHECK(sse_wait(onc, "message.created", 1000, &ev));
-    CHECK(data_has_id(&ev, id));
-    CHECK(now_ms() - t0 < 1000);
+    CHECK(sse_data_has_id(&ev, id));
+    CHECK(sse_now_ms() - t0 < 1000);
     CHECK(sse_wait(onb, "message.created", 1000, &ev));
     int64_t last = ev.id;
     kill(pid[1], SIGKILL); /* B dies with Bob's stream open */
@@ -428,13 +238,13 @@ POSTGRES_TEST(three_daemons_on_one_postgres_and_a_kill_9_lose_nothing) {
     sse_close(onb);
     char ids[4][25];
     for (int i = 0; i < 4; i++)
-        snprintf(ids[i], sizeof ids[i], "%s", send_note(port[0], "bob", 2 + i));
+        snprintf(ids[i], sizeof ids[i], "%s", sse_send_note(port[0], "bob", 2 + i));
     char hdr[96];
     snprintf(hdr, sizeof hdr, "X-User-Id: bob\r\nLast-Event-ID: %lld\r\n", (long long)last);
     sse *again = sse_open(port[2], "/messages/stream", hdr); /* reconnects elsewhere */
     for (int i = 0; i < 4; i++) {
         CHECK(sse_wait(again, "message.created", 2000, &ev));
-        CHECK(data_has_id(&ev, ids[i]));
+        CHECK(sse_data_has_id(&ev, ids[i]));
     }
     sse_close(again);
     sse_close(onc);
