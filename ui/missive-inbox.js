@@ -637,6 +637,7 @@ export class MissiveBase extends HTMLElement {
   set strings(v) { this._overrides = v && typeof v === 'object' ? v : null; this._relocalize(); }
   /** The language the element speaks: its locale attribute, else the page's lang, else the browser's. */
   get locale() { return this._locale; }
+  set locale(v) { if (v) this.setAttribute('locale', String(v)); else this.removeAttribute('locale'); }
 
   _setLocale() {
     const asked = this.getAttribute('locale') || document.documentElement.lang || globalThis.navigator?.language || 'en';
