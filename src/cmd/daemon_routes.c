@@ -5,7 +5,7 @@
 #include "http/openapi.h"
 #include "http/routes_inbox.h"
 
-static const mv_ui_routes ui_routes = {.assets = mv_ui_assets, .index = "index.html"};
+static mv_ui_routes ui_routes = {.assets = mv_ui_assets, .index = "index.html"};
 
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_auth(router, d->auth);
@@ -20,7 +20,10 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
     if (rc == MV_OK) rc = mv_list_routes_add(router, &d->list_routes, err);
     if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
-    if (rc == MV_OK && (!d->cfg || d->cfg->ui.enabled))
+    if (rc == MV_OK && (!d->cfg || d->cfg->ui.enabled)) {
+        ui_routes.oidc_issuer = d->cfg ? d->cfg->ui.oidc_issuer : NULL;
+        ui_routes.oidc_client_id = d->cfg ? d->cfg->ui.oidc_client_id : NULL;
         rc = mv_ui_routes_add(router, &ui_routes, err);
+    }
     return rc;
 }
