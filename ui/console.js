@@ -3,6 +3,7 @@
 // by id. It uses only the public HTTP API, through the same client as <missive-inbox>, and like it
 // puts data on the page as text only.
 import { MissiveApi, explain, h } from './missive-inbox.js';
+import { SignInError, completeSignIn, oidcSettings, signIn } from './console-oidc.js';
 
 const $ = (id) => document.getElementById(id);
 const KEY = 'missive-console-identity';
@@ -244,5 +245,53 @@ async function findMessage() {
 
 $('search').addEventListener('submit', (e) => { e.preventDefault(); findMessage(); });
 
-applyIdentity();
+// ---- sign-in with the identity provider ("ui.oidc") ------------------------------------------------
+
+function showSignedIn() {
+  const signedIn = !!(who.token && who.name);
+  $('signed-in').hidden = !signedIn;
+  $('signin').hidden = signedIn || !oidc;
+  $('signed-in-name').textContent = signedIn ? who.name : '';
+}
+
+let oidc = null;
+
+async function start() {
+  oidc = await oidcSettings();
+  if (oidc) {
+    try {
+      const s = await completeSignIn(oidc);
+      if (s) {
+        who = { token: s.token, name: s.name };
+        sessionStorage.setItem(KEY, JSON.stringify(who));
+        say('signin-status', '');
+      }
+    } catch (err) {
+      say('signin-status', err instanceof SignInError ? err.message : 'The sign-in did not work. Try again.', 'error');
+    }
+  }
+  showSignedIn();
+  applyIdentity();
+}
+
+$('signin').addEventListener('click', async () => {
+  $('signin').disabled = true;
+  say('signin-status', 'Going to the sign-in page…');
+  try {
+    await signIn(oidc);
+  } catch (err) {
+    say('signin-status', err instanceof SignInError ? err.message : 'The sign-in did not work. Try again.', 'error');
+    $('signin').disabled = false;
+  }
+});
+
+$('signout').addEventListener('click', () => {
+  who = {};
+  sessionStorage.removeItem(KEY);
+  showSignedIn();
+  applyIdentity();
+  say('signin-status', 'Signed out.');
+});
+
+start();
 setInterval(() => { if (document.visibilityState === 'visible') { loadApprovals(); loadSagas(); } }, 4000);

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { register } from './person.test.mjs';
+import { register as registerConsole } from './console.test.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
@@ -733,6 +734,7 @@ test('the_inbox_reconnects_after_the_daemon_drops_and_misses_nothing', ['stream'
 });
 
 const person = register({ test, api, booking, curlCreate, openInbox, newPage, item, waitFor, assert, eq, sleep, imgDir, has, daemon: () => daemon });
+registerConsole({ test, newPage, waitFor, assert, eq, Daemon, daemonConfig, tmp, person });
 
 test('no_page_violated_its_content_security_policy_or_threw', [], async () => {
   eq(cspViolations.length, 0, `CSP violations: ${cspViolations.join(' | ')}`);
