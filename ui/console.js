@@ -4,6 +4,7 @@
 // puts data on the page as text only.
 import { MissiveApi, explain, h } from './missive-inbox.js';
 import { SignInError, completeSignIn, oidcSettings, signIn } from './console-oidc.js';
+import { setupLists } from './console-lists.js';
 
 const $ = (id) => document.getElementById(id);
 const KEY = 'missive-console-identity';
@@ -32,7 +33,10 @@ function applyIdentity() {
   for (const f of FIELDS) $(`who-${f}`).value = who[f] || '';
   loadApprovals();
   loadSagas();
+  if (who.user || who.token) lists.reload();
 }
+
+const lists = setupLists($('lists'), () => api);
 
 $('who').addEventListener('submit', (e) => {
   e.preventDefault();

@@ -71,7 +71,7 @@ export function startIdp({ user = 'olga', permissions = ['approvals.decide'] } =
 }
 
 export function register(c) {
-  const { test, newPage, waitFor, assert, eq, Daemon, daemonConfig, tmp, person } = c;
+  const { test, newPage, waitFor, assert, eq, Daemon, daemonConfig, tmp, person, api, curlCreate } = c;
 
   test('the_console_signs_in_with_openid_connect_pkce_and_the_daemon_accepts_the_rs256_token', [], async () => {
     const idp = await startIdp();
@@ -117,5 +117,79 @@ export function register(c) {
       await d.kill();
       idp.server.close();
     }
+  });
+
+  test('the_console_lists_sagas_and_approvals_with_filters_a_timeline_and_bulk_actions_after_confirmation', ['ops'], async () => {
+    const sagas = [];
+    for (const n of [41, 42]) {
+      const o = curlCreate('order', { host: 'vic', guest: 'G', listing: `Order ${n}`, note: '', long: '' });
+      const r = await api('POST', `/messages/${o.id}/action/charge`, { user: 'vic' });
+      eq(r.body.error.code, 'action_needs_review', 'a saga waits for review');
+      sagas.push(r.body.error.sagaId);
+    }
+    const approvals = [];
+    for (const n of [7, 8]) {
+      const m = curlCreate('refund', { host: 'vic', guest: 'G', listing: `Room ${n}`, note: '', long: '' });
+      const r = await api('POST', `/messages/${m.id}/action/refund`, { user: 'vic' });
+      eq(r.status, 202, 'an approval is asked');
+      approvals.push(r.body.approvalId);
+    }
+    const page = await newPage({ width: 1280, height: 900 });
+    await page.goto(`${c.daemon().base}/ui/?user=root&permissions=is.admin,approvals.decide`);
+    const table = page.locator('#lists table');
+    // sagas in manual review of the definition "pay"
+    await page.locator('#lists-state').selectOption('manual-review');
+    await page.locator('#lists-definition').fill('pay');
+    await page.locator('#lists form button[type=submit]').click();
+    for (const id of sagas) await table.locator(`tr[data-key="${id}"]`).waitFor();
+    eq(await table.locator(`tr[data-key="${sagas[0]}"] td.state`).textContent(), 'manual-review', 'the state column');
+    await page.locator('#lists-search').fill(sagas[1]);
+    await waitFor('the search', async () => (await table.locator('tbody tr').count()) === 1);
+    eq(await table.locator('tbody tr').getAttribute('data-key'), sagas[1], 'the search finds the one saga');
+    // its timeline: started, each step with its state and attempts, where it is now
+    await table.locator(`tr[data-key="${sagas[1]}"] button.open`).click();
+    const events = page.locator('#timeline li');
+    await page.locator('#timeline h3').waitFor();
+    eq(await page.locator('#timeline h3').textContent(), `Timeline of ${sagas[1]}`, 'the timeline heading');
+    const lines = await events.allTextContents();
+    assert(/started pay$/.test(lines[0]), `first the start: ${lines[0]}`);
+    assert(lines.some((l) => /step 1 reserve committed(, \d+ attempts?)?, result \{"reserved":true\}$/.test(l)), `the first step: ${lines.join(' | ')}`);
+    assert(lines.some((l) => /step 2 charge ambiguous(, \d+ attempts?)?, error execution_unknown$/.test(l)), `the failing step and its outcome: ${lines.join(' | ')}`);
+    assert(/manual-review/.test(lines[lines.length - 1]), `where it is now: ${lines[lines.length - 1]}`);
+    await person.axe(page, 'console lists: sagas and a timeline');
+    // approvals: select both, Approve, confirm in the dialog
+    await page.locator('#lists-search').fill('');
+    await page.locator('#lists-kind').selectOption('approvals');
+    for (const id of approvals) await table.locator(`tr[data-key="${id}"]`).waitFor();
+    eq(await page.locator('#lists .bulk .count').textContent(), 'Select rows for a bulk action', 'nothing selected yet');
+    assert(await page.locator('#lists button.bulk-approved').isDisabled(), 'no bulk action without a selection');
+    for (const id of approvals) await table.locator(`tr[data-key="${id}"] input.pick`).check();
+    eq(await page.locator('#lists .bulk .count').textContent(), '2 selected', 'the selection is counted');
+    await page.locator('#lists button.bulk-approved').click();
+    const dialog = page.locator('#lists dialog[open]');
+    eq(await dialog.locator('h3').textContent(), 'Approve 2 approvals?', 'the confirmation names what and how many');
+    eq(JSON.stringify((await dialog.locator('li').allTextContents()).sort()), JSON.stringify([...approvals].sort()), 'and which');
+    await person.axe(page, 'console bulk confirmation');
+    await dialog.locator('.confirm-cancel').click();
+    eq((await api('GET', `/approvals/${approvals[0]}`, { user: 'root', permissions: 'is.admin' })).body.state, 'pending', 'Cancel decides nothing');
+    await page.locator('#lists button.bulk-approved').click();
+    await page.locator('#lists dialog[open] .confirm-ok').focus();
+    await page.keyboard.press('Enter');
+    await waitFor('the bulk result', async () => (await page.locator('#lists-status').textContent()) === '2 approved.');
+    for (const id of approvals) eq((await api('GET', `/approvals/${id}`, { user: 'root', permissions: 'is.admin' })).body.state, 'approved', 'approved in the store');
+    // sagas: bulk compensate both; the list says how each went, as the store has it
+    await page.locator('#lists-kind').selectOption('sagas');
+    await page.locator('#lists-state').selectOption('manual-review');
+    await page.locator('#lists form button[type=submit]').click();
+    for (const id of sagas) await table.locator(`tr[data-key="${id}"] input.pick`).check();
+    await page.locator('#lists button.bulk-compensate').click();
+    eq(await page.locator('#lists dialog[open] h3').textContent(), 'Compensate 2 sagas?', 'the saga confirmation');
+    await page.locator('#lists dialog[open] .confirm-ok').click();
+    await waitFor('the saga bulk result', async () => /compensated/.test(await page.locator('#lists-status').textContent()));
+    const states = await Promise.all(sagas.map(async (id) => (await api('GET', `/sagas/${id}`, { user: 'root', permissions: 'is.admin' })).body.state));
+    const moved = states.filter((s) => s !== 'manual-review').length;
+    const text = await page.locator('#lists-status').textContent();
+    assert(text.startsWith(`${moved} compensated`), `the report (${text}) matches the store (${states.join(', ')})`);
+    await page.context().close();
   });
 }

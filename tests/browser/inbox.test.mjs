@@ -734,7 +734,7 @@ test('the_inbox_reconnects_after_the_daemon_drops_and_misses_nothing', ['stream'
 });
 
 const person = register({ test, api, booking, curlCreate, openInbox, newPage, item, waitFor, assert, eq, sleep, imgDir, has, daemon: () => daemon });
-registerConsole({ test, newPage, waitFor, assert, eq, Daemon, daemonConfig, tmp, person });
+registerConsole({ test, newPage, waitFor, assert, eq, Daemon, daemonConfig, tmp, person, api, curlCreate, daemon: () => daemon });
 
 test('no_page_violated_its_content_security_policy_or_threw', [], async () => {
   eq(cspViolations.length, 0, `CSP violations: ${cspViolations.join(' | ')}`);
