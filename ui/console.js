@@ -241,10 +241,27 @@ async function findMessage() {
         ['action', m.actionCd], ['attempt', m.actionAttemptId], ['created', when(m.createdAt)], ['archived', m.archivedAt ? `${when(m.archivedAt)} by ${m.archivedBy || '?'}` : ''],
         ['last failure', m.lastFailure ? `${m.lastFailure.code}: ${m.lastFailure.message}` : '']]),
       c.short ? h('p', {}, c.short) : null,
+      h('h4', {}, 'Timeline'),
+      h('ol', { class: 'events message-events' }, messageEvents(m).map((e) => h('li', { 'data-what': e.what },
+        h('span', { class: 'when' }, e.at ? when(e.at) : ''), ' ', h('strong', {}, e.what), ' ', e.detail))),
       h('details', {}, h('summary', {}, 'JSON'), h('pre', {}, JSON.stringify(m, null, 2)))));
   } catch (err) {
     say('search-status', err.code === 'message_not_found' ? 'No message with this id is visible to you.' : errorText(err), 'error');
   }
+}
+
+/** A message's story from its record, oldest first: who created it, its action, its end. */
+function messageEvents(m) {
+  const ev = [{ at: m.createdAt, what: 'created', detail: `by ${m.fromUser || '?'} for ${m.toUser || (m.toRoles || []).join(', ') || '?'}` }];
+  if (m.sendAt) ev.push({ at: m.sendAt, what: 'sent', detail: '(scheduled)' });
+  if (m.escalatedAt) ev.push({ at: m.escalatedAt, what: 'escalated', detail: `to ${(m.toRoles || []).join(', ')}` });
+  const v = m.viewer || {};
+  if (v.seenAt) ev.push({ at: v.seenAt, what: 'seen', detail: 'by you' });
+  if (v.readAt) ev.push({ at: v.readAt, what: 'read', detail: 'by you' });
+  if (m.actionState === 'processing') ev.push({ at: m.updatedAt, what: 'processing', detail: `${m.actionCd || ''} (attempt ${m.actionAttemptId || '?'})` });
+  if (m.lastFailure) ev.push({ at: m.lastFailure.at, what: 'failed', detail: `${m.lastFailure.code}: ${m.lastFailure.message} (attempt ${m.lastFailure.actionAttemptId || m.actionAttemptId || '?'})` });
+  if (m.archivedAt) ev.push({ at: m.archivedAt, what: 'archived', detail: `by ${m.archivedBy || '?'}${m.actionCd ? ` with ${m.actionCd}` : ''}${m.actionAttemptId ? ` (attempt ${m.actionAttemptId})` : ''}` });
+  return ev.sort((a, b) => (a.at || 0) - (b.at || 0));
 }
 
 $('search').addEventListener('submit', (e) => { e.preventDefault(); findMessage(); });

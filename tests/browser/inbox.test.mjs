@@ -603,6 +603,17 @@ test('the_console_finds_a_message_by_id_and_hides_what_the_caller_cannot_see', [
   await page.locator('#search-result .card').waitFor();
   eq(await page.locator('#search-result h3').textContent(), 'Searcher wants Cabin 2', 'the title');
   assert((await page.locator('#search-result pre').textContent()).includes(`"id": "${m.id}"`), 'the JSON');
+  // its timeline: created, then (after an accept elsewhere) archived by whom, with which attempt
+  const ev = page.locator('#search-result .message-events li');
+  eq(await page.locator('#search-result .message-events li[data-what=archived]').count(), 0, 'not archived yet');
+  assert(/ created by ana for quinn$/.test(await ev.first().textContent()), `created: ${await ev.first().textContent()}`);
+  const accepted = await api('POST', `/messages/${m.id}/action/accept`, { user: 'quinn' });
+  eq(accepted.status, 200, 'accepted');
+  await page.click('#search button[type=submit]');
+  const archivedLine = page.locator('#search-result .message-events li[data-what=archived]');
+  await archivedLine.waitFor();
+  const line = await archivedLine.textContent();
+  assert(/ archived by quinn with accept( \(attempt [0-9a-f-]+\))?$/.test(line), `archived: ${line}`);
   await page.fill('#search-id', 'not-an-id');
   await page.click('#search button[type=submit]');
   assert(/24 hexadecimal/.test(await page.locator('#search-status').textContent()), 'a malformed id is explained');
