@@ -502,8 +502,9 @@ test('a_press_on_a_message_archived_meanwhile_is_explained_as_410', [], async ()
     const o = li.locator('.outcome.error');
     return (await o.count()) ? o.textContent() : null;
   });
-  assert(/already handled and archived, so nothing was done/.test(text), `410 explained: ${text}`);
+  eq(text, 'This message was already handled and archived, so nothing was done.', 'the 410 in words, without the server\'s text');
   await waitFor('shown archived', async () => (await li.getAttribute('data-state')) === 'archived');
+  await person.looks(page, 'a press answered 410');
   await page.context().close();
 });
 
