@@ -3,6 +3,8 @@
 // by id. It uses only the public HTTP API, through the same client as <missive-inbox>, and like it
 // puts data on the page as text only.
 import { MissiveApi, explain, h } from './missive-inbox.js';
+import { SignInError, completeSignIn, oidcSettings, signIn } from './console-oidc.js';
+import { setupLists } from './console-lists.js';
 
 const $ = (id) => document.getElementById(id);
 const KEY = 'missive-console-identity';
@@ -31,7 +33,10 @@ function applyIdentity() {
   for (const f of FIELDS) $(`who-${f}`).value = who[f] || '';
   loadApprovals();
   loadSagas();
+  if (who.user || who.token) lists.reload();
 }
+
+const lists = setupLists($('lists'), () => api);
 
 $('who').addEventListener('submit', (e) => {
   e.preventDefault();
@@ -236,13 +241,78 @@ async function findMessage() {
         ['action', m.actionCd], ['attempt', m.actionAttemptId], ['created', when(m.createdAt)], ['archived', m.archivedAt ? `${when(m.archivedAt)} by ${m.archivedBy || '?'}` : ''],
         ['last failure', m.lastFailure ? `${m.lastFailure.code}: ${m.lastFailure.message}` : '']]),
       c.short ? h('p', {}, c.short) : null,
+      h('h4', {}, 'Timeline'),
+      h('ol', { class: 'events message-events' }, messageEvents(m).map((e) => h('li', { 'data-what': e.what },
+        h('span', { class: 'when' }, e.at ? when(e.at) : ''), ' ', h('strong', {}, e.what), ' ', e.detail))),
       h('details', {}, h('summary', {}, 'JSON'), h('pre', {}, JSON.stringify(m, null, 2)))));
   } catch (err) {
     say('search-status', err.code === 'message_not_found' ? 'No message with this id is visible to you.' : errorText(err), 'error');
   }
 }
 
+/** A message's story from its record, oldest first: who created it, its action, its end. */
+function messageEvents(m) {
+  const ev = [{ at: m.createdAt, what: 'created', detail: `by ${m.fromUser || '?'} for ${m.toUser || (m.toRoles || []).join(', ') || '?'}` }];
+  if (m.sendAt) ev.push({ at: m.sendAt, what: 'sent', detail: '(scheduled)' });
+  if (m.escalatedAt) ev.push({ at: m.escalatedAt, what: 'escalated', detail: `to ${(m.toRoles || []).join(', ')}` });
+  const v = m.viewer || {};
+  if (v.seenAt) ev.push({ at: v.seenAt, what: 'seen', detail: 'by you' });
+  if (v.readAt) ev.push({ at: v.readAt, what: 'read', detail: 'by you' });
+  if (m.actionState === 'processing') ev.push({ at: m.updatedAt, what: 'processing', detail: `${m.actionCd || ''} (attempt ${m.actionAttemptId || '?'})` });
+  if (m.lastFailure) ev.push({ at: m.lastFailure.at, what: 'failed', detail: `${m.lastFailure.code}: ${m.lastFailure.message} (attempt ${m.lastFailure.actionAttemptId || m.actionAttemptId || '?'})` });
+  if (m.archivedAt) ev.push({ at: m.archivedAt, what: 'archived', detail: `by ${m.archivedBy || '?'}${m.actionCd ? ` with ${m.actionCd}` : ''}${m.actionAttemptId ? ` (attempt ${m.actionAttemptId})` : ''}` });
+  return ev.sort((a, b) => (a.at || 0) - (b.at || 0));
+}
+
 $('search').addEventListener('submit', (e) => { e.preventDefault(); findMessage(); });
 
-applyIdentity();
+// ---- sign-in with the identity provider ("ui.oidc") ------------------------------------------------
+
+function showSignedIn() {
+  const signedIn = !!(who.token && who.name);
+  $('signed-in').hidden = !signedIn;
+  $('signin').hidden = signedIn || !oidc;
+  $('signed-in-name').textContent = signedIn ? who.name : '';
+}
+
+let oidc = null;
+
+async function start() {
+  oidc = await oidcSettings();
+  if (oidc) {
+    try {
+      const s = await completeSignIn(oidc);
+      if (s) {
+        who = { token: s.token, name: s.name };
+        sessionStorage.setItem(KEY, JSON.stringify(who));
+        say('signin-status', '');
+      }
+    } catch (err) {
+      say('signin-status', err instanceof SignInError ? err.message : 'The sign-in did not work. Try again.', 'error');
+    }
+  }
+  showSignedIn();
+  applyIdentity();
+}
+
+$('signin').addEventListener('click', async () => {
+  $('signin').disabled = true;
+  say('signin-status', 'Going to the sign-in page…');
+  try {
+    await signIn(oidc);
+  } catch (err) {
+    say('signin-status', err instanceof SignInError ? err.message : 'The sign-in did not work. Try again.', 'error');
+    $('signin').disabled = false;
+  }
+});
+
+$('signout').addEventListener('click', () => {
+  who = {};
+  sessionStorage.removeItem(KEY);
+  showSignedIn();
+  applyIdentity();
+  say('signin-status', 'Signed out.');
+});
+
+start();
 setInterval(() => { if (document.visibilityState === 'visible') { loadApprovals(); loadSagas(); } }, 4000);

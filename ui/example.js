@@ -1,12 +1,13 @@
-// example.js — the example host page's only script: picks the identity from the query string so one
-// page serves every demo user (?user=ana&roles=finance, or ?token=JWT). A real application would
-// set the element's token or getToken from its own session instead.
+// example.js — the example host pages' only script: picks the identity (and the element's language
+// and mode) from the query string so one page serves every demo user (?user=ana&roles=finance&locale=de,
+// or ?token=JWT). A real application would set the element's token or getToken from its own session.
 const q = new URLSearchParams(location.search);
-const inbox = document.querySelector('missive-inbox');
-for (const name of ['user', 'roles', 'permissions', 'tenant', 'base-url', 'page-size', 'poll-ms']) {
-  if (q.has(name)) inbox.setAttribute(name, q.get(name));
-}
-if (q.has('token')) {
-  inbox.removeAttribute('user');
-  inbox.token = q.get('token');
+for (const el of document.querySelectorAll('missive-inbox, missive-preferences')) {
+  for (const name of ['user', 'roles', 'permissions', 'tenant', 'base-url', 'page-size', 'poll-ms', 'locale', 'mode', 'channels', 'categories']) {
+    if (q.has(name)) el.setAttribute(name, q.get(name));
+  }
+  if (q.has('token')) {
+    el.removeAttribute('user');
+    el.token = q.get('token');
+  }
 }

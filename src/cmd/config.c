@@ -495,15 +495,28 @@ static mv_code load_delivery(loader *l, json_t *root) {
     return MV_OK;
 }
 
-/* "ui": {"enabled": bool}; the default needs the final listen address (check_whole). */
+/* "ui": {"enabled": bool, "oidc": {"issuer", "clientId"}}; the default of enabled needs the final
+ * listen address (check_whole). */
 static mv_code load_ui(loader *l, json_t *root) {
-    json_t *o;
-    static const char *const UI_KEYS[] = {"enabled", NULL};
+    json_t *o, *oidc;
+    static const char *const UI_KEYS[] = {"enabled", "oidc", NULL};
+    static const char *const OIDC_KEYS[] = {"issuer", "clientId", NULL};
     TRY(get_obj(l, root, "", "ui", UI_KEYS, &o));
     if (o && json_object_get(o, "enabled") && !json_is_null(json_object_get(o, "enabled"))) {
         TRY(get_bool(l, o, "ui", "enabled", &l->cfg->ui.enabled));
         l->cfg->ui.set = true;
     }
+    TRY(get_obj(l, o, "ui", "oidc", OIDC_KEYS, &oidc));
+    if (!oidc) return MV_OK;
+    TRY(get_str(l, oidc, "ui.oidc", "issuer", &l->cfg->ui.oidc_issuer));
+    TRY(get_str(l, oidc, "ui.oidc", "clientId", &l->cfg->ui.oidc_client_id));
+    static const char *const HTTP_URL[] = {"https://", "http://", NULL};
+    if (!l->cfg->ui.oidc_issuer || !l->cfg->ui.oidc_client_id || !*l->cfg->ui.oidc_client_id)
+        return fail(l, "\"ui.oidc\" needs \"issuer\" and \"clientId\"");
+    TRY(check_url(l, "ui.oidc.issuer", l->cfg->ui.oidc_issuer, HTTP_URL));
+    if (strpbrk(l->cfg->ui.oidc_issuer, " ;,'\"\r\n"))
+        return fail(
+            l, "\"ui.oidc.issuer\" must be a URL without spaces, quotes, commas or semicolons");
     return MV_OK;
 }
 
@@ -607,6 +620,9 @@ static mv_code check_whole(loader *l) {
     if (mv_http_parse_listen(c->listen, host, sizeof host, &port, &perr) != MV_OK)
         return fail(l, "\"listen\": %s", perr.message);
     if (!c->ui.set) c->ui.enabled = mv_http_host_is_loopback(host);
+    if (c->ui.oidc_issuer && !c->auth.jwt)
+        return fail(l, "\"ui.oidc\" needs \"auth.mode\": \"jwt\" (the daemon checks the "
+                       "provider's tokens)");
     if (!c->auth.jwt && !c->auth.trust_proxy_headers && !mv_http_host_is_loopback(host))
         return fail(
             l, "auth mode \"headers\" trusts X-User-Id from anyone who can connect; listen on "
@@ -787,6 +803,8 @@ void mv_config_free(mv_config *c) {
     free(c->auth.jwks_file);
     free(c->auth.jwks_url);
     free(c->auth.issuer);
+    free(c->ui.oidc_issuer);
+    free(c->ui.oidc_client_id);
     free(c->auth.audience);
     free(c->auth.claim_user);
     free(c->auth.claim_roles);

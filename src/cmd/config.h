@@ -116,8 +116,10 @@ typedef struct mv_config {
         int backoff_ms;   /* 1000 (doubles per attempt) */
     } outbox;
     struct {
-        bool enabled; /* /ui/ served; default: true on a loopback listen address */
-        bool set;     /* "ui.enabled" given in the file */
+        bool enabled;         /* /ui/ served; default: true on a loopback listen address */
+        bool set;             /* "ui.enabled" given in the file */
+        char *oidc_issuer;    /* "ui.oidc.issuer": the console signs in there; NULL = off */
+        char *oidc_client_id; /* "ui.oidc.clientId" */
     } ui;
     /* Operations (docs/operations.md) */
     int log_level;                /* "log.level": 0 debug, 1 info (default), 2 warn, 3 error */

@@ -19,8 +19,11 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     if (rc == MV_OK) rc = mv_list_routes_add(router, &d->list_routes, err);
     if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
     /* always registered, answering 404 while "ui.enabled" is false: a reload may switch it on */
-    d->ui_routes = (mv_ui_routes){
-        .assets = mv_ui_assets, .index = "index.html", .enabled = d->cfg ? &d->ui_enabled : NULL};
+    d->ui_routes = (mv_ui_routes){.assets = mv_ui_assets,
+                                  .index = "index.html",
+                                  .enabled = d->cfg ? &d->ui_enabled : NULL,
+                                  .oidc_issuer = d->cfg ? d->cfg->ui.oidc_issuer : NULL,
+                                  .oidc_client_id = d->cfg ? d->cfg->ui.oidc_client_id : NULL};
     if (rc == MV_OK) rc = mv_ui_routes_add(router, &d->ui_routes, err);
     return rc;
 }

@@ -5,7 +5,10 @@
  * point of the file: the pages render message text that any sender controls, so besides the
  * component's own rule (text, never HTML) the browser is told to run no inline script and to talk
  * to this origin only. */
+#include <stdio.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "http/request.h"
 #include "http/routes_ui.h"
@@ -23,8 +26,33 @@ static bool not_modified(const mv_http_request *req, const mv_ui_asset *a) {
     return inm && (strcmp(inm, "*") == 0 || strstr(inm, a->etag) != NULL);
 }
 
-static void security_headers(mv_http_response *res) {
-    mv_http_set_header(res, "Content-Security-Policy", MV_UI_CSP);
+/* The issuer's origin ("https://idp.example.com" of "https://idp.example.com/realms/x"), or 0
+ * bytes when there is no issuer or it is not a plain http(s) origin. */
+static size_t issuer_origin(const char *issuer, char *out, size_t cap) {
+    const char *p = issuer ? strstr(issuer, "://") : NULL;
+    if (!p || (strncmp(issuer, "https://", 8) != 0 && strncmp(issuer, "http://", 7) != 0)) return 0;
+    size_t n = (size_t)(p + 3 - issuer) + strcspn(p + 3, "/?#");
+    if (n >= cap || strpbrk(issuer, " ;,'\"\r\n") != NULL) return 0;
+    memcpy(out, issuer, n);
+    out[n] = '\0';
+    return n;
+}
+
+static void security_headers(mv_http_response *res, const mv_ui_routes *ui) {
+    char origin[512], csp[1024];
+    if (ui && issuer_origin(ui->oidc_issuer, origin, sizeof origin)) {
+        /* discovery and the token request go to the identity provider */
+        snprintf(csp, sizeof csp, "%s", MV_UI_CSP);
+        char *at = strstr(csp, "connect-src 'self'");
+        if (at) {
+            size_t head = (size_t)(at - csp) + strlen("connect-src 'self'");
+            snprintf(csp + head, sizeof csp - head, " %s%s", origin,
+                     MV_UI_CSP + head); /* the rest of the policy, after connect-src 'self' */
+        }
+        mv_http_set_header(res, "Content-Security-Policy", csp);
+    } else {
+        mv_http_set_header(res, "Content-Security-Policy", MV_UI_CSP);
+    }
     mv_http_set_header(res, "X-Content-Type-Options", "nosniff");
     mv_http_set_header(res, "Referrer-Policy", "no-referrer");
     mv_http_set_header(res, "Cross-Origin-Opener-Policy", "same-origin");
@@ -41,6 +69,7 @@ static bool ui_off(const mv_http_request *req, mv_http_response *res) {
 }
 
 static void serve(mv_http_request *req, mv_http_response *res, const mv_ui_asset *a) {
+    const mv_ui_routes *ui = req->route_ctx;
     if (ui_off(req, res)) return;
     if (!a) {
         mv_http_errorf(res, MV_NOT_FOUND, "no route for GET /ui/%s",
@@ -48,7 +77,7 @@ static void serve(mv_http_request *req, mv_http_response *res, const mv_ui_asset
                                                                        : "(this path)");
         return;
     }
-    security_headers(res);
+    security_headers(res, ui);
     mv_http_set_header(res, "Cache-Control", "no-cache");
     mv_http_set_header(res, "ETag", a->etag);
     if (not_modified(req, a)) {
@@ -79,10 +108,23 @@ static void handle_element(mv_http_request *req, mv_http_response *res, void *ap
     serve(req, res, find_asset(req->route_ctx, "missive-inbox.js"));
 }
 
+/* What the console needs to sign in: public, like the pages (a client id is not a secret). */
+static void handle_oidc(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    if (ui_off(req, res)) return;
+    const mv_ui_routes *ui = req->route_ctx;
+    bool on = ui->oidc_issuer && ui->oidc_client_id;
+    json_t *doc = json_pack("{s:s?,s:s?}", "issuer", on ? ui->oidc_issuer : NULL, "clientId",
+                            on ? ui->oidc_client_id : NULL);
+    security_headers(res, ui);
+    mv_http_set_header(res, "Cache-Control", "no-cache");
+    mv_http_json(res, 200, doc); /* steals doc */
+}
+
 static void handle_bare(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     if (ui_off(req, res)) return;
-    security_headers(res);
+    security_headers(res, req->route_ctx);
     mv_http_set_header(res, "Location", "/ui/");
     mv_http_text(res, 308, "text/plain; charset=utf-8", "/ui/\n", 5);
 }
@@ -94,6 +136,7 @@ mv_code mv_ui_routes_add(mv_router *router, const mv_ui_routes *ui, mv_err *err)
         {"GET", "/ui/", handle_index, true, false, NULL, ctx},
         {"GET", "/ui/{file}", handle_file, true, false, NULL, ctx},
         {"GET", "/ui/missive-inbox.js", handle_element, true, false, NULL, ctx},
+        {"GET", "/ui/oidc.json", handle_oidc, true, false, NULL, ctx},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         mv_code rc = mv_router_add(router, &table[i], err);

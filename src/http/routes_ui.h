@@ -34,11 +34,17 @@ typedef struct mv_ui_routes {
     const char *index;          /* the asset answered at /ui/ ("index.html") */
     const atomic_bool *enabled; /* NULL: always served; false: every /ui route answers 404
                                  * not_found, as an unknown route (switched by a reload) */
+    /* "ui.oidc" (both or neither): the console signs in with this OpenID Connect provider. The
+     * issuer's origin joins connect-src of the policy (discovery and the token request are the
+     * browser's); GET /ui/oidc.json tells the console. Borrowed. */
+    const char *oidc_issuer;
+    const char *oidc_client_id;
 } mv_ui_routes;
 
 /* Registers GET /ui (308 to /ui/), GET /ui/ (the index asset), GET /ui/{file} (an asset by
- * name; an unknown name is 404 not_found, as an unknown route) and GET /ui/missive-inbox.js (the
- * element, when the table has it). All are public: the pages hold
+ * name; an unknown name is 404 not_found, as an unknown route), GET /ui/missive-inbox.js (the
+ * element, when the table has it) and GET /ui/oidc.json ({"issuer", "clientId"}, both null
+ * without "ui.oidc"). All are public: the pages hold
  * no data, every API call they make authenticates on its own. ui must outlive router. */
 mv_code mv_ui_routes_add(mv_router *router, const mv_ui_routes *ui, mv_err *err);
 

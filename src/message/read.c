@@ -664,6 +664,27 @@ mv_code mv_message_get_text(mv_service *svc, const char *id, const mv_user *user
 
 /* ---- getActions ------------------------------------------------------------------------- */
 
+/* The action's "resultTemplate" (a Mustache string the inbox renders over the handler's result) is
+ * passed through as written: the result exists only after the press, so it cannot be rendered here.
+ */
+static mv_code add_display_keys(const mv_template *t, json_t *actions, mv_err *err) {
+    const json_t *defs = json_object_get(t->source, "actions");
+    size_t i, j;
+    json_t *item, *def;
+    json_array_foreach(actions, i, item) {
+        const char *cd = mv_json_str(item, "actionCd");
+        json_array_foreach(defs, j, def) {
+            const json_t *rt = json_object_get(def, "resultTemplate");
+            if (!cd || !json_is_string(rt) || !mv_json_str(def, "actionCd") ||
+                strcmp(mv_json_str(def, "actionCd"), cd) != 0)
+                continue;
+            if (json_object_set(item, "resultTemplate", (json_t *)rt) != 0)
+                return mv_err_set(err, MV_NO_MEMORY, "out of memory listing actions");
+        }
+    }
+    return MV_OK;
+}
+
 mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype,
                            const mv_user *user, bool is_admin, json_t **out, mv_err *err) {
     *out = NULL;
@@ -698,9 +719,16 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
         mv_condition_warning w = {mv__svc_condition_stopped, &report};
         rc = mv_actions_filter_warn(t, usertype, user, doc, payload, &w, &actions, err);
     }
-    if (rc == MV_OK)
+    if (rc == MV_OK) rc = add_display_keys(t, actions, err);
+    if (rc == MV_OK) {
         *out =
             json_pack("{s:s,s:o}", "uiTemplate", mv_template_ui(t, usertype), "actions", actions);
+        const json_t *label = json_object_get(t->source, "label");
+        if (*out && json_is_string(label)) json_object_set(*out, "label", (json_t *)label);
+        if (!*out) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory listing actions");
+    } else {
+        json_decref(actions);
+    }
     mv_template_release(t);
 done:
     json_decref(doc);

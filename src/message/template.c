@@ -228,10 +228,11 @@ static mv_code read_prepare(const parse_ctx *c, const json_t *tpl, mv_template *
 /* ---- actions ------------------------------------------------------------------------------------
  */
 
-static const char *const ACTION_KEYS[] = {
-    "actionCd",   "name",      "variant",      "isDefault", "sender",  "receiver",
-    "permission", "condition", "confirmation", "payload",   "handler", "senderNotification",
-    "approval",   NULL};
+static const char *const ACTION_KEYS[] = {"actionCd",   "name",           "variant",
+                                          "isDefault",  "sender",         "receiver",
+                                          "permission", "condition",      "confirmation",
+                                          "payload",    "handler",        "senderNotification",
+                                          "approval",   "resultTemplate", NULL};
 static const char *const CONFIRM_KEYS[] = {"title",        "message",   "notesLabel",
                                            "requireNotes", "documents", NULL};
 static const char *const NOTIFY_KEYS[] = {"title", "short", "long", NULL};
@@ -414,6 +415,10 @@ static mv_code read_action(const parse_ctx *c, const json_t *a, mv_action_def *d
     if (payload && !json_is_object(payload)) return fail(c, "payload must be an object");
     if (payload && !(d->payload = json_deep_copy(payload))) return oom(c);
 
+    const json_t *result_tpl = opt(a, "resultTemplate");
+    if (result_tpl && !json_is_string(result_tpl))
+        return fail(c, "resultTemplate must be a string or null");
+
     if ((rc = read_handler(c, a, d)) != MV_OK) return rc;
     if ((rc = read_notification(c, a, d)) != MV_OK) return rc;
     return read_approval(c, a, d);
@@ -477,6 +482,7 @@ static const char *const TEMPLATE_KEYS[] = {"templateCd",
                                             "prepare",
                                             "required",
                                             "actions",
+                                            "label",
                                             NULL};
 
 /* Names separated by single dots, as mv_json_path walks them: no empty name, no control
@@ -554,6 +560,11 @@ mv_code mv_template_parse(const json_t *json, const char *source_name, mv_templa
     if ((rc = read_plain(&c, json, "type", &t->type)) != MV_OK) goto fail;
     if ((rc = read_plain(&c, json, "description", &t->description)) != MV_OK) goto fail;
     if ((rc = read_plain(&c, json, "paymentCd", &t->payment_cd)) != MV_OK) goto fail;
+    const json_t *label = opt(json, "label");
+    if (label && !nonempty_trimmed(label)) {
+        rc = fail(&c, "label must be a non-empty string or null");
+        goto fail;
+    }
     if ((rc = read_content(&c, json, "senderContent", &t->sender_content)) != MV_OK) goto fail;
     if ((rc = read_content(&c, json, "receiverContent", &t->receiver_content)) != MV_OK) goto fail;
     if ((rc = read_ui(&c, json, &t->ui_template)) != MV_OK) goto fail;

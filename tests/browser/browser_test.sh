@@ -20,7 +20,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "tests/browser: 0 passed, 1 failed"
     exit 1
 fi
-if [ ! -f node_modules/playwright-core/package.json ]; then
+if [ ! -f node_modules/playwright-core/package.json ] || [ ! -f node_modules/axe-core/package.json ]; then
     npm ci --no-audit --no-fund --loglevel=error >npm-ci.log 2>&1 || {
         echo "FAIL browser: npm ci failed:"; tail -n 20 npm-ci.log
         echo "tests/browser: 0 passed, 1 failed"

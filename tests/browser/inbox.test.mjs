@@ -12,6 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { register } from './person.test.mjs';
+import { register as registerConsole } from './console.test.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
@@ -69,7 +71,7 @@ function writeFixtures(hookPort) {
     receiverContent: { title: '{{guest}} wants {{listing}}', short: '{{note}}', long: '{{long}}' },
   };
   tpl({
-    templateCd: 'booking', type: 'request', ...content, uiTemplate: 'booking-card',
+    templateCd: 'booking', type: 'request', label: 'Booking request', ...content, uiTemplate: 'booking-card',
     prepare: { toUser: '{{host}}', toRoles: [] },
     actions: [
       { actionCd: 'accept', name: 'Accept', variant: 'primary', receiver: true, isDefault: true,
@@ -87,7 +89,7 @@ function writeFixtures(hookPort) {
       handler: { webhook: hook('/slow') }, senderNotification: 'Shipped {{listing}}' }],
   });
   tpl({
-    templateCd: 'refund', type: 'request', ...content, uiTemplate: 'refund',
+    templateCd: 'refund', type: 'request', label: 'Refund request', ...content, uiTemplate: 'refund',
     prepare: { toUser: '{{host}}' },
     actions: [{ actionCd: 'refund', name: 'Refund {{listing}}', variant: 'success', receiver: true,
       approval: { capability: 'refunds.large' }, handler: null, senderNotification: 'Refunded {{listing}}' }],
@@ -96,7 +98,7 @@ function writeFixtures(hookPort) {
     templateCd: 'order', type: 'request', ...content, uiTemplate: 'order',
     prepare: { toUser: '{{host}}' },
     actions: [{ actionCd: 'charge', name: 'Charge', variant: 'primary', receiver: true,
-      handler: { saga: 'pay' }, senderNotification: 'Charged for {{listing}}' }],
+      handler: { saga: 'pay' }, resultTemplate: 'Charged. Receipt {{charge.receipt}}', senderNotification: 'Charged for {{listing}}' }],
   });
   fs.writeFileSync(path.join(s, 'pay.json'), JSON.stringify({
     name: 'pay', capability: 'orders.pay', retry: { maxAttempts: 2, backoffMs: { initial: 10, max: 100 } },
@@ -219,9 +221,11 @@ async function newPage({ width = 1000, height = 760, scheme = 'light' } = {}) {
 }
 
 /** Opens the example host page for user; resolves once the first page of the inbox is in. */
-async function openInbox(user, { roles, permissions, pageSize, base, ...view } = {}) {
+async function openInbox(user, { roles, permissions, pageSize, base, locale, mode, ...view } = {}) {
   const page = await newPage(view);
   const q = new URLSearchParams({ user });
+  if (locale) q.set('locale', locale);
+  if (mode) q.set('mode', mode);
   if (roles) q.set('roles', roles);
   if (permissions) q.set('permissions', permissions);
   await page.goto(`${base || daemon.base}/ui/example.html?${q}`);
@@ -269,6 +273,10 @@ async function probe() {
   const a = await api('GET', '/approvals?state=pending', { user: 'probe', permissions: 'is.admin' });
   const s = await api('GET', '/sagas?state=manual-review', { user: 'probe', permissions: 'is.admin' });
   has.ops = a.status === 200 && s.status === 200;
+  const z = await api('POST', '/messages/000000000000000000000000/snooze', { user: 'probe', body: { until: Date.now() + 3600000 } });
+  has.snooze = !(z.status === 404 && z.body && z.body.error && z.body.error.code === 'not_found');
+  const p = await api('GET', '/preferences', { user: 'probe' });
+  has.preferences = p.status === 200;
 }
 const NEEDS = { state: 'the viewer state routes and counts (issue 15)', stream: 'POST /stream-tickets and GET /messages/stream (issue 15)',
   ops: 'GET /approvals and GET /sagas lists (issue 18)', cors: 'the "cors" config key (issue 15)' };
@@ -420,22 +428,29 @@ test('two_contexts_pressing_at_once_exactly_one_wins_and_the_other_sees_the_409_
   const second = new Daemon('second', daemonConfig());
   await second.start();
   const m = curlCreate('shared-task', { guest: 'Team', listing: 'crate 7', note: 'ship it', long: '' });
-  const [p1, p2] = await Promise.all([openInbox('bob', { roles: 'hosts' }), openInbox('carol', { roles: 'hosts', base: second.base })]);
+  // one side is the popover (English), the other the inline inbox in German: each reads its own words
+  const [p1, p2] = await Promise.all([openInbox('bob', { roles: 'hosts', mode: 'popover' }), openInbox('carol', { roles: 'hosts', base: second.base, locale: 'de' })]);
+  await p1.locator('missive-inbox button.bell').click();
   for (const p of [p1, p2]) {
     await item(p, m.id).locator('.summary').click();
     await item(p, m.id).locator('button[data-action="ship"]').waitFor();
   }
   await Promise.all([p1, p2].map((p) => item(p, m.id).locator('button[data-action="ship"]').click()));
-  const outcomes = await Promise.all([p1, p2].map((p) => waitFor('an outcome', async () => {
+  const outcomes = await Promise.all([p1, p2].map((p, i) => waitFor('an outcome', async () => {
     const o = item(p, m.id).locator('.outcome');
     const cls = (await o.count()) ? await o.getAttribute('class') : '';
-    return /\b(ok|error)\b/.test(cls) ? { cls, text: await o.textContent() } : null;
+    return /\b(ok|error)\b/.test(cls) ? { cls, text: await o.textContent(), locale: i ? 'de' : 'en' } : null;
   })));
   const wins = outcomes.filter((o) => /\bok\b/.test(o.cls));
   const losses = outcomes.filter((o) => /\berror\b/.test(o.cls));
   eq(wins.length, 1, 'exactly one press wins');
   eq(losses.length, 1, 'the other loses');
-  assert(/Someone else is acting on this message/.test(losses[0].text), `the 409 is explained in words: ${losses[0].text}`);
+  eq(wins[0].text, wins[0].locale === 'de' ? 'Erledigt.' : 'Done.', 'the winner reads a plain Done');
+  eq(losses[0].text, losses[0].locale === 'de'
+    ? 'Jemand anderes bearbeitet diese Nachricht gerade, daher wurde Ihre Aktion nicht ausgeführt. Die Liste zeigt, was passiert ist.'
+    : 'Someone else is acting on this message right now, so your press was not run. The list shows what happened.',
+  `the 409 is explained in words (${losses[0].locale})`);
+  for (const p of [p1, p2]) await person.looks(p, 'the 409 race');
   eq(hooks.calls.filter((c) => c.path === '/slow').length, 1, 'the handler ran once');
   await waitFor('archived', async () => (await api('GET', `/messages/${m.id}`, { user: 'bob', roles: 'hosts' })).body.actionState === 'archived');
   await p1.context().close();
@@ -523,8 +538,9 @@ test('a_press_on_a_message_archived_meanwhile_is_explained_as_410', [], async ()
     const o = li.locator('.outcome.error');
     return (await o.count()) ? o.textContent() : null;
   });
-  assert(/already handled and archived, so nothing was done/.test(text), `410 explained: ${text}`);
+  eq(text, 'This message was already handled and archived, so nothing was done.', 'the 410 in words, without the server\'s text');
   await waitFor('shown archived', async () => (await li.getAttribute('data-state')) === 'archived');
+  await person.looks(page, 'a press answered 410');
   await page.context().close();
 });
 
@@ -537,7 +553,7 @@ test('the_host_page_themes_the_inbox_with_css_custom_properties', [], async () =
   // as a host page's stylesheet would (this page's CSP allows no inline <style>, so set them from script)
   await page.locator('missive-inbox').evaluate((el) => { el.style.setProperty('--missive-accent', 'rgb(200, 30, 120)'); el.style.setProperty('--missive-radius', '0px'); });
   eq(await accept.evaluate((b) => getComputedStyle(b).backgroundColor), 'rgb(200, 30, 120)', 'the accent colours the primary action');
-  eq(await page.locator('missive-inbox').evaluate((el) => getComputedStyle(el).borderTopLeftRadius), '0px', 'the radius shapes the box');
+  eq(await page.locator('missive-inbox').evaluate((el) => getComputedStyle(el.shadowRoot.querySelector('.panel')).borderTopLeftRadius), '0px', 'the radius shapes the box');
   await page.context().close();
 });
 
@@ -572,10 +588,10 @@ test('filters_show_unread_only_and_one_template', ['state'], async () => {
   await api('POST', `/messages/${a.id}/read`, { user: 'fay' });
   const page = await openInbox('fay');
   eq(await page.locator('missive-inbox li.item').count(), 3, 'all three');
-  await page.locator('missive-inbox .filter-unread').check();
+  await page.locator('missive-inbox [role=tab][data-tab=unread]').click();
   await waitFor('unread only', async () => (await page.locator('missive-inbox li.item').count()) === 2);
   assert(!(await item(page, a.id).count()), 'the read one is hidden');
-  await page.locator('missive-inbox .filter-template').selectOption('refund');
+  await page.locator('missive-inbox .filter-template').selectOption({ label: 'Refund request' });
   await waitFor('template filter', async () => (await page.locator('missive-inbox li.item').count()) === 1);
   assert(await item(page, c.id).count(), 'the refund one stays');
   void b;
@@ -624,6 +640,17 @@ test('the_console_finds_a_message_by_id_and_hides_what_the_caller_cannot_see', [
   await page.locator('#search-result .card').waitFor();
   eq(await page.locator('#search-result h3').textContent(), 'Searcher wants Cabin 2', 'the title');
   assert((await page.locator('#search-result pre').textContent()).includes(`"id": "${m.id}"`), 'the JSON');
+  // its timeline: created, then (after an accept elsewhere) archived by whom, with which attempt
+  const ev = page.locator('#search-result .message-events li');
+  eq(await page.locator('#search-result .message-events li[data-what=archived]').count(), 0, 'not archived yet');
+  assert(/ created by ana for quinn$/.test(await ev.first().textContent()), `created: ${await ev.first().textContent()}`);
+  const accepted = await api('POST', `/messages/${m.id}/action/accept`, { user: 'quinn' });
+  eq(accepted.status, 200, 'accepted');
+  await page.click('#search button[type=submit]');
+  const archivedLine = page.locator('#search-result .message-events li[data-what=archived]');
+  await archivedLine.waitFor();
+  const line = await archivedLine.textContent();
+  assert(/ archived by quinn with accept( \(attempt [0-9a-f-]+\))?$/.test(line), `archived: ${line}`);
   await page.fill('#search-id', 'not-an-id');
   await page.click('#search button[type=submit]');
   assert(/24 hexadecimal/.test(await page.locator('#search-status').textContent()), 'a malformed id is explained');
@@ -655,13 +682,13 @@ test('a_saga_in_manual_review_is_resolved_from_the_console', ['ops'], async () =
   await card.locator('button.resume').click();
   await waitFor('completed', async () => /now completed/.test(await card.locator('p.status').textContent()));
   await li.locator('button[data-action="charge"]').click();
-  await waitFor('the result', async () => /Done/.test(await li.locator('.outcome.ok').textContent()), 15000);
-  assert(/r-1/.test(await li.locator('.outcome.ok').textContent()), 'the resolved result is the action result');
+  await waitFor('the result', async () => /Charged/.test(await li.locator('.outcome.ok').textContent()), 15000);
+  eq(await li.locator('.outcome.ok').textContent(), 'Charged. Receipt r-1', 'the resolved result, through the action\'s resultTemplate');
   await inbox.context().close();
   await ops.context().close();
 });
 
-test('screenshots_of_the_inbox_light_dark_narrow_wide_and_the_console_are_written', [], async () => {
+test('screenshots_of_the_inbox_light_dark_narrow_wide_popover_rtl_preferences_and_the_console_are_written', [], async () => {
   fs.mkdirSync(imgDir, { recursive: true });
   const samples = [
     { guest: 'Ana Souza', listing: 'Flat 3B', note: 'Two nights, arriving late', long: 'Ana would like to stay at Flat 3B from 12 to 14 December. She wrote: "We arrive around 23:00, is a late check-in fine?"' },
@@ -677,11 +704,33 @@ test('screenshots_of_the_inbox_light_dark_narrow_wide_and_the_console_are_writte
     await item(page, ms[0].id).locator('.summary').click();
     await item(page, ms[0].id).locator('button[data-action="accept"]').waitFor();
     await sleep(200);
-    const bg = await page.locator('missive-inbox').evaluate((el) => getComputedStyle(el).backgroundColor);
+    const bg = await page.locator('missive-inbox').evaluate((el) => getComputedStyle(el.shadowRoot.querySelector('.panel')).backgroundColor);
     eq(bg, scheme === 'dark' ? 'rgb(23, 25, 30)' : 'rgb(255, 255, 255)', `${scheme} scheme background`);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert(overflow <= 0, `no horizontal scrolling at ${width}px (${overflow}px over)`);
     const file = path.join(imgDir, `inbox-${scheme}-${width < 500 ? 'narrow' : 'wide'}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    shots.push(file);
+    await page.context().close();
+  }
+  // the bell and its panel, the inbox in German and in Arabic (right to left), the preferences
+  for (const [name, opts] of [['popover', { mode: 'popover' }], ['de', { locale: 'de' }], ['ar', { locale: 'ar' }]]) {
+    const page = await openInbox('demo', { width: 1000, height: 640, ...opts });
+    if (opts.mode) await page.locator('missive-inbox button.bell').click();
+    else await item(page, ms[1].id).locator('.summary').click();
+    await sleep(300);
+    const file = path.join(imgDir, `inbox-${name}.png`);
+    await page.screenshot({ path: file });
+    shots.push(file);
+    await page.context().close();
+  }
+  {
+    const page = await newPage({ width: 1000, height: 640 });
+    if (!has.preferences) await page.route(/\/preferences$/, (route) => route.fulfill({ status: 200, contentType: 'application/json',
+      body: JSON.stringify({ channels: { email: true, sms: false }, categories: { bookings: { sms: true } }, digest: { email: { everyMs: 3600000 } } }) }));
+    await page.goto(`${daemon.base}/ui/example-preferences.html?user=demo`);
+    await page.waitForSelector('missive-preferences[data-ready]');
+    const file = path.join(imgDir, 'preferences.png');
     await page.screenshot({ path: file, fullPage: true });
     shots.push(file);
     await page.context().close();
@@ -732,6 +781,9 @@ test('the_inbox_reconnects_after_the_daemon_drops_and_misses_nothing', ['stream'
   await page.context().close();
 });
 
+const person = register({ test, api, booking, curlCreate, openInbox, newPage, item, waitFor, assert, eq, sleep, imgDir, has, daemon: () => daemon });
+registerConsole({ test, newPage, waitFor, assert, eq, Daemon, daemonConfig, tmp, person, api, curlCreate, daemon: () => daemon });
+
 test('no_page_violated_its_content_security_policy_or_threw', [], async () => {
   eq(cspViolations.length, 0, `CSP violations: ${cspViolations.join(' | ')}`);
   eq(pageErrors.length, 0, `page errors: ${pageErrors.join(' | ')}`);
@@ -764,9 +816,10 @@ async function main() {
   });
   let passed = 0;
   let failed = 0;
-  // MISSIVE_BROWSER_ONLY=<substring>: run only the tests whose names contain it (while editing)
-  const only = process.env.MISSIVE_BROWSER_ONLY;
-  for (const t of tests.filter((x) => !only || x.name.includes(only) || x.name.startsWith('no_page'))) {
+  // MISSIVE_BROWSER_ONLY=regex runs the tests whose names match (while working on some of them)
+  const only = process.env.MISSIVE_BROWSER_ONLY ? new RegExp(process.env.MISSIVE_BROWSER_ONLY) : null;
+  for (const t of tests) {
+    if (only && !only.test(t.name)) continue;
     const missing = t.needs.filter((n) => !has[n]);
     if (missing.length) {
       console.log(`SKIP browser: ${t.name} (this daemon lacks ${missing.map((n) => NEEDS[n]).join(' and ')})`);

@@ -498,6 +498,39 @@ TEST(ui_is_on_by_default_on_a_loopback_address_and_off_on_a_public_one) {
     expect_error("{\"ui\": true}", "\"ui\" must be an object");
 }
 
+TEST(ui_oidc_names_issuer_and_client_and_needs_jwt_auth) {
+    const char *path = write_config(
+        "oidc.json",
+        "{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://idp.example.com/jwks\"}, "
+        "\"ui\": {\"oidc\": {\"issuer\": \"https://idp.example.com\", "
+        "\"clientId\": \"missive-console\"}}}");
+    mv_config *c = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_config_load(path, NULL, &c, &err), MV_OK, &err);
+    REQUIRE(c != NULL);
+    CHECK_STR(c->ui.oidc_issuer, "https://idp.example.com");
+    CHECK_STR(c->ui.oidc_client_id, "missive-console");
+    mv_config_free(c);
+    expect_error("{\"ui\": {\"oidc\": {\"issuer\": \"https://idp.example.com\", \"clientId\": "
+                 "\"c\"}}}",
+                 "\"ui.oidc\" needs \"auth.mode\": \"jwt\"");
+    const char *jwt = "{\"auth\": {\"mode\": \"jwt\", \"jwksUrl\": \"https://i/jwks\"}, ";
+    char text[512];
+    snprintf(text, sizeof text, "%s\"ui\": {\"oidc\": {\"issuer\": \"https://i\"}}}", jwt);
+    expect_error(text, "\"ui.oidc\" needs \"issuer\" and \"clientId\"");
+    snprintf(text, sizeof text,
+             "%s\"ui\": {\"oidc\": {\"issuer\": \"ftp://i\", \"clientId\": \"c\"}}}", jwt);
+    expect_error(text, "\"ui.oidc.issuer\" must be a URL starting with https://");
+    snprintf(
+        text, sizeof text,
+        "%s\"ui\": {\"oidc\": {\"issuer\": \"https://i; script-src *\", \"clientId\": \"c\"}}}",
+        jwt);
+    expect_error(text, "\"ui.oidc.issuer\" must be a URL without spaces");
+    snprintf(text, sizeof text,
+             "%s\"ui\": {\"oidc\": {\"issuer\": \"https://i\", \"secret\": \"x\"}}}", jwt);
+    expect_error(text, "unknown key \"ui.oidc.secret\"");
+}
+
 TEST(stream_retention_and_cors_load_with_defaults_and_checks) {
     set_secrets();
     setenv("MISSIVE_STREAM_SECRET_T", SECRET32, 1);
@@ -544,6 +577,7 @@ int main(void) {
                      the_identity_provider_recipes_in_the_docs_load,
                      webhook_secret_env_may_list_several_variables_and_whsec_values_are_decoded,
                      an_empty_object_gives_the_documented_defaults,
+                     ui_oidc_names_issuer_and_client_and_needs_jwt_auth,
                      unknown_keys_are_errors_naming_their_path,
                      values_of_the_wrong_type_or_range_name_their_key,
                      invalid_json_is_a_config_error_naming_line_and_column,

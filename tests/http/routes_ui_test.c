@@ -23,18 +23,24 @@ typedef struct call {
     mv_http_response res;
 } call;
 
-/* Dispatches GET target (with an optional If-None-Match) on a router without authentication. */
-static void get(call *c, const char *target, const char *if_none_match) {
+/* Dispatches GET target (with an optional If-None-Match) on a router of ui's routes, without
+ * authentication. */
+static void get_from(call *c, const mv_ui_routes *ui, const char *target,
+                     const char *if_none_match) {
     memset(c, 0, sizeof *c);
     c->arena = mv_arena_new();
     mv_router *r = mv_router_new(NULL);
     mv_err err = {0};
-    CHECK_CODE(mv_ui_routes_add(r, &UI, &err), MV_OK, &err);
+    CHECK_CODE(mv_ui_routes_add(r, ui, &err), MV_OK, &err);
     mv_http_request_init(&c->req, c->arena, "GET", target, NULL);
     if (if_none_match) mv_http_request_add_header(&c->req, "If-None-Match", if_none_match, NULL);
     mv_http_response_init(&c->res, c->arena);
     mv_http_dispatch(r, &c->req, &c->res);
     mv_router_free(r);
+}
+
+static void get(call *c, const char *target, const char *if_none_match) {
+    get_from(c, &UI, target, if_none_match);
 }
 
 static const char *header(const call *c, const char *name) {
@@ -143,6 +149,30 @@ TEST(a_post_to_a_ui_path_is_404_not_found) {
     mv_arena_free(c.arena);
 }
 
+TEST(oidc_json_names_the_issuer_and_client_and_the_policy_lets_the_console_reach_the_issuer) {
+    call c;
+    get(&c, "/ui/oidc.json", NULL);
+    CHECK_INT(c.res.status, 200);
+    CHECK_STR(c.res.body, "{\"issuer\":null,\"clientId\":null}");
+    CHECK(strstr(header(&c, "Content-Security-Policy"), "connect-src 'self';") != NULL);
+    mv_arena_free(c.arena);
+
+    mv_ui_routes with = UI;
+    with.oidc_issuer = "https://idp.example.com/realms/ops";
+    with.oidc_client_id = "missive-console";
+    get_from(&c, &with, "/ui/oidc.json", NULL);
+    CHECK_INT(c.res.status, 200);
+    CHECK_STR(c.res.body, "{\"issuer\":\"https://idp.example.com/realms/ops\",\"clientId\":"
+                          "\"missive-console\"}");
+    mv_arena_free(c.arena);
+    get_from(&c, &with, "/ui/", NULL);
+    check_security_headers(&c);
+    const char *csp = header(&c, "Content-Security-Policy");
+    CHECK(strstr(csp, "connect-src 'self' https://idp.example.com; img-src") != NULL);
+    CHECK(strstr(csp, "frame-ancestors 'none'") != NULL);
+    mv_arena_free(c.arena);
+}
+
 int main(void) {
     return RUN_TESTS(
         an_asset_is_served_with_its_type_etag_cache_control_and_csp_without_credentials,
@@ -150,5 +180,6 @@ int main(void) {
         the_element_has_its_own_route_and_is_404_when_the_table_lacks_it,
         a_matching_if_none_match_is_304_without_a_body_and_a_stale_one_is_200,
         an_unknown_file_or_a_deeper_path_is_404_not_found_naming_nothing_internal,
-        a_post_to_a_ui_path_is_404_not_found);
+        a_post_to_a_ui_path_is_404_not_found,
+        oidc_json_names_the_issuer_and_client_and_the_policy_lets_the_console_reach_the_issuer);
 }

@@ -92,6 +92,25 @@ STORE_TEST(approve_archives_and_notifies_the_sender_in_one_go) {
     fixture_close(&f);
 }
 
+STORE_TEST(an_action_without_a_handler_records_who_archived_it) {
+    fixture f;
+    REQUIRE(fixture_open(&f, kind, "nohandler.db"));
+    mv_code rc;
+    json_t *msgs = fixture_create(&f, "u1", "u2", NULL, &rc);
+    const char *id = first_id(msgs);
+    json_t *result = NULL, *m = NULL;
+    mv_err err = {0};
+    CHECK_CODE(press(&f, id, "reject", "u2", &result, &err), MV_OK, &err);
+    CHECK_CODE(mv_message_get(f.svc, id, NULL, &m, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(m, "actionState"), "archived");
+    CHECK_STR(mv_json_str(m, "archivedBy"), "u2"); /* the claim and the archive are one write */
+    CHECK_STR(mv_json_str(m, "actionCd"), "reject");
+    json_decref(m);
+    json_decref(result);
+    json_decref(msgs);
+    fixture_close(&f);
+}
+
 STORE_TEST(rules_are_checked_before_claiming) {
     fixture f;
     REQUIRE(fixture_open(&f, kind, "rules.db"));
@@ -272,6 +291,7 @@ STORE_TEST(a_handler_that_loses_its_claim_cannot_archive) {
 
 int main(void) {
     return RUN_TESTS(approve_archives_and_notifies_the_sender_in_one_go,
+                     an_action_without_a_handler_records_who_archived_it,
                      rules_are_checked_before_claiming,
                      sixteen_threads_pressing_the_same_action_run_the_handler_once,
                      two_different_actions_raced_one_wins,

@@ -505,6 +505,24 @@ TEST(approval_shapes_are_checked) {
 #undef WITH_APPROVAL
 }
 
+TEST(a_label_and_an_action_result_template_are_strings_kept_in_the_source) {
+    mv_template *t;
+    mv_err err;
+    CHECK_CODE(parse("{'templateCd': 'x', 'label': 'Booking request', 'actions': [{'actionCd': 'y',"
+                     " 'name': 'A', 'variant': 'v', 'sender': true,"
+                     " 'resultTemplate': 'Confirmed: {{confirmation}}'}]}",
+                     &t, &err),
+               MV_OK, &err);
+    REQUIRE(t);
+    CHECK_STR(mv_json_str(t->source, "label"), "Booking request");
+    mv_template_release(t);
+    CHECK_STR(rejection("{'templateCd': 'x', 'label': 7, 'actions': []}"),
+              "t.json: template \"x\" label must be a non-empty string or null");
+    CHECK_STR(rejection(one_action("{'actionCd': 'y', 'name': 'A', 'variant': 'v', 'sender': true,"
+                                   " 'resultTemplate': {'en': 'x'}}")),
+              "t.json: template \"x\" action \"y\" resultTemplate must be a string or null");
+}
+
 TEST(null_optional_keys_count_as_absent) {
     mv_template *t;
     mv_err err;
@@ -1025,6 +1043,7 @@ int main(void) {
         prepare_shapes_are_checked,
         required_lists_dotted_paths_and_bad_lists_are_rejected_naming_the_entry,
         approval_shapes_are_checked, null_optional_keys_count_as_absent,
+        a_label_and_an_action_result_template_are_strings_kept_in_the_source,
         sender_notification_string_fills_short_and_long,
         mutating_the_source_json_after_parse_has_no_effect,
         ui_template_object_resolves_per_usertype_with_fallbacks,

@@ -1,0 +1,195 @@
+// console.test.mjs — the console's sign-in with an OpenID Connect provider, against a local
+// identity-provider stub that issues RS256 tokens: discovery, the authorization code with PKCE
+// (S256, checked by the stub), the token exchange, and a daemon in auth mode "jwt" that checks the
+// token with the stub's JWKS. Registered by inbox.test.mjs, which owns the browser and the runner.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
+
+const b64url = (buf) => Buffer.from(buf).toString('base64url');
+
+/** The identity provider: one user (olga), one client, codes bound to their PKCE challenge. */
+export function startIdp({ user = 'olga', permissions = ['approvals.decide'] } = {}) {
+  const { publicKey, privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'stub-1', alg: 'RS256', use: 'sig' };
+  const codes = new Map();
+  const seen = { authorize: [], token: [] };
+  let origin = null;
+  const sign = (claims) => {
+    const head = b64url(JSON.stringify({ alg: 'RS256', typ: 'JWT', kid: jwk.kid }));
+    const body = b64url(JSON.stringify(claims));
+    return `${head}.${body}.${b64url(crypto.sign('sha256', Buffer.from(`${head}.${body}`), privateKey))}`;
+  };
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => { raw += c; });
+    req.on('end', () => {
+      const url = new URL(req.url, origin);
+      const cors = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Allow-Headers': 'Content-Type, Accept' };
+      const json = (status, obj) => { res.writeHead(status, { 'Content-Type': 'application/json', ...cors }); res.end(JSON.stringify(obj)); };
+      if (req.method === 'OPTIONS') { res.writeHead(204, cors); res.end(); return; }
+      if (url.pathname === '/.well-known/openid-configuration') {
+        json(200, { issuer: origin, authorization_endpoint: `${origin}/authorize`, token_endpoint: `${origin}/token`,
+          jwks_uri: `${origin}/jwks`, response_types_supported: ['code'], code_challenge_methods_supported: ['S256'] });
+      } else if (url.pathname === '/jwks') {
+        json(200, { keys: [jwk] });
+      } else if (url.pathname === '/authorize') {
+        const p = Object.fromEntries(url.searchParams);
+        seen.authorize.push(p);
+        if (p.response_type !== 'code' || p.client_id !== 'missive-console' || p.code_challenge_method !== 'S256' || !p.code_challenge) {
+          res.writeHead(302, { Location: `${p.redirect_uri}?error=invalid_request&state=${p.state}` });
+          res.end();
+          return;
+        }
+        const code = b64url(crypto.randomBytes(16));
+        codes.set(code, p);
+        res.writeHead(302, { Location: `${p.redirect_uri}?code=${code}&state=${encodeURIComponent(p.state)}` });
+        res.end();
+      } else if (url.pathname === '/token' && req.method === 'POST') {
+        const f = Object.fromEntries(new URLSearchParams(raw));
+        seen.token.push(f);
+        const p = codes.get(f.code);
+        codes.delete(f.code); // single use
+        const verified = p && f.grant_type === 'authorization_code' && f.redirect_uri === p.redirect_uri && f.client_id === p.client_id &&
+          b64url(crypto.createHash('sha256').update(f.code_verifier || '').digest()) === p.code_challenge;
+        if (!verified) { json(400, { error: 'invalid_grant' }); return; }
+        const now = Math.floor(Date.now() / 1000);
+        json(200, {
+          token_type: 'Bearer', expires_in: 600,
+          access_token: sign({ iss: origin, sub: user, aud: 'missive', iat: now, exp: now + 600, permissions }),
+          id_token: sign({ iss: origin, sub: user, aud: p.client_id, iat: now, exp: now + 600, nonce: p.nonce, preferred_username: user }),
+        });
+      } else {
+        json(404, { error: 'not_found' });
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
+    origin = `http://127.0.0.1:${server.address().port}`;
+    resolve({ origin, seen, server, sign });
+  }));
+}
+
+export function register(c) {
+  const { test, newPage, waitFor, assert, eq, Daemon, daemonConfig, tmp, person, api, curlCreate } = c;
+
+  test('the_console_signs_in_with_openid_connect_pkce_and_the_daemon_accepts_the_rs256_token', [], async () => {
+    const idp = await startIdp();
+    const d = new Daemon('oidc', daemonConfig({
+      store: `sqlite:${path.join(tmp, 'oidc.db')}`,
+      auth: { mode: 'jwt', jwksUrl: `${idp.origin}/jwks`, issuer: idp.origin, audience: 'missive' },
+      ui: { enabled: true, oidc: { issuer: idp.origin, clientId: 'missive-console' } },
+    }));
+    await d.start();
+    try {
+      const csp = (await fetch(`${d.base}/ui/`)).headers.get('content-security-policy');
+      assert(csp.includes(`connect-src 'self' ${idp.origin};`), `the policy lets the console reach the provider: ${csp}`);
+      const page = await newPage();
+      await page.goto(`${d.base}/ui/`);
+      const signin = page.locator('#signin');
+      await signin.waitFor();
+      eq(await signin.textContent(), 'Sign in', 'the sign-in button');
+      await person.axe(page, 'console before sign-in');
+      await signin.focus();
+      await page.keyboard.press('Enter');
+      await page.waitForURL(`${d.base}/ui/`, { timeout: 10000 });
+      await page.locator('#signed-in').waitFor({ timeout: 10000 });
+      eq(await page.locator('#signed-in-name').textContent(), 'olga', 'signed in as the provider says');
+      eq(await page.locator('#signin-status').textContent(), '', 'no error');
+      // the stub saw a PKCE request and a verifier that matched it; the URL carries no code any more
+      eq(idp.seen.authorize.length, 1, 'one authorization request');
+      eq(idp.seen.authorize[0].code_challenge_method, 'S256', 'S256');
+      eq(idp.seen.authorize[0].redirect_uri, `${d.base}/ui/`, 'back to the console');
+      assert(idp.seen.token[0].code_verifier.length >= 43, 'a verifier of at least 43 characters');
+      eq(new URL(page.url()).search, '', 'the code is gone from the address bar');
+      // the daemon accepts the token: the approvals list answers (olga may decide approvals)
+      await waitFor('the approval list', async () => (await page.locator('#approvals-status').textContent()) === 'No approvals are waiting.');
+      await page.waitForSelector('missive-inbox[data-ready]');
+      eq(await page.locator('missive-inbox li.empty').textContent(), 'You are all caught up.', 'the inbox loads with the token');
+      await person.axe(page, 'console signed in');
+      // a forged answer (wrong state) is refused in words
+      await page.goto(`${d.base}/ui/?code=forged&state=nope`);
+      await waitFor('refused', async () => /does not belong to this page/.test(await page.locator('#signin-status').textContent()));
+      await page.locator('#signout').click().catch(() => {});
+      eq((await fetch(`${d.base}/messages`)).status, 401, 'without a token the daemon answers 401');
+      await page.context().close();
+    } finally {
+      await d.kill();
+      idp.server.close();
+    }
+  });
+
+  test('the_console_lists_sagas_and_approvals_with_filters_a_timeline_and_bulk_actions_after_confirmation', ['ops'], async () => {
+    const sagas = [];
+    for (const n of [41, 42]) {
+      const o = curlCreate('order', { host: 'vic', guest: 'G', listing: `Order ${n}`, note: '', long: '' });
+      const r = await api('POST', `/messages/${o.id}/action/charge`, { user: 'vic' });
+      eq(r.body.error.code, 'action_needs_review', 'a saga waits for review');
+      sagas.push(r.body.error.sagaId);
+    }
+    const approvals = [];
+    for (const n of [7, 8]) {
+      const m = curlCreate('refund', { host: 'vic', guest: 'G', listing: `Room ${n}`, note: '', long: '' });
+      const r = await api('POST', `/messages/${m.id}/action/refund`, { user: 'vic' });
+      eq(r.status, 202, 'an approval is asked');
+      approvals.push(r.body.approvalId);
+    }
+    const page = await newPage({ width: 1280, height: 900 });
+    await page.goto(`${c.daemon().base}/ui/?user=root&permissions=is.admin,approvals.decide`);
+    const table = page.locator('#lists table');
+    // sagas in manual review of the definition "pay"
+    await page.locator('#lists-state').selectOption('manual-review');
+    await page.locator('#lists-definition').fill('pay');
+    await page.locator('#lists form button[type=submit]').click();
+    for (const id of sagas) await table.locator(`tr[data-key="${id}"]`).waitFor();
+    eq(await table.locator(`tr[data-key="${sagas[0]}"] td.state`).textContent(), 'manual-review', 'the state column');
+    await page.locator('#lists-search').fill(sagas[1]);
+    await waitFor('the search', async () => (await table.locator('tbody tr').count()) === 1);
+    eq(await table.locator('tbody tr').getAttribute('data-key'), sagas[1], 'the search finds the one saga');
+    // its timeline: started, each step with its state and attempts, where it is now
+    await table.locator(`tr[data-key="${sagas[1]}"] button.open`).click();
+    const events = page.locator('#timeline li');
+    await page.locator('#timeline h3').waitFor();
+    eq(await page.locator('#timeline h3').textContent(), `Timeline of ${sagas[1]}`, 'the timeline heading');
+    const lines = await events.allTextContents();
+    assert(/started pay$/.test(lines[0]), `first the start: ${lines[0]}`);
+    assert(lines.some((l) => /step 1 reserve committed(, \d+ attempts?)?, result \{"reserved":true\}$/.test(l)), `the first step: ${lines.join(' | ')}`);
+    assert(lines.some((l) => /step 2 charge ambiguous(, \d+ attempts?)?, error execution_unknown$/.test(l)), `the failing step and its outcome: ${lines.join(' | ')}`);
+    assert(/manual-review/.test(lines[lines.length - 1]), `where it is now: ${lines[lines.length - 1]}`);
+    await person.axe(page, 'console lists: sagas and a timeline');
+    // approvals: select both, Approve, confirm in the dialog
+    await page.locator('#lists-search').fill('');
+    await page.locator('#lists-kind').selectOption('approvals');
+    for (const id of approvals) await table.locator(`tr[data-key="${id}"]`).waitFor();
+    eq(await page.locator('#lists .bulk .count').textContent(), 'Select rows for a bulk action', 'nothing selected yet');
+    assert(await page.locator('#lists button.bulk-approved').isDisabled(), 'no bulk action without a selection');
+    for (const id of approvals) await table.locator(`tr[data-key="${id}"] input.pick`).check();
+    eq(await page.locator('#lists .bulk .count').textContent(), '2 selected', 'the selection is counted');
+    await page.locator('#lists button.bulk-approved').click();
+    const dialog = page.locator('#lists dialog[open]');
+    eq(await dialog.locator('h3').textContent(), 'Approve 2 approvals?', 'the confirmation names what and how many');
+    eq(JSON.stringify((await dialog.locator('li').allTextContents()).sort()), JSON.stringify([...approvals].sort()), 'and which');
+    await person.axe(page, 'console bulk confirmation');
+    await dialog.locator('.confirm-cancel').click();
+    eq((await api('GET', `/approvals/${approvals[0]}`, { user: 'root', permissions: 'is.admin' })).body.state, 'pending', 'Cancel decides nothing');
+    await page.locator('#lists button.bulk-approved').click();
+    await page.locator('#lists dialog[open] .confirm-ok').focus();
+    await page.keyboard.press('Enter');
+    await waitFor('the bulk result', async () => (await page.locator('#lists-status').textContent()) === '2 approved.');
+    for (const id of approvals) eq((await api('GET', `/approvals/${id}`, { user: 'root', permissions: 'is.admin' })).body.state, 'approved', 'approved in the store');
+    // sagas: bulk compensate both; the list says how each went, as the store has it
+    await page.locator('#lists-kind').selectOption('sagas');
+    await page.locator('#lists-state').selectOption('manual-review');
+    await page.locator('#lists form button[type=submit]').click();
+    for (const id of sagas) await table.locator(`tr[data-key="${id}"] input.pick`).check();
+    await page.locator('#lists button.bulk-compensate').click();
+    eq(await page.locator('#lists dialog[open] h3').textContent(), 'Compensate 2 sagas?', 'the saga confirmation');
+    await page.locator('#lists dialog[open] .confirm-ok').click();
+    await waitFor('the saga bulk result', async () => /compensated/.test(await page.locator('#lists-status').textContent()));
+    const states = await Promise.all(sagas.map(async (id) => (await api('GET', `/sagas/${id}`, { user: 'root', permissions: 'is.admin' })).body.state));
+    const moved = states.filter((s) => s !== 'manual-review').length;
+    const text = await page.locator('#lists-status').textContent();
+    assert(text.startsWith(`${moved} compensated`), `the report (${text}) matches the store (${states.join(', ')})`);
+    await page.context().close();
+  });
+}
