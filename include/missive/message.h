@@ -124,6 +124,9 @@ typedef struct mv_service_options {
      * starts no further step and its action fails with MV_DRAINING (the attempt retryable: the
      * next press continues the same saga). */
     mv_abort *saga_stop;
+    /* Optional, borrowed (missive/reach.h): named channels and preference defaults. NULL: no
+     * named channels; stored preferences still decide the email. */
+    const struct mv_reach *reach;
 } mv_service_options;
 
 #define MV_DEFAULT_MESSAGE_BYTES 1048576

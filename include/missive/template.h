@@ -76,6 +76,13 @@ typedef struct mv_action_def {
 
 typedef enum mv_prepare_kind { MV_PREPARE_DECLARATIVE, MV_PREPARE_WEBHOOK } mv_prepare_kind;
 
+/* One entry of a template's "channels" (missive/reach.h): where its messages are delivered, with
+ * the content that channel gets instead of the receiver content (members NULL where none). */
+typedef struct mv_template_channel {
+    char *name; /* "email", "sms", … */
+    mv_content_tpl content;
+} mv_template_channel;
+
 typedef struct mv_template {
     char *template_cd;
     char *type;        /* "" when absent */
@@ -90,6 +97,11 @@ typedef struct mv_template {
     char *prepare_webhook;    /* webhook: URL */
     mv_action_def *actions;
     size_t nactions;
+    /* reach (message/template_reach.c): has_channels false → email only, as before */
+    bool has_channels, critical;
+    mv_template_channel *channels;
+    size_t nchannels;
+    char *category; /* "category", default the templateCd */
     json_t *source; /* the template JSON as loaded (read-only) */
     int refs_;      /* internal */
 } mv_template;

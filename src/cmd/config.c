@@ -259,6 +259,8 @@ static const char *const TOP_KEYS[] = {"listen",
                                        "maxConnectionsPerIp",
                                        "headerTimeoutMs",
                                        "sagaEncryption",
+                                       "channels",
+                                       "preferences",
                                        NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
@@ -696,6 +698,8 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     if (rc == MV_OK) rc = load_delivery(l, root);
     if (rc == MV_OK) rc = load_ui(l, root);
     if (rc == MV_OK) rc = load_operations(l, root);
+    if (rc == MV_OK && (rc = mv_config_load_reach(root, c->email.enabled, &c->reach, l->err)))
+        mv_err_prefix(l->err, "%s", l->file);
     json_decref(root);
     TRY(rc);
 
@@ -790,5 +794,6 @@ void mv_config_free(mv_config *c) {
     free_secret(&c->saga_encryption.key);
     free_secret(&c->stream.secret);
     free_strings(c->cors.origins, c->cors.n_origins);
+    mv_reach_free(c->reach);
     free(c);
 }

@@ -14,6 +14,7 @@
 #include "missive/deliver.h"
 #include "missive/durable.h"
 #include "missive/error.h"
+#include "missive/reach.h"
 
 typedef struct mv_config_secret {
     char *env;            /* the variable's name, NULL when not configured */
@@ -135,6 +136,7 @@ typedef struct mv_config {
         size_t n_origins;
         int max_age_s; /* 600 */
     } cors;
+    mv_reach *reach; /* "channels" and "preferences" (config_reach.c); never NULL once loaded */
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative
@@ -149,6 +151,10 @@ typedef struct mv_config_overrides {
  * mv_config_free. */
 mv_code mv_config_load(const char *path, const mv_config_overrides *ov, mv_config **out,
                        mv_err *err);
+/* Parses the reach sections of a config root ("channels", "preferences") into a new *out
+ * (mv_reach_free); on its own so that a reload can build a new one. MV_INVALID_CONFIG naming the
+ * key otherwise. email_enabled: whether the config has "email". */
+mv_code mv_config_load_reach(const json_t *root, bool email_enabled, mv_reach **out, mv_err *err);
 /* Frees the config and wipes the secrets. NULL-safe. */
 void mv_config_free(mv_config *cfg);
 

@@ -15,6 +15,7 @@
 #include "http/routes_durable.h"
 #include "http/routes_lists.h"
 #include "http/routes_messages.h"
+#include "http/routes_reach.h"
 #include "http/stream_hub.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
@@ -46,6 +47,7 @@ typedef struct mv_daemon {
     atomic_bool draining;              /* set on SIGTERM: /readyz answers 503 */
     mv_abort saga_stop;                /* fired on SIGTERM: sagas on the loop stop between steps */
     mv_stream_hub *streams;            /* GET /messages/stream: the change log fanned out */
+    mv_reach_routes reach_routes;      /* GET/PUT /preferences */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

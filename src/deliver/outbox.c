@@ -259,8 +259,29 @@ static void webhook_verdict(attempt *a, mv_code rc, const mv_webhook_response *r
         a->v = permanent(rc) ? GIVE_UP : RETRY;
 }
 
-static void deliver_webhook(const mv_outbox_config *cfg, const char *row_id, const json_t *p,
+/* A channel delivery names the user whose contact the directory gives (channels.c): asked now,
+ * outside any transaction, and written into the body's "to" (null without a directory or an
+ * answer). False when the lookup failed (a->v says whether to retry). */
+static bool fill_contact(const mv_outbox_config *cfg, json_t *p, attempt *a) {
+    const char *user = mv_json_str(p, "contactOf");
+    json_t *to = json_object_get(json_object_get(p, "body"), "to");
+    if (!user || !json_is_object(to) || !cfg->directory) return true;
+    char *contact = NULL;
+    a->stage = "recipientLookup";
+    mv_code rc = mv_directory_lookup(cfg->directory, user, &contact, &a->err);
+    if (rc != MV_OK) {
+        a->v = permanent(rc) ? GIVE_UP : RETRY;
+        return false;
+    }
+    json_object_set_new(to, "contact", contact ? json_string(contact) : json_null());
+    free(contact);
+    a->stage = "webhook";
+    return true;
+}
+
+static void deliver_webhook(const mv_outbox_config *cfg, const char *row_id, json_t *p,
                             attempt *a) {
+    if (!fill_contact(cfg, p, a)) return;
     a->stage = "webhook";
     const char *key = mv_json_str(p, "idempotencyKey");
     mv_webhook_response res;
@@ -437,7 +458,8 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
             deliver_one(cfg, r);
             continue;
         }
-        const json_t *p = r->cc.payload;
+        json_t *p = r->cc.payload;
+        if (!fill_contact(cfg, p, &r->a)) continue;
         const char *key = mv_json_str(p, "idempotencyKey");
         mv__callctx_reset();
         mv__callctx_call("outbox", NULL, NULL, NULL);

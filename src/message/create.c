@@ -14,6 +14,7 @@
 #include "base/strbuf.h"
 #include "message/create_async.h"
 #include "message/inbox_internal.h"
+#include "message/reach_internal.h"
 #include "message/request.h"
 #include "store/write_async.h"
 
@@ -329,7 +330,12 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     json_array_foreach(job->docs, i, doc) {
         mv_code rc = mv__doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
                                     job->crid[0] ? (int64_t)i : -1, err);
-        if (rc == MV_OK) rc = mv__doc_enqueue_email(job->svc, db, doc, err);
+        const json_t *item = json_array_size(job->items) == json_array_size(job->docs)
+                                 ? json_array_get(job->items, i)
+                                 : NULL; /* the item each document was built from */
+        if (rc == MV_OK)
+            rc = mv__doc_deliver(job->svc, db, doc, job->scope.tenant, job->tpl,
+                                 json_object_get(item, "templateData"), err);
         if (rc != MV_OK) return rc;
     }
     return MV_OK;
@@ -1088,7 +1094,7 @@ typedef struct {
 static mv_code notify_tx(mv_db *db, void *ctx, mv_err *err) {
     notify_arg *a = ctx;
     mv_code rc = mv__doc_insert(db, a->doc, a->tenant, NULL, -1, err);
-    if (rc == MV_OK) rc = mv__doc_enqueue_email(a->svc, db, a->doc, err);
+    if (rc == MV_OK) rc = mv__doc_deliver(a->svc, db, a->doc, a->tenant, NULL, NULL, err);
     if (rc != MV_OK) return rc;
     return mv__change_add_tx(db, a->tenant, mv_json_str(a->doc, "id"), MV_CHANGE_CREATED, NULL,
                              mv__svc_now(a->svc), err);

@@ -1,0 +1,89 @@
+/* missive/reach.h — where a message goes beyond the inbox: named webhook channels, each user's
+ * delivery preferences (with tenant defaults) and the rule that decides, per recipient, which
+ * channels deliver a message.
+ *
+ * A reach (mv_reach) is the parsed, read-only form of the config's "channels" and "preferences"
+ * sections; it is built once (and again on a reload) and shared by every thread. Preferences are
+ * rows of the store, one per (tenant, user), in the JSON shape of GET /preferences:
+ *
+ *   {"channels": {"email": true}, "categories": {"bookings": {"email": false, "sms": true}},
+ *    "digest": {"email": {"everyMs": 3600000}}, "locale": "de"}
+ *
+ * Resolution (mv_reach_allows), first that says: the user's category × channel, the user's
+ * channel, the tenant default's category × channel, the tenant default's channel, the template.
+ * `inbox` is always on; a critical template ignores preferences. */
+#ifndef MISSIVE_REACH_H
+#define MISSIVE_REACH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "missive/error.h"
+#include "missive/store.h"
+#include "missive/template.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mv_reach mv_reach;
+
+#define MV_REACH_MAX_CHANNELS 32    /* named webhook channels in one config */
+#define MV_REACH_MAX_CATEGORIES 256 /* categories in one preference set */
+#define MV_REACH_MIN_DIGEST_MS 1000 /* digest.<channel>.everyMs at least */
+
+/* Parses the config sections (each may be NULL = absent):
+ *   channels:    {"sms": {"webhook": "https://…"}, …} — names [a-z][a-z0-9_-]{0,31}, not
+ *                inbox/email, at most MV_REACH_MAX_CHANNELS;
+ *   preferences: {"defaults": {…preference shape…}, "tenants": {"acme": {…}}} — "tenants"
+ *                replaces the defaults for one tenant.
+ * email_enabled: whether the email channel exists. Errors are MV_INVALID_CONFIG naming the key
+ * ("channels.sms.webhook: …"). *out owned by the caller: mv_reach_free. */
+mv_code mv_reach_new(const json_t *channels, const json_t *preferences, bool email_enabled,
+                     mv_reach **out, mv_err *err);
+void mv_reach_free(mv_reach *r); /* NULL-safe */
+
+/* True for "inbox", for "email" when email is enabled, and for every configured channel. */
+bool mv_reach_knows(const mv_reach *r, const char *channel);
+/* The webhook URL of a named channel (borrowed), NULL for inbox, email and unknown names. */
+const char *mv_reach_webhook(const mv_reach *r, const char *channel);
+/* How many named webhook channels; the name of the i-th (borrowed). */
+size_t mv_reach_channel_count(const mv_reach *r);
+const char *mv_reach_channel_name(const mv_reach *r, size_t i);
+
+/* A template's channels each need a configured channel (r NULL: only inbox and email exist).
+ * MV_INVALID_TEMPLATE naming the template and the channel otherwise. */
+mv_code mv_reach_check_template(const mv_reach *r, const mv_template *t, mv_err *err);
+
+/* Checks a preference set (the body of PUT /preferences, or a config default): an object with
+ * only channels, categories, digest and locale; channels known to r; values booleans; inbox
+ * never false; digest.<channel>.everyMs ≥ MV_REACH_MIN_DIGEST_MS; locale a BCP 47 tag or null.
+ * prefix ("" or "preferences.defaults.") is put before the field the error names.
+ * MV_INVALID_ARGUMENT otherwise. */
+mv_code mv_preferences_check(const mv_reach *r, const json_t *prefs, const char *prefix,
+                             mv_err *err);
+
+/* The caller's preferences in their tenant: the stored set with every key present
+ * ({"channels": {}, "categories": {}, "digest": {}, "locale": null} when none is stored).
+ * *out is a new reference. */
+mv_code mv_preferences_get(mv_store *store, const mv_user *user, json_t **out, mv_err *err);
+/* Replaces the caller's preferences (checked as mv_preferences_check; nothing is written when
+ * the check fails). *out (may be NULL) receives the stored set as mv_preferences_get. */
+mv_code mv_preferences_put(mv_store *store, const mv_reach *r, const mv_user *user,
+                           const json_t *prefs, json_t **out, mv_err *err);
+
+/* Whether channel delivers a message of category to a user with preferences user_prefs (NULL =
+ * none stored) in tenant, when the template itself says template_on. See the top of this file.
+ */
+bool mv_reach_allows(const mv_reach *r, const char *tenant, const json_t *user_prefs,
+                     const char *category, const char *channel, bool template_on, bool critical);
+
+/* A BCP 47 language tag as missive accepts one: a 2–3 letter language, then subtags of 1–8
+ * letters or digits separated by '-', at most 35 characters in all. */
+bool mv_valid_locale(const char *tag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

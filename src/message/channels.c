@@ -1,0 +1,118 @@
+/* channels.c — what a new message delivers besides the inbox, decided per recipient inside the
+ * create's transaction: the email (the existing outbox row) and one outbox row per named webhook
+ * channel, each only when the template lists the channel (no "channels": email only, as before)
+ * and the recipient's preferences allow it (missive/reach.h; a critical template ignores them).
+ *
+ * Who is a recipient: the message's toUser. A message sent only to roles has no single user to
+ * look up preferences or a contact for, so it delivers nowhere but the inbox (as its email never
+ * did). A channel delivery is a signed webhook outbox row whose Idempotency-Key is its deliveryId,
+ * so every retry carries the same id; the contact is asked of the user directory when the row is
+ * sent (outbox.c), never inside this transaction. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "message/reach_internal.h"
+#include "message/service.h"
+#include "missive/mustache.h"
+
+static bool lists(const mv_template *t, const char *channel) {
+    for (size_t i = 0; i < t->nchannels; i++)
+        if (!strcmp(t->channels[i].name, channel)) return true;
+    return false;
+}
+
+/* The content a channel gets: its override where the template has one, else the receiver's. */
+static mv_code channel_content(const mv_template_channel *ch, const json_t *doc, const json_t *data,
+                               json_t **out, mv_err *err) {
+    static const char *const keys[] = {"title", "short", "long"};
+    const mv_tpl *tpls[] = {ch ? ch->content.title : NULL, ch ? ch->content.short_text : NULL,
+                            ch ? ch->content.long_text : NULL};
+    const json_t *recv = json_object_get(doc, "receiverContent");
+    json_t *o = json_object();
+    if (!o) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < 3; i++) {
+        if (!tpls[i]) {
+            const char *s = mv_json_str(recv, keys[i]);
+            json_object_set_new(o, keys[i], json_string(s ? s : ""));
+            continue;
+        }
+        char *text = NULL;
+        mv_code rc = mv_tpl_render(tpls[i], data, MV_ESCAPE_NONE, &text, NULL, err);
+        if (rc != MV_OK) {
+            json_decref(o);
+            return rc;
+        }
+        json_object_set_new(o, keys[i], json_string(text));
+        free(text);
+    }
+    *out = o;
+    return MV_OK;
+}
+
+static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
+                             const mv_template_channel *ch, const json_t *doc, const char *to,
+                             const json_t *data, mv_err *err) {
+    const char *url = mv_reach_webhook(svc->o.reach, ch->name);
+    if (!url) return MV_OK; /* checked at start; a reload may have removed it since */
+    char id[37];
+    json_t *content = NULL;
+    mv_code rc = mv_id_uuid(id, err);
+    if (rc == MV_OK) rc = channel_content(ch, doc, data, &content, err);
+    if (rc != MV_OK) return rc;
+    json_t *body = json_pack("{s:s,s:s,s:{s:s,s:n},s:s,s:s,s:s,s:s,s:o,s:{}}", "channel", ch->name,
+                             "deliveryId", id, "to", "userId", to, "contact", "messageId",
+                             mv_json_str(doc, "id"), "templateCd", t->template_cd, "category",
+                             t->category, "kind", "message", "content", content, "links");
+    json_t *row = body ? json_pack("{s:s,s:o,s:s,s:s,s:s}", "url", url, "body", body,
+                                   "idempotencyKey", id, "contactOf", to, "channel", ch->name)
+                       : NULL;
+    rc = row ? mv_outbox_add_tx(db, MV_OUTBOX_WEBHOOK, row, mv__svc_now(svc), err)
+             : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    json_decref(row);
+    return rc;
+}
+
+/* The email with the template's email override applied to a copy of doc. */
+static mv_code queue_email(mv_service *svc, mv_db *db, const mv_template *t, const json_t *doc,
+                           const json_t *data, mv_err *err) {
+    const mv_template_channel *ch = NULL;
+    for (size_t i = 0; t && i < t->nchannels; i++)
+        if (!strcmp(t->channels[i].name, "email")) ch = &t->channels[i];
+    if (!ch || (!ch->content.title && !ch->content.short_text && !ch->content.long_text))
+        return mv__doc_enqueue_email(svc, db, doc, err);
+    json_t *content = NULL, *copy = json_copy((json_t *)doc);
+    mv_code rc = copy ? channel_content(ch, doc, data, &content, err)
+                      : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK) {
+        json_object_set_new(copy, "receiverContent", content);
+        rc = mv__doc_enqueue_email(svc, db, copy, err);
+    }
+    json_decref(copy);
+    return rc;
+}
+
+mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
+                        const mv_template *t, const json_t *data, mv_err *err) {
+    const char *to = mv_json_str(doc, "toUser");
+    if (!to || !*to) return MV_OK; /* roles only: the inbox (see the top of this file) */
+    bool email = svc->o.email && (!t || !t->has_channels || lists(t, "email"));
+    size_t named = 0;
+    for (size_t i = 0; t && i < t->nchannels; i++)
+        named += mv_reach_webhook(svc->o.reach, t->channels[i].name) != NULL;
+    if (!email && !named) return MV_OK;
+    json_t *prefs = NULL;
+    bool critical = t && t->critical;
+    const char *category = t ? t->category : mv_json_str(doc, "templateCd");
+    mv_code rc = critical ? MV_OK : mv__preferences_load_tx(db, tenant, to, &prefs, err);
+    if (rc == MV_OK && email &&
+        mv_reach_allows(svc->o.reach, tenant, prefs, category, "email", true, critical))
+        rc = queue_email(svc, db, t, doc, data, err);
+    for (size_t i = 0; rc == MV_OK && named && i < t->nchannels; i++) {
+        const mv_template_channel *ch = &t->channels[i];
+        if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
+        if (mv_reach_allows(svc->o.reach, tenant, prefs, category, ch->name, true, critical))
+            rc = queue_channel(svc, db, t, ch, doc, to, data, err);
+    }
+    json_decref(prefs);
+    return rc;
+}

@@ -1,0 +1,20 @@
+/* migration_preferences.c — each user's delivery preferences (missive/reach.h), one row per
+ * tenant and user: the preference set as JSON (channels, categories, digest) and the user's
+ * locale in its own column, which deliveries and action-link pages read. */
+#include "store/driver.h"
+
+#define PREFERENCES_SQL                                                                            \
+    "CREATE TABLE preferences ("                                                                   \
+    " tenant_id TEXT NOT NULL,"                                                                    \
+    " user_id TEXT NOT NULL,"                                                                      \
+    " prefs TEXT NOT NULL,"                                                                        \
+    " locale TEXT,"                                                                                \
+    " updated_at BIGINT NOT NULL,"                                                                 \
+    " PRIMARY KEY (tenant_id, user_id));"
+
+const mv_migration mv_migration_preferences = {
+    .version = 15,
+    .name = "preferences",
+    .sqlite_sql = PREFERENCES_SQL,
+    .postgres_sql = PREFERENCES_SQL, /* the same statements: both dialects accept them */
+};
