@@ -33,6 +33,7 @@ typedef struct create_job { /* ordered by size and alignment (clang-analyzer's p
     json_t *docs;     /* built documents */
     json_t *sessions; /* payment session ids opened so far, in order */
     json_t *empty;    /* the payload when the request has none */
+    json_t *datas;    /* message id → its template data, for channel overrides (channels.c) */
     /* the build as steps between calls (see step()) */
     json_t *items; /* the prepare answer (as an array once checked) */
     size_t next;   /* the item being built, then the session being expired */
@@ -291,6 +292,8 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     }
     json_object_set_new(doc, "senderContent", sender);
     json_object_set_new(doc, "receiverContent", receiver);
+    if (t->has_channels && (job->datas || (job->datas = json_object())))
+        json_object_set(job->datas, mv_json_str(doc, "id"), data);
     const char *from = nonempty_str(item, "fromUser");
     json_object_set_new(doc, "fromUser", json_string(from ? from : job->user_id));
     json_t *documents = json_object_get(job->payload, "documents");
@@ -330,12 +333,9 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     json_array_foreach(job->docs, i, doc) {
         mv_code rc = mv__doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
                                     job->crid[0] ? (int64_t)i : -1, err);
-        const json_t *item = json_array_size(job->items) == json_array_size(job->docs)
-                                 ? json_array_get(job->items, i)
-                                 : NULL; /* the item each document was built from */
         if (rc == MV_OK)
             rc = mv__doc_deliver(job->svc, db, doc, job->scope.tenant, job->tpl,
-                                 json_object_get(item, "templateData"), err);
+                                 json_object_get(job->datas, mv_json_str(doc, "id")), err);
         if (rc != MV_OK) return rc;
     }
     return MV_OK;
@@ -851,6 +851,7 @@ static mv_code create_body(create_job *job, json_t **messages, bool *replayed, m
 static void create_close(create_job *job) {
     steps_reset(job, false);
     json_decref(job->docs);
+    json_decref(job->datas);
     json_decref(job->sessions);
     json_decref(job->empty);
     mv_template_release(job->tpl);
