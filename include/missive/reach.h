@@ -78,6 +78,42 @@ mv_code mv_preferences_put(mv_store *store, const mv_reach *r, const mv_user *us
 bool mv_reach_allows(const mv_reach *r, const char *tenant, const json_t *user_prefs,
                      const char *category, const char *channel, bool template_on, bool critical);
 
+/* ---- action links ---------------------------------------------------------------------------
+ * With links configured, every channel delivery carries {baseUrl}/a/{token} per action its
+ * recipient may run. A token is "<payload>.<signature>" in base64url: the payload binds tenant,
+ * message, action, recipient and expiry; the signature is HMAC-SHA256 under the links secret.
+ * A token is single-use: its use is recorded in the same transaction as the action's claim
+ * (mv_action_request.link), so it is spent exactly when the action's attempt is durable. */
+
+#define MV_LINK_MIN_SECRET 32 /* bytes */
+
+/* Enables links: base_url ("https://missive.example.com", no trailing slash needed), the secret
+ * (copied; at least MV_LINK_MIN_SECRET bytes) and the lifetime (ttl_ms ≥ 1000).
+ * MV_INVALID_CONFIG otherwise. */
+mv_code mv_reach_set_links(mv_reach *r, const char *base_url, const void *secret, size_t secret_len,
+                           int64_t ttl_ms, mv_err *err);
+bool mv_reach_links_enabled(const mv_reach *r);
+
+/* What a valid token binds. */
+typedef struct mv_link {
+    char tenant[129];
+    char message_id[25];
+    char action_cd[129];
+    char user_id[256];
+    int64_t expires_at;
+    char token_id[65]; /* hex SHA-256 of the payload: the single-use key */
+} mv_link;
+
+/* The URL of a new link valid until now + ttl; *out malloc'd. */
+mv_code mv_link_url(const mv_reach *r, const char *tenant, const char *message_id,
+                    const char *action_cd, const char *user_id, int64_t now, char **out,
+                    mv_err *err);
+/* Checks a token: MV_LINK_INVALID when malformed, forged, altered or expired at now. */
+mv_code mv_link_verify(const mv_reach *r, const char *token, int64_t now, mv_link *out,
+                       mv_err *err);
+/* Whether the link was used (its action claimed through it). */
+mv_code mv_link_used(mv_store *store, const mv_link *link, bool *used, mv_err *err);
+
 /* A BCP 47 language tag as missive accepts one: a 2–3 letter language, then subtags of 1–8
  * letters or digits separated by '-', at most 35 characters in all. */
 bool mv_valid_locale(const char *tag);

@@ -261,6 +261,7 @@ static const char *const TOP_KEYS[] = {"listen",
                                        "sagaEncryption",
                                        "channels",
                                        "preferences",
+                                       "links",
                                        NULL};
 
 static mv_code load_server(loader *l, json_t *root) {

@@ -136,7 +136,8 @@ typedef struct mv_config {
         size_t n_origins;
         int max_age_s; /* 600 */
     } cors;
-    mv_reach *reach; /* "channels" and "preferences" (config_reach.c); never NULL once loaded */
+    mv_reach
+        *reach; /* "channels", "preferences", "links" (config_reach.c); never NULL once loaded */
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative
@@ -151,7 +152,7 @@ typedef struct mv_config_overrides {
  * mv_config_free. */
 mv_code mv_config_load(const char *path, const mv_config_overrides *ov, mv_config **out,
                        mv_err *err);
-/* Parses the reach sections of a config root ("channels", "preferences") into a new *out
+/* Parses the reach sections of a config root ("channels", "preferences", "links") into a new *out
  * (mv_reach_free); on its own so that a reload can build a new one. MV_INVALID_CONFIG naming the
  * key otherwise. email_enabled: whether the config has "email". */
 mv_code mv_config_load_reach(const json_t *root, bool email_enabled, mv_reach **out, mv_err *err);

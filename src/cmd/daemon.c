@@ -305,7 +305,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
     d->message_routes = (mv_message_routes){.service = d->service,
                                             .admin_permission = cfg->admin_permission_key,
                                             .metrics = d->metrics};
-    d->reach_routes = (mv_reach_routes){.store = d->store, .reach = cfg->reach};
+    d->reach_routes =
+        (mv_reach_routes){.store = d->store, .reach = cfg->reach, .service = d->service};
     d->durable_routes = (mv_durable_routes){.approvals = d->approvals,
                                             .engine = d->saga_engine,
                                             .book = d->sagas,

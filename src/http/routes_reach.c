@@ -41,5 +41,5 @@ mv_code mv_reach_routes_add(mv_router *router, mv_reach_routes *routes, mv_err *
         mv_code rc = mv_router_add(router, &table[i], err);
         if (rc != MV_OK) return rc;
     }
-    return MV_OK;
+    return mv_link_routes_add(router, routes, err);
 }

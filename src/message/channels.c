@@ -49,20 +49,48 @@ static mv_code channel_content(const mv_template_channel *ch, const json_t *doc,
     return MV_OK;
 }
 
+/* {actionCd: URL} for every action the recipient may run from outside the app: a receiver
+ * action needing no permission (a link carries none) and no approval, allowed on doc now. */
+static mv_code action_links(mv_service *svc, const mv_template *t, const json_t *doc,
+                            const char *tenant, const char *to, json_t **out, mv_err *err) {
+    *out = json_object();
+    if (!*out) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (!mv_reach_links_enabled(svc->o.reach)) return MV_OK;
+    mv_user user = {.id = to, .tenant = tenant};
+    for (size_t i = 0; i < t->nactions; i++) {
+        const mv_action_def *a = &t->actions[i];
+        if (!a->receiver || a->permission || a->approval_capability ||
+            !mv_action_allowed(a, &user, doc))
+            continue;
+        char *url = NULL;
+        mv_code rc = mv_link_url(svc->o.reach, tenant, mv_json_str(doc, "id"), a->action_cd, to,
+                                 mv__svc_now(svc), &url, err);
+        if (rc != MV_OK) return rc;
+        json_object_set_new(*out, a->action_cd, json_string(url));
+        free(url);
+    }
+    return MV_OK;
+}
+
 static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
-                             const mv_template_channel *ch, const json_t *doc, const char *to,
-                             const json_t *data, mv_err *err) {
+                             const mv_template_channel *ch, const json_t *doc, const char *tenant,
+                             const char *to, const json_t *data, mv_err *err) {
     const char *url = mv_reach_webhook(svc->o.reach, ch->name);
     if (!url) return MV_OK; /* checked at start; a reload may have removed it since */
     char id[37];
-    json_t *content = NULL;
+    json_t *content = NULL, *links = NULL;
     mv_code rc = mv_id_uuid(id, err);
     if (rc == MV_OK) rc = channel_content(ch, doc, data, &content, err);
-    if (rc != MV_OK) return rc;
-    json_t *body = json_pack("{s:s,s:s,s:{s:s,s:n},s:s,s:s,s:s,s:s,s:o,s:{}}", "channel", ch->name,
+    if (rc == MV_OK) rc = action_links(svc, t, doc, tenant, to, &links, err);
+    if (rc != MV_OK) {
+        json_decref(content);
+        json_decref(links);
+        return rc;
+    }
+    json_t *body = json_pack("{s:s,s:s,s:{s:s,s:n},s:s,s:s,s:s,s:s,s:o,s:o}", "channel", ch->name,
                              "deliveryId", id, "to", "userId", to, "contact", "messageId",
                              mv_json_str(doc, "id"), "templateCd", t->template_cd, "category",
-                             t->category, "kind", "message", "content", content, "links");
+                             t->category, "kind", "message", "content", content, "links", links);
     json_t *row = body ? json_pack("{s:s,s:o,s:s,s:s,s:s}", "url", url, "body", body,
                                    "idempotencyKey", id, "contactOf", to, "channel", ch->name)
                        : NULL;
@@ -111,7 +139,7 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
         const mv_template_channel *ch = &t->channels[i];
         if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
         if (mv_reach_allows(svc->o.reach, tenant, prefs, category, ch->name, true, critical))
-            rc = queue_channel(svc, db, t, ch, doc, to, data, err);
+            rc = queue_channel(svc, db, t, ch, doc, tenant, to, data, err);
     }
     json_decref(prefs);
     return rc;

@@ -6,20 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "message/reach_internal.h"
 #include "missive/base.h"
-#include "missive/reach.h"
-
-typedef struct channel {
-    char *name, *webhook;
-} channel;
-
-struct mv_reach {
-    bool email;
-    channel channels[MV_REACH_MAX_CHANNELS];
-    size_t nchannels;
-    json_t *defaults; /* preference set for every tenant, NULL = none */
-    json_t *tenants;  /* tenant → preference set replacing defaults, NULL = none */
-};
 
 static bool name_ok(const char *s) {
     size_t n = strlen(s);
@@ -53,7 +41,7 @@ static mv_code add_channel(mv_reach *r, const char *name, const json_t *v, mv_er
     if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
         return mv_err_set(err, MV_INVALID_CONFIG,
                           "channels.%s.webhook must be an http:// or https:// URL", name);
-    channel *c = &r->channels[r->nchannels];
+    mv__reach_channel *c = &r->channels[r->nchannels];
     if (!(c->name = strdup(name)) || !(c->webhook = strdup(url)))
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     r->nchannels++;
@@ -118,6 +106,13 @@ void mv_reach_free(mv_reach *r) {
     }
     json_decref(r->defaults);
     json_decref(r->tenants);
+    free(r->link_base);
+    if (r->link_secret) {
+        volatile unsigned char *p = r->link_secret;
+        for (size_t i = 0; i < r->link_secret_len; i++)
+            p[i] = 0;
+        free(r->link_secret);
+    }
     free(r);
 }
 

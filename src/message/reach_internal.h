@@ -10,6 +10,23 @@
 
 typedef struct mv_service mv_service;
 
+typedef struct mv__reach_channel {
+    char *name, *webhook;
+} mv__reach_channel;
+
+/* Built once, read-only after (reach.c); links.c reads the link fields. */
+struct mv_reach {
+    bool email;
+    mv__reach_channel channels[MV_REACH_MAX_CHANNELS];
+    size_t nchannels;
+    json_t *defaults; /* preference set for every tenant, NULL = none */
+    json_t *tenants;  /* tenant → preference set replacing defaults, NULL = none */
+    char *link_base;  /* NULL: links are off */
+    unsigned char *link_secret;
+    size_t link_secret_len;
+    int64_t link_ttl_ms;
+};
+
 /* Reads "channels", "category" and "critical" of a template JSON into t (errors are
  * MV_INVALID_TEMPLATE prefixed with source and the template); t->template_cd must be set. */
 mv_code mv__template_read_reach(const json_t *json, const char *source, mv_template *t,
@@ -28,5 +45,9 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
 /* The stored preferences of (tenant, user) inside a transaction; *out NULL when none. */
 mv_code mv__preferences_load_tx(mv_db *db, const char *tenant, const char *user, json_t **out,
                                 mv_err *err);
+
+/* Records the use of a link inside the claim's transaction: MV_MESSAGE_ARCHIVED ("this link was
+ * already used") when it was, which rolls the claim back. */
+mv_code mv__link_consume_tx(mv_db *db, const mv_link *link, int64_t now, mv_err *err);
 
 #endif
