@@ -25,6 +25,7 @@ import type {
   StreamTicket,
 } from './types.js';
 import { randomUUID } from './webcrypto.js';
+import { PreferencesApi } from './reach.js';
 
 export interface MissiveOptions {
   /** e.g. "https://missive.example.com" (a path prefix is kept). */
@@ -57,6 +58,7 @@ export class Missive {
   readonly approvals: ApprovalsApi;
   readonly sagas: SagasApi;
   readonly ops: OpsApi;
+  readonly preferences: PreferencesApi;
   private readonly base: string;
   private readonly options: MissiveOptions;
   private readonly fetcher: typeof fetch;
@@ -74,6 +76,7 @@ export class Missive {
     this.approvals = new ApprovalsApi(this);
     this.sagas = new SagasApi(this);
     this.ops = new OpsApi(this);
+    this.preferences = new PreferencesApi(this);
   }
 
   /** @internal The URL of a path and query. */

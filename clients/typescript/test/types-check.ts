@@ -4,7 +4,12 @@ import {
   Missive,
   MissiveError,
   verifyWebhook,
+  actionLinkToken,
+  deliveryLinks,
+  type ActionLinks,
   type ActionOutcome,
+  type ChannelDelivery,
+  type StoredPreferences,
   type Counts,
   type Message,
   type StreamEvent,
@@ -58,4 +63,16 @@ export async function inboxAndOperations(client: Missive, id: string): Promise<n
   const next: string | null = sagas.nextCursor;
   return (read ?? 0) + updated + ticket.length + live.length + ready.length + sagas.sagas.length +
     approvals.approvals.length + (next ? 1 : 0) + (m.lastFailure?.at ?? 0);
+}
+
+/** Preferences and a channel receiver's view of a delivery, typed as an application uses them. */
+export async function reach(client: Missive, body: string): Promise<number> {
+  const stored: StoredPreferences = await client.preferences.put({ channels: { email: false }, locale: 'de' });
+  const locale: string | null = (await client.preferences.get()).locale;
+  const delivery: ChannelDelivery = JSON.parse(body);
+  const links: ActionLinks = deliveryLinks(delivery);
+  const token: string | null = actionLinkToken(links['accept'] ?? '');
+  const contact: string | null = delivery.to.contact;
+  return Object.keys(stored.channels).length + (locale ?? '').length + (token ?? '').length +
+    (contact ?? '').length + delivery.content.title.length;
 }
