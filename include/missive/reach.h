@@ -114,6 +114,17 @@ mv_code mv_link_verify(const mv_reach *r, const char *token, int64_t now, mv_lin
 /* Whether the link was used (its action claimed through it). */
 mv_code mv_link_used(mv_store *store, const mv_link *link, bool *used, mv_err *err);
 
+/* ---- languages --------------------------------------------------------------------------------
+ */
+
+typedef struct mv_service mv_service;
+
+/* Puts a message (the JSON of mv_message_get, changed in place) into the reader's language: the
+ * template's "locales" rendered at create, picked by accept (an Accept-Language value or one tag;
+ * de-AT falls back to de, then to the default); sets "locale" to the tag used, or null for the
+ * template's default content. */
+mv_code mv_message_localize(mv_service *svc, json_t *message, const char *accept, mv_err *err);
+
 /* A BCP 47 language tag as missive accepts one: a 2–3 letter language, then subtags of 1–8
  * letters or digits separated by '-', at most 35 characters in all. */
 bool mv_valid_locale(const char *tag);

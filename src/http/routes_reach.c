@@ -32,6 +32,25 @@ static void put_preferences(mv_http_request *req, mv_http_response *res, void *a
     mv_http_json(res, 200, prefs);
 }
 
+const char *mv_http_reader_locale(mv_http_request *req) {
+    const char *v = mv_http_header_get(req, "Accept-Language");
+    if (!v || !*v) v = mv_http_header_get(req, "X-User-Locale");
+    return v && *v ? v : NULL;
+}
+
+void mv_http_localized_message(mv_http_request *req, mv_http_response *res, mv_service *svc,
+                               const mv_user *user) {
+    json_t *msg = NULL;
+    mv_err err = {0};
+    if (mv_message_get(svc, mv_http_param(req, "id"), user, &msg, &err) != MV_OK ||
+        mv_message_localize(svc, msg, mv_http_reader_locale(req), &err) != MV_OK) {
+        json_decref(msg);
+        mv_http_error(res, &err);
+        return;
+    }
+    mv_http_json(res, 200, msg);
+}
+
 mv_code mv_reach_routes_add(mv_router *router, mv_reach_routes *routes, mv_err *err) {
     const mv_route table[] = {
         {"GET", "/preferences", get_preferences, false, false, NULL, routes},

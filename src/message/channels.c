@@ -120,7 +120,10 @@ static mv_code queue_email(mv_service *svc, mv_db *db, const mv_template *t, con
 }
 
 mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
-                        const mv_template *t, const json_t *data, mv_err *err) {
+                        const mv_template *t, const json_t *data, const json_t *localized,
+                        mv_err *err) {
+    mv_code lrc = mv__locales_insert_tx(db, mv_json_str(doc, "id"), localized, err);
+    if (lrc != MV_OK) return lrc;
     const char *to = mv_json_str(doc, "toUser");
     if (!to || !*to) return MV_OK; /* roles only: the inbox (see the top of this file) */
     bool email = svc->o.email && (!t || !t->has_channels || lists(t, "email"));
@@ -131,7 +134,18 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
     json_t *prefs = NULL;
     bool critical = t && t->critical;
     const char *category = t ? t->category : mv_json_str(doc, "templateCd");
-    mv_code rc = critical ? MV_OK : mv__preferences_load_tx(db, tenant, to, &prefs, err);
+    mv_code rc =
+        critical && !localized ? MV_OK : mv__preferences_load_tx(db, tenant, to, &prefs, err);
+    /* the recipient's stored locale, where the template renders it */
+    const char *tag = mv__locale_pick(localized, mv_json_str(prefs, "locale"));
+    json_t *in_locale = NULL;
+    if (rc == MV_OK && tag && !(in_locale = json_copy((json_t *)doc)))
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (in_locale) {
+        json_object_set(in_locale, "receiverContent",
+                        json_object_get(json_object_get(localized, tag), "receiverContent"));
+        doc = in_locale;
+    }
     if (rc == MV_OK && email &&
         mv_reach_allows(svc->o.reach, tenant, prefs, category, "email", true, critical))
         rc = queue_email(svc, db, t, doc, data, err);
@@ -142,5 +156,6 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
             rc = queue_channel(svc, db, t, ch, doc, tenant, to, data, err);
     }
     json_decref(prefs);
+    json_decref(in_locale);
     return rc;
 }

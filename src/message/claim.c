@@ -357,7 +357,7 @@ static mv_code archive_rest(mv_db *db, action_job *j, int64_t now, mv_err *err) 
     if ((rc = mv__tally_archived_doc_tx(db, tenant, j->message, err)) != MV_OK) return rc;
     if (!j->notification) return message_changed(db, j, now, err);
     if ((rc = mv__doc_insert(db, j->notification, tenant, NULL, -1, err)) != MV_OK) return rc;
-    if ((rc = mv__doc_deliver(j->svc, db, j->notification, tenant, NULL, NULL, err)) != MV_OK)
+    if ((rc = mv__doc_deliver(j->svc, db, j->notification, tenant, NULL, NULL, NULL, err)) != MV_OK)
         return rc;
     return mv__change_add2_tx(db, tenant, id, MV_CHANGE_UPDATED, mv_json_str(j->notification, "id"),
                               MV_CHANGE_CREATED, now, err);

@@ -30,10 +30,11 @@ typedef struct create_job { /* ordered by size and alignment (clang-analyzer's p
     const mv_create_request *req;
     mv_template *tpl;
     const json_t *payload;
-    json_t *docs;     /* built documents */
-    json_t *sessions; /* payment session ids opened so far, in order */
-    json_t *empty;    /* the payload when the request has none */
-    json_t *datas;    /* message id → its template data, for channel overrides (channels.c) */
+    json_t *docs;      /* built documents */
+    json_t *sessions;  /* payment session ids opened so far, in order */
+    json_t *empty;     /* the payload when the request has none */
+    json_t *datas;     /* message id → its template data, for channel overrides (channels.c) */
+    json_t *localized; /* message id → its rendered locales (locales.c) */
     /* the build as steps between calls (see step()) */
     json_t *items; /* the prepare answer (as an array once checked) */
     size_t next;   /* the item being built, then the session being expired */
@@ -309,7 +310,11 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     json_t *display = json_object_get(item, "display");
     if (json_is_object(display)) json_object_set_new(doc, "display", json_deep_copy(display));
     if (job->crid[0]) json_object_set_new(doc, "clientRequestId", json_string(job->crid));
-    int64_t bytes = message_bytes(doc);
+    json_t *localized = NULL;
+    if (t->nlocales && (rc = mv__locales_render(t, data, doc, &localized, err)) != MV_OK) goto fail;
+    if (localized && (job->localized || (job->localized = json_object())))
+        json_object_set_new(job->localized, mv_json_str(doc, "id"), localized);
+    int64_t bytes = message_bytes(doc) + mv__locales_bytes(localized);
     if (bytes > svc->o.max_message_bytes) {
         rc = mv_err_set(err, MV_PAYLOAD_TOO_LARGE,
                         "message %zu of template \"%s\" is %lld bytes (payload plus rendered "
@@ -335,7 +340,8 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
                                     job->crid[0] ? (int64_t)i : -1, err);
         if (rc == MV_OK)
             rc = mv__doc_deliver(job->svc, db, doc, job->scope.tenant, job->tpl,
-                                 json_object_get(job->datas, mv_json_str(doc, "id")), err);
+                                 json_object_get(job->datas, mv_json_str(doc, "id")),
+                                 json_object_get(job->localized, mv_json_str(doc, "id")), err);
         if (rc != MV_OK) return rc;
     }
     return MV_OK;
@@ -852,6 +858,7 @@ static void create_close(create_job *job) {
     steps_reset(job, false);
     json_decref(job->docs);
     json_decref(job->datas);
+    json_decref(job->localized);
     json_decref(job->sessions);
     json_decref(job->empty);
     mv_template_release(job->tpl);
@@ -1095,7 +1102,7 @@ typedef struct {
 static mv_code notify_tx(mv_db *db, void *ctx, mv_err *err) {
     notify_arg *a = ctx;
     mv_code rc = mv__doc_insert(db, a->doc, a->tenant, NULL, -1, err);
-    if (rc == MV_OK) rc = mv__doc_deliver(a->svc, db, a->doc, a->tenant, NULL, NULL, err);
+    if (rc == MV_OK) rc = mv__doc_deliver(a->svc, db, a->doc, a->tenant, NULL, NULL, NULL, err);
     if (rc != MV_OK) return rc;
     return mv__change_add_tx(db, a->tenant, mv_json_str(a->doc, "id"), MV_CHANGE_CREATED, NULL,
                              mv__svc_now(a->svc), err);

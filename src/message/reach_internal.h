@@ -40,7 +40,8 @@ void mv__template_free_reach(mv_template *t);
  * message's template data (NULL for notifications: the channel overrides then render with {}).
  * Inside the create's (or claim's) transaction. */
 mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
-                        const mv_template *t, const json_t *data, mv_err *err);
+                        const mv_template *t, const json_t *data, const json_t *localized,
+                        mv_err *err);
 
 /* The stored preferences of (tenant, user) inside a transaction; *out NULL when none. */
 mv_code mv__preferences_load_tx(mv_db *db, const char *tenant, const char *user, json_t **out,
@@ -49,5 +50,19 @@ mv_code mv__preferences_load_tx(mv_db *db, const char *tenant, const char *user,
 /* Records the use of a link inside the claim's transaction: MV_MESSAGE_ARCHIVED ("this link was
  * already used") when it was, which rolls the claim back. */
 mv_code mv__link_consume_tx(mv_db *db, const mv_link *link, int64_t now, mv_err *err);
+
+/* locales.c: a template's "locales" rendered for a new message with its template data (*out NULL
+ * when the template has none): {"de": {"senderContent", "receiverContent", "actions": {cd:
+ * name}}}, each content complete (the default rendering in doc where a locale has no text). */
+mv_code mv__locales_render(const mv_template *t, const json_t *data, const json_t *doc,
+                           json_t **out, mv_err *err);
+/* What limits.messageBytes counts of a rendering: its strings' lengths. */
+int64_t mv__locales_bytes(const json_t *rendered);
+/* Stores a rendering beside its message (deferred; rendered NULL: nothing). */
+mv_code mv__locales_insert_tx(mv_db *db, const char *message_id, const json_t *rendered,
+                              mv_err *err);
+/* The best tag of rendered for an Accept-Language value or a single tag (RFC 4647 lookup: de-AT,
+ * then de; by q), or NULL for the default. Borrowed from rendered. */
+const char *mv__locale_pick(const json_t *rendered, const char *accept);
 
 #endif

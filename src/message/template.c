@@ -471,7 +471,7 @@ static mv_code check_reference(parse_ctx *c, const json_t *json) {
 static const char *const TEMPLATE_KEYS[] = {
     "templateCd",      "type",       "description", "paymentCd", "senderContent",
     "receiverContent", "uiTemplate", "prepare",     "actions",   "channels",
-    "category",        "critical",   NULL};
+    "category",        "critical",   "locales",     NULL};
 
 mv_code mv_template_parse(const json_t *json, const char *source_name, mv_template **out,
                           mv_err *err) {

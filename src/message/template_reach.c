@@ -9,6 +9,7 @@
 #include "message/reach_internal.h"
 #include "missive/base.h"
 #include "missive/mustache.h"
+#include "missive/reach.h"
 
 static mv_code bad(mv_err *err, const char *source, const mv_template *t, const char *fmt,
                    const char *a, const char *b) {
@@ -29,11 +30,12 @@ static bool channel_name_ok(const char *s) {
     return true;
 }
 
+/* Compiles o[key] (a Mustache string, or absent) into *out; where names o in errors. */
 static mv_code compile_field(const json_t *o, const char *key, const char *source,
-                             const mv_template *t, const char *channel, mv_tpl **out, mv_err *err) {
+                             const mv_template *t, const char *where, mv_tpl **out, mv_err *err) {
     const json_t *v = json_object_get(o, key);
-    char field[96];
-    snprintf(field, sizeof field, "channels.%s.%s", channel, key);
+    char field[200];
+    snprintf(field, sizeof field, "%s.%s", where, key);
     if (!v || json_is_null(v)) return MV_OK;
     if (!json_is_string(v)) return bad(err, source, t, "%s must be a string", field, "");
     mv_err e = {0};
@@ -41,6 +43,23 @@ static mv_code compile_field(const json_t *o, const char *key, const char *sourc
     if (rc == MV_NO_MEMORY) return mv_err_set(err, rc, "%s: out of memory", source);
     if (rc != MV_OK) return bad(err, source, t, "%s: %s", field, e.message);
     return MV_OK;
+}
+
+/* Title, short and long of o (each a Mustache string or absent); where names o in errors. */
+static mv_code read_content_fields(const json_t *o, const char *source, const mv_template *t,
+                                   const char *where, mv_content_tpl *out, mv_err *err) {
+    if (!o || json_is_null(o)) return MV_OK;
+    if (!json_is_object(o)) return bad(err, source, t, "%s must be an object", where, "");
+    const char *key;
+    const json_t *x;
+    json_object_foreach((json_t *)o, key, x) {
+        if (strcmp(key, "title") && strcmp(key, "short") && strcmp(key, "long"))
+            return bad(err, source, t, "%s has unknown key \"%.64s\"", where, key);
+    }
+    mv_code rc = compile_field(o, "title", source, t, where, &out->title, err);
+    if (rc == MV_OK) rc = compile_field(o, "short", source, t, where, &out->short_text, err);
+    if (rc == MV_OK) rc = compile_field(o, "long", source, t, where, &out->long_text, err);
+    return rc;
 }
 
 static mv_code read_channel(const char *name, const json_t *v, const char *source, mv_template *t,
@@ -53,20 +72,85 @@ static mv_code read_channel(const char *name, const json_t *v, const char *sourc
     if (json_is_true(v)) return MV_OK;
     if (!json_is_object(v))
         return bad(err, source, t, "channels.%s must be true or a content object", name, "");
+    char where[64];
+    snprintf(where, sizeof where, "channels.%s", name);
+    return read_content_fields(v, source, t, where, &ch->content, err);
+}
+
+static mv_code read_locale_actions(const json_t *o, const char *source, const mv_template *t,
+                                   const char *tag, mv_template_locale *loc, mv_err *err) {
+    char where[96];
+    snprintf(where, sizeof where, "locales.%s.actions", tag);
+    if (!o || json_is_null(o)) return MV_OK;
+    if (!json_is_object(o)) return bad(err, source, t, "%s must be an object", where, "");
+    loc->actions = calloc(json_object_size(o) + 1, sizeof *loc->actions);
+    if (!loc->actions) return mv_err_set(err, MV_NO_MEMORY, "%s: out of memory", source);
+    const char *cd;
+    const json_t *a;
+    json_object_foreach((json_t *)o, cd, a) {
+        if (!mv_template_action(t, cd))
+            return bad(err, source, t, "%s: \"%.64s\" is not an action of the template", where, cd);
+        if (!json_is_object(a) || json_object_size(a) != 1 ||
+            !json_is_string(json_object_get(a, "name")))
+            return bad(err, source, t, "%s.%.64s must be {\"name\": \"…\"}", where, cd);
+        mv_template_locale_action *la = &loc->actions[loc->nactions++];
+        if (!(la->action_cd = strdup(cd))) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        char field[200];
+        snprintf(field, sizeof field, "%s.%s", where, cd);
+        mv_code rc = compile_field(a, "name", source, t, field, &la->name, err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+static mv_code read_locale(const char *tag, const json_t *v, const char *source,
+                           const mv_template *t, mv_template_locale *loc, mv_err *err) {
+    if (!mv_valid_locale(tag))
+        return bad(err, source, t, "locales: \"%.40s\" is not a BCP 47 language tag", tag, "");
+    if (!json_is_object(v)) return bad(err, source, t, "locales.%s must be an object", tag, "");
     const char *key;
     const json_t *x;
     json_object_foreach((json_t *)v, key, x) {
-        if (strcmp(key, "title") && strcmp(key, "short") && strcmp(key, "long"))
-            return bad(err, source, t, "channels.%s has unknown key \"%.64s\"", name, key);
+        if (strcmp(key, "senderContent") && strcmp(key, "receiverContent") &&
+            strcmp(key, "actions"))
+            return bad(err, source, t, "locales.%s has unknown key \"%.64s\"", tag, key);
     }
-    mv_code rc = compile_field(v, "title", source, t, name, &ch->content.title, err);
-    if (rc == MV_OK) rc = compile_field(v, "short", source, t, name, &ch->content.short_text, err);
-    if (rc == MV_OK) rc = compile_field(v, "long", source, t, name, &ch->content.long_text, err);
+    if (!(loc->tag = strdup(tag))) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    char where[96];
+    snprintf(where, sizeof where, "locales.%s.senderContent", tag);
+    mv_code rc = read_content_fields(json_object_get(v, "senderContent"), source, t, where,
+                                     &loc->sender_content, err);
+    snprintf(where, sizeof where, "locales.%s.receiverContent", tag);
+    if (rc == MV_OK)
+        rc = read_content_fields(json_object_get(v, "receiverContent"), source, t, where,
+                                 &loc->receiver_content, err);
+    if (rc == MV_OK)
+        rc = read_locale_actions(json_object_get(v, "actions"), source, t, tag, loc, err);
     return rc;
+}
+
+static mv_code read_locales(const json_t *locales, const char *source, mv_template *t,
+                            mv_err *err) {
+    if (!locales || json_is_null(locales)) return MV_OK;
+    if (!json_is_object(locales))
+        return bad(err, source, t, "locales must be an object (BCP 47 tag → texts)", "", "");
+    if (json_object_size(locales) > MV_TEMPLATE_MAX_LOCALES)
+        return bad(err, source, t, "locales: at most %s locales", "16", "");
+    t->locales = calloc(json_object_size(locales) + 1, sizeof *t->locales);
+    if (!t->locales) return mv_err_set(err, MV_NO_MEMORY, "%s: out of memory", source);
+    const char *tag;
+    const json_t *v;
+    json_object_foreach((json_t *)locales, tag, v) {
+        mv_code rc = read_locale(tag, v, source, t, &t->locales[t->nlocales++], err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
 }
 
 mv_code mv__template_read_reach(const json_t *json, const char *source, mv_template *t,
                                 mv_err *err) {
+    mv_code lrc = read_locales(json_object_get(json, "locales"), source, t, err);
+    if (lrc != MV_OK) return lrc;
     const json_t *channels = json_object_get(json, "channels");
     const json_t *category = json_object_get(json, "category");
     const json_t *critical = json_object_get(json, "critical");
@@ -107,4 +191,20 @@ void mv__template_free_reach(mv_template *t) {
     }
     free(t->channels);
     free(t->category);
+    for (size_t i = 0; i < t->nlocales; i++) {
+        mv_template_locale *l = &t->locales[i];
+        free(l->tag);
+        mv_content_tpl *c[2] = {&l->sender_content, &l->receiver_content};
+        for (int k = 0; k < 2; k++) {
+            mv_tpl_free(c[k]->title);
+            mv_tpl_free(c[k]->short_text);
+            mv_tpl_free(c[k]->long_text);
+        }
+        for (size_t a = 0; a < l->nactions; a++) {
+            free(l->actions[a].action_cd);
+            mv_tpl_free(l->actions[a].name);
+        }
+        free(l->actions);
+    }
+    free(t->locales);
 }
