@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "message/reach_internal.h"
 #include "message/service.h"
 #include "missive/mustache.h"
@@ -100,22 +101,76 @@ static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
     return rc;
 }
 
-/* The email with the template's email override applied to a copy of doc. */
+/* Appends "\n\n<action name>: <url>" per link to short and long (the email body is the longer
+ * of the two), so an email carries the same links as every other delivery. */
+static mv_code append_links(json_t *content, const mv_template *t, const json_t *doc,
+                            const json_t *links, mv_err *err) {
+    mv_strbuf b = {0};
+    const char *cd;
+    json_t *url;
+    json_object_foreach((json_t *)links, cd, url) {
+        const mv_action_def *a = mv_template_action(t, cd);
+        char *name = NULL;
+        mv_code rc = mv_tpl_render(a->name, json_object_get(doc, "payload"), MV_ESCAPE_NONE, &name,
+                                   NULL, err);
+        if (rc != MV_OK) {
+            free(mv_strbuf_take(&b, NULL));
+            return rc;
+        }
+        mv_strbuf_adds(&b, "\n\n");
+        mv_strbuf_adds(&b, name);
+        mv_strbuf_adds(&b, ": ");
+        mv_strbuf_adds(&b, json_string_value(url));
+        free(name);
+    }
+    char *tail = mv_strbuf_take(&b, NULL);
+    if (!tail) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    static const char *const keys[] = {"short", "long"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *was = mv_json_str(content, keys[i]);
+        size_t n = strlen(was ? was : "");
+        char *joined = malloc(n + strlen(tail) + 1);
+        if (!joined) {
+            free(tail);
+            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        }
+        memcpy(joined, was ? was : "", n);
+        strcpy(joined + n, tail);
+        json_object_set_new(content, keys[i], json_string(joined));
+        free(joined);
+    }
+    free(tail);
+    return MV_OK;
+}
+
+/* The email: the template's email override, and the recipient's action links, applied to a copy
+ * of doc (doc itself when neither applies). */
 static mv_code queue_email(mv_service *svc, mv_db *db, const mv_template *t, const json_t *doc,
-                           const json_t *data, mv_err *err) {
+                           const char *tenant, const char *to, const json_t *data, mv_err *err) {
     const mv_template_channel *ch = NULL;
     for (size_t i = 0; t && i < t->nchannels; i++)
         if (!strcmp(t->channels[i].name, "email")) ch = &t->channels[i];
-    if (!ch || (!ch->content.title && !ch->content.short_text && !ch->content.long_text))
-        return mv__doc_enqueue_email(svc, db, doc, err);
-    json_t *content = NULL, *copy = json_copy((json_t *)doc);
-    mv_code rc = copy ? channel_content(ch, doc, data, &content, err)
-                      : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    bool override = ch && (ch->content.title || ch->content.short_text || ch->content.long_text);
+    json_t *links = NULL, *content = NULL, *copy = NULL;
+    mv_code rc = t ? action_links(svc, t, doc, tenant, to, &links, err) : MV_OK;
+    if (rc != MV_OK || (!override && !json_object_size(links))) {
+        json_decref(links);
+        return rc != MV_OK ? rc : mv__doc_enqueue_email(svc, db, doc, err);
+    }
+    if (!(copy = json_copy((json_t *)doc))) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK && override) rc = channel_content(ch, doc, data, &content, err);
+    if (rc == MV_OK && !override &&
+        !(content = json_deep_copy(json_object_get(doc, "receiverContent"))))
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK && json_object_size(links)) rc = append_links(content, t, doc, links, err);
     if (rc == MV_OK) {
         json_object_set_new(copy, "receiverContent", content);
+        content = NULL;
         rc = mv__doc_enqueue_email(svc, db, copy, err);
     }
+    json_decref(content);
     json_decref(copy);
+    json_decref(links);
     return rc;
 }
 
@@ -148,7 +203,7 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
     }
     if (rc == MV_OK && email &&
         mv_reach_allows(svc->o.reach, tenant, prefs, category, "email", true, critical))
-        rc = queue_email(svc, db, t, doc, data, err);
+        rc = queue_email(svc, db, t, doc, tenant, to, data, err);
     for (size_t i = 0; rc == MV_OK && named && i < t->nchannels; i++) {
         const mv_template_channel *ch = &t->channels[i];
         if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;

@@ -27,6 +27,8 @@ static const char OFFER[] =
     "  {\"actionCd\": \"withdraw\", \"name\": \"Withdraw\", \"variant\": \"dark\", \"sender\": "
     "true}]}";
 
+static bool with_email; /* the service queues emails too */
+
 static const char SECRET[] = "0123456789abcdef0123456789abcdef-links";
 
 typedef struct env {
@@ -63,7 +65,7 @@ static int env_open(env *e, const char *kind, const char *name) {
     if (rc != MV_OK || mv_reach_set_links(e->reach, "https://missive.example.com/", SECRET,
                                           strlen(SECRET), 600000, NULL) != MV_OK)
         return 0;
-    mv_service_options o = {.reach = e->reach};
+    mv_service_options o = {.reach = e->reach, .email = with_email};
     if (!fixture_open_opts(&e->f, kind, name, &o)) return 0;
     e->f.now = mv_now_ms(); /* links expire by the real clock the pages read */
     json_t *t = json_loads(OFFER, 0, NULL);
@@ -356,6 +358,43 @@ STORE_TEST(an_altered_spliced_or_expired_token_is_the_link_invalid_page_and_acts
     env_close(&e);
 }
 
+static const char SQL_EMAIL_BODY[] = "SELECT payload FROM outbox WHERE kind = 'email'";
+static mv_code email_tx(mv_db *db, void *ctx, mv_err *err) {
+    json_t **out = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_EMAIL_BODY, &st, err, "");
+    if (st) *out = json_loads(mv_stmt_text(st, 0), 0, NULL);
+    mv_stmt_done(st);
+    return rc;
+}
+
+STORE_TEST(the_email_carries_the_same_links_as_the_channel_delivery) {
+    env e;
+    with_email = true;
+    REQUIRE(env_open(&e, kind, "links_email"));
+    with_email = false;
+    /* the offer lists only sms: email joins when the template names it */
+    json_t *t = json_loads(OFFER, 0, NULL);
+    json_object_set_new(json_object_get(t, "channels"), "email", json_true());
+    REQUIRE(mv_registry_register(e.f.registry, t, "<offer>", NULL) == MV_OK);
+    json_decref(t);
+    json_t *links = NULL;
+    char *id = create_offer(&e, &links);
+    REQUIRE(id);
+    json_t *row = NULL;
+    mv_store_read(e.f.store, email_tx, &row, NULL);
+    const char *body = mv_json_str(row, "body");
+    char want[600];
+    snprintf(want, sizeof want, "Book 4B: %s", mv_json_str(links, "accept"));
+    CHECK(body && strstr(body, want));
+    snprintf(want, sizeof want, "Decline: %s", mv_json_str(links, "decline"));
+    CHECK(body && strstr(body, want));
+    json_decref(row);
+    json_decref(links);
+    free(id);
+    env_close(&e);
+}
+
 int main(void) {
     return RUN_TESTS(
         a_delivery_carries_one_link_per_action_its_recipient_may_run_from_outside,
@@ -363,5 +402,6 @@ int main(void) {
         post_runs_the_action_once_as_the_recipient_and_a_second_post_is_410,
         concurrent_posts_of_one_link_run_the_action_exactly_once,
         a_post_racing_an_in_app_press_runs_the_action_exactly_once,
-        an_altered_spliced_or_expired_token_is_the_link_invalid_page_and_acts_on_nothing);
+        an_altered_spliced_or_expired_token_is_the_link_invalid_page_and_acts_on_nothing,
+        the_email_carries_the_same_links_as_the_channel_delivery);
 }
