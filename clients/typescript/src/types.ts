@@ -53,6 +53,9 @@ export interface Message {
   viewer: Viewer;
   /** What the handler said about the last failed attempt; null unless actionState is retryable. */
   lastFailure: LastFailure | null;
+  /** GET /messages/{id} with Accept-Language: the template locale of the contents (null: the
+   * default). Absent otherwise. */
+  locale?: string | null;
 }
 
 export interface MessageList {
