@@ -104,7 +104,7 @@ mv_code mv_link_verify(const mv_reach *r, const char *token, int64_t now, mv_lin
     const char *dot = strchr(token, '.');
     if (!dot || strlen(dot + 1) != 43) return invalid(err);
     size_t pn = (size_t)(dot - token);
-    char want[44];
+    char want[44] = {0};
     sign(r, token, pn, want);
     if (!mv_ct_equal(want, 43, dot + 1, 43)) return invalid(err);
     unsigned char raw[MAX_TOKEN];
