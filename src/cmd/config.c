@@ -325,13 +325,15 @@ static mv_code load_identity(loader *l, json_t *a) {
     TRY(get_int32(l, a, "auth", "leewaySeconds", 0, 3600, &c->auth.leeway_s));
     TRY(resolve(l, &c->auth.jwks_file));
     json_t *cl;
-    static const char *const CLAIM_KEYS[] = {"user", "roles", "permissions", "tenant", NULL};
+    static const char *const CLAIM_KEYS[] = {"user",   "roles",  "permissions",
+                                             "tenant", "locale", NULL};
     TRY(get_obj(l, a, "auth", "claims", CLAIM_KEYS, &cl));
     if (cl) {
         TRY(get_str(l, cl, "auth.claims", "user", &c->auth.claim_user));
         TRY(get_str(l, cl, "auth.claims", "roles", &c->auth.claim_roles));
         TRY(get_str(l, cl, "auth.claims", "permissions", &c->auth.claim_permissions));
         TRY(get_str(l, cl, "auth.claims", "tenant", &c->auth.claim_tenant));
+        TRY(get_str(l, cl, "auth.claims", "locale", &c->auth.claim_locale));
     }
     return MV_OK;
 }
@@ -777,6 +779,7 @@ void mv_config_free(mv_config *c) {
     free(c->auth.claim_roles);
     free(c->auth.claim_permissions);
     free(c->auth.claim_tenant);
+    free(c->auth.claim_locale);
     free_strings(c->admin_roles, c->n_admin_roles);
     free(c->admin_permission_key);
     free_secret(&c->webhook_secret);

@@ -54,6 +54,7 @@ typedef struct mv_config {
         char *issuer, *audience;  /* NULL → not checked */
         int leeway_s;             /* 30 */
         char *claim_user, *claim_roles, *claim_permissions, *claim_tenant; /* NULL → defaults */
+        char *claim_locale; /* the reader's language (routes_reach.c); NULL → none */
     } auth;
 
     char **admin_roles; /* default none */

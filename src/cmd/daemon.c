@@ -304,7 +304,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                       .max_limit = cfg->list.max_limit};
     d->message_routes = (mv_message_routes){.service = d->service,
                                             .admin_permission = cfg->admin_permission_key,
-                                            .metrics = d->metrics};
+                                            .metrics = d->metrics,
+                                            .locale_claim = cfg->auth.claim_locale};
     d->reach_routes =
         (mv_reach_routes){.store = d->store, .reach = cfg->reach, .service = d->service};
     d->durable_routes = (mv_durable_routes){.approvals = d->approvals,

@@ -32,18 +32,25 @@ static void put_preferences(mv_http_request *req, mv_http_response *res, void *a
     mv_http_json(res, 200, prefs);
 }
 
-const char *mv_http_reader_locale(mv_http_request *req) {
+const char *mv_http_reader_locale(mv_http_request *req, const char *claim_path) {
     const char *v = mv_http_header_get(req, "Accept-Language");
-    if (!v || !*v) v = mv_http_header_get(req, "X-User-Locale");
+    if (v && *v) return v;
+    const json_t *claims = req->principal ? req->principal->identity : NULL;
+    if (claims && claim_path) { /* jwt: an exact member first, as every claim, else the path */
+        const json_t *c = json_object_get(claims, claim_path);
+        v = json_string_value(c ? c : mv_json_path(claims, claim_path));
+        return v && *v ? v : NULL;
+    }
+    v = claims ? NULL : mv_http_header_get(req, "X-User-Locale");
     return v && *v ? v : NULL;
 }
 
 void mv_http_localized_message(mv_http_request *req, mv_http_response *res, mv_service *svc,
-                               const mv_user *user) {
+                               const mv_user *user, const char *claim_path) {
     json_t *msg = NULL;
     mv_err err = {0};
     if (mv_message_get(svc, mv_http_param(req, "id"), user, &msg, &err) != MV_OK ||
-        mv_message_localize(svc, msg, mv_http_reader_locale(req), &err) != MV_OK) {
+        mv_message_localize(svc, msg, mv_http_reader_locale(req, claim_path), &err) != MV_OK) {
         json_decref(msg);
         mv_http_error(res, &err);
         return;

@@ -19,10 +19,11 @@ mv_code mv_reach_routes_add(mv_router *router, mv_reach_routes *routes, mv_err *
 /* Registers GET /a/{token} and POST /a/{token} (public: the token is the credential). */
 mv_code mv_link_routes_add(mv_router *router, mv_reach_routes *routes, mv_err *err);
 
-/* The language a reader asks for: Accept-Language, else X-User-Locale; NULL when neither. */
-const char *mv_http_reader_locale(mv_http_request *req);
+/* The language a reader asks for: Accept-Language, else the JWT claim at claim_path (a dotted
+ * path, NULL: none), else X-User-Locale in headers mode; NULL when none says. */
+const char *mv_http_reader_locale(mv_http_request *req, const char *claim_path);
 /* GET /messages/{id} in the reader's language (mv_message_localize): the message with "locale". */
 void mv_http_localized_message(mv_http_request *req, mv_http_response *res, mv_service *svc,
-                               const mv_user *user);
+                               const mv_user *user, const char *claim_path);
 
 #endif

@@ -194,6 +194,69 @@ STORE_TEST(a_channel_delivery_is_in_the_recipients_stored_locale) {
     env_close(&e);
 }
 
+/* An HS256 token for claims (base64url of header and claims, signed with key). */
+static char *hs256(const char *claims, const char *key) {
+    static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    size_t hn = mv_b64url_len(strlen(header)), cn = mv_b64url_len(strlen(claims));
+    char *t = malloc(hn + cn + 48);
+    mv_b64url_encode(header, strlen(header), t);
+    t[hn] = '.';
+    mv_b64url_encode(claims, strlen(claims), t + hn + 1);
+    unsigned char mac[32];
+    mv_hmac_sha256(key, strlen(key), t, hn + 1 + cn, mac);
+    t[hn + 1 + cn] = '.';
+    mv_b64url_encode(mac, 32, t + hn + 2 + cn);
+    return t;
+}
+
+STORE_TEST(a_jwt_claim_names_the_readers_language_when_accept_language_does_not) {
+    env e;
+    REQUIRE(env_open(&e, kind, "loc_jwt", 0));
+    static const char KEY[] = "a-jwt-secret-of-at-least-32-bytes-long";
+    mv_auth *jwt = NULL;
+    mv_auth_options ao = {.mode = MV_AUTH_JWT, .secret = KEY, .secret_len = strlen(KEY)};
+    REQUIRE(mv_auth_new(&ao, &jwt, NULL) == MV_OK);
+    mv_router_set_auth(e.router, jwt);
+    e.routes.locale_claim = "profile.lang";
+    mv_code rc;
+    char *id = create(&e, "7F", &rc);
+    REQUIRE(id);
+    char target[64], bearer[1024];
+    snprintf(target, sizeof target, "/messages/%s", id);
+    char *token =
+        hs256("{\"sub\":\"bob\",\"exp\":4102444800,\"profile\":{\"lang\":\"de-AT\"}}", KEY);
+    snprintf(bearer, sizeof bearer, "Bearer %s", token);
+    call c;
+    call_init(&c, "GET", target);
+    call_header(&c, "Authorization", bearer);
+    call_run(&c, e.router);
+    CHECK_INT(c.res.status, 200);
+    CHECK_STR(mv_json_str(c.body, "locale"), "de");
+    call_free(&c);
+    call_init(&c, "GET", target); /* Accept-Language still comes first */
+    call_header(&c, "Authorization", bearer);
+    call_header(&c, "Accept-Language", "fr");
+    call_run(&c, e.router);
+    CHECK_STR(mv_json_str(c.body, "locale"), "fr");
+    call_free(&c);
+    call_init(&c, "GET", target); /* X-User-Locale is for headers mode only */
+    char *plain = hs256("{\"sub\":\"bob\",\"exp\":4102444800}", KEY);
+    snprintf(bearer, sizeof bearer, "Bearer %s", plain);
+    call_header(&c, "Authorization", bearer);
+    call_header(&c, "X-User-Locale", "de");
+    call_run(&c, e.router);
+    CHECK_INT(c.res.status, 200);
+    CHECK(json_object_get(c.body, "locale") == NULL);
+    CHECK_STR(mv_json_str(json_object_get(c.body, "receiverContent"), "title"), "Flat 7F for you");
+    call_free(&c);
+    free(token);
+    free(plain);
+    mv_router_set_auth(e.router, e.auth);
+    mv_auth_free(jwt);
+    free(id);
+    env_close(&e);
+}
+
 TEST(bad_locales_are_refused_at_load_naming_the_tag_or_field) {
     static const char *const bad[][2] = {
         {"{\"english\": {}}", "\"english\""},
@@ -241,5 +304,6 @@ int main(void) {
                      get_message_with_accept_language_de_at_reads_the_de_content,
                      every_locale_counts_in_limits_message_bytes,
                      a_channel_delivery_is_in_the_recipients_stored_locale,
+                     a_jwt_claim_names_the_readers_language_when_accept_language_does_not,
                      bad_locales_are_refused_at_load_naming_the_tag_or_field);
 }
