@@ -17,6 +17,7 @@
 #include "missive/message.h"
 #include "missive/mustache.h"
 #include "missive/operations.h"
+#include "missive/reach.h"
 #include "missive/reconcile.h"
 #include "missive/saga_webhook.h"
 #include "missive/store.h"

@@ -249,8 +249,9 @@ typedef enum mv_outbox_kind { MV_OUTBOX_EMAIL, MV_OUTBOX_WEBHOOK } mv_outbox_kin
 /* Adds a pending row, due now. MUST be called inside the caller's mv_store_write() callback;
  * the row exists only if that transaction commits. Payloads:
  *   email:   {"messageId": "…", "toUser": "…", "title": "…", "body": "…"}
- *   webhook: {"url": "http…", "body": <any JSON>, "idempotencyKey"?: "…"} (the key defaults to
- *            the row id, so every retry carries the same key).
+ *   webhook: {"url": "http…", "body": <any JSON>, "idempotencyKey"?: "…", "contactOf"?: USER}
+ *            (the key defaults to the row id, so every retry carries the same key; contactOf:
+ *            see mv_outbox_config.directory).
  * A payload of the wrong shape is MV_INVALID_ARGUMENT naming the field. The _id variant also
  * writes the new row's id (a UUID) into id_out (37 bytes, may be NULL). */
 mv_code mv_outbox_add_tx(mv_db *db, mv_outbox_kind kind, const json_t *payload, int64_t now,
@@ -294,6 +295,9 @@ typedef struct mv_outbox_config {
      * on this loop instead of one after another; emails are still sent one by one. A row whose
      * call the loop refuses or abandons (shutting down) is retried later. */
     mv_loop *loop;
+    /* Optional, borrowed: a webhook row with "contactOf": USER (a channel delivery) gets the
+     * directory's answer for USER as body.to.contact when it is sent. NULL: left as stored. */
+    mv_directory *directory;
 } mv_outbox_config;
 
 /* Claims up to max_rows due rows (pending and due, or delivering with an expired lease) one at a

@@ -75,7 +75,8 @@ extern "C" {
     X(MV_PREPARE_UNAVAILABLE, "prepare_failed", 502)                                               \
     X(MV_PAYMENT_UNAVAILABLE, "payment_failed", 502)                                               \
     X(MV_DRAINING, "draining", 503)                                                                \
-    X(MV_STREAM_CAPACITY, "stream_capacity", 503)
+    X(MV_STREAM_CAPACITY, "stream_capacity", 503)                                                  \
+    X(MV_LINK_INVALID, "link_invalid", 400)
 
 typedef enum mv_code {
 #define MV_X_ENUM(e, name, status) e,

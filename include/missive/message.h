@@ -72,6 +72,7 @@ typedef struct mv_action_input {
     const char *attempt_id;
     const json_t *input; /* the request body, {} when none */
     mv_abort *abort;     /* fired when the claim's lease could not be extended: stop early */
+    const char *trigger; /* what pressed it: "user" (NULL), "link" (an action link) */
 } mv_action_input;
 typedef mv_code (*mv_action_fn)(void *ctx, const mv_action_input *in, json_t **result, mv_err *err);
 
@@ -124,6 +125,9 @@ typedef struct mv_service_options {
      * starts no further step and its action fails with MV_DRAINING (the attempt retryable: the
      * next press continues the same saga). */
     mv_abort *saga_stop;
+    /* Optional, borrowed (missive/reach.h): named channels and preference defaults. NULL: no
+     * named channels; stored preferences still decide the email. */
+    const struct mv_reach *reach;
 } mv_service_options;
 
 #define MV_DEFAULT_MESSAGE_BYTES 1048576
@@ -276,6 +280,9 @@ typedef struct mv_action_request {
      * the saga's end. Without it the saga runs on the calling thread. */
     void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
     void *submit_ctx;
+    /* An action link (missive/reach.h): its use is recorded in the claim's transaction (a spent
+     * link → MV_MESSAGE_ARCHIVED, nothing claimed), and the handler sees "trigger": "link". */
+    const struct mv_link *link;
 } mv_action_request;
 
 /* handleAction. *result: new reference (the handler's result, json null when none).

@@ -74,11 +74,33 @@ typedef struct mv_action_def {
     int64_t approval_ttl_ms;   /* 0 = the configured default */
 } mv_action_def;
 
+#define MV_TEMPLATE_MAX_LOCALES 16
+
 typedef enum mv_prepare_kind { MV_PREPARE_DECLARATIVE, MV_PREPARE_WEBHOOK } mv_prepare_kind;
 
 /* A template's "required" list: at most this many dotted paths, each at most this many bytes. */
 #define MV_TEMPLATE_MAX_REQUIRED 64
 #define MV_TEMPLATE_MAX_REQUIRED_PATH 256
+
+/* One entry of a template's "locales": the contents and action texts in that language (members
+ * NULL where the template's default applies). */
+typedef struct mv_template_locale_action {
+    char *action_cd;
+    mv_tpl *name;
+} mv_template_locale_action;
+typedef struct mv_template_locale {
+    char *tag; /* BCP 47, as written */
+    mv_content_tpl sender_content, receiver_content;
+    mv_template_locale_action *actions;
+    size_t nactions;
+} mv_template_locale;
+
+/* One entry of a template's "channels" (missive/reach.h): where its messages are delivered, with
+ * the content that channel gets instead of the receiver content (members NULL where none). */
+typedef struct mv_template_channel {
+    char *name; /* "email", "sms", … */
+    mv_content_tpl content;
+} mv_template_channel;
 
 typedef struct mv_template {
     char *template_cd;
@@ -96,6 +118,13 @@ typedef struct mv_template {
     size_t nrequired;
     mv_action_def *actions;
     size_t nactions;
+    /* reach (message/template_reach.c): has_channels false → email only, as before */
+    bool has_channels, critical;
+    mv_template_channel *channels;
+    size_t nchannels;
+    char *category;              /* "category", default the templateCd */
+    mv_template_locale *locales; /* "locales" (at most MV_TEMPLATE_MAX_LOCALES) */
+    size_t nlocales;
     json_t *source; /* the template JSON as loaded (read-only) */
     int refs_;      /* internal */
 } mv_template;

@@ -1,12 +1,13 @@
-/* cli_templates.c — `missive templates check [--sagas DIR] PATH...`: parses and validates
- * templates exactly as the daemon does at start, one line per file on stdout ("ok FILE" or
- * "FILE: <error>"; an ok line ends with the payload fields the template requires, if any); exit 1
- * when any file failed, 2 on a usage error.
+/* cli_templates.c — `missive templates check [--sagas DIR] [--config FILE] PATH...`: parses and
+ * validates templates exactly as the daemon does at start, one line per file on stdout ("ok FILE"
+ * or "FILE: <error>"; an ok line ends with the payload fields the template requires, if any);
+ * exit 1 when any file failed, 2 on a usage error.
  *
  * A PATH that is a directory is checked as the daemon's "templates" directory: every *.json in
  * name order, and a templateCd defined by two of its files is an error on the second. With
  * --sagas, every {"saga": NAME} handler must name a definition in that directory, as the daemon
- * requires at start. */
+ * requires at start. Every channel a template names must be configured: by the "channels" of
+ * --config FILE, else only inbox and email exist. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 #include "missive/template.h"
 
 static int usage(void) {
-    fprintf(stderr, "usage: missive templates check [--sagas DIR] PATH...\n");
+    fprintf(stderr, "usage: missive templates check [--sagas DIR] [--config FILE] PATH...\n");
     return 2;
 }
 
@@ -27,7 +28,8 @@ static int usage(void) {
 typedef struct {
     const mv_saga_book *book;
     const char *sagas_dir;
-    json_t *defined; /* templateCd → file, reset for every directory */
+    const mv_reach *reach; /* --config's channels; NULL: inbox and email only */
+    json_t *defined;       /* templateCd → file, reset for every directory */
 } check_ctx;
 
 /* Checks one file; prints its line; returns 1 when it failed. */
@@ -37,6 +39,7 @@ static int check_file(check_ctx *c, const char *path) {
     mv_err_clear(&err);
     mv_code rc = mv_template_load_file(path, &t, &err);
     if (rc == MV_OK && c->book) rc = mv_daemon_check_template_sagas(t, c->book, c->sagas_dir, &err);
+    if (rc == MV_OK) rc = mv_reach_check_template(c->reach, t, &err);
     if (rc == MV_OK && c->defined) {
         const char *first = json_string_value(json_object_get(c->defined, t->template_cd));
         if (first)
@@ -78,7 +81,7 @@ static int check_dir(check_ctx *c, const char *dir) {
 
 int cli_templates(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "check") != 0) return usage();
-    static const char *const FLAGS[] = {"--sagas", NULL};
+    static const char *const FLAGS[] = {"--sagas", "--config", NULL};
     if (!cli_flags_ok(argc, argv, FLAGS, NULL)) return usage();
     check_ctx c = {.sagas_dir = cli_flag(argc, argv, "--sagas")};
     mv_saga_book *book = NULL;
@@ -94,12 +97,23 @@ int cli_templates(int argc, char **argv) {
         }
         c.book = book;
     }
+    const char *config_path = cli_flag(argc, argv, "--config");
+    mv_config *cfg = NULL;
+    if (config_path) {
+        mv_err err = {0};
+        if (mv_config_load(config_path, NULL, &cfg, &err) != MV_OK) {
+            printf("%s\n", err.message);
+            mv_saga_book_free(book);
+            return 1;
+        }
+        c.reach = cfg->reach;
+    }
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--sagas") == 0) {
+        if (strcmp(argv[i], "--sagas") == 0 || strcmp(argv[i], "--config") == 0) {
             i++; /* its value */
             continue;
         }
-        if (strncmp(argv[i], "--sagas=", 8) == 0) continue;
+        if (strncmp(argv[i], "--sagas=", 8) == 0 || strncmp(argv[i], "--config=", 9) == 0) continue;
         paths++;
         struct stat st;
         if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
@@ -108,6 +122,7 @@ int cli_templates(int argc, char **argv) {
             failed |= check_file(&c, argv[i]);
     }
     mv_saga_book_free(book);
+    mv_config_free(cfg);
     fflush(stdout);
     if (!paths) return usage();
     return failed;

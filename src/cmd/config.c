@@ -260,6 +260,9 @@ static const char *const TOP_KEYS[] = {"listen",
                                        "headerTimeoutMs",
                                        "sagaEncryption",
                                        "tls",
+                                       "channels",
+                                       "preferences",
+                                       "links",
                                        NULL};
 
 static mv_code load_server(loader *l, json_t *root) {
@@ -324,13 +327,15 @@ static mv_code load_identity(loader *l, json_t *a) {
     TRY(get_bool(l, a, "auth", "requireExp", &c->auth.require_exp));
     TRY(resolve(l, &c->auth.jwks_file));
     json_t *cl;
-    static const char *const CLAIM_KEYS[] = {"user", "roles", "permissions", "tenant", NULL};
+    static const char *const CLAIM_KEYS[] = {"user",   "roles",  "permissions",
+                                             "tenant", "locale", NULL};
     TRY(get_obj(l, a, "auth", "claims", CLAIM_KEYS, &cl));
     if (cl) {
         TRY(get_str(l, cl, "auth.claims", "user", &c->auth.claim_user));
         TRY(get_str(l, cl, "auth.claims", "roles", &c->auth.claim_roles));
         TRY(get_str(l, cl, "auth.claims", "permissions", &c->auth.claim_permissions));
         TRY(get_str(l, cl, "auth.claims", "tenant", &c->auth.claim_tenant));
+        TRY(get_str(l, cl, "auth.claims", "locale", &c->auth.claim_locale));
     }
     return MV_OK;
 }
@@ -732,6 +737,8 @@ static mv_code load(loader *l, const char *path, const mv_config_overrides *ov) 
     if (rc == MV_OK) rc = load_ui(l, root);
     if (rc == MV_OK) rc = load_operations(l, root);
     if (rc == MV_OK) rc = load_tls(l, root);
+    if (rc == MV_OK && (rc = mv_config_load_reach(root, c->email.enabled, &c->reach, l->err)))
+        mv_err_prefix(l->err, "%s", l->file);
     c->raw = root; /* kept: a reload compares it */
     TRY(rc);
 
@@ -810,6 +817,7 @@ void mv_config_free(mv_config *c) {
     free(c->auth.claim_roles);
     free(c->auth.claim_permissions);
     free(c->auth.claim_tenant);
+    free(c->auth.claim_locale);
     free_strings(c->admin_roles, c->n_admin_roles);
     free(c->admin_permission_key);
     free_secret(&c->webhook_secret);
@@ -831,5 +839,6 @@ void mv_config_free(mv_config *c) {
     free(c->tls.cert_file);
     free(c->tls.key_file);
     json_decref(c->raw);
+    mv_reach_free(c->reach);
     free(c);
 }

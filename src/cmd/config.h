@@ -14,6 +14,7 @@
 #include "missive/deliver.h"
 #include "missive/durable.h"
 #include "missive/error.h"
+#include "missive/reach.h"
 
 typedef struct mv_config_secret {
     char *env;            /* the variable's name, NULL when not configured */
@@ -54,6 +55,7 @@ typedef struct mv_config {
         int leeway_s;             /* 30 */
         bool require_exp;         /* true: a token without exp is refused */
         char *claim_user, *claim_roles, *claim_permissions, *claim_tenant; /* NULL → defaults */
+        char *claim_locale; /* the reader's language (routes_reach.c); NULL → none */
     } auth;
 
     char **admin_roles; /* default none */
@@ -144,6 +146,8 @@ typedef struct mv_config {
         char *key_file;  /* "tls.keyFile" (resolved), PEM private key */
     } tls;
     json_t *raw; /* the file as read: a reload compares the keys that cannot change live */
+    mv_reach
+        *reach; /* "channels", "preferences", "links" (config_reach.c); never NULL once loaded */
 } mv_config;
 
 /* Command-line values that replace the file's (NULL = keep). Relative paths here are relative
@@ -158,6 +162,10 @@ typedef struct mv_config_overrides {
  * mv_config_free. */
 mv_code mv_config_load(const char *path, const mv_config_overrides *ov, mv_config **out,
                        mv_err *err);
+/* Parses the reach sections of a config root ("channels", "preferences", "links") into a new *out
+ * (mv_reach_free); on its own so that a reload can build a new one. MV_INVALID_CONFIG naming the
+ * key otherwise. email_enabled: whether the config has "email". */
+mv_code mv_config_load_reach(const json_t *root, bool email_enabled, mv_reach **out, mv_err *err);
 /* Frees the config and wipes the secrets. NULL-safe. */
 void mv_config_free(mv_config *cfg);
 

@@ -45,6 +45,15 @@ mv_code mv_daemon_check_approvals(const mv_config *cfg, mv_registry *reg, mv_err
     return cfg->approvals.enabled ? MV_OK : each_template(reg, check_template_approvals, NULL, err);
 }
 
+static mv_code check_template_channels(const mv_template *t, void *ctx, mv_err *err) {
+    return mv_reach_check_template(ctx, t, err);
+}
+
+/* Every channel a template names is configured ("channels"). */
+static mv_code check_channels(const mv_config *cfg, mv_registry *reg, mv_err *err) {
+    return each_template(reg, check_template_channels, cfg->reach, err);
+}
+
 mv_code mv_daemon_check_template_sagas(const mv_template *t, const mv_saga_book *book,
                                        const char *sagas_dir, mv_err *err) {
     for (size_t a = 0; t && a < t->nactions; a++) {
@@ -90,6 +99,7 @@ mv_code mv_daemon_check(const mv_config *cfg, mv_err *err) {
     if (cfg->templates) {
         rc = mv_registry_load_dir(reg, cfg->templates, err);
         if (rc == MV_OK) rc = mv_daemon_check_approvals(cfg, reg, err);
+        if (rc == MV_OK) rc = check_channels(cfg, reg, err);
     }
     if (rc == MV_OK && cfg->sagas) {
         book = mv_saga_book_new(NULL);
@@ -138,6 +148,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if (cfg->templates && (rc = mv_registry_load_dir(d->registry, cfg->templates, err)) != MV_OK)
         return rc;
     if ((rc = mv_daemon_check_approvals(cfg, d->registry, err)) != MV_OK) return rc;
+    if ((rc = check_channels(cfg, d->registry, err)) != MV_OK) return rc;
     d->webhook = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
                                      .secret_len = cfg->webhook_secret.len,
                                      .secrets = cfg->webhook_keys,
@@ -198,6 +209,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
         .max_message_bytes = cfg->limits.message_bytes,
         .max_page_bytes = cfg->list.max_page_bytes,
         .on_warning = log_warning,
+        .reach = cfg->reach,
     };
     rc = mv_service_new(&o, &d->service, err);
     json_decref(exclusions);
@@ -222,7 +234,8 @@ static mv_code start_outbox(mv_daemon *d, const mv_config *cfg, mv_err *err) {
                            .max_attempts = cfg->outbox.max_attempts,
                            .backoff_base_ms = cfg->outbox.backoff_ms,
                            .on_event = log_outbox_event,
-                           .loop = d->loop};
+                           .loop = d->loop,
+                           .directory = d->email ? d->email->email.directory : NULL};
     return mv_outbox_worker_start(d->store, &oc, cfg->outbox.poll_ms, &d->outbox, err);
 }
 
@@ -306,7 +319,10 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                       .max_limit = cfg->list.max_limit};
     d->message_routes = (mv_message_routes){.service = d->service,
                                             .admin_permission = cfg->admin_permission_key,
-                                            .metrics = d->metrics};
+                                            .metrics = d->metrics,
+                                            .locale_claim = cfg->auth.claim_locale};
+    d->reach_routes =
+        (mv_reach_routes){.store = d->store, .reach = cfg->reach, .service = d->service};
     d->durable_routes = (mv_durable_routes){.approvals = d->approvals,
                                             .engine = d->saga_engine,
                                             .book = d->sagas,

@@ -16,6 +16,7 @@
 #include "http/routes_lists.h"
 #include "http/routes_messages.h"
 #include "http/routes_ui.h"
+#include "http/routes_reach.h"
 #include "http/stream_hub.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
@@ -55,6 +56,7 @@ typedef struct mv_daemon {
     atomic_bool ui_enabled;            /* "ui.enabled", switched by a reload */
     mv_ui_routes ui_routes;
     struct mv_daemon_tls *tls; /* NULL without "tls"; the certificate a reload replaces */
+    mv_reach_routes reach_routes;      /* GET/PUT /preferences */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

@@ -11,6 +11,7 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_code rc = mv_http_ops_routes(router, &d->ops, err);
     if (rc == MV_OK) rc = mv_message_routes_add(router, &d->message_routes, err);
     if (rc == MV_OK) rc = mv_inbox_routes_add(router, &d->message_routes, err);
+    if (rc == MV_OK) rc = mv_reach_routes_add(router, &d->reach_routes, err);
     if (rc == MV_OK) rc = mv_stream_routes_add(router, d->streams, err);
     if (rc == MV_OK && d->cfg)
         rc = mv_router_set_cors(router, (const char *const *)d->cfg->cors.origins,

@@ -13,6 +13,7 @@
 #include "http/request.h"
 #include "http/routes_inbox.h"
 #include "http/routes_messages.h"
+#include "http/routes_reach.h"
 #include "http/work_pool.h"
 #include "message/action_async.h"
 #include "message/create_async.h"
@@ -403,6 +404,10 @@ static void get_message(mv_http_request *req, mv_http_response *res, void *app) 
     char *m = NULL;
     size_t len = 0;
     mv_err err = {0};
+    if (mv_http_reader_locale(req, r->locale_claim)) { /* a language is named: routes_reach.c */
+        mv_http_localized_message(req, res, r->service, &user, r->locale_claim);
+        return;
+    }
     if (mv_message_get_text(r->service, mv_http_param(req, "id"), &user, &m, &len, &err) != MV_OK) {
         mv_http_error(res, &err);
         return;

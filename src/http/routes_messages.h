@@ -11,6 +11,7 @@ typedef struct mv_message_routes {
     mv_service *service;          /* borrowed */
     const char *admin_permission; /* "is.admin" */
     mv_metrics *metrics;          /* may be NULL: counts actions by outcome */
+    const char *locale_claim;     /* JWT claim with the reader's language (NULL: none) */
 } mv_message_routes;
 
 /* The acting user of a request (borrows from the principal, roles array in the arena). */

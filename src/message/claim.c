@@ -18,6 +18,7 @@
 #include "base/callctx.h"
 #include "message/action_async.h"
 #include "message/inbox_internal.h"
+#include "message/reach_internal.h"
 #include "message/service.h"
 #include "store/write_async.h"
 
@@ -155,6 +156,7 @@ static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     char attempt[37];
     mv_code rc = mv_id_uuid(attempt, err);
     if (rc != MV_OK || (rc = consume_approval(db, j, err)) != MV_OK) return rc;
+    if (j->req->link && (rc = mv__link_consume_tx(db, j->req->link, now, err)) != MV_OK) return rc;
     int64_t changes = 0;
     rc = mv_db_execf(db, SQL_CLAIM_ACTIVE, &changes, err, "sssiisis", j->action->action_cd, attempt,
                      j->user_id, now, lease, j->approval_id[0] ? j->approval_id : NULL, now, id);
@@ -194,9 +196,10 @@ static mv_code run_handler(action_job *j, mv_err *err) {
     mv_code rc = mv_tpl_render(j->action->name, json_object_get(j->message, "payload"),
                                MV_ESCAPE_NONE, &name, NULL, err);
     if (rc != MV_OK) goto done;
-    mv_action_input in = {j->message,   j->action,     name,
-                          j->req->user, j->attempt_id, j->req->input ? j->req->input : empty,
-                          &j->abort};
+    mv_action_input in = {j->message,    j->action,
+                          name,          j->req->user,
+                          j->attempt_id, j->req->input ? j->req->input : empty,
+                          &j->abort,     j->req->link ? "link" : "user"};
     /* the calls the handler makes (a webhook, a saga's steps) are logged with these ids */
     mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
     if (mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
@@ -354,7 +357,8 @@ static mv_code archive_rest(mv_db *db, action_job *j, int64_t now, mv_err *err) 
     if ((rc = mv__tally_archived_doc_tx(db, tenant, j->message, err)) != MV_OK) return rc;
     if (!j->notification) return message_changed(db, j, now, err);
     if ((rc = mv__doc_insert(db, j->notification, tenant, NULL, -1, err)) != MV_OK) return rc;
-    if ((rc = mv__doc_enqueue_email(j->svc, db, j->notification, err)) != MV_OK) return rc;
+    if ((rc = mv__doc_deliver(j->svc, db, j->notification, tenant, NULL, NULL, NULL, err)) != MV_OK)
+        return rc;
     return mv__change_add2_tx(db, tenant, id, MV_CHANGE_UPDATED, mv_json_str(j->notification, "id"),
                               MV_CHANGE_CREATED, now, err);
 }
@@ -648,9 +652,10 @@ static mv_code claim_and_start(mv_action_pending *p, mv_err *err) {
     rc = mv_tpl_render(j->action->name, json_object_get(j->message, "payload"), MV_ESCAPE_NONE,
                        &name, NULL, &p->herr);
     if (rc == MV_OK) {
-        mv_action_input in = {j->message,   j->action,     name,
-                              j->req->user, j->attempt_id, j->req->input ? j->req->input : empty,
-                              &j->abort};
+        mv_action_input in = {j->message,    j->action,
+                              name,          j->req->user,
+                              j->attempt_id, j->req->input ? j->req->input : empty,
+                              &j->abort,     j->req->link ? "link" : "user"};
         int64_t period = j->svc->o.action_lease_ms / 3;
         p->lease_timer = mv_loop_every(j->svc->o.loop, period > 0 ? period : 1, extend_on_timer, j);
         if (!p->lease_timer) rc = mv_err_set(&p->herr, MV_DRAINING, "the server is shutting down");

@@ -14,6 +14,7 @@
 #include "base/strbuf.h"
 #include "message/create_async.h"
 #include "message/inbox_internal.h"
+#include "message/reach_internal.h"
 #include "message/request.h"
 #include "store/write_async.h"
 
@@ -29,9 +30,11 @@ typedef struct create_job { /* ordered by size and alignment (clang-analyzer's p
     const mv_create_request *req;
     mv_template *tpl;
     const json_t *payload;
-    json_t *docs;     /* built documents */
-    json_t *sessions; /* payment session ids opened so far, in order */
-    json_t *empty;    /* the payload when the request has none */
+    json_t *docs;      /* built documents */
+    json_t *sessions;  /* payment session ids opened so far, in order */
+    json_t *empty;     /* the payload when the request has none */
+    json_t *datas;     /* message id → its template data, for channel overrides (channels.c) */
+    json_t *localized; /* message id → its rendered locales (locales.c) */
     /* the build as steps between calls (see step()) */
     json_t *items; /* the prepare answer (as an array once checked) */
     size_t next;   /* the item being built, then the session being expired */
@@ -317,6 +320,8 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     }
     json_object_set_new(doc, "senderContent", sender);
     json_object_set_new(doc, "receiverContent", receiver);
+    if (t->has_channels && (job->datas || (job->datas = json_object())))
+        json_object_set(job->datas, mv_json_str(doc, "id"), data);
     const char *from = nonempty_str(item, "fromUser");
     json_object_set_new(doc, "fromUser", json_string(from ? from : job->user_id));
     json_t *documents = json_object_get(job->payload, "documents");
@@ -332,7 +337,12 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     json_t *display = json_object_get(item, "display");
     if (json_is_object(display)) json_object_set_new(doc, "display", json_deep_copy(display));
     if (job->crid[0]) json_object_set_new(doc, "clientRequestId", json_string(job->crid));
-    int64_t bytes = message_bytes(doc), max_bytes = atomic_load(&svc->max_message_bytes);
+    json_t *localized = NULL;
+    if (t->nlocales && (rc = mv__locales_render(t, data, doc, &localized, err)) != MV_OK) goto fail;
+    if (localized && (job->localized || (job->localized = json_object())))
+        json_object_set_new(job->localized, mv_json_str(doc, "id"), localized);
+    int64_t bytes = message_bytes(doc) + mv__locales_bytes(localized),
+            max_bytes = atomic_load(&svc->max_message_bytes);
     if (bytes > max_bytes) {
         rc = mv_err_set(err, MV_PAYLOAD_TOO_LARGE,
                         "message %zu of template \"%s\" is %lld bytes (payload plus rendered "
@@ -355,7 +365,10 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     json_array_foreach(job->docs, i, doc) {
         mv_code rc = mv__doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
                                     job->crid[0] ? (int64_t)i : -1, err);
-        if (rc == MV_OK) rc = mv__doc_enqueue_email(job->svc, db, doc, err);
+        if (rc == MV_OK)
+            rc = mv__doc_deliver(job->svc, db, doc, job->scope.tenant, job->tpl,
+                                 json_object_get(job->datas, mv_json_str(doc, "id")),
+                                 json_object_get(job->localized, mv_json_str(doc, "id")), err);
         if (rc != MV_OK) return rc;
     }
     return MV_OK;
@@ -878,6 +891,8 @@ static mv_code create_body(create_job *job, json_t **messages, bool *replayed, m
 static void create_close(create_job *job) {
     steps_reset(job, false);
     json_decref(job->docs);
+    json_decref(job->datas);
+    json_decref(job->localized);
     json_decref(job->sessions);
     json_decref(job->empty);
     mv_template_release(job->tpl);
@@ -1121,7 +1136,7 @@ typedef struct {
 static mv_code notify_tx(mv_db *db, void *ctx, mv_err *err) {
     notify_arg *a = ctx;
     mv_code rc = mv__doc_insert(db, a->doc, a->tenant, NULL, -1, err);
-    if (rc == MV_OK) rc = mv__doc_enqueue_email(a->svc, db, a->doc, err);
+    if (rc == MV_OK) rc = mv__doc_deliver(a->svc, db, a->doc, a->tenant, NULL, NULL, NULL, err);
     if (rc != MV_OK) return rc;
     return mv__change_add_tx(db, a->tenant, mv_json_str(a->doc, "id"), MV_CHANGE_CREATED, NULL,
                              mv__svc_now(a->svc), err);

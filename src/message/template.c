@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/js_value.h"
+#include "message/reach_internal.h"
 #include "missive/base.h"
 #include "missive/template.h"
 
@@ -483,6 +484,10 @@ static const char *const TEMPLATE_KEYS[] = {"templateCd",
                                             "required",
                                             "actions",
                                             "label",
+                                            "channels",
+                                            "category",
+                                            "critical",
+                                            "locales",
                                             NULL};
 
 /* Names separated by single dots, as mv_json_path walks them: no empty name, no control
@@ -581,6 +586,7 @@ mv_code mv_template_parse(const json_t *json, const char *source_name, mv_templa
         if ((rc = read_action(&c, a, &t->actions[i])) != MV_OK) goto fail;
     }
     c.action_cd = NULL;
+    if ((rc = mv__template_read_reach(json, c.source, t, err)) != MV_OK) goto fail;
     if (!(t->source = json_deep_copy(json))) goto nomem;
     *out = t;
     return MV_OK;
@@ -652,6 +658,7 @@ void mv_template_release(mv_template *t) {
     for (size_t i = 0; i < t->nactions; i++)
         action_free(&t->actions[i]);
     free(t->actions);
+    mv__template_free_reach(t);
     json_decref(t->source);
     free(t);
 }

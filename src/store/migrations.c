@@ -14,6 +14,7 @@ extern const mv_migration mv_migration_partial_indexes;
 extern const mv_migration mv_migration_saga_hot;
 extern const mv_migration mv_migration_request_scan;
 extern const mv_migration mv_migration_tally_key;
+extern const mv_migration mv_migration_preferences;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
 /* clang-format off */
@@ -30,6 +31,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_saga_hot,
     &mv_migration_request_scan,
     &mv_migration_tally_key,
+    &mv_migration_preferences,
     NULL,
 };
 /* clang-format on */

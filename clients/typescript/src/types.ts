@@ -53,6 +53,9 @@ export interface Message {
   viewer: Viewer;
   /** What the handler said about the last failed attempt; null unless actionState is retryable. */
   lastFailure: LastFailure | null;
+  /** GET /messages/{id} with Accept-Language: the template locale of the contents (null: the
+   * default). Absent otherwise. */
+  locale?: string | null;
 }
 
 export interface MessageList {
@@ -191,3 +194,42 @@ export type StreamEvent =
   | { event: 'message.updated'; id: string; data: Message }
   | { event: 'counts'; id: string; data: Counts }
   | { event: 'reset'; id: string; data: unknown };
+
+/** Channel name → on/off ("inbox" cannot be off). */
+export type ChannelSwitches = Record<string, boolean>;
+
+/** A user's delivery preferences in their tenant (GET/PUT /preferences). */
+export interface Preferences {
+  channels?: ChannelSwitches;
+  /** Category → channel switches for messages of that category. */
+  categories?: Record<string, ChannelSwitches>;
+  /** Channel → digest window (stored; digests are not sent yet). */
+  digest?: Record<string, { everyMs: number }>;
+  /** BCP 47 tag ("de", "de-AT") or null. */
+  locale?: string | null;
+}
+
+/** The stored set as GET and PUT /preferences answer it: every key present. */
+export interface StoredPreferences {
+  channels: ChannelSwitches;
+  categories: Record<string, ChannelSwitches>;
+  digest: Record<string, { everyMs: number }>;
+  locale: string | null;
+}
+
+/** actionCd → action-link URL ({baseUrl}/a/{token}). */
+export type ActionLinks = Record<string, string>;
+
+/** The body a named webhook channel receives (verify it with verifyWebhook; Idempotency-Key and
+ * webhook-id are the deliveryId, the same on every retry). */
+export interface ChannelDelivery {
+  channel: string;
+  deliveryId: string;
+  to: { userId: string; contact: string | null };
+  messageId: string;
+  templateCd: string;
+  category: string;
+  kind: 'message' | 'reminder' | 'digest';
+  content: Content;
+  links: ActionLinks;
+}

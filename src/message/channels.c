@@ -1,0 +1,216 @@
+/* channels.c — what a new message delivers besides the inbox, decided per recipient inside the
+ * create's transaction: the email (the existing outbox row) and one outbox row per named webhook
+ * channel, each only when the template lists the channel (no "channels": email only, as before)
+ * and the recipient's preferences allow it (missive/reach.h; a critical template ignores them).
+ *
+ * Who is a recipient: the message's toUser. A message sent only to roles has no single user to
+ * look up preferences or a contact for, so it delivers nowhere but the inbox (as its email never
+ * did). A channel delivery is a signed webhook outbox row whose Idempotency-Key is its deliveryId,
+ * so every retry carries the same id; the contact is asked of the user directory when the row is
+ * sent (outbox.c), never inside this transaction. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "message/reach_internal.h"
+#include "message/service.h"
+#include "missive/mustache.h"
+
+static bool lists(const mv_template *t, const char *channel) {
+    for (size_t i = 0; i < t->nchannels; i++)
+        if (!strcmp(t->channels[i].name, channel)) return true;
+    return false;
+}
+
+/* The content a channel gets: its override where the template has one, else the receiver's. */
+static mv_code channel_content(const mv_template_channel *ch, const json_t *doc, const json_t *data,
+                               json_t **out, mv_err *err) {
+    static const char *const keys[] = {"title", "short", "long"};
+    const mv_tpl *tpls[] = {ch ? ch->content.title : NULL, ch ? ch->content.short_text : NULL,
+                            ch ? ch->content.long_text : NULL};
+    const json_t *recv = json_object_get(doc, "receiverContent");
+    json_t *o = json_object();
+    if (!o) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < 3; i++) {
+        if (!tpls[i]) {
+            const char *s = mv_json_str(recv, keys[i]);
+            json_object_set_new(o, keys[i], json_string(s ? s : ""));
+            continue;
+        }
+        char *text = NULL;
+        mv_code rc = mv_tpl_render(tpls[i], data, MV_ESCAPE_NONE, &text, NULL, err);
+        if (rc != MV_OK) {
+            json_decref(o);
+            return rc;
+        }
+        json_object_set_new(o, keys[i], json_string(text));
+        free(text);
+    }
+    *out = o;
+    return MV_OK;
+}
+
+/* {actionCd: URL} for every action the recipient may run from outside the app: a receiver
+ * action needing no permission (a link carries none) and no approval, allowed on doc now. */
+static mv_code action_links(mv_service *svc, const mv_template *t, const json_t *doc,
+                            const char *tenant, const char *to, json_t **out, mv_err *err) {
+    *out = json_object();
+    if (!*out) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (!mv_reach_links_enabled(svc->o.reach)) return MV_OK;
+    mv_user user = {.id = to, .tenant = tenant};
+    for (size_t i = 0; i < t->nactions; i++) {
+        const mv_action_def *a = &t->actions[i];
+        if (!a->receiver || a->permission || a->approval_capability ||
+            !mv_action_allowed(a, &user, doc))
+            continue;
+        char *url = NULL;
+        mv_code rc = mv_link_url(svc->o.reach, tenant, mv_json_str(doc, "id"), a->action_cd, to,
+                                 mv__svc_now(svc), &url, err);
+        if (rc != MV_OK) return rc;
+        json_object_set_new(*out, a->action_cd, json_string(url));
+        free(url);
+    }
+    return MV_OK;
+}
+
+static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
+                             const mv_template_channel *ch, const json_t *doc, const char *tenant,
+                             const char *to, const json_t *data, mv_err *err) {
+    const char *url = mv_reach_webhook(svc->o.reach, ch->name);
+    if (!url) return MV_OK; /* checked at start; a reload may have removed it since */
+    char id[37];
+    json_t *content = NULL, *links = NULL;
+    mv_code rc = mv_id_uuid(id, err);
+    if (rc == MV_OK) rc = channel_content(ch, doc, data, &content, err);
+    if (rc == MV_OK) rc = action_links(svc, t, doc, tenant, to, &links, err);
+    if (rc != MV_OK) {
+        json_decref(content);
+        json_decref(links);
+        return rc;
+    }
+    json_t *body = json_pack("{s:s,s:s,s:{s:s,s:n},s:s,s:s,s:s,s:s,s:o,s:o}", "channel", ch->name,
+                             "deliveryId", id, "to", "userId", to, "contact", "messageId",
+                             mv_json_str(doc, "id"), "templateCd", t->template_cd, "category",
+                             t->category, "kind", "message", "content", content, "links", links);
+    json_t *row = body ? json_pack("{s:s,s:o,s:s,s:s,s:s}", "url", url, "body", body,
+                                   "idempotencyKey", id, "contactOf", to, "channel", ch->name)
+                       : NULL;
+    rc = row ? mv_outbox_add_tx(db, MV_OUTBOX_WEBHOOK, row, mv__svc_now(svc), err)
+             : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    json_decref(row);
+    return rc;
+}
+
+/* Appends "\n\n<action name>: <url>" per link to short and long (the email body is the longer
+ * of the two), so an email carries the same links as every other delivery. */
+static mv_code append_links(json_t *content, const mv_template *t, const json_t *doc,
+                            const json_t *links, mv_err *err) {
+    mv_strbuf b = {0};
+    const char *cd;
+    json_t *url;
+    json_object_foreach((json_t *)links, cd, url) {
+        const mv_action_def *a = mv_template_action(t, cd);
+        char *name = NULL;
+        mv_code rc = mv_tpl_render(a->name, json_object_get(doc, "payload"), MV_ESCAPE_NONE, &name,
+                                   NULL, err);
+        if (rc != MV_OK) {
+            free(mv_strbuf_take(&b, NULL));
+            return rc;
+        }
+        mv_strbuf_adds(&b, "\n\n");
+        mv_strbuf_adds(&b, name);
+        mv_strbuf_adds(&b, ": ");
+        mv_strbuf_adds(&b, json_string_value(url));
+        free(name);
+    }
+    char *tail = mv_strbuf_take(&b, NULL);
+    if (!tail) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    static const char *const keys[] = {"short", "long"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *was = mv_json_str(content, keys[i]);
+        size_t n = strlen(was ? was : "");
+        char *joined = malloc(n + strlen(tail) + 1);
+        if (!joined) {
+            free(tail);
+            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        }
+        memcpy(joined, was ? was : "", n);
+        strcpy(joined + n, tail);
+        json_object_set_new(content, keys[i], json_string(joined));
+        free(joined);
+    }
+    free(tail);
+    return MV_OK;
+}
+
+/* The email: the template's email override, and the recipient's action links, applied to a copy
+ * of doc (doc itself when neither applies). */
+static mv_code queue_email(mv_service *svc, mv_db *db, const mv_template *t, const json_t *doc,
+                           const char *tenant, const char *to, const json_t *data, mv_err *err) {
+    const mv_template_channel *ch = NULL;
+    for (size_t i = 0; t && i < t->nchannels; i++)
+        if (!strcmp(t->channels[i].name, "email")) ch = &t->channels[i];
+    bool override = ch && (ch->content.title || ch->content.short_text || ch->content.long_text);
+    json_t *links = NULL, *content = NULL, *copy = NULL;
+    mv_code rc = t ? action_links(svc, t, doc, tenant, to, &links, err) : MV_OK;
+    if (rc != MV_OK || (!override && !json_object_size(links))) {
+        json_decref(links);
+        return rc != MV_OK ? rc : mv__doc_enqueue_email(svc, db, doc, err);
+    }
+    if (!(copy = json_copy((json_t *)doc))) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK && override) rc = channel_content(ch, doc, data, &content, err);
+    if (rc == MV_OK && !override &&
+        !(content = json_deep_copy(json_object_get(doc, "receiverContent"))))
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK && json_object_size(links)) rc = append_links(content, t, doc, links, err);
+    if (rc == MV_OK) {
+        json_object_set_new(copy, "receiverContent", content);
+        content = NULL;
+        rc = mv__doc_enqueue_email(svc, db, copy, err);
+    }
+    json_decref(content);
+    json_decref(copy);
+    json_decref(links);
+    return rc;
+}
+
+mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
+                        const mv_template *t, const json_t *data, const json_t *localized,
+                        mv_err *err) {
+    mv_code lrc = mv__locales_insert_tx(db, mv_json_str(doc, "id"), localized, err);
+    if (lrc != MV_OK) return lrc;
+    const char *to = mv_json_str(doc, "toUser");
+    if (!to || !*to) return MV_OK; /* roles only: the inbox (see the top of this file) */
+    bool email = svc->o.email && (!t || !t->has_channels || lists(t, "email"));
+    size_t named = 0;
+    for (size_t i = 0; t && i < t->nchannels; i++)
+        named += mv_reach_webhook(svc->o.reach, t->channels[i].name) != NULL;
+    if (!email && !named) return MV_OK;
+    json_t *prefs = NULL;
+    bool critical = t && t->critical;
+    const char *category = t ? t->category : mv_json_str(doc, "templateCd");
+    mv_code rc =
+        critical && !localized ? MV_OK : mv__preferences_load_tx(db, tenant, to, &prefs, err);
+    /* the recipient's stored locale, where the template renders it */
+    const char *tag = mv__locale_pick(localized, mv_json_str(prefs, "locale"));
+    json_t *in_locale = NULL;
+    if (rc == MV_OK && tag && !(in_locale = json_copy((json_t *)doc)))
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (in_locale) {
+        json_object_set(in_locale, "receiverContent",
+                        json_object_get(json_object_get(localized, tag), "receiverContent"));
+        doc = in_locale;
+    }
+    if (rc == MV_OK && email &&
+        mv_reach_allows(svc->o.reach, tenant, prefs, category, "email", true, critical))
+        rc = queue_email(svc, db, t, doc, tenant, to, data, err);
+    for (size_t i = 0; rc == MV_OK && named && i < t->nchannels; i++) {
+        const mv_template_channel *ch = &t->channels[i];
+        if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
+        if (mv_reach_allows(svc->o.reach, tenant, prefs, category, ch->name, true, critical))
+            rc = queue_channel(svc, db, t, ch, doc, tenant, to, data, err);
+    }
+    json_decref(prefs);
+    json_decref(in_locale);
+    return rc;
+}
