@@ -13,6 +13,7 @@ extern const mv_migration mv_migration_saga_steps;
 extern const mv_migration mv_migration_partial_indexes;
 extern const mv_migration mv_migration_saga_hot;
 extern const mv_migration mv_migration_request_scan;
+extern const mv_migration mv_migration_timers;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
 /* clang-format off */
@@ -28,6 +29,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_partial_indexes,
     &mv_migration_saga_hot,
     &mv_migration_request_scan,
+    &mv_migration_timers,
     NULL,
 };
 /* clang-format on */

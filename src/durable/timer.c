@@ -1,0 +1,345 @@
+/* timer.c — the timer engine of durable/timer.h: schedule, cancel, claim with a lease, fire once.
+ *
+ * Exactly once rests on two conditional updates. The claim moves a due pending timer's next_at to
+ * the end of a lease and names this claim's token in lease_owner, only where next_at <= now still
+ * holds (PostgreSQL re-checks that on the row it locked, so two daemons claiming together split the
+ * due timers, and SKIP LOCKED keeps them from queueing on each other's rows). The fire's
+ * `pending → fired` holds only under that token, in the transaction of the kind's local effect.
+ * A lease that ends (the daemon died, or is too slow) makes the timer due again; a late fire of the
+ * first claimant then finds the token replaced and its transaction changes nothing.
+ *
+ * The fires of one claim share one transaction (one commit for up to a batch, which is what lets
+ * 10,000 timers due in the same second fire within it); when that transaction fails each timer is
+ * fired again alone, so one bad timer costs only itself. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "durable/timer.h"
+#include "store/listen.h"
+
+#define TIMER_CHANNEL "missive_timers"
+#define MAX_KINDS 16
+
+static const char SQL_SCHEDULE[] =
+    "INSERT INTO timers (timer_id, tenant_id, kind, ref, due_at, next_at, state, lease_owner,"
+    " claims, created_at, fired_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', NULL, 0, ?, NULL) "
+    "ON CONFLICT (timer_id) DO UPDATE SET kind = excluded.kind, ref = excluded.ref,"
+    " due_at = excluded.due_at, next_at = excluded.next_at, state = 'pending', lease_owner = NULL,"
+    " claims = 0, fired_at = NULL";
+static const char SQL_CANCEL[] =
+    "UPDATE timers SET state = 'cancelled', lease_owner = NULL, fired_at = ? "
+    "WHERE timer_id = ? AND state = 'pending'";
+/* The due timers are picked in a CTE that the UPDATE joins: PostgreSQL runs a locking CTE once,
+ * whereas `timer_id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` may be planned as a semi join
+ * that re-runs the subquery per row and so claims far more than n. The state is a literal so the
+ * planners read the partial index; the outer `next_at <= now` is re-checked by PostgreSQL on a
+ * row another claimant updated meanwhile. */
+#define CLAIM_HEAD                                                                                 \
+    "WITH due AS (SELECT timer_id FROM timers WHERE state = 'pending' AND next_at <= ? "           \
+    "ORDER BY next_at, timer_id LIMIT ?"
+#define CLAIM_TAIL                                                                                 \
+    ") UPDATE timers SET lease_owner = ?, next_at = ?, claims = claims + 1 FROM due "              \
+    "WHERE timers.timer_id = due.timer_id AND timers.state = 'pending' AND timers.next_at <= ? "   \
+    "RETURNING timers.timer_id, timers.tenant_id, timers.kind, timers.ref, timers.due_at, "        \
+    "timers.claims"
+static const char SQL_CLAIM_SQLITE[] = CLAIM_HEAD CLAIM_TAIL;
+/* SQLite has one writer at a time and no row locks; PostgreSQL's claimants skip each other's. */
+static const char SQL_CLAIM_POSTGRES[] = CLAIM_HEAD " FOR UPDATE SKIP LOCKED" CLAIM_TAIL;
+static const char SQL_FIRED[] =
+    "UPDATE timers SET state = 'fired', fired_at = ?, lease_owner = NULL "
+    "WHERE timer_id = ? AND lease_owner = ? AND state = 'pending'";
+static const char SQL_GIVE_UP[] =
+    "UPDATE timers SET state = 'failed', fired_at = ?, lease_owner = NULL "
+    "WHERE timer_id = ? AND lease_owner = ? AND state = 'pending'";
+static const char SQL_NEXT_AT[] = "SELECT MIN(next_at) FROM timers WHERE state = 'pending'";
+static const char SQL_PG_NOTIFY[] = "SELECT pg_notify('" TIMER_CHANNEL "', '')";
+
+/* ---- scheduling inside the caller's transaction -------------------------------------------- */
+
+static bool fits(const char *s, size_t max) { return s && *s && strlen(s) < max; }
+
+mv_code mv__timer_schedule(mv_db *db, const char *id, const char *tenant, const char *kind,
+                           const char *ref, int64_t due_at, int64_t now, mv_err *err) {
+    if (!fits(id, MV__TIMER_ID_MAX) || !fits(kind, MV__TIMER_KIND_MAX) ||
+        !fits(ref, MV__TIMER_REF_MAX) || !fits(tenant, MV__TIMER_TENANT_MAX) || due_at < 0)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "invalid timer");
+    mv_code rc = mv_db_execf(db, SQL_SCHEDULE, NULL, err, "ssssiii", id, tenant, kind, ref, due_at,
+                             due_at, now);
+    /* A sleeping daemon wakes at most MV__TIMER_MAX_SLEEP_MS after its last look: only a timer
+     * due before then needs to wake it. */
+    if (rc == MV_OK && mv_db_kind(db) == MV_STORE_POSTGRES && due_at < now + MV__TIMER_MAX_SLEEP_MS)
+        rc = mv_db_exec_after_commit(db, SQL_PG_NOTIFY, err);
+    return rc;
+}
+
+mv_code mv__timer_cancel(mv_db *db, const char *id, int64_t now, bool *cancelled, mv_err *err) {
+    int64_t n = 0;
+    mv_code rc = mv_db_execf(db, SQL_CANCEL, &n, err, "is", now, id);
+    if (cancelled) *cancelled = rc == MV_OK && n > 0;
+    return rc;
+}
+
+/* ---- the engine ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *kind;
+    mv__timer_call_fn call;
+    mv__timer_local_fn local;
+    void *ctx;
+} kind_entry;
+
+struct mv__timer_engine {
+    mv_store *store;
+    mv__timer_engine_options o;
+    kind_entry kinds[MAX_KINDS];
+    int nkinds;
+    mv__listener *listener;
+    pthread_t thread;
+    bool started;
+    atomic_bool stop;
+};
+
+mv_code mv__timer_engine_new(mv_store *store, const mv__timer_engine_options *opts,
+                             mv__timer_engine **out, mv_err *err) {
+    *out = NULL;
+    mv__timer_engine *e = calloc(1, sizeof *e);
+    if (!e) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    e->store = store;
+    if (opts) e->o = *opts;
+    if (e->o.lease_ms <= 0) e->o.lease_ms = 30000;
+    if (e->o.batch <= 0) e->o.batch = 256;
+    if (e->o.batch > 1000) e->o.batch = 1000;
+    if (e->o.poll_ms <= 0) e->o.poll_ms = 250;
+    *out = e;
+    return MV_OK;
+}
+
+mv_code mv__timer_engine_register(mv__timer_engine *e, const char *kind, mv__timer_call_fn call,
+                                  mv__timer_local_fn local, void *ctx, mv_err *err) {
+    if (e->nkinds == MAX_KINDS || !fits(kind, MV__TIMER_KIND_MAX))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "cannot register timer kind");
+    e->kinds[e->nkinds++] = (kind_entry){kind, call, local, ctx};
+    return MV_OK;
+}
+
+static const kind_entry *find_kind(const mv__timer_engine *e, const char *kind) {
+    for (int i = 0; i < e->nkinds; i++)
+        if (strcmp(e->kinds[i].kind, kind) == 0) return &e->kinds[i];
+    return NULL;
+}
+
+/* ---- one pass: claim, call, fire ------------------------------------------------------------ */
+
+typedef struct {
+    mv__timer t;
+    const kind_entry *k;
+    bool ready; /* its call succeeded (or it has none): fire it */
+    bool fired; /* the fire's transaction committed its pending → fired (set anew on each run) */
+    bool give_up;
+} claimed;
+
+typedef struct {
+    const mv__timer_engine *e;
+    char token[37];
+    int64_t now;
+    claimed *rows;
+    int n;
+} claim_tx;
+
+static void copy_col(char *dst, size_t cap, mv_stmt *st, int col) {
+    const char *s = mv_stmt_text(st, col);
+    mv_strlcpy(dst, s ? s : "", cap);
+}
+
+static mv_code claim_fn(mv_db *db, void *ctx, mv_err *err) {
+    claim_tx *c = ctx;
+    const char *sql = mv_db_kind(db) == MV_STORE_POSTGRES ? SQL_CLAIM_POSTGRES : SQL_CLAIM_SQLITE;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, sql, &st, err);
+    if (rc) return rc;
+    mv_stmt_bindf(st, "iisii", c->now, (int64_t)c->e->o.batch, c->token, c->now + c->e->o.lease_ms,
+                  c->now);
+    int r;
+    c->n = 0;
+    /* the CTE's LIMIT bounds the rows; a row past the buffer would stay leased unfired */
+    while ((r = mv_stmt_step(st, err)) == 1 && c->n < c->e->o.batch) {
+        claimed *row = &c->rows[c->n++];
+        memset(row, 0, sizeof *row);
+        copy_col(row->t.id, sizeof row->t.id, st, 0);
+        copy_col(row->t.tenant, sizeof row->t.tenant, st, 1);
+        copy_col(row->t.kind, sizeof row->t.kind, st, 2);
+        copy_col(row->t.ref, sizeof row->t.ref, st, 3);
+        row->t.due_at = mv_stmt_int64(st, 4);
+        row->t.claims = (int)mv_stmt_int64(st, 5);
+    }
+    mv_stmt_done(st);
+    return r < 0 ? (err && err->code ? err->code : MV_INTERNAL) : MV_OK;
+}
+
+typedef struct {
+    claim_tx *c;
+    int from, to; /* the rows this transaction fires */
+} fire_tx;
+
+static mv_code fire_one(mv_db *db, const claim_tx *c, claimed *row, mv_err *err) {
+    int64_t n = 0;
+    mv_code rc = mv_db_execf(db, row->give_up ? SQL_GIVE_UP : SQL_FIRED, &n, err, "iss", c->now,
+                             row->t.id, c->token);
+    if (rc != MV_OK || n == 0) return rc; /* re-armed, cancelled or taken over: not ours */
+    row->fired = true;
+    if (!row->give_up && row->k->local) rc = row->k->local(row->k->ctx, db, &row->t, c->now, err);
+    return rc;
+}
+
+static mv_code fire_fn(mv_db *db, void *ctx, mv_err *err) {
+    fire_tx *f = ctx;
+    mv_code rc = MV_OK;
+    for (int i = f->from; i < f->to; i++)
+        f->c->rows[i].fired = false;
+    for (int i = f->from; i < f->to && rc == MV_OK; i++)
+        if (f->c->rows[i].ready) rc = fire_one(db, f->c, &f->c->rows[i], err);
+    return rc;
+}
+
+static void report_fired(mv__timer_engine *e, const claim_tx *c, int from, int to,
+                         mv__timer_pass *pass) {
+    for (int i = from; i < to; i++) {
+        const claimed *row = &c->rows[i];
+        if (!row->fired) continue;
+        if (row->give_up) {
+            pass->failed++;
+            pass->given_up++;
+            continue;
+        }
+        pass->fired++;
+        if (e->o.on_fired) e->o.on_fired(e->o.on_fired_ctx, &row->t, c->now - row->t.due_at);
+    }
+}
+
+/* Runs each timer's call; those whose call failed (or whose kind is unknown here) stay leased. */
+static void run_calls(mv__timer_engine *e, claim_tx *c, mv__timer_pass *pass) {
+    for (int i = 0; i < c->n; i++) {
+        claimed *row = &c->rows[i];
+        row->k = find_kind(e, row->t.kind);
+        row->give_up = row->t.claims > MV__TIMER_MAX_CLAIMS;
+        if (!row->k && !row->give_up) continue;
+        mv_err ce = {0};
+        row->ready = row->give_up || !row->k->call ||
+                     row->k->call(row->k->ctx, &row->t, c->now, &ce) == MV_OK;
+        if (!row->ready) pass->failed++;
+    }
+}
+
+mv_code mv__timer_engine_run(mv__timer_engine *e, mv__timer_pass *pass, mv_err *err) {
+    mv__timer_pass local = {0};
+    if (!pass) pass = &local;
+    memset(pass, 0, sizeof *pass);
+    claim_tx c = {.e = e, .now = mv_clock_now(e->o.clock)};
+    mv_code rc = mv_id_uuid(c.token, err);
+    if (rc != MV_OK) return rc;
+    if (!(c.rows = calloc((size_t)e->o.batch, sizeof *c.rows)))
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    rc = mv_store_write(e->store, claim_fn, &c, err);
+    pass->claimed = rc == MV_OK ? c.n : 0;
+    if (rc == MV_OK && c.n > 0) {
+        run_calls(e, &c, pass);
+        fire_tx all = {&c, 0, c.n};
+        mv_err fe = {0};
+        if (mv_store_write(e->store, fire_fn, &all, &fe) == MV_OK) {
+            report_fired(e, &c, 0, c.n, pass);
+        } else {
+            for (int i = 0; i < c.n; i++) { /* alone, so one bad timer costs only itself */
+                fire_tx one = {&c, i, i + 1};
+                mv_err oe = {0};
+                if (!c.rows[i].ready) continue;
+                if (mv_store_write(e->store, fire_fn, &one, &oe) == MV_OK)
+                    report_fired(e, &c, i, i + 1, pass);
+                else
+                    pass->failed++;
+            }
+        }
+    }
+    free(c.rows);
+    return rc;
+}
+
+typedef struct {
+    int64_t next;
+} next_tx;
+
+static mv_code next_fn(mv_db *db, void *ctx, mv_err *err) {
+    next_tx *n = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_NEXT_AT, &st, err, "");
+    if (rc != MV_OK) return rc;
+    n->next = st && !mv_stmt_is_null(st, 0) ? mv_stmt_int64(st, 0) : INT64_MAX;
+    mv_stmt_done(st);
+    return MV_OK;
+}
+
+mv_code mv__timer_next_at(mv_store *store, int64_t *out, mv_err *err) {
+    next_tx n = {INT64_MAX};
+    mv_code rc = mv_store_read(store, next_fn, &n, err);
+    *out = n.next;
+    return rc;
+}
+
+/* ---- the loop ---------------------------------------------------------------------------------
+ */
+
+/* How long to sleep before the next look: until the next timer may be claimed, at most the poll
+ * interval on SQLite (another process may schedule a nearer one) and MV__TIMER_MAX_SLEEP_MS on
+ * PostgreSQL (a daemon that schedules a nearer one notifies). */
+static int sleep_ms(mv__timer_engine *e) {
+    int cap =
+        mv_store_kind_of(e->store) == MV_STORE_POSTGRES ? MV__TIMER_MAX_SLEEP_MS : e->o.poll_ms;
+    int64_t next;
+    mv_err err = {0};
+    if (mv__timer_next_at(e->store, &next, &err) != MV_OK) return e->o.poll_ms;
+    int64_t wait = next == INT64_MAX ? cap : next - mv_clock_now(e->o.clock);
+    if (wait < 0) wait = 0;
+    return wait < cap ? (int)wait : cap;
+}
+
+static void *loop_main(void *arg) {
+    mv__timer_engine *e = arg;
+    while (!atomic_load(&e->stop)) {
+        mv__timer_pass pass;
+        mv_err err = {0};
+        mv_code rc = mv__timer_engine_run(e, &pass, &err);
+        if (rc == MV_OK && pass.claimed == e->o.batch) continue; /* more are due */
+        int ms = rc == MV_OK ? sleep_ms(e) : e->o.poll_ms;
+        if (ms > 0 && !atomic_load(&e->stop)) mv__listener_wait(e->listener, ms);
+    }
+    return NULL;
+}
+
+mv_code mv__timer_engine_start(mv__timer_engine *e, mv_err *err) {
+    if (e->started) return MV_OK;
+    mv_code rc = mv__listener_new(e->store, TIMER_CHANNEL, &e->listener, err);
+    if (rc != MV_OK) return rc;
+    if (pthread_create(&e->thread, NULL, loop_main, e) != 0) {
+        mv__listener_free(e->listener);
+        e->listener = NULL;
+        return mv_err_set(err, MV_INTERNAL, "cannot start the timer thread");
+    }
+    e->started = true;
+    return MV_OK;
+}
+
+void mv__timer_engine_wake(mv__timer_engine *e) {
+    if (e && e->listener) mv__listener_wake(e->listener);
+}
+
+void mv__timer_engine_free(mv__timer_engine *e) {
+    if (!e) return;
+    if (e->started) {
+        atomic_store(&e->stop, true);
+        mv__listener_wake(e->listener);
+        pthread_join(e->thread, NULL);
+    }
+    mv__listener_free(e->listener);
+    free(e);
+}
