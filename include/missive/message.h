@@ -72,6 +72,7 @@ typedef struct mv_action_input {
     const char *attempt_id;
     const json_t *input; /* the request body, {} when none */
     mv_abort *abort;     /* fired when the claim's lease could not be extended: stop early */
+    const char *trigger; /* "user" (a press) or "expiry" (the message expired); NULL = "user" */
 } mv_action_input;
 typedef mv_code (*mv_action_fn)(void *ctx, const mv_action_input *in, json_t **result, mv_err *err);
 
@@ -273,6 +274,10 @@ typedef struct mv_action_request {
      * the saga's end. Without it the saga runs on the calling thread. */
     void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
     void *submit_ctx;
+    /* NULL or "user": a press. "expiry": the message's expiry runs its expiry.actionCd as
+     * user {"id": "system:expiry", "roles": []} — neither sender nor receiver, so the user's
+     * relation to the message and the action's rules are not checked; the claim is the same. */
+    const char *trigger;
 } mv_action_request;
 
 /* handleAction. *result: new reference (the handler's result, json null when none).

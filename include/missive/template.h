@@ -74,6 +74,18 @@ typedef struct mv_action_def {
     int64_t approval_ttl_ms;   /* 0 = the configured default */
 } mv_action_def;
 
+/* "expiry": what happens to a message nobody acted on in time (docs/time.md). */
+typedef struct mv_expiry_def {
+    int64_t after_ms; /* 0: a message expires only when its create sets expiresAt */
+    char *action_cd;  /* a receiver action run as system:expiry; NULL: the message is archived */
+    /* the sender's notification at expiry, as an action's senderNotification */
+    bool has_sender_notification;
+    mv_tpl *notify_title, *notify_short, *notify_long;
+} mv_expiry_def;
+
+/* The longest a message may wait for its expiry (and the furthest a time in a request may be). */
+#define MV_MAX_DELAY_MS (365LL * 86400000LL)
+
 typedef enum mv_prepare_kind { MV_PREPARE_DECLARATIVE, MV_PREPARE_WEBHOOK } mv_prepare_kind;
 
 typedef struct mv_template {
@@ -90,8 +102,9 @@ typedef struct mv_template {
     char *prepare_webhook;    /* webhook: URL */
     mv_action_def *actions;
     size_t nactions;
-    json_t *source; /* the template JSON as loaded (read-only) */
-    int refs_;      /* internal */
+    mv_expiry_def *expiry; /* NULL when the template has no "expiry" */
+    json_t *source;        /* the template JSON as loaded (read-only) */
+    int refs_;             /* internal */
 } mv_template;
 
 typedef struct mv_registry mv_registry;

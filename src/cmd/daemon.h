@@ -46,6 +46,7 @@ typedef struct mv_daemon {
     atomic_bool draining;              /* set on SIGTERM: /readyz answers 503 */
     mv_abort saga_stop;                /* fired on SIGTERM: sagas on the loop stop between steps */
     mv_stream_hub *streams;            /* GET /messages/stream: the change log fanned out */
+    struct mv__timer_engine *timers;   /* fires due timers (expiry, …) on its own thread */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config
@@ -70,6 +71,10 @@ void mv_daemon_on_webhook(void *ctx, const mv_webhook_call_info *call);
 typedef struct mv_recovery_loop mv_recovery_loop;
 mv_code mv_recovery_loop_start(mv_daemon *d, mv_recovery_loop **out, mv_err *err);
 void mv_recovery_loop_stop(mv_recovery_loop *loop);
+
+/* daemon_ops.c: the timer engine with the service's kinds registered and its thread started
+ * (lag observed into missive_timer_lag_seconds); closed with mv__timer_engine_free. */
+mv_code mv_daemon_timers_start(mv_daemon *d, mv_err *err);
 
 /* Registers every route of the daemon on router (whose app is d). */
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err);

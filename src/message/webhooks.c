@@ -72,9 +72,10 @@ mv_code mv__webhook_prepare_start(mv_service *svc, const char *url, const mv_pre
 }
 
 json_t *mv__handler_request(const mv_action_input *in) {
-    return json_pack("{s:O,s:{s:s,s:s},s:o,s:O,s:s}", "message", in->message, "action", "actionCd",
-                     in->action->action_cd, "name", in->action_name, "user", user_json(in->user),
-                     "input", in->input, "attemptId", in->attempt_id);
+    return json_pack("{s:O,s:{s:s,s:s},s:o,s:O,s:s,s:s}", "message", in->message, "action",
+                     "actionCd", in->action->action_cd, "name", in->action_name, "user",
+                     user_json(in->user), "input", in->input, "attemptId", in->attempt_id,
+                     "trigger", in->trigger ? in->trigger : "user");
 }
 
 /* What a finished handler call means for the action: its JSON (or null) is the result; a failure

@@ -7,6 +7,7 @@
  * same index range, and claiming reads `next_at <= now` over the partial index of pending timers
  * only: the cost follows the due timers, never the fired history or the far-future ones. claims
  * counts the leases taken; a pending timer claimed more than once outlived a lease (reconcile).
+ * messages.expires_at is when a message expires (its expiry timer's due time), NULL for never.
  * The operator list (mv_timers_list) pages in due order over timers_by_due, its filters (tenant,
  * state, kind) applied to the rows it walks: one index write per timer rather than one per filter.
  */
@@ -26,7 +27,8 @@
     " created_at BIGINT NOT NULL,"                                                                 \
     " fired_at BIGINT);"                                                                           \
     "CREATE INDEX timers_pending_by_next ON timers (next_at, timer_id) WHERE state = 'pending';"   \
-    "CREATE INDEX timers_by_due ON timers (due_at, timer_id);"
+    "CREATE INDEX timers_by_due ON timers (due_at, timer_id);"                                     \
+    "ALTER TABLE messages ADD COLUMN expires_at BIGINT;"
 
 const mv_migration mv_migration_timers = {
     .version = 15,
