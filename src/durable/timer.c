@@ -21,6 +21,7 @@
 
 #define TIMER_CHANNEL "missive_timers"
 #define MAX_KINDS 16
+#define GATHER_MS 20
 
 static const char SQL_SCHEDULE[] =
     "INSERT INTO timers (timer_id, tenant_id, kind, ref, due_at, next_at, state, lease_owner,"
@@ -50,6 +51,9 @@ static const char SQL_CLAIM_POSTGRES[] = CLAIM_HEAD " FOR UPDATE SKIP LOCKED" CL
 static const char SQL_FIRED[] =
     "UPDATE timers SET state = 'fired', fired_at = ?, lease_owner = NULL "
     "WHERE timer_id = ? AND lease_owner = ? AND state = 'pending'";
+static const char SQL_FIRED_KIND[] =
+    "UPDATE timers SET state = 'fired', fired_at = ?, lease_owner = NULL "
+    "WHERE lease_owner = ? AND state = 'pending' AND kind = ?";
 static const char SQL_GIVE_UP[] =
     "UPDATE timers SET state = 'failed', fired_at = ?, lease_owner = NULL "
     "WHERE timer_id = ? AND lease_owner = ? AND state = 'pending'";
@@ -65,8 +69,9 @@ mv_code mv__timer_schedule(mv_db *db, const char *id, const char *tenant, const 
     if (!fits(id, MV__TIMER_ID_MAX) || !fits(kind, MV__TIMER_KIND_MAX) ||
         !fits(ref, MV__TIMER_REF_MAX) || !fits(tenant, MV__TIMER_TENANT_MAX) || due_at < 0)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "invalid timer");
-    mv_code rc = mv_db_execf(db, SQL_SCHEDULE, NULL, err, "ssssiii", id, tenant, kind, ref, due_at,
-                             due_at, now);
+    /* nobody reads its result: on PostgreSQL it rides with the transaction's next statement */
+    mv_code rc = mv_db_execf_later(db, SQL_SCHEDULE, err, "ssssiii", id, tenant, kind, ref, due_at,
+                                   due_at, now);
     /* A sleeping daemon wakes at most MV__TIMER_MAX_SLEEP_MS after its last look: only a timer
      * due before then needs to wake it. */
     if (rc == MV_OK && mv_db_kind(db) == MV_STORE_POSTGRES && due_at < now + MV__TIMER_MAX_SLEEP_MS)
@@ -136,6 +141,7 @@ typedef struct {
     mv__timer t;
     const kind_entry *k;
     bool ready; /* its call succeeded (or it has none): fire it */
+    bool early; /* a kind without a call: fired in the claim's own transaction */
     bool fired; /* the fire's transaction committed its pending → fired (set anew on each run) */
     bool give_up;
 } claimed;
@@ -197,14 +203,57 @@ static mv_code fire_fn(mv_db *db, void *ctx, mv_err *err) {
     fire_tx *f = ctx;
     mv_code rc = MV_OK;
     for (int i = f->from; i < f->to; i++)
-        f->c->rows[i].fired = false;
+        if (!f->c->rows[i].early) f->c->rows[i].fired = false;
     for (int i = f->from; i < f->to && rc == MV_OK; i++)
-        if (f->c->rows[i].ready) rc = fire_one(db, f->c, &f->c->rows[i], err);
+        if (f->c->rows[i].ready && !f->c->rows[i].early)
+            rc = fire_one(db, f->c, &f->c->rows[i], err);
     return rc;
 }
 
+/* The kind's entry and whether the timer is given up, for each claimed row. */
+static void resolve_kinds(const mv__timer_engine *e, claim_tx *c) {
+    for (int i = 0; i < c->n; i++) {
+        c->rows[i].k = find_kind(e, c->rows[i].t.kind);
+        c->rows[i].give_up = c->rows[i].t.claims > MV__TIMER_MAX_CLAIMS;
+    }
+}
+
+/* The claim, and in the same transaction the fires of the timers whose kind has no call (and of
+ * those given up): one commit for a batch of purely local timers. Any failure rolls the claim
+ * back too, and the pass starts over the two-transaction way. */
+static mv_code claim_fire_fn(mv_db *db, void *ctx, mv_err *err) {
+    claim_tx *c = ctx;
+    mv_code rc = claim_fn(db, c, err);
+    if (rc != MV_OK) return rc;
+    resolve_kinds(c->e, c);
+    /* this claim's rows are this transaction's: one deferred statement per kind fires them all */
+    const kind_entry *done[MAX_KINDS];
+    int ndone = 0;
+    for (int i = 0; i < c->n && rc == MV_OK; i++) {
+        claimed *row = &c->rows[i];
+        if (!row->give_up && (!row->k || row->k->call)) continue;
+        row->ready = row->early = true;
+        if (row->give_up) {
+            rc = fire_one(db, c, row, err);
+            continue;
+        }
+        bool seen = false;
+        for (int d = 0; d < ndone && !seen; d++)
+            seen = done[d] == row->k;
+        if (!seen) {
+            done[ndone++] = row->k;
+            rc = mv_db_execf_later(db, SQL_FIRED_KIND, err, "iss", c->now, c->token, row->k->kind);
+        }
+        row->fired = true;
+        if (rc == MV_OK && row->k->local) rc = row->k->local(row->k->ctx, db, &row->t, c->now, err);
+    }
+    return rc;
+}
+
+/* After the fire's commit: lag is measured from due to now, the commit included. */
 static void report_fired(mv__timer_engine *e, const claim_tx *c, int from, int to,
                          mv__timer_pass *pass) {
+    int64_t committed = mv_clock_now(e->o.clock);
     for (int i = from; i < to; i++) {
         const claimed *row = &c->rows[i];
         if (!row->fired) continue;
@@ -214,21 +263,44 @@ static void report_fired(mv__timer_engine *e, const claim_tx *c, int from, int t
             continue;
         }
         pass->fired++;
-        if (e->o.on_fired) e->o.on_fired(e->o.on_fired_ctx, &row->t, c->now - row->t.due_at);
+        if (e->o.on_fired) e->o.on_fired(e->o.on_fired_ctx, &row->t, committed - row->t.due_at);
     }
 }
 
 /* Runs each timer's call; those whose call failed (or whose kind is unknown here) stay leased. */
-static void run_calls(mv__timer_engine *e, claim_tx *c, mv__timer_pass *pass) {
+static void run_calls(claim_tx *c, mv__timer_pass *pass) {
     for (int i = 0; i < c->n; i++) {
         claimed *row = &c->rows[i];
-        row->k = find_kind(e, row->t.kind);
-        row->give_up = row->t.claims > MV__TIMER_MAX_CLAIMS;
-        if (!row->k && !row->give_up) continue;
+        if (row->early || (!row->k && !row->give_up)) continue;
         mv_err ce = {0};
         row->ready = row->give_up || !row->k->call ||
                      row->k->call(row->k->ctx, &row->t, c->now, &ce) == MV_OK;
         if (!row->ready) pass->failed++;
+    }
+}
+
+/* The fires after the calls: one transaction for all, or each alone when that one fails. */
+static void fire_late(mv__timer_engine *e, claim_tx *c, mv__timer_pass *pass) {
+    run_calls(c, pass);
+    bool any = false;
+    for (int i = 0; i < c->n && !any; i++)
+        any = c->rows[i].ready && !c->rows[i].early;
+    if (!any) return;
+    fire_tx all = {c, 0, c->n};
+    mv_err fe = {0};
+    if (mv_store_write(e->store, fire_fn, &all, &fe) == MV_OK) {
+        for (int i = 0; i < c->n; i++)
+            if (!c->rows[i].early) report_fired(e, c, i, i + 1, pass);
+        return;
+    }
+    for (int i = 0; i < c->n; i++) { /* alone, so one bad timer costs only itself */
+        fire_tx one = {c, i, i + 1};
+        mv_err oe = {0};
+        if (!c->rows[i].ready || c->rows[i].early) continue;
+        if (mv_store_write(e->store, fire_fn, &one, &oe) == MV_OK)
+            report_fired(e, c, i, i + 1, pass);
+        else
+            pass->failed++;
     }
 }
 
@@ -241,26 +313,16 @@ mv_code mv__timer_engine_run(mv__timer_engine *e, mv__timer_pass *pass, mv_err *
     if (rc != MV_OK) return rc;
     if (!(c.rows = calloc((size_t)e->o.batch, sizeof *c.rows)))
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    rc = mv_store_write(e->store, claim_fn, &c, err);
-    pass->claimed = rc == MV_OK ? c.n : 0;
-    if (rc == MV_OK && c.n > 0) {
-        run_calls(e, &c, pass);
-        fire_tx all = {&c, 0, c.n};
-        mv_err fe = {0};
-        if (mv_store_write(e->store, fire_fn, &all, &fe) == MV_OK) {
-            report_fired(e, &c, 0, c.n, pass);
-        } else {
-            for (int i = 0; i < c.n; i++) { /* alone, so one bad timer costs only itself */
-                fire_tx one = {&c, i, i + 1};
-                mv_err oe = {0};
-                if (!c.rows[i].ready) continue;
-                if (mv_store_write(e->store, fire_fn, &one, &oe) == MV_OK)
-                    report_fired(e, &c, i, i + 1, pass);
-                else
-                    pass->failed++;
-            }
-        }
+    rc = mv_store_write(e->store, claim_fire_fn, &c, err);
+    if (rc == MV_OK) {
+        for (int i = 0; i < c.n; i++)
+            if (c.rows[i].early) report_fired(e, &c, i, i + 1, pass);
+    } else if (rc != MV_STORE_UNAVAILABLE) { /* a local fire failed: claim alone, fire each */
+        rc = mv_store_write(e->store, claim_fn, &c, err);
+        if (rc == MV_OK) resolve_kinds(e, &c);
     }
+    pass->claimed = rc == MV_OK ? c.n : 0;
+    if (rc == MV_OK && c.n > 0) fire_late(e, &c, pass);
     free(c.rows);
     return rc;
 }
@@ -311,6 +373,9 @@ static void *loop_main(void *arg) {
         mv_code rc = mv__timer_engine_run(e, &pass, &err);
         if (rc == MV_OK && pass.claimed == e->o.batch) continue; /* more are due */
         int ms = rc == MV_OK ? sleep_ms(e) : e->o.poll_ms;
+        /* timers falling due one after another are gathered for a while, so a burst costs a
+         * commit per batch rather than per timer */
+        if (rc == MV_OK && pass.claimed > 0 && ms < GATHER_MS) ms = GATHER_MS;
         if (ms > 0 && !atomic_load(&e->stop)) mv__listener_wait(e->listener, ms);
     }
     return NULL;

@@ -437,6 +437,62 @@ STORE_TEST(the_timer_list_pages_in_due_order_and_a_tenant_sees_only_its_own_time
     mv_store_close(s);
 }
 
+typedef struct {
+    const char *prefix;
+    int n;
+    int64_t due, now;
+} local_sched;
+
+static mv_code local_sched_fn(mv_db *db, void *ctx, mv_err *err) {
+    local_sched *a = ctx;
+    mv_code rc = MV_OK;
+    for (int i = 0; i < a->n && rc == MV_OK; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "%s%d", a->prefix, i);
+        rc = mv__timer_schedule(db, id, "default", "local", id, a->due, a->now, err);
+    }
+    return rc;
+}
+
+STORE_TEST(
+    a_kind_without_a_call_fires_in_the_claims_transaction_and_a_failure_falls_back_to_each_alone) {
+    mv_store *s = timer_store(kind, "local", NULL, 0);
+    REQUIRE(s);
+    int64_t now = T0;
+    test_kind k = {0};
+    mv_clock clock = mv_manual_clock(&now);
+    mv__timer_engine_options o = {.clock = &clock, .lease_ms = 10000};
+    mv__timer_engine *e = NULL;
+    mv_err err = {0};
+    REQUIRE(mv__timer_engine_new(s, &o, &e, &err) == MV_OK);
+    REQUIRE(mv__timer_engine_register(e, "local", NULL, test_local, &k, &err) == MV_OK);
+    local_sched a = {"o", 5, T0, T0};
+    REQUIRE(mv_store_write(s, local_sched_fn, &a, &err) == MV_OK);
+    uint64_t trips = mv__store_round_trips(s);
+    mv__timer_pass p = run(e);
+    CHECK_INT(p.claimed, 5);
+    CHECK_INT(p.fired, 5);
+    CHECK_INT(atomic_load(&k.calls), 0);
+    if (strcmp(kind, "postgres") == 0) /* BEGIN + claim + 5 × (fire, effect) + COMMIT at most */
+        CHECK(mv__store_round_trips(s) - trips <= 13);
+    CHECK_INT(query(s, SQL_LOG_COUNT, NULL).b, 5);
+    /* a local effect fails once: the claim rolls back with it, then each timer fires alone */
+    atomic_store(&k.fail_locals, 1);
+    local_sched b = {"q", 4, T0 + 5, T0};
+    REQUIRE(mv_store_write(s, local_sched_fn, &b, &err) == MV_OK);
+    now = T0 + 5;
+    p = run(e);
+    CHECK_INT(p.claimed, 4);
+    CHECK_INT(p.fired, 4);
+    row_arg c = query(s, SQL_LOG_COUNT, NULL);
+    CHECK_INT(c.a, 9);
+    CHECK_INT(c.b, 9);
+    now = T0 + 1000000;
+    CHECK_INT(run(e).claimed, 0);
+    mv__timer_engine_free(e);
+    mv_store_close(s);
+}
+
 /* ---- many engines ------------------------------------------------------------------------------
  */
 
@@ -635,6 +691,7 @@ int main(void) {
         a_timer_that_keeps_failing_is_given_up_after_the_claim_limit,
         a_claim_takes_at_most_a_batch_and_leaves_the_rest_due_for_the_next,
         the_timer_list_pages_in_due_order_and_a_tenant_sees_only_its_own_timers,
+        a_kind_without_a_call_fires_in_the_claims_transaction_and_a_failure_falls_back_to_each_alone,
         four_engines_on_threads_fire_every_due_timer_exactly_once,
         three_processes_fire_every_timer_exactly_once_though_one_is_killed_while_timers_are_due,
         the_claim_reads_the_index_of_pending_timers_in_order_never_the_table,
