@@ -25,6 +25,7 @@ typedef struct mv_timers_filter {
     const char *kind;      /* NULL: every kind */
     int limit;             /* 1..1000; 0 → 100 */
     const char *cursor;    /* from the previous page's next cursor; NULL: the first page */
+    int min_claims;        /* only timers taken at least this often (2: a lease ran out); 0: any */
 } mv_timers_filter;
 
 /* A page of timers in due order (then id): *out receives a new JSON object

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "missive/store.h"
+
 int cli_migrate(int argc, char **argv);   /* cli_store.c */
 int cli_gc(int argc, char **argv);        /* cli_store.c */
 int cli_templates(int argc, char **argv); /* cli_templates.c */
@@ -14,6 +16,9 @@ int cli_reconcile(int argc, char **argv); /* cli_durable.c */
 int cli_approvals(int argc, char **argv); /* cli_durable.c */
 int cli_saga(int argc, char **argv);      /* cli_durable.c */
 int cli_outbox(int argc, char **argv);    /* cli_outbox.c */
+int cli_timers(int argc, char **argv);    /* cli_timers.c */
+/* cli_timers.c: prints reconcile's timer findings (one JSON object per line). */
+mv_code cli_reconcile_timers(mv_store *store, mv_err *err);
 
 /* Returns the value of "--name VALUE" / "--name=VALUE" in argv, or NULL. */
 const char *cli_flag(int argc, char **argv, const char *name);

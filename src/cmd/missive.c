@@ -16,13 +16,16 @@ static const struct {
     {"render", cli_render, "render --text TEMPLATE [--data FILE.json] [--plain]"},
     {"logic", cli_logic, "logic --rule JSON [--data JSON]"},
     {"reconcile", cli_reconcile,
-     "reconcile --store URL [--kind effects|sagas|actions|requests|outbox] [--stale-ms N]"},
+     "reconcile --store URL [--kind effects|sagas|actions|requests|outbox|timers] [--stale-ms N]"},
     {"approvals", cli_approvals,
      "approvals decide --store URL ID approved|denied --tenant T --by U"},
     {"saga", cli_saga,
      "saga resolve --config FILE --saga ID --kind K --step S --effect E --outcome O "
      "[--result JSON] [--error-code C]"},
     {"outbox", cli_outbox, "outbox run --config FILE"},
+    {"timers", cli_timers,
+     "timers list --store URL [--tenant T] [--state S] [--kind K] [--limit N] [--cursor C] "
+     "[--json]"},
 };
 
 static void usage(FILE *f) {

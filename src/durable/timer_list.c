@@ -16,6 +16,7 @@ static const char SQL_LIST[] =
     "SELECT timer_id, tenant_id, kind, ref, due_at, state, claims, created_at, fired_at "
     "FROM timers WHERE (due_at, timer_id) > (?, ?) AND (CAST(? AS TEXT) IS NULL OR tenant_id = ?) "
     "AND (CAST(? AS TEXT) IS NULL OR state = ?) AND (CAST(? AS TEXT) IS NULL OR kind = ?) "
+    "AND claims >= ? "
     "ORDER BY due_at, timer_id LIMIT ?";
 static const char SQL_COUNT[] =
     "SELECT kind, state, COUNT(*) FROM timers GROUP BY kind, state ORDER BY kind, state";
@@ -52,8 +53,8 @@ static mv_code list_fn(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_LIST, &st, err);
     if (rc) return rc;
-    mv_stmt_bindf(st, "isssssssi", t->after_due, t->after_id, f->tenant_id, f->tenant_id, f->state,
-                  f->state, f->kind, f->kind, (int64_t)t->limit + 1);
+    mv_stmt_bindf(st, "isssssssii", t->after_due, t->after_id, f->tenant_id, f->tenant_id, f->state,
+                  f->state, f->kind, f->kind, (int64_t)f->min_claims, (int64_t)t->limit + 1);
     int r;
     while ((r = mv_stmt_step(st, err)) == 1) {
         json_t *row = row_json(st);
@@ -75,6 +76,7 @@ static mv_code check_filter(const mv_timers_filter *f, mv_err *err) {
     if (f->kind && !one_of(f->kind, kinds, sizeof kinds / sizeof *kinds))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "kind must be expiry, reminder, escalation, snooze, send or saga");
+    if (f->min_claims < 0) return mv_err_set(err, MV_INVALID_ARGUMENT, "min claims must be >= 0");
     if (f->tenant_id && !mv_valid_token(f->tenant_id, 255))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "tenant must be a printable token");
     return MV_OK;
