@@ -390,7 +390,7 @@ static mv_code claim_and_archive_tx(mv_db *db, void *ctx, mv_err *err) {
     char attempt[37];
     mv_code rc = mv_id_uuid(attempt, err);
     if (rc != MV_OK || (rc = consume_approval(db, j, err)) != MV_OK) return rc;
-    rc = mv_db_execf(db, SQL_CLAIM_ARCHIVE_ACTIVE, &changes, err, "sssisiiis", j->action->action_cd,
+    rc = mv_db_execf(db, SQL_CLAIM_ARCHIVE_ACTIVE, &changes, err, "sssissiis", j->action->action_cd,
                      attempt, j->user_id, now, j->approval_id[0] ? j->approval_id : NULL,
                      j->user_id, now, now, id);
     if (rc != MV_OK) return rc;

@@ -28,6 +28,10 @@ static const char *EXP_TEMPLATES[] = {
     " \"actions\": [{\"actionCd\": \"ok\", \"name\": \"OK\", \"variant\": \"success\","
     " \"receiver\": true}],"
     " \"expiry\": {\"afterMs\": 1000, \"senderNotification\": {\"title\": \"Gone: {{name}}\"}}}",
+    "{\"templateCd\": \"ask\", \"receiverContent\": {\"title\": \"Ask {{name}}\"},"
+    " \"prepare\": {\"toUser\": \"{{toUser}}\"},"
+    " \"actions\": [{\"actionCd\": \"no\", \"name\": \"No\", \"variant\": \"danger\","
+    " \"receiver\": true}], \"expiry\": {\"afterMs\": 1000, \"actionCd\": \"no\"}}",
 };
 
 typedef struct {
@@ -55,7 +59,7 @@ static bool open_exp(exp_fixture *x, const char *kind, const char *name) {
     memset(x, 0, sizeof *x);
     if (!fixture_open(&x->f, kind, name)) return false;
     mv_err err = {0};
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < sizeof EXP_TEMPLATES / sizeof *EXP_TEMPLATES; i++) {
         json_t *t = json_loads(EXP_TEMPLATES[i], 0, NULL);
         mv_code rc = mv_registry_register(x->f.registry, t, "<exp>", &err);
         json_decref(t);
@@ -302,6 +306,34 @@ STORE_TEST(three_engines_racing_on_due_expiries_run_each_expiry_action_once) {
     close_exp(&x);
 }
 
+/* An action without a handler is claimed and archived by one statement (claim.c): archivedBy is
+ * the presser's id — it was the address of the id's text, bound as an integer. */
+STORE_TEST(an_expiry_action_without_a_handler_and_a_press_of_one_record_who_archived) {
+    exp_fixture x;
+    REQUIRE(open_exp(&x, kind, "exp_plain"));
+    mv_code rc;
+    json_t *a = create(&x, "ask", NULL, &rc), *b = create(&x, "ask", NULL, &rc);
+    REQUIRE(rc == MV_OK);
+    mv_user bob = {.id = "bob"};
+    mv_action_request press = {.message_id = first_id(b), .action_cd = "no", .user = &bob};
+    json_t *result = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_action_handle(x.f.svc, &press, &result, &err), MV_OK, &err);
+    json_decref(result);
+    x.f.now += 1000;
+    CHECK_INT(fire(&x).fired, 2);
+    json_t *m = get(&x, first_id(a));
+    CHECK_STR(mv_json_str(m, "archivedBy"), "system:expiry");
+    CHECK_STR(mv_json_str(m, "actionCd"), "no");
+    json_decref(m);
+    m = get(&x, first_id(b));
+    CHECK_STR(mv_json_str(m, "archivedBy"), "bob");
+    json_decref(m);
+    json_decref(a);
+    json_decref(b);
+    close_exp(&x);
+}
+
 TEST(a_template_whose_expiry_action_is_not_a_receiver_action_does_not_load) {
     const char *bad[] = {
         "{\"templateCd\": \"x\", \"actions\": [{\"actionCd\": \"w\", \"name\": \"W\", \"variant\": "
@@ -329,5 +361,6 @@ int main(void) {
         the_expiry_action_runs_once_through_the_claim_as_system_expiry_with_trigger_expiry,
         a_create_expires_at_overrides_the_template_and_a_bad_one_is_refused_creating_nothing,
         three_engines_racing_on_due_expiries_run_each_expiry_action_once,
+        an_expiry_action_without_a_handler_and_a_press_of_one_record_who_archived,
         a_template_whose_expiry_action_is_not_a_receiver_action_does_not_load);
 }
