@@ -334,6 +334,41 @@ STORE_TEST(an_expiry_action_without_a_handler_and_a_press_of_one_record_who_arch
     close_exp(&x);
 }
 
+/* The timer carries its message's tenant; the fire and its notification stay in that tenant. */
+STORE_TEST(an_expiry_acts_in_its_messages_tenant_and_another_tenant_sees_none_of_it) {
+    exp_fixture x;
+    REQUIRE(open_exp(&x, kind, "exp_tenant"));
+    mv_user ana_acme = {.id = "ana", .tenant = "acme"}, ana = {.id = "ana"};
+    json_t *payload = json_pack("{s:s,s:s}", "name", "Boat", "toUser", "bob");
+    mv_create_request req = {.template_cd = "note", .user = &ana_acme, .payload = payload};
+    json_t *msgs = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_message_create(x.f.svc, &req, &msgs, NULL, &err), MV_OK, &err);
+    json_decref(payload);
+    json_t *page = NULL;
+    mv_timers_filter other = {.tenant_id = "default"}, own = {.tenant_id = "acme"};
+    CHECK_CODE(mv_timers_list(x.f.store, &other, &page, &err), MV_OK, &err);
+    CHECK_INT(json_array_size(json_object_get(page, "timers")), 0);
+    json_decref(page);
+    CHECK_CODE(mv_timers_list(x.f.store, &own, &page, &err), MV_OK, &err);
+    CHECK_INT(json_array_size(json_object_get(page, "timers")), 1);
+    CHECK_STR(mv_json_str(json_array_get(json_object_get(page, "timers"), 0), "tenantId"), "acme");
+    json_decref(page);
+    x.f.now += 1000;
+    CHECK_INT(fire(&x).fired, 1);
+    json_t *m = NULL;
+    CHECK_CODE(mv_message_get(x.f.svc, first_id(msgs), &ana_acme, &m, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(m, "archivedBy"), "system:expiry");
+    json_decref(m);
+    CHECK_CODE(mv_message_get(x.f.svc, first_id(msgs), &ana, &m, &err), MV_MESSAGE_NOT_FOUND, &err);
+    CHECK_INT(notifications_of(&x, "ana", "Gone: Boat"), 0); /* not in her default tenant */
+    int64_t n = 0;
+    CHECK_CODE(mv_message_count(x.f.svc, &ana_acme, &n, &err), MV_OK, &err);
+    CHECK_INT(n, 1); /* the notification, in acme */
+    json_decref(msgs);
+    close_exp(&x);
+}
+
 TEST(a_template_whose_expiry_action_is_not_a_receiver_action_does_not_load) {
     const char *bad[] = {
         "{\"templateCd\": \"x\", \"actions\": [{\"actionCd\": \"w\", \"name\": \"W\", \"variant\": "
@@ -362,5 +397,6 @@ int main(void) {
         a_create_expires_at_overrides_the_template_and_a_bad_one_is_refused_creating_nothing,
         three_engines_racing_on_due_expiries_run_each_expiry_action_once,
         an_expiry_action_without_a_handler_and_a_press_of_one_record_who_archived,
+        an_expiry_acts_in_its_messages_tenant_and_another_tenant_sees_none_of_it,
         a_template_whose_expiry_action_is_not_a_receiver_action_does_not_load);
 }
