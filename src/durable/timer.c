@@ -91,9 +91,13 @@ mv_code mv__timer_cancel(mv_db *db, const char *id, int64_t now, bool *cancelled
 typedef struct {
     const char *kind;
     mv__timer_call_fn call;
+    mv__timer_start_fn start; /* with finish: the asynchronous call */
+    mv__timer_finish_fn finish;
     mv__timer_local_fn local;
     void *ctx;
 } kind_entry;
+
+static bool calls_out(const kind_entry *k) { return k->call || k->start; }
 
 struct mv__timer_engine {
     mv_store *store;
@@ -125,8 +129,20 @@ mv_code mv__timer_engine_register(mv__timer_engine *e, const char *kind, mv__tim
                                   mv__timer_local_fn local, void *ctx, mv_err *err) {
     if (e->nkinds == MAX_KINDS || !fits(kind, MV__TIMER_KIND_MAX))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "cannot register timer kind");
-    e->kinds[e->nkinds++] = (kind_entry){kind, call, local, ctx};
+    e->kinds[e->nkinds++] = (kind_entry){kind, call, NULL, NULL, local, ctx};
     return MV_OK;
+}
+
+mv_code mv__timer_engine_register_async(mv__timer_engine *e, const char *kind,
+                                        mv__timer_start_fn start, mv__timer_finish_fn finish,
+                                        mv__timer_local_fn local, void *ctx, mv_err *err) {
+    if (!start || !finish) return mv_err_set(err, MV_INVALID_ARGUMENT, "start and finish needed");
+    mv_code rc = mv__timer_engine_register(e, kind, NULL, local, ctx, err);
+    if (rc == MV_OK) {
+        e->kinds[e->nkinds - 1].start = start;
+        e->kinds[e->nkinds - 1].finish = finish;
+    }
+    return rc;
 }
 
 static const kind_entry *find_kind(const mv__timer_engine *e, const char *kind) {
@@ -140,8 +156,9 @@ static const kind_entry *find_kind(const mv__timer_engine *e, const char *kind) 
 typedef struct {
     mv__timer t;
     const kind_entry *k;
-    bool ready; /* its call succeeded (or it has none): fire it */
-    bool early; /* a kind without a call: fired in the claim's own transaction */
+    bool ready;    /* its call succeeded (or it has none): fire it */
+    bool early;    /* a kind without a call: fired in the claim's own transaction */
+    void *pending; /* its asynchronous call, until finished */
     bool fired; /* the fire's transaction committed its pending → fired (set anew on each run) */
     bool give_up;
 } claimed;
@@ -231,7 +248,7 @@ static mv_code claim_fire_fn(mv_db *db, void *ctx, mv_err *err) {
     int ndone = 0;
     for (int i = 0; i < c->n && rc == MV_OK; i++) {
         claimed *row = &c->rows[i];
-        if (!row->give_up && (!row->k || row->k->call)) continue;
+        if (!row->give_up && (!row->k || calls_out(row->k))) continue;
         row->ready = row->early = true;
         if (row->give_up) {
             rc = fire_one(db, c, row, err);
@@ -267,16 +284,59 @@ static void report_fired(mv__timer_engine *e, const claim_tx *c, int from, int t
     }
 }
 
-/* Runs each timer's call; those whose call failed (or whose kind is unknown here) stay leased. */
+/* The asynchronous calls of a claim still running. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int running;
+} call_wait;
+
+static void call_ended(void *ctx) {
+    call_wait *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->running--;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Starts row's call; true when it has ended already (row->ready tells how). */
+static bool start_call(claim_tx *c, claimed *row, call_wait *w) {
+    mv_err ce = {0};
+    if (row->give_up || !calls_out(row->k)) return row->ready = true;
+    if (row->k->call) return row->ready = row->k->call(row->k->ctx, &row->t, c->now, &ce) == MV_OK;
+    pthread_mutex_lock(&w->mu);
+    w->running++; /* before the start: its end may come first */
+    pthread_mutex_unlock(&w->mu);
+    mv_code rc = row->k->start(row->k->ctx, &row->t, c->now, call_ended, w, &row->pending, &ce);
+    if (rc == MV_OK && row->pending) return false;
+    call_ended(w); /* it ended at once: no wake comes */
+    row->ready = rc == MV_OK;
+    return true;
+}
+
+/* Runs each timer's call — every asynchronous one started before any is waited for; those whose
+ * call failed (or whose kind is unknown here) stay leased. */
 static void run_calls(claim_tx *c, mv__timer_pass *pass) {
+    call_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     for (int i = 0; i < c->n; i++) {
         claimed *row = &c->rows[i];
         if (row->early || (!row->k && !row->give_up)) continue;
+        if (start_call(c, row, &w) && !row->ready) pass->failed++;
+    }
+    pthread_mutex_lock(&w.mu);
+    while (w.running > 0)
+        pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    for (int i = 0; i < c->n; i++) {
+        claimed *row = &c->rows[i];
+        if (!row->pending) continue;
         mv_err ce = {0};
-        row->ready = row->give_up || !row->k->call ||
-                     row->k->call(row->k->ctx, &row->t, c->now, &ce) == MV_OK;
+        row->ready = row->k->finish(row->k->ctx, row->pending, &ce) == MV_OK;
+        row->pending = NULL;
         if (!row->ready) pass->failed++;
     }
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
 }
 
 /* The fires after the calls: one transaction for all, or each alone when that one fails. */

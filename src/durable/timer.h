@@ -57,6 +57,16 @@ mv_code mv__timer_cancel(mv_db *db, const char *id, int64_t now, bool *cancelled
 typedef mv_code (*mv__timer_call_fn)(void *ctx, const mv__timer *t, int64_t now, mv_err *err);
 typedef mv_code (*mv__timer_local_fn)(void *ctx, mv_db *db, const mv__timer *t, int64_t now,
                                       mv_err *err);
+/* A call that waits elsewhere (the outgoing-call loop) instead of on the engine's thread: start
+ * begins it and returns MV_OK with *pending set, after which wake(wake_ctx) runs exactly once, on
+ * any thread, when it has ended; or it ends at once — *pending NULL, its outcome returned (as a
+ * call's), wake never runs. finish (on the engine's thread, after wake) returns the outcome of a
+ * pending call and frees it. The engine starts every call of a claim before it waits for any. */
+typedef mv_code (*mv__timer_start_fn)(void *ctx, const mv__timer *t, int64_t now,
+                                      void (*wake)(void *wake_ctx), void *wake_ctx, void **pending,
+                                      mv_err *err);
+typedef mv_code (*mv__timer_finish_fn)(void *ctx, void *pending, mv_err *err);
+
 /* After each fire committed (on the firing thread): lag_ms = fired − due. */
 typedef void (*mv__timer_fired_fn)(void *ctx, const mv__timer *t, int64_t lag_ms);
 
@@ -79,6 +89,10 @@ void mv__timer_engine_free(mv__timer_engine *e);
 /* Registers kind (a static string) before the engine fires anything. At most 16 kinds. */
 mv_code mv__timer_engine_register(mv__timer_engine *e, const char *kind, mv__timer_call_fn call,
                                   mv__timer_local_fn local, void *ctx, mv_err *err);
+/* The same with an asynchronous call (start and finish both set). */
+mv_code mv__timer_engine_register_async(mv__timer_engine *e, const char *kind,
+                                        mv__timer_start_fn start, mv__timer_finish_fn finish,
+                                        mv__timer_local_fn local, void *ctx, mv_err *err);
 
 typedef struct mv__timer_pass {
     int claimed;  /* timers this pass took */

@@ -3,7 +3,8 @@
  * An expiry timer is scheduled in the transaction that inserts its message (document.c), at the
  * message's expiresAt. When it fires and the message is still active:
  * - with the template's expiry.actionCd, that action runs through the normal claim (claim.c) as
- *   system:expiry, in the timer's call (outside any transaction: a handler may call out). The
+ *   system:expiry, in the timer's call (outside any transaction; a webhook handler waits on the
+ *   service's outgoing-call loop, every expiry of a claim at once, holding no thread). The
  *   message claim is what makes it once: a second fire after a lost lease finds the message
  *   archived, or its own attempt to retry with the same attempt id (the same Idempotency-Key).
  * - without, the message is archived by system:expiry in the fire's own transaction, with its
@@ -67,30 +68,69 @@ static const char *action_to_run(const expiry_state *s, const mv_template *tpl) 
     return ours && open ? cd : NULL;
 }
 
-static mv_code expiry_call(void *ctx, const mv__timer *t, int64_t now, mv_err *err) {
+/* What the action's outcome means for the timer: the store is gone, or the attempt runs elsewhere
+ * (its lease brings the timer back); anything else is the attempt's own outcome (archived,
+ * retryable, left for review), and the timer is done. */
+static mv_code call_outcome(mv_code rc, const mv_err *e, mv_err *err) {
+    return rc == MV_STORE_UNAVAILABLE || rc == MV_ACTION_CONFLICT ? mv_err_copy(err, e) : MV_OK;
+}
+
+/* One expiry action in flight: the request and what it points to live until it is finished. */
+typedef struct {
+    mv_service *svc;
+    mv_user user;
+    mv_action_request req;
+    mv_action_pending *pending;
+    char tenant[MV__TIMER_TENANT_MAX], ref[MV__TIMER_REF_MAX], action_cd[129];
+} expiry_run;
+
+/* Starts the expiry's action on the service's loop (a webhook handler waits there, holding no
+ * thread); an action without a handler, or one that cannot wait on the loop, ends here. */
+static mv_code expiry_start(void *ctx, const mv__timer *t, int64_t now, void (*wake)(void *),
+                            void *wake_ctx, void **pending, mv_err *err) {
     (void)now;
     mv_service *svc = ctx;
+    *pending = NULL;
     expiry_state s = {.t = t};
     mv_code rc = mv_store_read(svc->o.store, state_fn, &s, err);
     if (rc != MV_OK) return rc;
     mv_template *tpl = s.found ? mv_registry_find(svc->o.registry, s.template_cd) : NULL;
     const char *cd = action_to_run(&s, tpl);
-    if (cd) {
-        mv_user u = {.id = MV_EXPIRY_PRINCIPAL, .tenant = t->tenant};
-        mv_action_request r = {
-            .message_id = t->ref, .action_cd = cd, .user = &u, .trigger = "expiry"};
+    expiry_run *run = cd ? calloc(1, sizeof *run) : NULL;
+    if (cd && !run) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (run) {
+        run->svc = svc;
+        mv_strlcpy(run->tenant, t->tenant, sizeof run->tenant);
+        mv_strlcpy(run->ref, t->ref, sizeof run->ref);
+        mv_strlcpy(run->action_cd, cd, sizeof run->action_cd);
+        run->user = (mv_user){.id = MV_EXPIRY_PRINCIPAL, .tenant = run->tenant};
+        run->req = (mv_action_request){.message_id = run->ref,
+                                       .action_cd = run->action_cd,
+                                       .user = &run->user,
+                                       .trigger = "expiry"};
         json_t *result = NULL;
         mv_err e = {0};
-        rc = mv_action_handle(svc, &r, &result, &e);
+        rc = mv_action_start(svc, &run->req, wake, wake_ctx, &run->pending, &result, &e);
         json_decref(result);
-        /* the store is gone, or the attempt runs elsewhere: the timer's lease brings it back;
-         * anything else is the attempt's own outcome (archived, retryable, left for review) */
-        if (rc == MV_STORE_UNAVAILABLE || rc == MV_ACTION_CONFLICT)
-            rc = mv_err_copy(err, &e);
-        else
-            rc = MV_OK;
+        if (rc == MV_OK && run->pending) {
+            *pending = run;
+        } else {
+            rc = call_outcome(rc, &e, err);
+            free(run);
+        }
     }
     mv_template_release(tpl);
+    return rc;
+}
+
+static mv_code expiry_finish(void *ctx, void *pending, mv_err *err) {
+    (void)ctx;
+    expiry_run *run = pending;
+    json_t *result = NULL;
+    mv_err e = {0};
+    mv_code rc = call_outcome(mv_action_finish(run->pending, &result, &e), &e, err);
+    json_decref(result);
+    free(run);
     return rc;
 }
 
@@ -147,5 +187,6 @@ static mv_code expiry_local(void *ctx, mv_db *db, const mv__timer *t, int64_t no
 }
 
 mv_code mv__service_register_timers(mv_service *svc, mv__timer_engine *engine, mv_err *err) {
-    return mv__timer_engine_register(engine, "expiry", expiry_call, expiry_local, svc, err);
+    return mv__timer_engine_register_async(engine, "expiry", expiry_start, expiry_finish,
+                                           expiry_local, svc, err);
 }

@@ -493,6 +493,102 @@ STORE_TEST(
     mv_store_close(s);
 }
 
+/* An asynchronous kind: start keeps the call pending; a helper thread ends them all together. */
+typedef struct {
+    test_kind k; /* first: the local effect (test_local) shares the kind's context */
+    pthread_mutex_t mu;
+    int started, max_started_at_first_wake;
+    void (*wake[8])(void *);
+    void *wake_ctx[8];
+    int finished;
+} async_kind;
+
+static mv_code async_start(void *ctx, const mv__timer *t, int64_t now, void (*wake)(void *),
+                           void *wake_ctx, void **pending, mv_err *err) {
+    (void)now;
+    (void)err;
+    async_kind *a = ctx;
+    pthread_mutex_lock(&a->mu);
+    int i = a->started++;
+    a->wake[i] = wake;
+    a->wake_ctx[i] = wake_ctx;
+    pthread_mutex_unlock(&a->mu);
+    *pending = strcmp(t->id, "y2") == 0 ? (void *)"fail" : (void *)"ok";
+    return MV_OK;
+}
+
+static mv_code async_finish(void *ctx, void *pending, mv_err *err) {
+    async_kind *a = ctx;
+    pthread_mutex_lock(&a->mu);
+    a->finished++;
+    pthread_mutex_unlock(&a->mu);
+    return strcmp(pending, "ok") == 0 ? MV_OK : mv_err_set(err, MV_IO, "the call failed");
+}
+
+static void *async_ender(void *arg) {
+    async_kind *a = arg;
+    for (int t = 0; t < 400; t++) { /* until every call started, or 2 s */
+        pthread_mutex_lock(&a->mu);
+        int n = a->started;
+        pthread_mutex_unlock(&a->mu);
+        if (n == 5) break;
+        usleep(5000);
+    }
+    pthread_mutex_lock(&a->mu);
+    a->max_started_at_first_wake = a->started;
+    int n = a->started;
+    pthread_mutex_unlock(&a->mu);
+    for (int i = 0; i < n; i++)
+        a->wake[i](a->wake_ctx[i]);
+    return NULL;
+}
+
+typedef struct {
+    int n;
+    int64_t due;
+} async_sched;
+
+static mv_code async_sched_fn(mv_db *db, void *ctx, mv_err *err) {
+    async_sched *a = ctx;
+    mv_code rc = MV_OK;
+    for (int i = 0; i < a->n && rc == MV_OK; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "y%d", i);
+        rc = mv__timer_schedule(db, id, "default", "async", id, a->due, T0, err);
+    }
+    return rc;
+}
+
+STORE_TEST(every_asynchronous_call_of_a_claim_is_started_before_any_is_waited_for) {
+    mv_store *s = timer_store(kind, "async", NULL, 0);
+    REQUIRE(s);
+    int64_t now = T0;
+    mv_clock clock = mv_manual_clock(&now);
+    async_kind a = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    mv__timer_engine_options o = {.clock = &clock, .lease_ms = 10000};
+    mv__timer_engine *e = NULL;
+    mv_err err = {0};
+    REQUIRE(mv__timer_engine_new(s, &o, &e, &err) == MV_OK);
+    REQUIRE(mv__timer_engine_register_async(e, "async", async_start, async_finish, test_local, &a,
+                                            &err) == MV_OK);
+    async_sched sc = {5, T0};
+    REQUIRE(mv_store_write(s, async_sched_fn, &sc, &err) == MV_OK);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, async_ender, &a) == 0);
+    mv__timer_pass p = run(e);
+    pthread_join(th, NULL);
+    CHECK_INT(a.max_started_at_first_wake, 5);
+    CHECK_INT(a.finished, 5);
+    CHECK_INT(p.claimed, 5);
+    CHECK_INT(p.fired, 4);
+    CHECK_INT(p.failed, 1);
+    CHECK_INT(query(s, SQL_LOG_ONE, "y2").a, 0); /* its call failed: left to its lease */
+    CHECK_STR(query(s, SQL_STATE, "y2").text, "pending");
+    CHECK_INT(query(s, SQL_LOG_COUNT, NULL).b, 4);
+    mv__timer_engine_free(e);
+    mv_store_close(s);
+}
+
 /* ---- many engines ------------------------------------------------------------------------------
  */
 
@@ -692,6 +788,7 @@ int main(void) {
         a_claim_takes_at_most_a_batch_and_leaves_the_rest_due_for_the_next,
         the_timer_list_pages_in_due_order_and_a_tenant_sees_only_its_own_timers,
         a_kind_without_a_call_fires_in_the_claims_transaction_and_a_failure_falls_back_to_each_alone,
+        every_asynchronous_call_of_a_claim_is_started_before_any_is_waited_for,
         four_engines_on_threads_fire_every_due_timer_exactly_once,
         three_processes_fire_every_timer_exactly_once_though_one_is_killed_while_timers_are_due,
         the_claim_reads_the_index_of_pending_timers_in_order_never_the_table,
