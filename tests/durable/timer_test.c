@@ -44,6 +44,7 @@ typedef struct {
     const char *prefix;
     int n;
     int64_t due, now;
+    const char *kind; /* NULL: "test" */
 } sched_arg;
 
 static mv_code sched_fn(mv_db *db, void *ctx, mv_err *err) {
@@ -52,13 +53,24 @@ static mv_code sched_fn(mv_db *db, void *ctx, mv_err *err) {
     for (int i = 0; i < a->n && rc == MV_OK; i++) {
         char id[64];
         snprintf(id, sizeof id, "%s%d", a->prefix, i);
-        rc = mv__timer_schedule(db, id, "default", "test", id, a->due, a->now, err);
+        rc = mv__timer_schedule(db, id, "default", a->kind ? a->kind : "test", id, a->due, a->now,
+                                err);
     }
     return rc;
 }
 
+/* n timers prefix0.. of kind, due at due. */
+static mv_code schedule_kind(mv_store *s, const char *kind, const char *prefix, int n, int64_t due,
+                             int64_t now) {
+    sched_arg a = {prefix, n, due, now, kind};
+    mv_err err = {0};
+    mv_code rc = mv_store_write(s, sched_fn, &a, &err);
+    if (rc) fprintf(stderr, "schedule: %s\n", err.message);
+    return rc;
+}
+
 static mv_code schedule(mv_store *s, const char *prefix, int n, int64_t due, int64_t now) {
-    sched_arg a = {prefix, n, due, now};
+    sched_arg a = {prefix, n, due, now, NULL};
     mv_err err = {0};
     mv_code rc = mv_store_write(s, sched_fn, &a, &err);
     if (rc) fprintf(stderr, "schedule: %s\n", err.message);
@@ -437,23 +449,6 @@ STORE_TEST(the_timer_list_pages_in_due_order_and_a_tenant_sees_only_its_own_time
     mv_store_close(s);
 }
 
-typedef struct {
-    const char *prefix;
-    int n;
-    int64_t due, now;
-} local_sched;
-
-static mv_code local_sched_fn(mv_db *db, void *ctx, mv_err *err) {
-    local_sched *a = ctx;
-    mv_code rc = MV_OK;
-    for (int i = 0; i < a->n && rc == MV_OK; i++) {
-        char id[64];
-        snprintf(id, sizeof id, "%s%d", a->prefix, i);
-        rc = mv__timer_schedule(db, id, "default", "local", id, a->due, a->now, err);
-    }
-    return rc;
-}
-
 STORE_TEST(
     a_kind_without_a_call_fires_in_the_claims_transaction_and_a_failure_falls_back_to_each_alone) {
     mv_store *s = timer_store(kind, "local", NULL, 0);
@@ -466,8 +461,7 @@ STORE_TEST(
     mv_err err = {0};
     REQUIRE(mv__timer_engine_new(s, &o, &e, &err) == MV_OK);
     REQUIRE(mv__timer_engine_register(e, "local", NULL, test_local, &k, &err) == MV_OK);
-    local_sched a = {"o", 5, T0, T0};
-    REQUIRE(mv_store_write(s, local_sched_fn, &a, &err) == MV_OK);
+    REQUIRE(schedule_kind(s, "local", "o", 5, T0, T0) == MV_OK);
     uint64_t trips = mv__store_round_trips(s);
     mv__timer_pass p = run(e);
     CHECK_INT(p.claimed, 5);
@@ -478,8 +472,7 @@ STORE_TEST(
     CHECK_INT(query(s, SQL_LOG_COUNT, NULL).b, 5);
     /* a local effect fails once: the claim rolls back with it, then each timer fires alone */
     atomic_store(&k.fail_locals, 1);
-    local_sched b = {"q", 4, T0 + 5, T0};
-    REQUIRE(mv_store_write(s, local_sched_fn, &b, &err) == MV_OK);
+    REQUIRE(schedule_kind(s, "local", "q", 4, T0 + 5, T0) == MV_OK);
     now = T0 + 5;
     p = run(e);
     CHECK_INT(p.claimed, 4);
@@ -543,22 +536,6 @@ static void *async_ender(void *arg) {
     return NULL;
 }
 
-typedef struct {
-    int n;
-    int64_t due;
-} async_sched;
-
-static mv_code async_sched_fn(mv_db *db, void *ctx, mv_err *err) {
-    async_sched *a = ctx;
-    mv_code rc = MV_OK;
-    for (int i = 0; i < a->n && rc == MV_OK; i++) {
-        char id[16];
-        snprintf(id, sizeof id, "y%d", i);
-        rc = mv__timer_schedule(db, id, "default", "async", id, a->due, T0, err);
-    }
-    return rc;
-}
-
 STORE_TEST(every_asynchronous_call_of_a_claim_is_started_before_any_is_waited_for) {
     mv_store *s = timer_store(kind, "async", NULL, 0);
     REQUIRE(s);
@@ -571,8 +548,7 @@ STORE_TEST(every_asynchronous_call_of_a_claim_is_started_before_any_is_waited_fo
     REQUIRE(mv__timer_engine_new(s, &o, &e, &err) == MV_OK);
     REQUIRE(mv__timer_engine_register_async(e, "async", async_start, async_finish, test_local, &a,
                                             &err) == MV_OK);
-    async_sched sc = {5, T0};
-    REQUIRE(mv_store_write(s, async_sched_fn, &sc, &err) == MV_OK);
+    REQUIRE(schedule_kind(s, "async", "y", 5, T0, T0) == MV_OK);
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, async_ender, &a) == 0);
     mv__timer_pass p = run(e);
