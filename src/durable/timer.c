@@ -35,14 +35,16 @@ static const char SQL_CANCEL[] =
 /* The due timers are picked in a CTE that the UPDATE joins: PostgreSQL runs a locking CTE once,
  * whereas `timer_id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` may be planned as a semi join
  * that re-runs the subquery per row and so claims far more than n. The state is a literal so the
- * planners read the partial index; the outer `next_at <= now` is re-checked by PostgreSQL on a
- * row another claimant updated meanwhile. */
+ * planners read the partial index. The UPDATE finds the CTE's rows by primary key: they are locked
+ * by the CTE itself (FOR UPDATE SKIP LOCKED takes only rows nobody else holds; SQLite has one
+ * writer), so nothing can change them in between and the UPDATE re-checks nothing: a condition on
+ * the state or next_at there would have it walk the pending index for each batch. */
 #define CLAIM_HEAD                                                                                 \
     "WITH due AS (SELECT timer_id FROM timers WHERE state = 'pending' AND next_at <= ? "           \
     "ORDER BY next_at, timer_id LIMIT ?"
 #define CLAIM_TAIL                                                                                 \
     ") UPDATE timers SET lease_owner = ?, next_at = ?, claims = claims + 1 FROM due "              \
-    "WHERE timers.timer_id = due.timer_id AND timers.state = 'pending' AND timers.next_at <= ? "   \
+    "WHERE timers.timer_id = due.timer_id "                                                        \
     "RETURNING timers.timer_id, timers.tenant_id, timers.kind, timers.ref, timers.due_at, "        \
     "timers.claims"
 static const char SQL_CLAIM_SQLITE[] = CLAIM_HEAD CLAIM_TAIL;
@@ -51,13 +53,22 @@ static const char SQL_CLAIM_POSTGRES[] = CLAIM_HEAD " FOR UPDATE SKIP LOCKED" CL
 static const char SQL_FIRED[] =
     "UPDATE timers SET state = 'fired', fired_at = ?, lease_owner = NULL "
     "WHERE timer_id = ? AND lease_owner = ? AND state = 'pending'";
+/* A claim's rows all carry next_at = its lease's end: the partial index finds exactly them. */
 static const char SQL_FIRED_KIND[] =
     "UPDATE timers SET state = 'fired', fired_at = ?, lease_owner = NULL "
-    "WHERE lease_owner = ? AND state = 'pending' AND kind = ?";
+    "WHERE next_at = ? AND state = 'pending' AND lease_owner = ? AND kind = ?";
 static const char SQL_GIVE_UP[] =
     "UPDATE timers SET state = 'failed', fired_at = ?, lease_owner = NULL "
     "WHERE timer_id = ? AND lease_owner = ? AND state = 'pending'";
 static const char SQL_NEXT_AT[] = "SELECT MIN(next_at) FROM timers WHERE state = 'pending'";
+/* The statements whose plans tests/durable/timer_test.c checks, with their binds ('i' an integer,
+ * 's' a text): the claim of each dialect, the fire of a claim's rows, the next due time. */
+const char *const mv__timer_plan_sql[][2] = {{SQL_CLAIM_SQLITE, "iisi"},
+                                             {SQL_CLAIM_POSTGRES, "iisi"},
+                                             {SQL_FIRED_KIND, "iiss"},
+                                             {SQL_NEXT_AT, ""},
+                                             {NULL, NULL}};
+
 static const char SQL_PG_NOTIFY[] = "SELECT pg_notify('" TIMER_CHANNEL "', '')";
 
 /* ---- scheduling inside the caller's transaction -------------------------------------------- */
@@ -182,8 +193,7 @@ static mv_code claim_fn(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql, &st, err);
     if (rc) return rc;
-    mv_stmt_bindf(st, "iisii", c->now, (int64_t)c->e->o.batch, c->token, c->now + c->e->o.lease_ms,
-                  c->now);
+    mv_stmt_bindf(st, "iisi", c->now, (int64_t)c->e->o.batch, c->token, c->now + c->e->o.lease_ms);
     int r;
     c->n = 0;
     /* the CTE's LIMIT bounds the rows; a row past the buffer would stay leased unfired */
@@ -259,7 +269,8 @@ static mv_code claim_fire_fn(mv_db *db, void *ctx, mv_err *err) {
             seen = done[d] == row->k;
         if (!seen) {
             done[ndone++] = row->k;
-            rc = mv_db_execf_later(db, SQL_FIRED_KIND, err, "iss", c->now, c->token, row->k->kind);
+            rc = mv_db_execf_later(db, SQL_FIRED_KIND, err, "iiss", c->now,
+                                   c->now + c->e->o.lease_ms, c->token, row->k->kind);
         }
         row->fired = true;
         if (rc == MV_OK && row->k->local) rc = row->k->local(row->k->ctx, db, &row->t, c->now, err);
