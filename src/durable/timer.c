@@ -436,6 +436,17 @@ static int sleep_ms(mv__timer_engine *e) {
     return wait < cap ? (int)wait : cap;
 }
 
+/* Sleeps ms unless woken: a notification or mv__timer_engine_wake ends it early, a lost listen
+ * connection does not — a pass right after a server restart would take (and reopen) a pooled
+ * connection at the moment requests find theirs broken. */
+static void wait_for(mv__timer_engine *e, int ms) {
+    int64_t until = mv_now_ms() + ms;
+    while (!atomic_load(&e->stop)) {
+        int64_t left = until - mv_now_ms();
+        if (left <= 0 || mv__listener_wait(e->listener, (int)left)) return;
+    }
+}
+
 static void *loop_main(void *arg) {
     mv__timer_engine *e = arg;
     while (!atomic_load(&e->stop)) {
@@ -447,7 +458,7 @@ static void *loop_main(void *arg) {
         /* timers falling due one after another are gathered for a while, so a burst costs a
          * commit per batch rather than per timer */
         if (rc == MV_OK && pass.claimed > 0 && ms < GATHER_MS) ms = GATHER_MS;
-        if (ms > 0 && !atomic_load(&e->stop)) mv__listener_wait(e->listener, ms);
+        wait_for(e, ms);
     }
     return NULL;
 }
