@@ -4,7 +4,7 @@
  * Idempotency-Key (a call in flight when its daemon died is retried under the same key, never a
  * new one) and every message ends archived by system:expiry. Timers survive a restart of the
  * daemon; on a running daemon an expiry fires within a second of its due time (PostgreSQL: the
- * scheduling daemon's NOTIFY wakes the loop) and shows in /metrics. */
+ * scheduling daemon's NOTIFY wakes the loop) and shows in /metrics; a bad expiresAt is a 400. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -267,6 +267,23 @@ STORE_TEST(a_running_daemon_fires_an_expiry_within_a_second_of_due_and_counts_it
     CHECK(lag < 1000);
     if (lag >= 1000 || lag < 0) fprintf(stderr, "lag %lld ms\n", (long long)lag);
     json_decref(m);
+    /* a past or too distant expiresAt is a 400 naming the field, and creates nothing */
+    const char *bad[] = {"{\"toUser\": \"bob\", \"expiresAt\": 5}",
+                         "{\"toUser\": \"bob\", \"expiresAt\": 99999999999999}",
+                         "{\"toUser\": \"bob\", \"expiresAt\": \"soon\"}"};
+    for (int i = 0; i < 3; i++) {
+        test_reply b =
+            test_http(c.ports[0], "POST", "/messages/new/note", "X-User-Id: ana", bad[i]);
+        CHECK_INT(b.status, 400);
+        CHECK_STR(test_reply_code(&b), "invalid_argument");
+        const char *msg = mv_json_str(json_object_get(b.json, "error"), "message");
+        CHECK(msg && strstr(msg, "expiresAt"));
+        test_reply_free(&b);
+    }
+    test_reply list =
+        test_http(c.ports[0], "GET", "/messages?archived=true", "X-User-Id: ana", NULL);
+    CHECK_INT(json_array_size(json_object_get(list.json, "messages")), 1); /* only the good one */
+    test_reply_free(&list);
     const char *paths[] = {"/metrics"};
     long status = 0;
     char *body = NULL;
