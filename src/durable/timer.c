@@ -340,7 +340,7 @@ static void run_calls(claim_tx *c, mv__timer_pass *pass) {
     pthread_mutex_unlock(&w.mu);
     for (int i = 0; i < c->n; i++) {
         claimed *row = &c->rows[i];
-        if (!row->pending) continue;
+        if (!row->pending || !row->k) continue; /* only a kind's start sets pending */
         mv_err ce = {0};
         row->ready = row->k->finish(row->k->ctx, row->pending, &ce) == MV_OK;
         row->pending = NULL;
