@@ -22,6 +22,7 @@
 #include "missive/saga_webhook.h"
 #include "missive/store.h"
 #include "missive/template.h"
+#include "missive/timers.h"
 #include "missive/version.h"
 
 #endif

@@ -31,6 +31,8 @@ extern "C" {
 #define MV_DEFAULT_OUTBOX_BACKOFF_MS 1000       /* doubles per attempt … */
 #define MV_DEFAULT_OUTBOX_BACKOFF_CAP_MS 300000 /* … up to this */
 #define MV_DEFAULT_OUTBOX_LEASE_MS 60000
+#define MV_DEFAULT_TIMER_POLL_MS 250
+#define MV_DEFAULT_TIMER_LEASE_MS 30000
 
 /* durable execution (missive/durable.h, missive/saga_webhook.h) */
 #define MV_DEFAULT_APPROVAL_TTL_MS 900000

@@ -72,7 +72,7 @@ typedef struct mv_action_input {
     const char *attempt_id;
     const json_t *input; /* the request body, {} when none */
     mv_abort *abort;     /* fired when the claim's lease could not be extended: stop early */
-    const char *trigger; /* what pressed it: "user" (NULL), "link" (an action link) */
+    const char *trigger; /* "user" (NULL: a press), "link" (an action link), "expiry" */
 } mv_action_input;
 typedef mv_code (*mv_action_fn)(void *ctx, const mv_action_input *in, json_t **result, mv_err *err);
 
@@ -283,6 +283,10 @@ typedef struct mv_action_request {
     /* An action link (missive/reach.h): its use is recorded in the claim's transaction (a spent
      * link → MV_MESSAGE_ARCHIVED, nothing claimed), and the handler sees "trigger": "link". */
     const struct mv_link *link;
+    /* NULL or "user": a press. "expiry": the message's expiry runs its expiry.actionCd as
+     * user {"id": "system:expiry", "roles": []} — neither sender nor receiver, so the user's
+     * relation to the message and the action's rules are not checked; the claim is the same. */
+    const char *trigger;
 } mv_action_request;
 
 /* handleAction. *result: new reference (the handler's result, json null when none).

@@ -76,6 +76,18 @@ typedef struct mv_action_def {
 
 #define MV_TEMPLATE_MAX_LOCALES 16
 
+/* "expiry": what happens to a message nobody acted on in time (docs/time.md). */
+typedef struct mv_expiry_def {
+    int64_t after_ms; /* 0: a message expires only when its create sets expiresAt */
+    char *action_cd;  /* a receiver action run as system:expiry; NULL: the message is archived */
+    /* the sender's notification at expiry, as an action's senderNotification */
+    bool has_sender_notification;
+    mv_tpl *notify_title, *notify_short, *notify_long;
+} mv_expiry_def;
+
+/* The longest a message may wait for its expiry (and the furthest a time in a request may be). */
+#define MV_MAX_DELAY_MS (365LL * 86400000LL)
+
 typedef enum mv_prepare_kind { MV_PREPARE_DECLARATIVE, MV_PREPARE_WEBHOOK } mv_prepare_kind;
 
 /* A template's "required" list: at most this many dotted paths, each at most this many bytes. */
@@ -125,8 +137,9 @@ typedef struct mv_template {
     char *category;              /* "category", default the templateCd */
     mv_template_locale *locales; /* "locales" (at most MV_TEMPLATE_MAX_LOCALES) */
     size_t nlocales;
-    json_t *source; /* the template JSON as loaded (read-only) */
-    int refs_;      /* internal */
+    mv_expiry_def *expiry; /* NULL when the template has no "expiry" */
+    json_t *source;        /* the template JSON as loaded (read-only) */
+    int refs_;             /* internal */
 } mv_template;
 
 typedef struct mv_registry mv_registry;

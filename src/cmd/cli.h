@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "missive/store.h"
+
 int cli_migrate(int argc, char **argv);   /* cli_store.c */
 int cli_gc(int argc, char **argv);        /* cli_store.c */
 int cli_templates(int argc, char **argv); /* cli_templates.c */
@@ -21,6 +23,9 @@ int cli_sagas(int argc, char **argv);     /* cli_lists.c: sagas list */
 /* cli_lists.c: the "list" verbs of approvals and outbox (argv[1] is "list") */
 int cli_approvals_list(int argc, char **argv);
 int cli_outbox_list(int argc, char **argv);
+int cli_timers(int argc, char **argv); /* cli_timers.c */
+/* cli_timers.c: prints reconcile's timer findings (one JSON object per line). */
+mv_code cli_reconcile_timers(mv_store *store, mv_err *err);
 
 /* Returns the value of "--name VALUE" / "--name=VALUE" in argv, or NULL. */
 const char *cli_flag(int argc, char **argv, const char *name);

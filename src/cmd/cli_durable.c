@@ -162,6 +162,11 @@ static mv_code print_outbox(const scan_args *a, mv_err *err) {
     return MV_OK;
 }
 
+/* Pending timers whose lease ran out at least once, and timers given up (cli_timers.c). */
+static mv_code print_timers(const scan_args *a, mv_err *err) {
+    return cli_reconcile_timers(a->store, err);
+}
+
 static const struct {
     const char *name;  /* --kind value */
     const char *label; /* the `kind` field of each finding */
@@ -169,7 +174,7 @@ static const struct {
 } reconcilers[] = {
     {"effects", "effect", print_effects}, {"sagas", "saga", print_sagas},
     {"actions", "action", print_actions}, {"requests", "request", print_requests},
-    {"outbox", "outbox", print_outbox},
+    {"outbox", "outbox", print_outbox},   {"timers", "timer", print_timers},
 };
 
 int cli_reconcile(int argc, char **argv) {
@@ -182,7 +187,7 @@ int cli_reconcile(int argc, char **argv) {
     if (!cli_flags_ok(argc, argv, FLAGS, NULL) || !url ||
         (stale && (!*stale || *end || stale_ms < 0))) {
         fprintf(stderr, "usage: missive reconcile --store URL "
-                        "[--kind effects|sagas|actions|requests|outbox] [--stale-ms N]\n");
+                        "[--kind effects|sagas|actions|requests|outbox|timers] [--stale-ms N]\n");
         return 2;
     }
     for (int i = 0; kind && i < n; i++)

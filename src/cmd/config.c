@@ -249,6 +249,7 @@ static const char *const TOP_KEYS[] = {"listen",
                                        "email",
                                        "approvals",
                                        "outbox",
+                                       "timers",
                                        "log",
                                        "recovery",
                                        "retention",
@@ -497,6 +498,13 @@ static mv_code load_delivery(loader *l, json_t *root) {
         TRY(get_int32(l, o, "outbox", "maxAttempts", 1, 1000, &c->outbox.max_attempts));
         TRY(get_int32(l, o, "outbox", "backoffMs", 1, 3600000, &c->outbox.backoff_ms));
     }
+
+    static const char *const TIMER_KEYS[] = {"pollMs", "leaseMs", NULL};
+    TRY(get_obj(l, root, "", "timers", TIMER_KEYS, &o));
+    if (o) {
+        TRY(get_int32(l, o, "timers", "pollMs", 10, 60000, &c->timers.poll_ms));
+        TRY(get_int32(l, o, "timers", "leaseMs", 100, 3600000, &c->timers.lease_ms));
+    }
     return MV_OK;
 }
 
@@ -692,6 +700,8 @@ static void set_defaults(mv_config *c) {
     c->outbox.poll_ms = MV_DEFAULT_OUTBOX_POLL_MS;
     c->outbox.max_attempts = MV_DEFAULT_OUTBOX_MAX_ATTEMPTS;
     c->outbox.backoff_ms = MV_DEFAULT_OUTBOX_BACKOFF_MS;
+    c->timers.poll_ms = MV_DEFAULT_TIMER_POLL_MS;
+    c->timers.lease_ms = MV_DEFAULT_TIMER_LEASE_MS;
     c->max_connections_per_ip = MV_DEFAULT_MAX_CONNECTIONS_PER_IP;
     c->header_timeout_ms = MV_DEFAULT_HEADER_TIMEOUT_MS;
     c->list.max_page_bytes = 4194304;

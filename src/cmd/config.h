@@ -118,6 +118,10 @@ typedef struct mv_config {
         int backoff_ms;   /* 1000 (doubles per attempt) */
     } outbox;
     struct {
+        int poll_ms;  /* 250: the longest a SQLite daemon sleeps before looking for due timers */
+        int lease_ms; /* 30000: how long a claimed timer is this daemon's before others take it */
+    } timers;
+    struct {
         bool enabled;         /* /ui/ served; default: true on a loopback listen address */
         bool set;             /* "ui.enabled" given in the file */
         char *oidc_issuer;    /* "ui.oidc.issuer": the console signs in there; NULL = off */

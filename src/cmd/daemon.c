@@ -9,6 +9,7 @@
 
 #include "cmd/daemon.h"
 #include "cmd/tls.h"
+#include "durable/timer.h"
 #include "http/request.h"
 
 /* Runs check on every registered template, stopping at the first error. */
@@ -292,6 +293,7 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
     if (rc == MV_OK) rc = open_service(d, cfg, err);
     if (rc == MV_OK) rc = start_outbox(d, cfg, err);
     if (rc == MV_OK) rc = mv_recovery_loop_start(d, &d->recovery, err);
+    if (rc == MV_OK) rc = mv_daemon_timers_start(d, err);
     if (rc == MV_OK) {
         const mv_config_secret *ts =
             cfg->stream.secret.env ? &cfg->stream.secret : &cfg->approvals.secret;
@@ -337,6 +339,7 @@ void mv_daemon_close(mv_daemon *d) {
     if (!d) return;
     mv_loop_stop(d->loop); /* abandons any call still waiting, so the workers stop promptly */
     mv_recovery_loop_stop(d->recovery);
+    mv__timer_engine_free(d->timers); /* before the service its fires use */
     mv_outbox_worker_stop(d->outbox);
     mv_loop_free(d->loop); /* after its last user, before the service */
     d->loop = NULL;

@@ -15,8 +15,8 @@
 #include "http/routes_durable.h"
 #include "http/routes_lists.h"
 #include "http/routes_messages.h"
-#include "http/routes_ui.h"
 #include "http/routes_reach.h"
+#include "http/routes_ui.h"
 #include "http/stream_hub.h"
 #include "missive/deliver.h"
 #include "missive/durable.h"
@@ -55,8 +55,9 @@ typedef struct mv_daemon {
     mv_stream_hub *streams;            /* GET /messages/stream: the change log fanned out */
     atomic_bool ui_enabled;            /* "ui.enabled", switched by a reload */
     mv_ui_routes ui_routes;
-    struct mv_daemon_tls *tls; /* NULL without "tls"; the certificate a reload replaces */
-    mv_reach_routes reach_routes;      /* GET/PUT /preferences */
+    struct mv_daemon_tls *tls;       /* NULL without "tls"; the certificate a reload replaces */
+    mv_reach_routes reach_routes;    /* GET/PUT /preferences */
+    struct mv__timer_engine *timers; /* fires due timers (expiry, …) on its own thread */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config
@@ -97,6 +98,9 @@ mv_saga_finder mv_daemon_saga_finder(void);
  * with an error line and changes nothing. Returns true when applied. The main thread only. */
 bool mv_daemon_reload(mv_daemon *d, mv_router *router, const char *path,
                       const mv_config_overrides *ov);
+/* daemon_ops.c: the timer engine with the service's kinds registered and its thread started
+ * (lag observed into missive_timer_lag_seconds); closed with mv__timer_engine_free. */
+mv_code mv_daemon_timers_start(mv_daemon *d, mv_err *err);
 
 /* Registers every route of the daemon on router (whose app is d). */
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err);

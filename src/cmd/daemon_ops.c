@@ -16,7 +16,9 @@
 
 #include "base/callctx.h"
 #include "cmd/daemon.h"
+#include "durable/timer.h"
 #include "http/request.h"
+#include "message/timers.h"
 #include "missive/operations.h"
 #if __has_include("missive/version.h")
 #include "missive/version.h"
@@ -51,7 +53,14 @@ static const struct {
     {"missive_client_requests", "gauge", "Idempotent-create reservations by state."},
     {"missive_recovered_sagas_total", "counter",
      "Sagas this daemon's recovery loop drove on after their runner died, by action."},
+    {"missive_timers", "gauge", "Timers in the store by kind and state."},
+    {"missive_timer_lag_seconds", "histogram",
+     "How late this daemon fired timers after they were due, by kind."},
 };
+
+static const char *const TIMER_KINDS[] = {"expiry", "reminder", "escalation",
+                                          "snooze", "send",     "saga"};
+#define NTIMER_KINDS (sizeof TIMER_KINDS / sizeof TIMER_KINDS[0])
 
 /* ---- process figures ---------------------------------------------------------------------- */
 
@@ -106,6 +115,25 @@ static void collect_process(mv_metrics *m) {
     }
 }
 
+/* missive_timers{kind,state}: every series the store has, and pending at zero for every kind. */
+static void collect_timers(mv_metrics *m, mv_daemon *d) {
+    json_t *counts = NULL;
+    if (mv_timers_count(d->store, &counts, NULL) != MV_OK) return;
+    for (size_t k = 0; k < NTIMER_KINDS; k++) {
+        const char *l[] = {"kind", TIMER_KINDS[k], "state", "pending", NULL};
+        mv_metrics_gauge_set(m, "missive_timers", l, 0);
+    }
+    size_t i;
+    json_t *row;
+    json_array_foreach(counts, i, row) {
+        const char *l[] = {"kind", mv_json_str(row, "kind"), "state", mv_json_str(row, "state"),
+                           NULL};
+        mv_metrics_gauge_set(m, "missive_timers", l,
+                             (double)json_integer_value(json_object_get(row, "count")));
+    }
+    json_decref(counts);
+}
+
 /* Gauges read when /metrics is scraped. */
 static void collect(mv_metrics *m, void *ctx) {
     mv_daemon *d = ctx;
@@ -134,6 +162,7 @@ static void collect(mv_metrics *m, void *ctx) {
     if (d->streams)
         mv_metrics_gauge_set(m, "missive_stream_connections", NULL,
                              (double)mv_stream_hub_connections(d->streams));
+    collect_timers(m, d);
 }
 
 void mv_daemon_metrics_init(mv_daemon *d) {
@@ -160,6 +189,10 @@ void mv_daemon_metrics_init(mv_daemon *d) {
         mv_metrics_counter_add(m, "missive_recovered_sagas_total", l, 0);
     }
     mv_metrics_gauge_set(m, "missive_stream_connections", NULL, 0);
+    for (size_t k = 0; k < NTIMER_KINDS; k++) {
+        const char *l[] = {"kind", TIMER_KINDS[k], NULL};
+        mv_metrics_histogram_declare(m, "missive_timer_lag_seconds", l);
+    }
     collect(m, d); /* every gauge family gets its series before the first scrape */
     mv_metrics_set_collector(m, collect, d);
 }
@@ -192,6 +225,26 @@ void mv_daemon_on_webhook(void *ctx, const mv_webhook_call_info *call) {
         json_set_id(f, "traceparent", call->traceparent);
     }
     mv_log("warn", "webhook failed", f);
+}
+
+/* ---- the timer engine ------------------------------------------------------------------------ */
+
+static void on_timer_fired(void *ctx, const mv__timer *t, int64_t lag_ms) {
+    mv_daemon *d = ctx;
+    const char *l[] = {"kind", t->kind, NULL};
+    mv_metrics_observe(d->metrics, "missive_timer_lag_seconds", l,
+                       (double)(lag_ms < 0 ? 0 : lag_ms) / 1000.0);
+}
+
+mv_code mv_daemon_timers_start(mv_daemon *d, mv_err *err) {
+    mv__timer_engine_options o = {.lease_ms = d->cfg->timers.lease_ms,
+                                  .poll_ms = d->cfg->timers.poll_ms,
+                                  .on_fired = on_timer_fired,
+                                  .on_fired_ctx = d};
+    mv_code rc = mv__timer_engine_new(d->store, &o, &d->timers, err);
+    if (rc == MV_OK) rc = mv__service_register_timers(d->service, d->timers, err);
+    if (rc == MV_OK) rc = mv__timer_engine_start(d->timers, err);
+    return rc;
 }
 
 /* ---- the recovery loop -------------------------------------------------------------------- */

@@ -16,7 +16,7 @@ static const struct {
     {"render", cli_render, "render --text TEMPLATE [--data FILE.json] [--plain]"},
     {"logic", cli_logic, "logic --rule JSON [--data JSON]"},
     {"reconcile", cli_reconcile,
-     "reconcile --store URL [--kind effects|sagas|actions|requests|outbox] [--stale-ms N]"},
+     "reconcile --store URL [--kind effects|sagas|actions|requests|outbox|timers] [--stale-ms N]"},
     {"approvals", cli_approvals,
      "approvals decide --store URL ID approved|denied --tenant T --by U\n"
      "  missive approvals list --store URL [--tenant T] [--principal P] [--state S] [--limit N] "
@@ -36,6 +36,9 @@ static const struct {
      "  missive messages get --store URL ID [--json]"},
     {"sagas", cli_sagas,
      "sagas list --store URL [--tenant T] [--state S] [--definition D] [--limit N] [--cursor C] "
+     "[--json]"},
+    {"timers", cli_timers,
+     "timers list --store URL [--tenant T] [--state S] [--kind K] [--limit N] [--cursor C] "
      "[--json]"},
 };
 

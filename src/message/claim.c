@@ -149,6 +149,13 @@ static mv_code consume_approval(mv_db *db, action_job *j, mv_err *err) {
                                : MV_OK;
 }
 
+/* What the handler's request says pressed the action: an action link, the message's expiry, or
+ * a user. */
+static const char *action_trigger(const mv_action_request *req) {
+    if (req->link) return "link";
+    return req->trigger ? req->trigger : "user";
+}
+
 static mv_code claim_tx(mv_db *db, void *ctx, mv_err *err) {
     action_job *j = ctx;
     const char *id = j->req->message_id;
@@ -199,7 +206,7 @@ static mv_code run_handler(action_job *j, mv_err *err) {
     mv_action_input in = {j->message,    j->action,
                           name,          j->req->user,
                           j->attempt_id, j->req->input ? j->req->input : empty,
-                          &j->abort,     j->req->link ? "link" : "user"};
+                          &j->abort,     action_trigger(j->req)};
     /* the calls the handler makes (a webhook, a saga's steps) are logged with these ids */
     mv__callctx_call("handler", j->req->message_id, j->attempt_id, NULL);
     if (mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &fn, &ctx)) {
@@ -307,33 +314,33 @@ static mv_code reset_tx(mv_db *db, void *ctx, mv_err *err) {
 
 /* ---- archive + notify --------------------------------------------------------------------- */
 
-static mv_code build_notification(action_job *j, mv_err *err) {
-    const mv_action_def *a = j->action;
-    const char *from = mv_json_str(j->message, "fromUser");
-    if (!a->has_sender_notification || !from || !*from) return MV_OK;
-    json_t *data = json_deep_copy(json_object_get(j->message, "payload"));
+mv_code mv__sender_notification(mv_service *svc, const json_t *message, const mv_tpl *title_tpl,
+                                const mv_tpl *short_tpl, const mv_tpl *long_tpl,
+                                const json_t *result, json_t **out, mv_err *err) {
+    *out = NULL;
+    const char *from = mv_json_str(message, "fromUser");
+    if (!from || !*from) return MV_OK;
+    json_t *data = json_deep_copy(json_object_get(message, "payload"));
     if (!json_is_object(data)) {
         json_decref(data);
         data = json_object();
     }
-    json_object_set(data, "result", j->result ? j->result : json_null());
+    json_object_set(data, "result", result ? (json_t *)result : json_null());
     char *title = NULL, *shrt = NULL, *lng = NULL;
     mv_code rc = MV_OK;
-    if (a->notify_title)
-        rc = mv_tpl_render(a->notify_title, data, MV_ESCAPE_NONE, &title, NULL, err);
-    if (rc == MV_OK && a->notify_long)
-        rc = mv_tpl_render(a->notify_long, data, MV_ESCAPE_NONE, &lng, NULL, err);
-    if (rc == MV_OK && a->notify_short)
-        rc = mv_tpl_render(a->notify_short, data, MV_ESCAPE_NONE, &shrt, NULL, err);
+    if (title_tpl) rc = mv_tpl_render(title_tpl, data, MV_ESCAPE_NONE, &title, NULL, err);
+    if (rc == MV_OK && long_tpl)
+        rc = mv_tpl_render(long_tpl, data, MV_ESCAPE_NONE, &lng, NULL, err);
+    if (rc == MV_OK && short_tpl)
+        rc = mv_tpl_render(short_tpl, data, MV_ESCAPE_NONE, &shrt, NULL, err);
     if (rc == MV_OK) {
-        const char *sender_title =
-            mv_json_str(json_object_get(j->message, "senderContent"), "title");
+        const char *sender_title = mv_json_str(json_object_get(message, "senderContent"), "title");
         const char *t = title && *title ? title : sender_title ? sender_title : "";
         const char *l = lng ? lng : "";
         const char *s = shrt && *shrt ? shrt : l;
         json_t *params = json_pack("{s:s,s:{s:s,s:s,s:s}}", "toUser", from, "receiverContent",
                                    "title", t, "long", l, "short", s);
-        j->notification = mv__notification_doc(j->svc, params);
+        *out = mv__notification_doc(svc, params);
         json_decref(params);
     }
     free(title);
@@ -341,6 +348,13 @@ static mv_code build_notification(action_job *j, mv_err *err) {
     free(lng);
     json_decref(data);
     return rc;
+}
+
+static mv_code build_notification(action_job *j, mv_err *err) {
+    const mv_action_def *a = j->action;
+    if (!a->has_sender_notification) return MV_OK;
+    return mv__sender_notification(j->svc, j->message, a->notify_title, a->notify_short,
+                                   a->notify_long, j->result, &j->notification, err);
 }
 
 /* What archiving adds to the message's own row change: its roles' rows, the tallies, the sender's
@@ -489,14 +503,20 @@ static mv_code approval_gate(action_job *j, mv_err *err) {
     return MV_OK;
 }
 
+/* The expiry's own run of its action (timers.c): the system, not a user, presses. */
+static bool is_expiry(const mv_action_request *req) {
+    return req->trigger && strcmp(req->trigger, "expiry") == 0;
+}
+
 /* The checks of SEMANTICS' handleAction, in its order, before anything is claimed. j->tpl and
  * j->action are set on success (the template reference is released by the caller). */
 static mv_code check_action(action_job *j, mv_err *err) {
     const mv_action_request *req = j->req;
     const char *stored_cd = mv_json_str(j->message, "templateCd");
     const char *state = mv_json_str(j->message, "actionState");
+    bool system = is_expiry(req);
     /* Invisible is not found, before anything that depends on the message's state. */
-    if (!req->is_admin && !mv_user_is_sender(req->user, j->message) &&
+    if (!req->is_admin && !system && !mv_user_is_sender(req->user, j->message) &&
         !mv_user_is_receiver(req->user, j->message))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
     if (state && strcmp(state, "archived") == 0)
@@ -513,7 +533,7 @@ static mv_code check_action(action_job *j, mv_err *err) {
                           action_cd, stored_cd);
     condition_report report = {j->svc, stored_cd, req->message_id};
     mv_condition_warning w = {mv__svc_condition_stopped, &report};
-    if (!mv_action_allowed_warn(j->action, req->user, j->message, &w))
+    if (!system && !mv_action_allowed_warn(j->action, req->user, j->message, &w))
         return mv_err_set(err, MV_ACTION_NOT_ALLOWED, "not allowed");
     return MV_OK;
 }
@@ -655,7 +675,7 @@ static mv_code claim_and_start(mv_action_pending *p, mv_err *err) {
         mv_action_input in = {j->message,    j->action,
                               name,          j->req->user,
                               j->attempt_id, j->req->input ? j->req->input : empty,
-                              &j->abort,     j->req->link ? "link" : "user"};
+                              &j->abort,     action_trigger(j->req)};
         int64_t period = j->svc->o.action_lease_ms / 3;
         p->lease_timer = mv_loop_every(j->svc->o.loop, period > 0 ? period : 1, extend_on_timer, j);
         if (!p->lease_timer) rc = mv_err_set(&p->herr, MV_DRAINING, "the server is shutting down");

@@ -42,6 +42,7 @@ typedef struct create_job { /* ordered by size and alignment (clang-analyzer's p
     const char *payment_cd;
     json_t *call_items;  /* the call's outcome: a prepare's answer, */
     char *call_session;  /* a session's id */
+    int64_t expires_at;  /* the body's expiresAt; 0: none (the template's afterMs, if any) */
     mv_prepare_input in; /* the prepare call's input */
     request_scope scope;
     mv_err call_err; /* the call's error, */
@@ -260,6 +261,32 @@ static void name_item(const create_job *job, size_t index, mv_code rc, mv_err *e
              index, job->tpl->template_cd);
 }
 
+/* ---- durable time: when the created messages expire ------------------------------------------ */
+
+/* The body's "expiresAt" (ms since the epoch): absent or null, or in the future and at most
+ * MV_MAX_DELAY_MS ahead. */
+static mv_code read_expires_at(create_job *job, mv_err *err) {
+    const json_t *v = json_object_get(job->payload, "expiresAt");
+    if (!v || json_is_null(v)) return MV_OK;
+    int64_t now = mv__svc_now(job->svc);
+    if (!json_is_integer(v) || json_integer_value(v) <= now ||
+        json_integer_value(v) > now + MV_MAX_DELAY_MS)
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "expiresAt must be a time in milliseconds since the epoch, in the future "
+                          "and at most 365 days ahead");
+    job->expires_at = json_integer_value(v);
+    return MV_OK;
+}
+
+/* The document's expiresAt: the body's, else now + the template's expiry.afterMs, else null. */
+static void set_expires_at(const create_job *job, json_t *doc) {
+    const mv_expiry_def *e = job->tpl->expiry;
+    int64_t at = job->expires_at;
+    if (!at && e && e->after_ms)
+        at = json_integer_value(json_object_get(doc, "createdAt")) + e->after_ms;
+    if (at) json_object_set_new(doc, "expiresAt", json_integer((json_int_t)at));
+}
+
 /* An item's document up to its payment session: *payment_cd set (else NULL) when a session
  * must be opened before doc_end. */
 static mv_code doc_begin(create_job *job, const json_t *item, json_t **out, const char **payment_cd,
@@ -337,6 +364,7 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     json_t *display = json_object_get(item, "display");
     if (json_is_object(display)) json_object_set_new(doc, "display", json_deep_copy(display));
     if (job->crid[0]) json_object_set_new(doc, "clientRequestId", json_string(job->crid));
+    set_expires_at(job, doc);
     json_t *localized = NULL;
     if (t->nlocales && (rc = mv__locales_render(t, data, doc, &localized, err)) != MV_OK) goto fail;
     if (localized && (job->localized || (job->localized = json_object())))
@@ -863,6 +891,7 @@ static mv_code create_open(create_job *job, mv_err *err) {
     job->payload = req->payload ? req->payload : job->empty;
     if (!json_is_object(job->payload))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "body must be a JSON object");
+    if ((rc = read_expires_at(job, err)) != MV_OK) return rc;
     job->tpl = mv_registry_find(svc->o.registry, req->template_cd ? req->template_cd : "");
     if (!job->tpl)
         return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",

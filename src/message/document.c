@@ -50,6 +50,7 @@ json_t *mv__doc_from_row(mv_stmt *st) {
     json_object_set_new(d, "archivedAt", int_or_null(st, 25));
     json_object_set_new(d, "createdAt", int_or_null(st, 26));
     json_object_set_new(d, "updatedAt", int_or_null(st, 27));
+    json_object_set_new(d, "expiresAt", int_or_null(st, 30));
     /* lastFailure: what the handler said, only while the attempt is retryable */
     const char *state = mv_stmt_text(st, 16);
     if (state && strcmp(state, "retryable") == 0 && !mv_stmt_is_null(st, 22)) {
@@ -155,6 +156,7 @@ bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_co
     put_int(&o, "archivedAt", st, 25);
     put_int(&o, "createdAt", st, 26);
     put_int(&o, "updatedAt", st, 27);
+    put_int(&o, "expiresAt", st, 30);
     size_t mark = put_key(&o, "lastFailure");
     const char *state = mv_stmt_text(st, 16);
     bool ok = true;
@@ -231,6 +233,7 @@ static json_t *doc_build(const char *type, const char *template_cd, int64_t now,
         {"archivedAt", json_null()},
         {"createdAt", json_integer((json_int_t)now)},
         {"updatedAt", json_integer((json_int_t)now)},
+        {"expiresAt", json_null()},
         {"lastFailure", json_null()},
         {"viewer", viewer},
     };
@@ -256,8 +259,8 @@ static const char SQL_INSERT_MESSAGE[] =
     "INSERT INTO messages (id, type, template_cd, from_user, to_user, to_roles, sender_content, "
     "receiver_content, documents, payment_session, payment_cd, payload, display, "
     "client_request_id, client_request_owner_id, client_request_item_index, action_state, "
-    "archived, created_at, updated_at, tenant_id) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 0, ?, ?, ?)";
+    "archived, created_at, updated_at, tenant_id, expires_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 0, ?, ?, ?, ?)";
 static const char SQL_INSERT_ROLE[] =
     "INSERT INTO message_roles (message_id, role, archived, created_at, tenant_id) "
     "VALUES (?, ?, 0, ?, ?) ON CONFLICT DO NOTHING";
@@ -303,9 +306,19 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
     mv_stmt_bind_int64(st, 17, created);
     mv_stmt_bind_int64(st, 18, json_integer_value(json_object_get(doc, "updatedAt")));
     mv_stmt_bind_text(st, 19, tenant ? tenant : MV_DEFAULT_TENANT);
+    const json_t *expires = json_object_get(doc, "expiresAt");
+    if (json_is_integer(expires))
+        mv_stmt_bind_int64(st, 20, json_integer_value(expires));
+    else
+        mv_stmt_bind_null(st, 20);
     rc = mv_stmt_exec_later(st, err); /* deferred: store/db.h */
     free(b.data);
     if (rc != MV_OK) return rc;
+    if (json_is_integer(expires) &&
+        (rc =
+             mv__expiry_schedule_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, mv_json_str(doc, "id"),
+                                    json_integer_value(expires), created, err)) != MV_OK)
+        return rc;
 
     size_t i;
     json_t *role;

@@ -251,7 +251,7 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
             slot[k].got = true;
             if (a->text_sink) {
                 slot[k].at = a->row.len;
-                if (!mv__doc_write_row(&a->row, st, st, 30 /* after MESSAGE_COLUMNS */)) {
+                if (!mv__doc_write_row(&a->row, st, st, MV__MESSAGE_NCOLS)) {
                     rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
                     break;
                 }
@@ -260,7 +260,7 @@ static mv_code fetch_page(mv_db *db, list_arg *a, char (*ids)[25], size_t n, int
             } else {
                 slot[k].doc = mv__doc_from_row(st);
                 json_object_set_new(slot[k].doc, "viewer",
-                                    mv__inbox_viewer_from_row(st, 30) /* after MESSAGE_COLUMNS */);
+                                    mv__inbox_viewer_from_row(st, MV__MESSAGE_NCOLS));
             }
         }
         mv_stmt_done(st);
@@ -632,7 +632,7 @@ static mv_code get_text_tx(mv_db *db, void *ctx, mv_err *err) {
             a->out.data[0] = '\0';
         }
         a->found = true;
-        if (!mv__doc_write_row(&a->out, st, st, 30))
+        if (!mv__doc_write_row(&a->out, st, st, MV__MESSAGE_NCOLS))
             rc = mv_err_set(err, MV_NO_MEMORY, "out of memory writing a message");
     }
     mv_stmt_done(st);

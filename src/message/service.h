@@ -104,7 +104,9 @@ bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *
     "action_attempt_id, action_claimed_by, action_claimed_at, action_lease_expires_at, "           \
     "action_failure_message, action_approval_id, archived_by, archived_at, created_at, "           \
     "updated_at, "                                                                                 \
-    "action_failure_code, action_failed_at"
+    "action_failure_code, action_failed_at, expires_at"
+/* How many columns MESSAGE_COLUMNS has: a statement's own columns after them start here. */
+#define MV__MESSAGE_NCOLS 31
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
 json_t *mv__doc_from_row(mv_stmt *st);
@@ -192,6 +194,17 @@ bool mv__saga_action_on_loop(mv_service *svc, const char *name);
 mv_code mv__saga_action_start(mv_service *svc, const char *name, const mv_action_input *in,
                               void (*submit)(void *, void (*)(void *), void *), void *submit_ctx,
                               mv__saga_action_done done, void *ctx, mv_err *err);
+
+/* claim.c: the sender's notification about message — a new generic-notification document, NULL
+ * when the message has no sender — its title, short and long (each may be NULL: the sender's
+ * title, the long text, "") rendered from the message's payload with "result". */
+mv_code mv__sender_notification(mv_service *svc, const json_t *message, const mv_tpl *title_tpl,
+                                const mv_tpl *short_tpl, const mv_tpl *long_tpl,
+                                const json_t *result, json_t **out, mv_err *err);
+
+/* timers.c: a message's expiry timer, scheduled in its insert's transaction (document.c). */
+mv_code mv__expiry_schedule_tx(mv_db *db, const char *tenant, const char *message_id,
+                               int64_t expires_at, int64_t now, mv_err *err);
 
 /* A generic-notification document from createNotification params (not stored). */
 json_t *mv__notification_doc(mv_service *svc, const json_t *params);

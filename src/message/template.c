@@ -473,22 +473,57 @@ static mv_code check_reference(parse_ctx *c, const json_t *json) {
     return MV_OK;
 }
 
-static const char *const TEMPLATE_KEYS[] = {"templateCd",
-                                            "type",
-                                            "description",
-                                            "paymentCd",
-                                            "senderContent",
-                                            "receiverContent",
-                                            "uiTemplate",
-                                            "prepare",
-                                            "required",
-                                            "actions",
-                                            "label",
-                                            "channels",
-                                            "category",
-                                            "critical",
-                                            "locales",
-                                            NULL};
+/* ---- expiry ---------------------------------------------------------------------------------- */
+
+static const char *const EXPIRY_KEYS[] = {"afterMs", "actionCd", "senderNotification", NULL};
+
+/* "expiry": {afterMs?, actionCd?, senderNotification?}; actionCd must name a receiver action
+ * (read after the actions). The notification is read as an action's, then moved. */
+static mv_code read_expiry(parse_ctx *c, const json_t *tpl, mv_template *t) {
+    const json_t *e = opt(tpl, "expiry");
+    if (!e) return MV_OK;
+    if (!json_is_object(e)) return fail(c, "expiry must be an object");
+    const char *bad = unknown_key(e, EXPIRY_KEYS);
+    if (bad) return fail(c, "expiry has unknown key \"%s\"", bad);
+    if (!(t->expiry = calloc(1, sizeof *t->expiry))) return oom(c);
+    const json_t *after = opt(e, "afterMs");
+    if (after && (!json_is_integer(after) || json_integer_value(after) < 1 ||
+                  json_integer_value(after) > MV_MAX_DELAY_MS))
+        return fail(c, "expiry.afterMs must be an integer from 1 to %lld (365 days)",
+                    (long long)MV_MAX_DELAY_MS);
+    t->expiry->after_ms = after ? json_integer_value(after) : 0;
+    const json_t *cd = opt(e, "actionCd");
+    if (cd) {
+        if (!json_is_string(cd)) return fail(c, "expiry.actionCd must be a string");
+        const mv_action_def *a = mv_template_action(t, json_string_value(cd));
+        if (!a || !a->receiver)
+            return fail(c, "expiry.actionCd \"%s\" is not a receiver action of the template",
+                        json_string_value(cd));
+        if (!(t->expiry->action_cd = strdup(json_string_value(cd)))) return oom(c);
+    }
+    mv_action_def n = {0};
+    mv_code rc = read_notification(c, e, &n);
+    t->expiry->has_sender_notification = n.has_sender_notification;
+    t->expiry->notify_title = n.notify_title;
+    t->expiry->notify_short = n.notify_short;
+    t->expiry->notify_long = n.notify_long;
+    return rc;
+}
+
+static void expiry_free(mv_expiry_def *e) {
+    if (!e) return;
+    free(e->action_cd);
+    mv_tpl_free(e->notify_title);
+    mv_tpl_free(e->notify_short);
+    mv_tpl_free(e->notify_long);
+    free(e);
+}
+
+static const char *const TEMPLATE_KEYS[] = {
+    "templateCd",      "type",       "description", "paymentCd", "senderContent",
+    "receiverContent", "uiTemplate", "prepare",     "required",  "actions",
+    "label",           "channels",   "category",    "critical",  "locales",
+    "expiry",          NULL};
 
 /* Names separated by single dots, as mv_json_path walks them: no empty name, no control
  * character (an embedded NUL included: n is the JSON string's length). */
@@ -587,6 +622,7 @@ mv_code mv_template_parse(const json_t *json, const char *source_name, mv_templa
     }
     c.action_cd = NULL;
     if ((rc = mv__template_read_reach(json, c.source, t, err)) != MV_OK) goto fail;
+    if ((rc = read_expiry(&c, json, t)) != MV_OK) goto fail;
     if (!(t->source = json_deep_copy(json))) goto nomem;
     *out = t;
     return MV_OK;
@@ -659,6 +695,7 @@ void mv_template_release(mv_template *t) {
         action_free(&t->actions[i]);
     free(t->actions);
     mv__template_free_reach(t);
+    expiry_free(t->expiry);
     json_decref(t->source);
     free(t);
 }

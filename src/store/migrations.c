@@ -15,6 +15,7 @@ extern const mv_migration mv_migration_saga_hot;
 extern const mv_migration mv_migration_request_scan;
 extern const mv_migration mv_migration_tally_key;
 extern const mv_migration mv_migration_preferences;
+extern const mv_migration mv_migration_timers;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
 /* clang-format off */
@@ -32,6 +33,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_request_scan,
     &mv_migration_tally_key,
     &mv_migration_preferences,
+    &mv_migration_timers,
     NULL,
 };
 /* clang-format on */

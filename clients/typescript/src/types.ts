@@ -49,6 +49,8 @@ export interface Message {
   archivedAt: Millis | null;
   createdAt: Millis;
   updatedAt: Millis;
+  /** When the message expires (the create's expiresAt or the template's expiry), or null. */
+  expiresAt: Millis | null;
   /** The requesting user's own inbox state. */
   viewer: Viewer;
   /** What the handler said about the last failed attempt; null unless actionState is retryable. */
