@@ -26,6 +26,7 @@ import type {
 } from './types.js';
 import { errorOf, Transport, type MissiveOptions, type Query } from './transport.js';
 import { randomUUID } from './webcrypto.js';
+import { PreferencesApi } from './reach.js';
 
 export type { MissiveOptions } from './transport.js';
 
@@ -34,6 +35,7 @@ export class Missive {
   readonly approvals: ApprovalsApi;
   readonly sagas: SagasApi;
   readonly ops: OpsApi;
+  readonly preferences: PreferencesApi;
 
   constructor(options: MissiveOptions) {
     const t = new Transport(options);
@@ -41,6 +43,7 @@ export class Missive {
     this.approvals = new ApprovalsApi(t);
     this.sagas = new SagasApi(t);
     this.ops = new OpsApi(t);
+    this.preferences = new PreferencesApi(t);
   }
 }
 

@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   approval_token_invalid: 400,
   invalid_template: 400,
   invalid_config: 400,
+  link_invalid: 400,
   unauthenticated: 401,
   action_not_allowed: 403,
   approval_binding: 403,

@@ -1,20 +1,25 @@
 // reach.ts — the reach routes (GET/PUT /preferences) and helpers for channel receivers: reading a
 // delivery's action links. An action link is meant for a person's browser (GET shows a page,
 // POST runs the action once), so there is no method that follows one.
-import type { Missive } from './client.js';
-import type { ActionLinks, ChannelDelivery, Preferences, StoredPreferences } from './types.js';
+import type { Transport } from './transport.js';
+import type { Preferences, StoredPreferences } from './types.js';
+import type { ActionLinks, ChannelDelivery } from './webhook-types.js';
 
 export class PreferencesApi {
-  constructor(private readonly c: Missive) {}
+  readonly #c: Transport;
+  /** @internal */
+  constructor(c: Transport) {
+    this.#c = c;
+  }
 
   /** GET /preferences — the caller's stored set in their tenant. */
   async get(): Promise<StoredPreferences> {
-    return (await this.c.request<StoredPreferences>('GET', '/preferences')).body;
+    return (await this.#c.request<StoredPreferences>('GET', '/preferences')).body;
   }
 
   /** PUT /preferences — replaces the whole set; 400 invalid_argument names a bad field. */
   async put(preferences: Preferences): Promise<StoredPreferences> {
-    return (await this.c.request<StoredPreferences>('PUT', '/preferences', { body: preferences })).body;
+    return (await this.#c.request<StoredPreferences>('PUT', '/preferences', { body: preferences })).body;
   }
 }
 

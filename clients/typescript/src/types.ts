@@ -218,20 +218,3 @@ export interface StoredPreferences {
   digest: Record<string, { everyMs: number }>;
   locale: string | null;
 }
-
-/** actionCd → action-link URL ({baseUrl}/a/{token}). */
-export type ActionLinks = Record<string, string>;
-
-/** The body a named webhook channel receives (verify it with verifyWebhook; Idempotency-Key and
- * webhook-id are the deliveryId, the same on every retry). */
-export interface ChannelDelivery {
-  channel: string;
-  deliveryId: string;
-  to: { userId: string; contact: string | null };
-  messageId: string;
-  templateCd: string;
-  category: string;
-  kind: 'message' | 'reminder' | 'digest';
-  content: Content;
-  links: ActionLinks;
-}

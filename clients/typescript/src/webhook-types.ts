@@ -22,6 +22,9 @@ export interface ActionWebhook {
   input: unknown;
   /** The same on every retry of this attempt. */
   attemptId: string;
+  /** What ran the action: a user's request, an action link (POST /a/{token}), or the message's
+   * expiry. */
+  trigger: 'user' | 'link' | 'expiry';
 }
 
 /** A template's prepare hook call: decides which messages a create makes. */
@@ -106,27 +109,32 @@ export interface DirectoryEntry {
   email?: string | null;
 }
 
+/** actionCd → action-link URL ({baseUrl}/a/{token}); read them with deliveryLinks. */
+export type ActionLinks = Record<string, string>;
+
 /** Why a channel delivery is sent. */
 export type ChannelDeliveryKind = 'message' | 'reminder' | 'digest';
 
 /** A delivery on a named webhook channel (`"channels": {"sms": {"webhook": URL}}`), sent from
- * the outbox with retries; Idempotency-Key is `deliveryId`. */
+ * the outbox with retries (a 4xx answer other than 408 and 429 is not retried); Idempotency-Key
+ * and webhook-id are `deliveryId`, the same on every retry. */
 export interface ChannelDelivery {
   /** The channel's name, e.g. `sms`. */
   channel: string;
   deliveryId: string;
   to: {
     userId: string;
-    /** The directory's answer for that user, or null. */
-    contact: unknown;
+    /** The user directory's answer for that user, or null. */
+    contact: string | null;
   };
   messageId: string;
   templateCd: string;
   category: string;
   kind: ChannelDeliveryKind;
   content: Content;
-  /** One action link per actionCd (exactly once from an email or a chat). */
-  links: Record<string, string>;
+  /** One action link per actionCd (empty unless links are configured); each runs its action
+   * once, from an email or a chat. */
+  links: ActionLinks;
 }
 
 /** Any body missive POSTs to a receiver. */

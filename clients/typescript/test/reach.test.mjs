@@ -1,17 +1,22 @@
 // reach.test.mjs — the reach surface of missive-client against a live missived: preferences get
 // and put (a bad field is a MissiveError naming it), a named channel's delivery verified with
-// verifyWebhook and typed as ChannelDelivery, and its action link: GET shows a page, POST runs
-// the action once, a second POST is 410.
+// verifyWebhook, matching the ChannelDelivery schema of api/openapi.json, and its action link:
+// GET shows a page, POST runs the action once, a second POST is 410. Also a message read in the
+// reader's language (Message.locale) and a create's expiresAt (Message.expiresAt).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { Missive, MissiveError, actionLinkToken, deliveryLinks, verifyWebhook } from '../dist/index.js';
-import { recordingFetch, startDaemon, startReceiver, writeTree } from './harness.mjs';
+import Ajv2020 from 'ajv/dist/2020.js';
+import { Missive, MissiveError, actionLinkToken, deliveryLinks, verifyWebhook } from 'missive-client';
+import { recordingFetch, repoRoot, startDaemon, startReceiver, writeTree } from './harness.mjs';
 
 const SECRET = 'the-channel-webhook-secret-0123456789';
 const env = { MV_TS_REACH_WH: SECRET, MV_TS_REACH_LINKS: 'a-links-secret-of-at-least-32-bytes!!' };
 let receiver, daemon;
 const fetcher = recordingFetch();
-const as = (user) => new Missive({ baseUrl: daemon.baseUrl, headers: { 'X-User-Id': user }, fetch: fetcher });
+const as = (user, headers = {}) =>
+  new Missive({ baseUrl: daemon.baseUrl, headers: { 'X-User-Id': user, ...headers }, fetch: fetcher });
 
 before(async () => {
   receiver = await startReceiver();
@@ -26,6 +31,7 @@ before(async () => {
       templateCd: 'offer', type: 'request', category: 'offers',
       receiverContent: { title: 'Flat {{flat}}', short: '', long: '' },
       prepare: { toUser: '{{to}}' }, channels: { sms: { title: 'Book {{flat}}?' } },
+      locales: { de: { receiverContent: { title: 'Wohnung {{flat}}' } } },
       actions: [{ actionCd: 'book', name: 'Book', variant: 'primary', receiver: true }],
     },
   });
@@ -54,9 +60,17 @@ test('a channel delivery verifies, carries a link, and the link runs the action 
   const req = receiver.requests.find((r) => r.path === '/sms');
   assert.ok(req, 'the sms channel received the delivery');
   assert.equal(await verifyWebhook(SECRET, req.headers, req.raw), true);
-  /** @type {import('../dist/index.js').ChannelDelivery} */
+  /** @type {import('missive-client').ChannelDelivery} */
   const delivery = JSON.parse(req.raw);
   assert.equal(req.headers['idempotency-key'], delivery.deliveryId);
+  const doc = JSON.parse(readFileSync(join(repoRoot, 'api/openapi.json'), 'utf8'));
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
+  ajv.addFormat('uri', /^[a-z][a-z0-9+.-]*:/i);
+  ajv.addSchema(doc, 'openapi.json');
+  const validate = ajv.compile({ $ref: 'openapi.json#/components/schemas/ChannelDelivery' });
+  assert.ok(validate(delivery), ajv.errorsText(validate.errors));
+  assert.equal(delivery.to.contact, null, 'no directory: no contact');
   assert.equal(delivery.content.title, 'Book 3B?');
   const links = deliveryLinks(delivery);
   assert.ok(actionLinkToken(links.book));
@@ -72,4 +86,19 @@ test('a channel delivery verifies, carries a link, and the link runs the action 
   await again.text();
   const msg = (await as('carol').messages.list({ archived: true })).messages[0];
   assert.equal(msg.actionCd, 'book');
+});
+
+test('a message read in the reader\'s language says which; a create\'s expiresAt is the message\'s', async () => {
+  const expiresAt = Date.now() + 3_600_000;
+  const { messages } = await as('ana').messages.create('offer', { to: 'dora', flat: '4C', expiresAt });
+  assert.equal(messages[0].expiresAt, expiresAt);
+  const german = await as('dora', { 'Accept-Language': 'de-AT' }).messages.get(messages[0].id);
+  assert.equal(german.locale, 'de');
+  assert.equal(german.receiverContent.title, 'Wohnung 4C');
+  assert.equal(german.expiresAt, expiresAt);
+  const plain = await as('dora').messages.get(messages[0].id);
+  assert.equal(plain.receiverContent.title, 'Flat 4C');
+  assert.ok(plain.locale === undefined || plain.locale === null, String(plain.locale));
+  await assert.rejects(as('ana').messages.create('offer', { to: 'dora', flat: '4D', expiresAt: Date.now() - 1000 }),
+    (e) => e instanceof MissiveError && e.status === 400 && e.code === 'invalid_argument' && /expiresAt/.test(e.message));
 });

@@ -1,7 +1,15 @@
 // types-check.cts — compiled (never run) with tsc --strict as a CommonJS module: `require()` of
 // the package resolves its "require" condition and dist/cjs's declarations, which must type the
 // same public API as the ES module build.
-import { Missive, MissiveError, isErrorCode, type ErrorCode, type ChannelDelivery } from 'missive-client';
+import {
+  Missive,
+  MissiveError,
+  deliveryLinks,
+  isErrorCode,
+  type ErrorCode,
+  type ChannelDelivery,
+  type StoredPreferences,
+} from 'missive-client';
 
 export async function fromCommonJs(baseUrl: string): Promise<ErrorCode | undefined> {
   const client = new Missive({ baseUrl, headers: { 'X-User-Id': 'ana' } });
@@ -12,4 +20,9 @@ export async function fromCommonJs(baseUrl: string): Promise<ErrorCode | undefin
   }
   const d: ChannelDelivery | undefined = undefined;
   return d;
+}
+
+export async function reachFromCommonJs(client: Missive, d: ChannelDelivery): Promise<number> {
+  const stored: StoredPreferences = await client.preferences.get();
+  return Object.keys(deliveryLinks(d)).length + (stored.locale ?? '').length;
 }

@@ -4,8 +4,11 @@ import {
   ERROR_CODES,
   Missive,
   MissiveError,
+  actionLinkToken,
+  deliveryLinks,
   isErrorCode,
   verifyWebhook,
+  type ActionLinks,
   type ActionWebhook,
   type ChannelDelivery,
   type ErrorCode,
@@ -16,6 +19,7 @@ import {
   type ActionOutcome,
   type Counts,
   type Message,
+  type StoredPreferences,
   type StreamEvent,
 } from 'missive-client';
 
@@ -92,7 +96,8 @@ export async function receive(secret: string, headers: Headers, rawBody: string,
   const payload = JSON.parse(rawBody) as WebhookPayload;
   if (path === '/hooks/ack') {
     const call = payload as ActionWebhook;
-    return { by: call.user.id, message: call.message.id, attempt: call.attemptId, action: call.action.actionCd };
+    const trigger: 'user' | 'link' | 'expiry' = call.trigger;
+    return { by: call.user.id, message: call.message.id, attempt: call.attemptId, action: call.action.actionCd, trigger };
   }
   if (path === '/prepare') {
     const answer: PrepareAnswer = [{ toUser: 'bob', templateData: { n: 1 } }];
@@ -105,4 +110,22 @@ export async function receive(secret: string, headers: Headers, rawBody: string,
   const delivery = payload as ChannelDelivery;
   const kind: 'message' | 'reminder' | 'digest' = delivery.kind;
   return { to: delivery.to.userId, title: delivery.content.title, links: Object.values(delivery.links), kind };
+}
+
+/** Preferences, a message's expiry and language, and a channel receiver's action links. */
+export async function reach(client: Missive, body: string): Promise<number> {
+  const stored: StoredPreferences = await client.preferences.put({ channels: { email: false }, locale: 'de' });
+  const locale: string | null = (await client.preferences.get()).locale;
+  // @ts-expect-error — a preference set has no such field
+  await client.preferences.put({ channel: { email: false } });
+  const { messages } = await client.messages.create('offer', { expiresAt: Date.now() + 86_400_000 });
+  const expires: number | null = messages[0]?.expiresAt ?? null;
+  const read: Message = await client.messages.get(messages[0]?.id ?? '');
+  const language: string | null | undefined = read.locale;
+  const delivery = JSON.parse(body) as ChannelDelivery;
+  const links: ActionLinks = deliveryLinks(delivery);
+  const token: string | null = actionLinkToken(links['accept'] ?? '');
+  const contact: string | null = delivery.to.contact;
+  return Object.keys(stored.channels).length + (locale ?? '').length + (token ?? '').length +
+    (contact ?? '').length + delivery.content.title.length + (expires ?? 0) + (language ?? '').length;
 }
