@@ -170,6 +170,12 @@ bool mv_valid_locale(const char *tag) {
     return true;
 }
 
+/* A channel a person may have a preference for: the built-in ones (a preference for email may be
+ * stored before the operator configures email) and every configured webhook channel. */
+static bool preference_channel(const mv_reach *r, const char *channel) {
+    return channel && (!strcmp(channel, "email") || mv_reach_knows(r, channel));
+}
+
 /* channel → boolean for every entry; `where` names the object ("channels",
  * "categories.bookings"). */
 static mv_code check_switches(const mv_reach *r, const json_t *o, const char *prefix,
@@ -179,7 +185,7 @@ static mv_code check_switches(const mv_reach *r, const json_t *o, const char *pr
     const char *ch;
     const json_t *v;
     json_object_foreach((json_t *)o, ch, v) {
-        if (!mv_reach_knows(r, ch))
+        if (!preference_channel(r, ch))
             return mv_err_set(err, MV_INVALID_ARGUMENT, "%s%s.%.64s: unknown channel", prefix,
                               where, ch);
         if (!json_is_boolean(v))
@@ -221,7 +227,7 @@ static mv_code check_digest(const mv_reach *r, const json_t *o, const char *pref
     const char *ch;
     const json_t *v;
     json_object_foreach((json_t *)o, ch, v) {
-        if (!mv_reach_knows(r, ch) || !strcmp(ch, "inbox"))
+        if (!preference_channel(r, ch) || !strcmp(ch, "inbox"))
             return mv_err_set(err, MV_INVALID_ARGUMENT, "%sdigest.%.64s: unknown channel", prefix,
                               ch);
         const json_t *every = json_object_get(v, "everyMs");

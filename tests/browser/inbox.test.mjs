@@ -171,6 +171,8 @@ function daemonConfig(extra = {}) {
     webhooks: { connectTimeoutMs: 1000, timeoutMs: 3000 },
     approvals: { secretEnv: 'MISSIVE_TEST_APPROVAL_SECRET', ttlMs: 600000 },
     shutdownTimeoutMs: 2000,
+    // the preferences panel offers email and sms: the daemon refuses preferences for a channel it lacks
+    channels: { sms: { webhook: `${hookOrigin}/sms` } },
     ...extra,
   };
 }

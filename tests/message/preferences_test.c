@@ -183,6 +183,27 @@ TEST(locale_tags_are_checked_as_bcp47) {
         if (mv_valid_locale(bad[i])) test_failf_(__FILE__, __LINE__, "accepted \"%s\"", bad[i]);
 }
 
+/* Email is built in: a person may choose it before the operator configures email; an unknown
+ * channel is still refused. */
+TEST(an_email_preference_is_accepted_while_email_is_not_configured) {
+    json_t *c = json_loads(SMS, 0, NULL);
+    mv_reach *r = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_reach_new(c, NULL, false, &r, &err), MV_OK, &err);
+    json_t *ok = json_loads("{\"channels\": {\"email\": false, \"sms\": true}, \"categories\": "
+                            "{\"bookings\": {\"email\": true}}, \"digest\": {\"email\": "
+                            "{\"everyMs\": 3600000}}}",
+                            0, NULL);
+    CHECK_CODE(mv_preferences_check(r, ok, NULL, &err), MV_OK, &err);
+    json_t *bad = json_loads("{\"channels\": {\"fax\": true}}", 0, NULL);
+    CHECK_CODE(mv_preferences_check(r, bad, NULL, &err), MV_INVALID_ARGUMENT, &err);
+    CHECK(strstr(err.message, "channels.fax") != NULL);
+    json_decref(ok);
+    json_decref(bad);
+    json_decref(c);
+    mv_reach_free(r);
+}
+
 int main(void) {
     return RUN_TESTS(
         a_stored_set_reads_back_with_its_locale_and_every_key_present,
@@ -190,5 +211,6 @@ int main(void) {
         a_malformed_set_or_unknown_channel_is_refused_naming_the_field_and_changes_nothing,
         resolution_takes_the_first_that_says_from_user_category_to_the_template,
         config_sections_with_a_bad_channel_or_default_name_the_key,
-        locale_tags_are_checked_as_bcp47);
+        locale_tags_are_checked_as_bcp47,
+        an_email_preference_is_accepted_while_email_is_not_configured);
 }
