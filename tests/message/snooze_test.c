@@ -2,7 +2,9 @@
  * snoozed message leaves that viewer's list and counts (snoozed=true lists it) and nobody else's,
  * and its `snooze` timer returns it at `until` with a viewer change-log row for that viewer only;
  * unsnooze returns it at once and its timer fires nothing; snoozing again moves `until`; a bad
- * `until`, the sender, a stranger and another tenant are refused, changing nothing. */
+ * `until`, the sender, a stranger and another tenant are refused, changing nothing; snoozes and
+ * marks racing on real threads leave the maintained counts equal to counting the messages. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "durable/timer.h"
@@ -238,9 +240,80 @@ STORE_TEST(a_bad_until_the_sender_a_stranger_and_another_tenant_are_refused_chan
     close_sz(&x);
 }
 
+#define RACE_N 12
+
+typedef struct {
+    sz_fixture *x;
+    char (*ids)[25];
+    bool snoozer;
+    int failures;
+} racer;
+
+static void *race(void *arg) {
+    racer *r = arg;
+    mv_user bob = user("bob");
+    mv_mark marks[] = {MV_MARK_READ, MV_MARK_DISMISS, MV_MARK_UNREAD, MV_MARK_UNDISMISS};
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < RACE_N; i++) {
+            mv_err err = {0};
+            if (r->snoozer) {
+                r->failures += mv_message_snooze(r->x->f.svc, r->ids[i], &bob,
+                                                 r->x->f.now + 1000 + round, NULL, &err) != MV_OK;
+                if (round < 2)
+                    r->failures +=
+                        mv_message_unsnooze(r->x->f.svc, r->ids[i], &bob, NULL, &err) != MV_OK;
+            } else {
+                for (int k = 0; k < 4; k++)
+                    r->failures += mv_message_mark(r->x->f.svc, r->ids[i], &bob, marks[k], NULL,
+                                                   &err) != MV_OK;
+            }
+        }
+    return NULL;
+}
+
+/* The maintained (tallied) count and counting the messages (an explicit filter) agree. */
+static int64_t agreed_count(sz_fixture *x, const char *who) {
+    mv_user u = user(who);
+    mv_inbox_filter explicit_default = {.dismissed = MV_FLAG_FALSE, .snoozed = MV_FLAG_FALSE};
+    mv_inbox_counts c = {-1, -1, -1}, q = {-2, -2, -2};
+    mv_err err = {0};
+    CHECK_CODE(mv_message_counts(x->f.svc, &u, NULL, false, &c, &err), MV_OK, &err);
+    CHECK_CODE(mv_message_counts(x->f.svc, &u, &explicit_default, false, &q, &err), MV_OK, &err);
+    CHECK_INT(c.count, q.count);
+    CHECK_INT(c.unseen, q.unseen);
+    CHECK_INT(c.unread, q.unread);
+    return c.count == q.count ? c.count : -1;
+}
+
+STORE_TEST(snoozes_and_marks_racing_on_threads_keep_the_counts_equal_to_the_messages) {
+    sz_fixture x;
+    REQUIRE(open_sz(&x, kind, "sz_race"));
+    char ids[RACE_N][25];
+    for (int i = 0; i < RACE_N; i++) {
+        mv_strlcpy(ids[i], send(&x, NULL), sizeof ids[i]);
+        REQUIRE(ids[i][0]);
+    }
+    racer r[2] = {{&x, ids, true, 0}, {&x, ids, false, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        REQUIRE(pthread_create(&t[i], NULL, race, &r[i]) == 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    CHECK_INT(r[0].failures + r[1].failures, 0);
+    CHECK_INT(agreed_count(&x, "bob"), 0); /* every message ends snoozed */
+    CHECK_INT(count_of(&x, "bob", MV_FLAG_TRUE), RACE_N);
+    CHECK_INT(agreed_count(&x, "carl"), RACE_N); /* the role's members are untouched */
+    x.f.now += 1002;
+    CHECK_INT(fire(&x).fired, RACE_N);
+    CHECK_INT(agreed_count(&x, "bob"), RACE_N);
+    CHECK_INT(count_of(&x, "bob", MV_FLAG_TRUE), 0);
+    close_sz(&x);
+}
+
 int main(void) {
     return RUN_TESTS(
         a_snoozed_message_leaves_only_that_viewers_inbox_and_its_timer_returns_it_at_until,
         unsnooze_returns_it_at_once_and_snoozing_again_moves_until,
-        a_bad_until_the_sender_a_stranger_and_another_tenant_are_refused_changing_nothing);
+        a_bad_until_the_sender_a_stranger_and_another_tenant_are_refused_changing_nothing,
+        snoozes_and_marks_racing_on_threads_keep_the_counts_equal_to_the_messages);
 }
