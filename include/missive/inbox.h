@@ -35,6 +35,20 @@ typedef enum mv_mark {
 mv_code mv_message_mark(mv_service *svc, const char *id, const mv_user *user, mv_mark mark,
                         json_t **message, mv_err *err);
 
+/* ---- snooze ------------------------------------------------------------------------------- */
+
+/* Snoozes message id for user (a receiver of it: anyone else gets MV_MESSAGE_NOT_FOUND) until
+ * `until` (ms; after now and at most 365 days ahead, else MV_INVALID_ARGUMENT): it leaves that
+ * user's inbox and counts, and comes back by itself at `until` (a `snooze` timer), with
+ * viewer.snoozedUntil null, a viewer change-log row and so message.updated and counts on the
+ * user's streams. Snoozing again moves `until`. Other viewers' state never changes. *message (may
+ * be NULL): the message as the user sees it, with viewer.snoozedUntil. */
+mv_code mv_message_snooze(mv_service *svc, const char *id, const mv_user *user, int64_t until,
+                          json_t **message, mv_err *err);
+/* Ends user's snooze of message id now (nothing to do when it is not snoozed). */
+mv_code mv_message_unsnooze(mv_service *svc, const char *id, const mv_user *user, json_t **message,
+                            mv_err *err);
+
 /* ---- filters and counts -------------------------------------------------------------------- */
 
 /* A yes/no filter. UNSET is the default: "any" for read and seen, "false" for dismissed (dismissed
@@ -45,6 +59,7 @@ typedef struct mv_inbox_filter {
     const char *template_cd; /* NULL = any */
     const char *type;        /* NULL = any */
     mv_flag read, seen, dismissed;
+    mv_flag snoozed; /* UNSET = false: snoozed messages leave the inbox until their snooze ends */
 } mv_inbox_filter;
 
 /* Marks seen (MV_MARK_SEEN) or read (MV_MARK_READ) every active, not dismissed message the user

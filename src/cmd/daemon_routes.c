@@ -4,6 +4,7 @@
 #include "cmd/ui_assets.h"
 #include "http/openapi.h"
 #include "http/routes_inbox.h"
+#include "http/routes_time.h"
 
 mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_router_set_auth(router, d->auth);
@@ -11,6 +12,7 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
     mv_code rc = mv_http_ops_routes(router, &d->ops, err);
     if (rc == MV_OK) rc = mv_message_routes_add(router, &d->message_routes, err);
     if (rc == MV_OK) rc = mv_inbox_routes_add(router, &d->message_routes, err);
+    if (rc == MV_OK) rc = mv_time_routes_add(router, &d->message_routes, err);
     if (rc == MV_OK) rc = mv_reach_routes_add(router, &d->reach_routes, err);
     if (rc == MV_OK) rc = mv_stream_routes_add(router, d->streams, err);
     if (rc == MV_OK && d->cfg)

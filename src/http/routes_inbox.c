@@ -8,8 +8,8 @@
 #include "http/request.h"
 #include "http/routes_inbox.h"
 
-static const char *const FILTER_NAMES[] = {"templateCd", "type",     "read", "seen",
-                                           "dismissed",  "archived", NULL};
+static const char *const FILTER_NAMES[] = {"templateCd", "type",     "read",    "seen",
+                                           "dismissed",  "archived", "snoozed", NULL};
 
 static bool listed(const char *const *names, const char *name) {
     for (size_t i = 0; names && names[i]; i++)
@@ -38,7 +38,7 @@ mv_code mv_http_inbox_filter(mv_http_request *req, const char *const *also_allow
         if (!listed(FILTER_NAMES, name) && !listed(also_allowed, name))
             return mv_err_set(err, MV_INVALID_ARGUMENT,
                               "unknown query parameter \"%.64s\" (filters: templateCd, type, read, "
-                              "seen, dismissed, archived)",
+                              "seen, dismissed, snoozed, archived)",
                               name);
     }
     f->template_cd = mv_http_query_get(req, "templateCd");
@@ -56,6 +56,7 @@ mv_code mv_http_inbox_filter(mv_http_request *req, const char *const *also_allow
     if ((rc = flag_param(req, "read", &f->read, err)) ||
         (rc = flag_param(req, "seen", &f->seen, err)) ||
         (rc = flag_param(req, "dismissed", &f->dismissed, err)) ||
+        (rc = flag_param(req, "snoozed", &f->snoozed, err)) ||
         (rc = flag_param(req, "archived", &a, err)))
         return rc;
     *archived = a == MV_FLAG_TRUE;

@@ -62,7 +62,9 @@ json_t *mv__doc_from_row(mv_stmt *st) {
     } else {
         json_object_set_new(d, "lastFailure", json_null());
     }
-    json_object_set_new(d, "viewer", json_pack("{s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt"));
+    json_object_set_new(
+        d, "viewer",
+        json_pack("{s:n,s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt", "snoozedUntil"));
     return d;
 }
 
@@ -177,6 +179,7 @@ bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_co
     ok = mv_strbuf_adds(b, "{\"seenAt\":") && write_int_or_null(b, viewer, viewer_col) &&
          mv_strbuf_adds(b, ",\"readAt\":") && write_int_or_null(b, viewer, viewer_col + 1) &&
          mv_strbuf_adds(b, ",\"dismissedAt\":") && write_int_or_null(b, viewer, viewer_col + 2) &&
+         mv_strbuf_adds(b, ",\"snoozedUntil\":") && write_int_or_null(b, viewer, viewer_col + 3) &&
          mv_strbuf_add(b, "}", 1);
     field_done(&o, mark, ok);
     return mv_strbuf_add(b, "}", 1);
@@ -207,6 +210,7 @@ static json_t *doc_build(const char *type, const char *template_cd, int64_t now,
         json_object_set_new_nocheck(viewer, "seenAt", json_null());
         json_object_set_new_nocheck(viewer, "readAt", json_null());
         json_object_set_new_nocheck(viewer, "dismissedAt", json_null());
+        json_object_set_new_nocheck(viewer, "snoozedUntil", json_null());
     }
     struct {
         const char *key;

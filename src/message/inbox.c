@@ -11,9 +11,10 @@
 
 #include "message/inbox_internal.h"
 
-static const char SQL_VIEWER_OF[] =
-    "SELECT seen_at, read_at, dismissed_at FROM message_viewers WHERE message_id = ? AND "
-    "viewer_id = ?";
+static const char SQL_VIEWER_OF[] = "SELECT seen_at, read_at, dismissed_at, snoozed_until FROM "
+                                    "message_viewers WHERE message_id = ? "
+                                    "AND "
+                                    "viewer_id = ?";
 static const char SQL_VIEWER_ENSURE[] =
     "INSERT INTO message_viewers (message_id, viewer_id, viewer_tenant, viewer_changed_at) "
     "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
@@ -42,13 +43,14 @@ static int64_t flag_value(mv_flag f, mv_flag unset_means) {
 void mv__inbox_filter_bind(mv_stmt *st, int *idx, const mv_inbox_filter *f) {
     static const mv_inbox_filter defaults = {0};
     if (!f) f = &defaults;
-    int64_t flags[3] = {flag_value(f->read, MV_FLAG_ANY), flag_value(f->seen, MV_FLAG_ANY),
-                        flag_value(f->dismissed, MV_FLAG_FALSE)};
+    int64_t flags[4] = {flag_value(f->read, MV_FLAG_ANY), flag_value(f->seen, MV_FLAG_ANY),
+                        flag_value(f->dismissed, MV_FLAG_FALSE),
+                        flag_value(f->snoozed, MV_FLAG_FALSE)};
     mv_stmt_bind_text(st, (*idx)++, f->template_cd);
     mv_stmt_bind_text(st, (*idx)++, f->template_cd);
     mv_stmt_bind_text(st, (*idx)++, f->type);
     mv_stmt_bind_text(st, (*idx)++, f->type);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         mv_stmt_bind_int64(st, (*idx)++, flags[i]);
         mv_stmt_bind_int64(st, (*idx)++, flags[i]);
     }
@@ -59,8 +61,9 @@ static json_t *int_or_null(mv_stmt *st, int col) {
 }
 
 json_t *mv__inbox_viewer_from_row(mv_stmt *st, int col) {
-    return json_pack("{s:o,s:o,s:o}", "seenAt", int_or_null(st, col), "readAt",
-                     int_or_null(st, col + 1), "dismissedAt", int_or_null(st, col + 2));
+    return json_pack("{s:o,s:o,s:o,s:o}", "seenAt", int_or_null(st, col), "readAt",
+                     int_or_null(st, col + 1), "dismissedAt", int_or_null(st, col + 2),
+                     "snoozedUntil", int_or_null(st, col + 3));
 }
 
 mv_code mv__inbox_viewer_attach(mv_db *db, json_t *doc, const char *user_id, mv_err *err) {
@@ -70,6 +73,11 @@ mv_code mv__inbox_viewer_attach(mv_db *db, json_t *doc, const char *user_id, mv_
     if (rc == MV_OK) json_object_set_new(doc, "viewer", mv__inbox_viewer_from_row(st, 0));
     mv_stmt_done(st);
     return rc;
+}
+
+mv_code mv__inbox_viewer_ensure(mv_db *db, const char *tenant, const char *id, const char *uid,
+                                int64_t now, mv_err *err) {
+    return mv_db_execf(db, SQL_VIEWER_ENSURE, NULL, err, "sssi", id, uid, tenant, now);
 }
 
 /* ---- one message ------------------------------------------------------------------------ */
@@ -98,8 +106,8 @@ static mv_code apply_mark(mv_db *db, const char *id, const char *uid, mv_mark ma
     return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown mark");
 }
 
-static mv_code viewer_flags(mv_db *db, const char *id, const char *uid, tally_flags *f,
-                            mv_err *err) {
+mv_code mv__inbox_viewer_flags(mv_db *db, const char *id, const char *uid, tally_flags *f,
+                               mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_row(db, SQL_VIEWER_OF, &st, err, "ss", id, uid);
     *f = st ? mv__tally_flags_from_row(st, 0) : (tally_flags){0};
@@ -114,12 +122,12 @@ static mv_code mark_one(mv_db *db, const char *tenant, const tally_message *m, c
                         const char *uid, mv_mark mark, int64_t now, bool *changed, mv_err *err) {
     tally_flags before, after;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_VIEWER_ENSURE, NULL, err, "sssi", id, uid, tenant, now);
-    if (rc == MV_OK) rc = viewer_flags(db, id, uid, &before, err);
+    mv_code rc = mv__inbox_viewer_ensure(db, tenant, id, uid, now, err);
+    if (rc == MV_OK) rc = mv__inbox_viewer_flags(db, id, uid, &before, err);
     if (rc == MV_OK) rc = apply_mark(db, id, uid, mark, now, &changes, err);
     *changed = rc == MV_OK && changes > 0;
     if (!*changed) return rc;
-    if ((rc = viewer_flags(db, id, uid, &after, err)) != MV_OK) return rc;
+    if ((rc = mv__inbox_viewer_flags(db, id, uid, &after, err)) != MV_OK) return rc;
     return mv__tally_viewer_tx(db, tenant, m, uid, before, after, err);
 }
 

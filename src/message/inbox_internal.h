@@ -33,15 +33,20 @@ mv_code mv__changes_read_page(mv_store *store, int64_t after, mv_change *out, in
     " AND (CAST(? AS TEXT) IS NULL OR m.type = ?)"                                                 \
     " AND (CAST(? AS BIGINT) < 0 OR (CASE WHEN v.read_at IS NULL THEN 0 ELSE 1 END) = ?)"          \
     " AND (CAST(? AS BIGINT) < 0 OR (CASE WHEN v.seen_at IS NULL THEN 0 ELSE 1 END) = ?)"          \
-    " AND (CAST(? AS BIGINT) < 0 OR (CASE WHEN v.dismissed_at IS NULL THEN 0 ELSE 1 END) = ?)"
-#define INBOX_FILTER_PARAMS 10
+    " AND (CAST(? AS BIGINT) < 0 OR (CASE WHEN v.dismissed_at IS NULL THEN 0 ELSE 1 END) = ?)"     \
+    " AND (CAST(? AS BIGINT) < 0 OR (CASE WHEN v.snoozed_until IS NULL THEN 0 ELSE 1 END) = ?)"
+#define INBOX_FILTER_PARAMS 12
 
 /* Binds the INBOX_FILTER_SQL placeholders from *idx on (f NULL = defaults). */
 void mv__inbox_filter_bind(mv_stmt *st, int *idx, const mv_inbox_filter *f);
-/* {"seenAt", "readAt", "dismissedAt"} from three columns starting at col (NULL → null). */
+/* {"seenAt", "readAt", "dismissedAt", "snoozedUntil"} from four columns starting at col (NULL →
+ * null). */
 json_t *mv__inbox_viewer_from_row(mv_stmt *st, int col);
 /* Sets doc's "viewer" to user_id's state, read inside the transaction. */
 mv_code mv__inbox_viewer_attach(mv_db *db, json_t *doc, const char *user_id, mv_err *err);
+/* Makes sure uid has a viewer row for message id (no state), inside the transaction. */
+mv_code mv__inbox_viewer_ensure(mv_db *db, const char *tenant, const char *id, const char *uid,
+                                int64_t now, mv_err *err);
 
 /* ---- tally.c: the counters behind the unfiltered count ---- */
 
@@ -63,7 +68,11 @@ typedef struct tally_message {
 mv_code mv__tally_message_load(mv_db *db, const char *tenant, const char *id, bool lock,
                                tally_message *m, mv_err *err);
 void mv__tally_message_clear(tally_message *m);
-/* Flags from three columns (seen_at, read_at, dismissed_at) starting at col. */
+/* uid's flags on message id as the tallies count them (no row: none). */
+mv_code mv__inbox_viewer_flags(mv_db *db, const char *id, const char *uid, tally_flags *f,
+                               mv_err *err);
+/* Flags from four columns (seen_at, read_at, dismissed_at, snoozed_until) starting at col: a
+ * snoozed message counts as dismissed. */
 tally_flags mv__tally_flags_from_row(mv_stmt *st, int col);
 /* A new active message (doc as inserted). */
 mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err);

@@ -53,7 +53,8 @@ static const char SQL_LOCK_MESSAGE[] =
 static const char SQL_MESSAGE_ADDRESS[] =
     "SELECT from_user, to_user, to_roles, archived FROM messages WHERE id = ? AND tenant_id = ?";
 static const char SQL_VIEWERS_OF[] =
-    "SELECT viewer_id, seen_at, read_at, dismissed_at FROM message_viewers WHERE message_id = ?";
+    "SELECT viewer_id, seen_at, read_at, dismissed_at, snoozed_until FROM message_viewers "
+    "WHERE message_id = ?";
 
 static tally_flags flags_of(bool seen, bool read, bool dismissed) {
     return (tally_flags){
@@ -61,8 +62,9 @@ static tally_flags flags_of(bool seen, bool read, bool dismissed) {
 }
 
 tally_flags mv__tally_flags_from_row(mv_stmt *st, int col) {
+    /* a snoozed message is out of the viewer's inbox and counts, as a dismissed one */
     return flags_of(!mv_stmt_is_null(st, col), !mv_stmt_is_null(st, col + 1),
-                    !mv_stmt_is_null(st, col + 2));
+                    !mv_stmt_is_null(st, col + 2) || !mv_stmt_is_null(st, col + 3));
 }
 
 #define TALLY_KEY_INLINE 512

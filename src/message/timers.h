@@ -11,5 +11,7 @@
 
 /* Registers the message kinds on engine; svc must outlive the engine's last fire. */
 mv_code mv__service_register_timers(mv_service *svc, mv__timer_engine *engine, mv_err *err);
+/* The per-viewer `snooze` kind (snooze.c); mv__service_register_timers registers it. */
+mv_code mv__snooze_register(mv_service *svc, mv__timer_engine *engine, mv_err *err);
 
 #endif

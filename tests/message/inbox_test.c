@@ -521,17 +521,21 @@ static mv_code back_to_4_tx(mv_db *db, void *ctx, mv_err *err) {
     return MV_OK;
 }
 
-extern const mv_migration mv_migration_inbox, mv_migration_tally_key;
+extern const mv_migration mv_migration_inbox, mv_migration_tally_key, mv_migration_snooze;
 
-/* Migration 5, then 15, which rebuilds the table 5 creates (the tallies' role key). */
+/* Migration 5, then 15, which rebuilds the table 5 creates (the tallies' role key), and 18, which
+ * adds a column to the viewers table 5 creates (snoozed_until). */
 static mv_code replay_migration_5_tx(mv_db *db, void *ctx, mv_err *err) {
     (void)ctx;
     bool pg = mv_db_kind(db) == MV_STORE_POSTGRES;
     mv_code rc =
         mv_db_exec(db, pg ? mv_migration_inbox.postgres_sql : mv_migration_inbox.sqlite_sql, err);
     if (rc != MV_OK) return rc;
-    return mv_db_exec(
+    rc = mv_db_exec(
         db, pg ? mv_migration_tally_key.postgres_sql : mv_migration_tally_key.sqlite_sql, err);
+    if (rc != MV_OK) return rc;
+    return mv_db_exec(db, pg ? mv_migration_snooze.postgres_sql : mv_migration_snooze.sqlite_sql,
+                      err);
 }
 
 STORE_TEST(migrating_a_store_with_messages_fills_the_tallies_from_them) {

@@ -56,6 +56,7 @@ function filterQuery(f: MessageFilters = {}): Query {
     read: f.read,
     seen: f.seen,
     dismissed: f.dismissed,
+    snoozed: f.snoozed,
     archived: f.archived,
   };
 }
@@ -170,6 +171,12 @@ export class MessagesApi {
   dismiss(id: string): Promise<Message> { return this.mark(id, 'dismiss'); }
   /** POST /messages/{id}/undismiss */
   undismiss(id: string): Promise<Message> { return this.mark(id, 'undismiss'); }
+  /** POST /messages/{id}/snooze — out of the caller's inbox until `until` (ms), then back. */
+  async snooze(id: string, until: number): Promise<Message> {
+    return (await this.#c.request<Message>('POST', `/messages/${enc(id)}/snooze`, { body: { until } })).body;
+  }
+  /** POST /messages/{id}/unsnooze — back in the caller's inbox now. */
+  unsnooze(id: string): Promise<Message> { return this.mark(id, 'unsnooze'); }
 
   /** POST /messages/seen-all */
   async markAllSeen(filter: BulkMark = {}): Promise<{ updated: number }> {

@@ -16,6 +16,8 @@ export interface Viewer {
   seenAt: Millis | null;
   readAt: Millis | null;
   dismissedAt: Millis | null;
+  /** Until when the caller snoozed the message (out of their inbox until then), or null. */
+  snoozedUntil: Millis | null;
 }
 
 export interface LastFailure {
@@ -174,6 +176,8 @@ export interface MessageFilters {
   read?: boolean;
   seen?: boolean;
   dismissed?: boolean;
+  /** Messages the caller snoozed (default false: they leave the inbox until their snooze ends). */
+  snoozed?: boolean;
   archived?: boolean;
 }
 

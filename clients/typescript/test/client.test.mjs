@@ -223,12 +223,12 @@ describe('messages', () => {
 });
 
 describe('inbox', () => {
-  test('seen, read, unread, dismiss and undismiss change only the caller\'s viewer state, and counts follow the filters', async () => {
+  test('seen, read, unread, dismiss, undismiss, snooze and unsnooze change only the caller\'s viewer state, and counts follow the filters', async () => {
     const dora = as('dora');
     const { messages: [m1] } = await ana.messages.create('note', { to: 'dora', title: 'one' });
     const { messages: [m2] } = await ana.messages.create('note', { to: 'dora', title: 'two' });
     const { messages: [m3] } = await ana.messages.create('note', { to: 'dora', title: 'three' });
-    assert.deepEqual((await dora.messages.get(m1.id)).viewer, { seenAt: null, readAt: null, dismissedAt: null });
+    assert.deepEqual((await dora.messages.get(m1.id)).viewer, { seenAt: null, readAt: null, dismissedAt: null, snoozedUntil: null });
     assert.equal(m1.lastFailure, null);
     assert.deepEqual(await dora.messages.count(), { count: 3, unseen: 3, unread: 3 });
 
@@ -260,6 +260,17 @@ describe('inbox', () => {
     assert.equal((await ana.messages.get(m3.id)).viewer.dismissedAt, null, 'the sender\'s state is their own');
     const back = await dora.messages.undismiss(m3.id);
     assert.equal(back.viewer.dismissedAt, null);
+    assert.equal((await dora.messages.count()).count, 3);
+
+    const until = Date.now() + 3600000;
+    const snoozed = await dora.messages.snooze(m3.id, until);
+    assert.equal(snoozed.viewer.snoozedUntil, until);
+    assert.equal((await dora.messages.count()).count, 2, 'snoozed messages leave the inbox');
+    assert.deepEqual((await dora.messages.list({ snoozed: true })).messages.map((m) => m.id), [m3.id]);
+    assert.equal((await ana.messages.get(m3.id)).viewer.snoozedUntil, null, 'the sender\'s state is their own');
+    await assert.rejects(dora.messages.snooze(m3.id, 1), (e) => e.status === 400 && e.code === 'invalid_argument' && /until/.test(e.message));
+    await assert.rejects(ana.messages.snooze(m3.id, until), (e) => e.status === 404 && e.code === 'message_not_found');
+    assert.equal((await dora.messages.unsnooze(m3.id)).viewer.snoozedUntil, null);
     assert.equal((await dora.messages.count()).count, 3);
 
     assert.equal((await dora.messages.count({ type: 'info', templateCd: 'note' })).count, 3);
@@ -317,7 +328,7 @@ describe('live updates', () => {
       const created = await nextEvent(it, (e) => e.event === 'message.created');
       assert.equal(created.data.id, m1.id);
       assert.equal(created.data.receiverContent.title, 'live one');
-      assert.deepEqual(created.data.viewer, { seenAt: null, readAt: null, dismissedAt: null });
+      assert.deepEqual(created.data.viewer, { seenAt: null, readAt: null, dismissedAt: null, snoozedUntil: null });
       assert.match(created.id, /^\d+$/);
       const counts = await nextEvent(it, (e) => e.event === 'counts');
       assert.deepEqual(counts.data, { count: 1, unseen: 1, unread: 1 });
