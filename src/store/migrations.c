@@ -16,6 +16,7 @@ extern const mv_migration mv_migration_request_scan;
 extern const mv_migration mv_migration_tally_key;
 extern const mv_migration mv_migration_preferences;
 extern const mv_migration mv_migration_timers;
+extern const mv_migration mv_migration_reminders;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
 /* clang-format off */
@@ -34,6 +35,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_tally_key,
     &mv_migration_preferences,
     &mv_migration_timers,
+    &mv_migration_reminders,
     NULL,
 };
 /* clang-format on */

@@ -189,15 +189,17 @@ STORE_TEST(messages_written_from_their_rows_match_the_document_path_byte_for_byt
     CHECK_CODE(mv_message_get_text(f.svc, mv_json_str(made[1], "id"), &me, &text, NULL, &err),
                MV_OK, &err);
     char want[128];
-    snprintf(want, sizeof want, "\"viewer\":{\"seenAt\":%lld,\"readAt\":%lld,\"dismissedAt\":null}",
+    snprintf(want, sizeof want,
+             "\"viewer\":{\"seenAt\":%lld,\"readAt\":%lld,\"dismissedAt\":null,"
+             "\"remindedAt\":null}",
              (long long)f.now, (long long)f.now);
     CHECK(text && strstr(text, want));
     free(text);
     text = NULL;
     CHECK_CODE(mv_message_get_text(f.svc, mv_json_str(made[1], "id"), &other, &text, NULL, &err),
                MV_OK, &err);
-    CHECK(text &&
-          strstr(text, "\"viewer\":{\"seenAt\":null,\"readAt\":null,\"dismissedAt\":null}"));
+    CHECK(text && strstr(text, "\"viewer\":{\"seenAt\":null,\"readAt\":null,\"dismissedAt\":null,"
+                               "\"remindedAt\":null}"));
     free(text);
     for (int i = 0; i < 5; i++)
         json_decref(made[i]);
