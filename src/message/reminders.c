@@ -5,7 +5,9 @@
  * transaction that made the message visible, due afterMs after visibleAt. Its fire is local only:
  * in the fire's transaction, for each receiver who has not read the still-active message, the
  * viewer's reminded_at is set and a `reminded` change is logged for that viewer alone (the stream
- * hub sends it as `message.reminded`), so the reminder and its events commit together, once.
+ * hub sends it as `message.reminded`), and the reminder's title is queued on the viewer's channels
+ * (channels.c, kind "reminder"), so the reminder, its events and its deliveries commit together,
+ * once.
  *
  * Who the receivers are: the message's toUser, and for role messages every user with a viewer row
  * (someone who saw, read or was reminded of it) other than the sender — the store knows no role's
@@ -15,7 +17,9 @@
 #include <string.h>
 
 #include "message/inbox_internal.h"
+#include "message/reach_internal.h"
 #include "message/time_internal.h"
+#include "missive/mustache.h"
 
 static const char SQL_VIEWERS[] =
     "SELECT viewer_id, read_at FROM message_viewers WHERE message_id = ? ORDER BY viewer_id";
@@ -100,24 +104,42 @@ static mv_code receivers(mv_db *db, const json_t *doc, who *w, mv_err *err) {
     return rc;
 }
 
+/* The reminder's title for doc (NULL: the template no longer has this reminder). */
+static mv_code title_of(const mv_template *tpl, const mv__timer *t, const json_t *doc, char **out,
+                        mv_err *err) {
+    const char *n = strrchr(t->id, ':');
+    long i = n ? strtol(n + 1, NULL, 10) : -1;
+    *out = NULL;
+    if (!tpl || i < 0 || (size_t)i >= tpl->nreminders) return MV_OK;
+    return mv_tpl_render(tpl->reminders[i].title, json_object_get(doc, "payload"), MV_ESCAPE_NONE,
+                         out, NULL, err);
+}
+
 static mv_code reminder_local(void *ctx, mv_db *db, const mv__timer *t, int64_t now, mv_err *err) {
-    (void)ctx;
+    mv_service *svc = ctx;
     json_t *doc = NULL;
     mv_code rc = mv__doc_load(db, t->ref, t->tenant, &doc, err);
     if (rc != MV_OK || !doc || strcmp(mv_json_str(doc, "actionState"), "active") != 0) {
         json_decref(doc);
         return rc;
     }
+    mv_template *tpl = mv_registry_find(svc->o.registry, mv_json_str(doc, "templateCd"));
+    char *title = NULL;
     who w = {0};
-    rc = receivers(db, doc, &w, err);
+    rc = title_of(tpl, t, doc, &title, err);
+    if (rc == MV_OK) rc = receivers(db, doc, &w, err);
     for (size_t i = 0; rc == MV_OK && i < w.n; i++) {
         int64_t changed = 0;
         rc = mv_db_execf(db, SQL_REMIND, &changed, err, "sssii", t->ref, w.ids[i], t->tenant, now,
                          now);
         if (rc == MV_OK && changed > 0)
             rc = mv__change_add_tx(db, t->tenant, t->ref, MV_CHANGE_REMINDED, w.ids[i], now, err);
+        if (rc == MV_OK && changed > 0 && title)
+            rc = mv__doc_remind(svc, db, doc, t->tenant, tpl, w.ids[i], title, err);
     }
     who_free(&w);
+    free(title);
+    mv_template_release(tpl);
     json_decref(doc);
     return rc;
 }
