@@ -16,6 +16,8 @@ export interface Viewer {
   seenAt: Millis | null;
   readAt: Millis | null;
   dismissedAt: Millis | null;
+  /** When this user was last reminded of the message (the template's reminders), or null. */
+  remindedAt: Millis | null;
 }
 
 export interface LastFailure {
@@ -51,6 +53,8 @@ export interface Message {
   updatedAt: Millis;
   /** When the message expires (the create's expiresAt or the template's expiry), or null. */
   expiresAt: Millis | null;
+  /** When an escalation step of the template added roles to toRoles, or null. */
+  escalatedAt: Millis | null;
   /** The requesting user's own inbox state. */
   viewer: Viewer;
   /** What the handler said about the last failed attempt; null unless actionState is retryable. */
