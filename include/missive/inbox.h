@@ -82,9 +82,10 @@ mv_code mv_message_counts(mv_service *svc, const mv_user *user, const mv_inbox_f
 /* ---- change log ---------------------------------------------------------------------------- */
 
 typedef enum mv_change_kind {
-    MV_CHANGE_CREATED, /* a message was created */
-    MV_CHANGE_UPDATED, /* its action state changed or it was archived */
-    MV_CHANGE_VIEWER,  /* one viewer's state changed (only that viewer is told) */
+    MV_CHANGE_CREATED,  /* a message was created */
+    MV_CHANGE_UPDATED,  /* its action state changed or it was archived */
+    MV_CHANGE_VIEWER,   /* one viewer's state changed (only that viewer is told) */
+    MV_CHANGE_REMINDED, /* one viewer was reminded of the message (only that viewer is told) */
 } mv_change_kind;
 
 typedef struct mv_change {
@@ -92,7 +93,7 @@ typedef struct mv_change {
     mv_change_kind kind;
     char tenant[129];
     char message_id[25]; /* "" for a bulk viewer change (seen-all / read-all) */
-    char viewer_id[256]; /* MV_CHANGE_VIEWER: the viewer; "" otherwise */
+    char viewer_id[256]; /* MV_CHANGE_VIEWER, _REMINDED: the viewer; "" otherwise */
     int64_t created_at;
 } mv_change;
 

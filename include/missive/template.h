@@ -85,6 +85,20 @@ typedef struct mv_expiry_def {
     mv_tpl *notify_title, *notify_short, *notify_long;
 } mv_expiry_def;
 
+/* "reminders": one entry per reminder, counted from when the message became visible. */
+#define MV_TEMPLATE_MAX_REMINDERS 5
+typedef struct mv_reminder_def {
+    int64_t after_ms;
+    mv_tpl *title; /* rendered from the message's payload */
+} mv_reminder_def;
+
+/* "escalation": one entry per step; its roles join the message's toRoles if still active. */
+#define MV_TEMPLATE_MAX_ESCALATIONS 5
+typedef struct mv_escalation_def {
+    int64_t after_ms;
+    json_t *to_roles; /* array of role strings */
+} mv_escalation_def;
+
 /* The longest a message may wait for its expiry (and the furthest a time in a request may be). */
 #define MV_MAX_DELAY_MS (365LL * 86400000LL)
 
@@ -137,9 +151,13 @@ typedef struct mv_template {
     char *category;              /* "category", default the templateCd */
     mv_template_locale *locales; /* "locales" (at most MV_TEMPLATE_MAX_LOCALES) */
     size_t nlocales;
-    mv_expiry_def *expiry; /* NULL when the template has no "expiry" */
-    json_t *source;        /* the template JSON as loaded (read-only) */
-    int refs_;             /* internal */
+    mv_expiry_def *expiry;      /* NULL when the template has no "expiry" */
+    mv_reminder_def *reminders; /* "reminders" (message/template_time.c) */
+    size_t nreminders;
+    mv_escalation_def *escalations; /* "escalation" */
+    size_t nescalations;
+    json_t *source; /* the template JSON as loaded (read-only) */
+    int refs_;      /* internal */
 } mv_template;
 
 typedef struct mv_registry mv_registry;

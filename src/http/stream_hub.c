@@ -249,9 +249,11 @@ static bool deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, int n) {
             s->cursor = c->id;
             continue;
         }
-        if (c->kind == MV_CHANGE_VIEWER) {
+        if (c->kind == MV_CHANGE_VIEWER || c->kind == MV_CHANGE_REMINDED) {
             if (strcmp(s->user_id, c->viewer_id) == 0) {
-                if (c->message_id[0] && !send_message(hub, s, c, "message.updated")) continue;
+                const char *event =
+                    c->kind == MV_CHANGE_REMINDED ? "message.reminded" : "message.updated";
+                if (c->message_id[0] && !send_message(hub, s, c, event)) continue;
                 s->counts_dirty = true; /* seen-all / read-all: the counts say it */
                 s->last_sent_id = c->id;
             }

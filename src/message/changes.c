@@ -118,7 +118,7 @@ static const char SQL_PG_SEQUENCE[] =
     " UPDATE stream_events AS e SET seq = base.b + todo.n FROM base, todo"
     " WHERE e.id = todo.id";
 
-static const char *const KIND_NAMES[] = {"created", "updated", "viewer"};
+static const char *const KIND_NAMES[] = {"created", "updated", "viewer", "reminded"};
 
 static bool is_pg(mv_db *db) { return mv_db_kind(db) == MV_STORE_POSTGRES; }
 
@@ -131,7 +131,7 @@ mv_code mv__change_add_tx(mv_db *db, const char *tenant, const char *message_id,
     atomic_fetch_add(&changes_written, 1);
     return mv_db_execf_later(db, SQL_INSERT_CHANGE, err, "ssssi", tenant ? tenant : "default",
                              message_id ? message_id : "", KIND_NAMES[kind],
-                             kind == MV_CHANGE_VIEWER ? viewer_id : NULL, now);
+                             kind >= MV_CHANGE_VIEWER ? viewer_id : NULL, now);
 }
 
 static const char SQL_INSERT_CHANGE2[] =
@@ -158,7 +158,7 @@ typedef struct {
 } read_arg;
 
 static mv_change_kind kind_of(const char *s) {
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         if (s && strcmp(s, KIND_NAMES[k]) == 0) return (mv_change_kind)k;
     return MV_CHANGE_UPDATED;
 }

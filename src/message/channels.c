@@ -5,9 +5,10 @@
  *
  * Who is a recipient: the message's toUser. A message sent only to roles has no single user to
  * look up preferences or a contact for, so it delivers nowhere but the inbox (as its email never
- * did). A channel delivery is a signed webhook outbox row whose Idempotency-Key is its deliveryId,
- * so every retry carries the same id; the contact is asked of the user directory when the row is
- * sent (outbox.c), never inside this transaction. */
+ * did); a reminder (mv__doc_remind) goes to each user it reminds. A channel delivery is a signed
+ * webhook outbox row whose Idempotency-Key is its deliveryId, so every retry carries the same id;
+ * the contact is asked of the user directory when the row is sent (outbox.c), never inside this
+ * transaction. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,15 +74,19 @@ static mv_code action_links(mv_service *svc, const mv_template *t, const json_t 
     return MV_OK;
 }
 
+/* One delivery row of kind ("message" or "reminder"); content NULL: the channel's own. */
 static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
                              const mv_template_channel *ch, const json_t *doc, const char *tenant,
-                             const char *to, const json_t *data, mv_err *err) {
+                             const char *to, const json_t *data, const char *kind,
+                             const json_t *fixed, mv_err *err) {
     const char *url = mv_reach_webhook(svc->o.reach, ch->name);
     if (!url) return MV_OK; /* checked at start; a reload may have removed it since */
     char id[37];
     json_t *content = NULL, *links = NULL;
     mv_code rc = mv_id_uuid(id, err);
-    if (rc == MV_OK) rc = channel_content(ch, doc, data, &content, err);
+    if (rc == MV_OK && fixed && !(content = json_deep_copy(fixed)))
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK && !fixed) rc = channel_content(ch, doc, data, &content, err);
     if (rc == MV_OK) rc = action_links(svc, t, doc, tenant, to, &links, err);
     if (rc != MV_OK) {
         json_decref(content);
@@ -91,7 +96,7 @@ static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
     json_t *body = json_pack("{s:s,s:s,s:{s:s,s:n},s:s,s:s,s:s,s:s,s:o,s:o}", "channel", ch->name,
                              "deliveryId", id, "to", "userId", to, "contact", "messageId",
                              mv_json_str(doc, "id"), "templateCd", t->template_cd, "category",
-                             t->category, "kind", "message", "content", content, "links", links);
+                             t->category, "kind", kind, "content", content, "links", links);
     json_t *row = body ? json_pack("{s:s,s:o,s:s,s:s,s:s}", "url", url, "body", body,
                                    "idempotencyKey", id, "contactOf", to, "channel", ch->name)
                        : NULL;
@@ -208,9 +213,41 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
         const mv_template_channel *ch = &t->channels[i];
         if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
         if (mv_reach_allows(svc->o.reach, tenant, prefs, category, ch->name, true, critical))
-            rc = queue_channel(svc, db, t, ch, doc, tenant, to, data, err);
+            rc = queue_channel(svc, db, t, ch, doc, tenant, to, data, "message", NULL, err);
     }
     json_decref(prefs);
     json_decref(in_locale);
+    return rc;
+}
+
+mv_code mv__doc_remind(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
+                       const mv_template *t, const char *to, const char *title, mv_err *err) {
+    bool email = svc->o.email && (!t->has_channels || lists(t, "email"));
+    size_t named = 0;
+    for (size_t i = 0; i < t->nchannels; i++)
+        named += mv_reach_webhook(svc->o.reach, t->channels[i].name) != NULL;
+    if (!email && !named) return MV_OK;
+    json_t *prefs = NULL, *copy = json_copy((json_t *)doc);
+    json_t *content = json_deep_copy(json_object_get(doc, "receiverContent"));
+    mv_code rc =
+        copy && json_is_object(content) ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK) {
+        json_object_set_new(content, "title", json_string(title));
+        json_object_set(copy, "receiverContent", content);
+        json_object_set_new(copy, "toUser", json_string(to));
+        if (!t->critical) rc = mv__preferences_load_tx(db, tenant, to, &prefs, err);
+    }
+    if (rc == MV_OK && email &&
+        mv_reach_allows(svc->o.reach, tenant, prefs, t->category, "email", true, t->critical))
+        rc = mv__doc_enqueue_email(svc, db, copy, err);
+    for (size_t i = 0; rc == MV_OK && named && i < t->nchannels; i++) {
+        const mv_template_channel *ch = &t->channels[i];
+        if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
+        if (mv_reach_allows(svc->o.reach, tenant, prefs, t->category, ch->name, true, t->critical))
+            rc = queue_channel(svc, db, t, ch, copy, tenant, to, NULL, "reminder", content, err);
+    }
+    json_decref(content);
+    json_decref(copy);
+    json_decref(prefs);
     return rc;
 }

@@ -16,6 +16,7 @@
 #include "message/inbox_internal.h"
 #include "message/reach_internal.h"
 #include "message/request.h"
+#include "message/time_internal.h"
 #include "store/write_async.h"
 
 typedef enum {
@@ -393,6 +394,11 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     json_array_foreach(job->docs, i, doc) {
         mv_code rc = mv__doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
                                     job->crid[0] ? (int64_t)i : -1, err);
+        if (rc == MV_OK) /* visible from its creation (a scheduled send reschedules) */
+            rc = mv__message_time_schedule_tx(
+                db, job->scope.tenant ? job->scope.tenant : MV_DEFAULT_TENANT, job->tpl,
+                mv_json_str(doc, "id"), json_integer_value(json_object_get(doc, "createdAt")),
+                mv__svc_now(job->svc), err);
         if (rc == MV_OK)
             rc = mv__doc_deliver(job->svc, db, doc, job->scope.tenant, job->tpl,
                                  json_object_get(job->datas, mv_json_str(doc, "id")),

@@ -51,6 +51,7 @@ json_t *mv__doc_from_row(mv_stmt *st) {
     json_object_set_new(d, "createdAt", int_or_null(st, 26));
     json_object_set_new(d, "updatedAt", int_or_null(st, 27));
     json_object_set_new(d, "expiresAt", int_or_null(st, 30));
+    json_object_set_new(d, "escalatedAt", int_or_null(st, 31));
     /* lastFailure: what the handler said, only while the attempt is retryable */
     const char *state = mv_stmt_text(st, 16);
     if (state && strcmp(state, "retryable") == 0 && !mv_stmt_is_null(st, 22)) {
@@ -64,7 +65,8 @@ json_t *mv__doc_from_row(mv_stmt *st) {
     }
     json_object_set_new(
         d, "viewer",
-        json_pack("{s:n,s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt", "snoozedUntil"));
+        json_pack("{s:n,s:n,s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt", "snoozedUntil",
+                  "remindedAt"));
     return d;
 }
 
@@ -159,6 +161,7 @@ bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_co
     put_int(&o, "createdAt", st, 26);
     put_int(&o, "updatedAt", st, 27);
     put_int(&o, "expiresAt", st, 30);
+    put_int(&o, "escalatedAt", st, 31);
     size_t mark = put_key(&o, "lastFailure");
     const char *state = mv_stmt_text(st, 16);
     bool ok = true;
@@ -180,6 +183,7 @@ bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_co
          mv_strbuf_adds(b, ",\"readAt\":") && write_int_or_null(b, viewer, viewer_col + 1) &&
          mv_strbuf_adds(b, ",\"dismissedAt\":") && write_int_or_null(b, viewer, viewer_col + 2) &&
          mv_strbuf_adds(b, ",\"snoozedUntil\":") && write_int_or_null(b, viewer, viewer_col + 3) &&
+         mv_strbuf_adds(b, ",\"remindedAt\":") && write_int_or_null(b, viewer, viewer_col + 4) &&
          mv_strbuf_add(b, "}", 1);
     field_done(&o, mark, ok);
     return mv_strbuf_add(b, "}", 1);
@@ -211,6 +215,7 @@ static json_t *doc_build(const char *type, const char *template_cd, int64_t now,
         json_object_set_new_nocheck(viewer, "readAt", json_null());
         json_object_set_new_nocheck(viewer, "dismissedAt", json_null());
         json_object_set_new_nocheck(viewer, "snoozedUntil", json_null());
+        json_object_set_new_nocheck(viewer, "remindedAt", json_null());
     }
     struct {
         const char *key;
@@ -238,6 +243,7 @@ static json_t *doc_build(const char *type, const char *template_cd, int64_t now,
         {"createdAt", json_integer((json_int_t)now)},
         {"updatedAt", json_integer((json_int_t)now)},
         {"expiresAt", json_null()},
+        {"escalatedAt", json_null()},
         {"lastFailure", json_null()},
         {"viewer", viewer},
     };

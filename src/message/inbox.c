@@ -11,9 +11,8 @@
 
 #include "message/inbox_internal.h"
 
-static const char SQL_VIEWER_OF[] = "SELECT seen_at, read_at, dismissed_at, snoozed_until FROM "
-                                    "message_viewers WHERE message_id = ? "
-                                    "AND "
+static const char SQL_VIEWER_OF[] = "SELECT seen_at, read_at, dismissed_at, snoozed_until, "
+                                    "reminded_at FROM message_viewers WHERE message_id = ? AND "
                                     "viewer_id = ?";
 static const char SQL_VIEWER_ENSURE[] =
     "INSERT INTO message_viewers (message_id, viewer_id, viewer_tenant, viewer_changed_at) "
@@ -61,9 +60,9 @@ static json_t *int_or_null(mv_stmt *st, int col) {
 }
 
 json_t *mv__inbox_viewer_from_row(mv_stmt *st, int col) {
-    return json_pack("{s:o,s:o,s:o,s:o}", "seenAt", int_or_null(st, col), "readAt",
+    return json_pack("{s:o,s:o,s:o,s:o,s:o}", "seenAt", int_or_null(st, col), "readAt",
                      int_or_null(st, col + 1), "dismissedAt", int_or_null(st, col + 2),
-                     "snoozedUntil", int_or_null(st, col + 3));
+                     "snoozedUntil", int_or_null(st, col + 3), "remindedAt", int_or_null(st, col + 4));
 }
 
 mv_code mv__inbox_viewer_attach(mv_db *db, json_t *doc, const char *user_id, mv_err *err) {

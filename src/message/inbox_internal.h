@@ -81,6 +81,10 @@ mv_code mv__tally_archived_tx(mv_db *db, const char *tenant, const char *id, mv_
 /* The same for a message whose document the caller loaded (its addresses never change), in the
  * transaction that archived it: no re-read of the message row. */
 mv_code mv__tally_archived_doc_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err);
+/* An active message's addresses went from before to after (escalation added roles): it and its
+ * viewers' marks move from the old address's counts to the new one's. */
+mv_code mv__tally_readdressed_tx(mv_db *db, const char *tenant, const json_t *before,
+                                 const json_t *after, mv_err *err);
 /* user's marks on m went from before to after (nothing when m is archived). */
 mv_code mv__tally_viewer_tx(mv_db *db, const char *tenant, const tally_message *m, const char *user,
                             tally_flags before, tally_flags after, mv_err *err);

@@ -43,6 +43,12 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
                         const mv_template *t, const json_t *data, const json_t *localized,
                         mv_err *err);
 
+/* A reminder of doc to user `to` (docs/time.md) on every channel of t but the inbox that the
+ * user's preferences allow, as for a new message: its content is the receiver's with the
+ * reminder's title, its kind "reminder". Inside the reminder's transaction. */
+mv_code mv__doc_remind(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
+                       const mv_template *t, const char *to, const char *title, mv_err *err);
+
 /* The stored preferences of (tenant, user) inside a transaction; *out NULL when none. */
 mv_code mv__preferences_load_tx(mv_db *db, const char *tenant, const char *user, json_t **out,
                                 mv_err *err);

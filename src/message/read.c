@@ -41,7 +41,8 @@
     "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "   \
     "?, ?"
 static const char SQL_FETCH_PAGE[] =
-    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at, vv.snoozed_until "
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at, vv.snoozed_until, "
+    "vv.reminded_at "
     "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
     "AND vv.viewer_id = ? WHERE messages.id IN (" FETCH_SLOTS ")";
 
@@ -594,11 +595,13 @@ mv_code mv_message_get(mv_service *svc, const char *id, const mv_user *user, jso
 
 /* The row and the viewer's state in one statement (the viewer join matches nothing for NULL). */
 static const char SQL_GET_TEXT[] =
-    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at, vv.snoozed_until "
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at, vv.snoozed_until, "
+    "vv.reminded_at "
     "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
     "AND vv.viewer_id = ? WHERE messages.id = ?";
 static const char SQL_GET_TENANT_TEXT[] =
-    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at, vv.snoozed_until "
+    "SELECT " MESSAGE_COLUMNS ", vv.seen_at, vv.read_at, vv.dismissed_at, vv.snoozed_until, "
+    "vv.reminded_at "
     "FROM messages LEFT JOIN message_viewers vv ON vv.message_id = messages.id "
     "AND vv.viewer_id = ? WHERE messages.id = ? AND messages.tenant_id = ?";
 

@@ -104,15 +104,15 @@ bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *
     "action_attempt_id, action_claimed_by, action_claimed_at, action_lease_expires_at, "           \
     "action_failure_message, action_approval_id, archived_by, archived_at, created_at, "           \
     "updated_at, "                                                                                 \
-    "action_failure_code, action_failed_at, expires_at"
+    "action_failure_code, action_failed_at, expires_at, escalated_at"
 /* How many columns MESSAGE_COLUMNS has: a statement's own columns after them start here. */
-#define MV__MESSAGE_NCOLS 31
+#define MV__MESSAGE_NCOLS 32
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
 json_t *mv__doc_from_row(mv_stmt *st);
 /* Appends the bytes mv_json_write writes for mv__doc_from_row(st) with "viewer" from the row of
- * viewer at viewer_col.. (seen, read, dismissed; viewer NULL: all null), without building it.
- * False when out of memory. */
+ * viewer at viewer_col.. (seen, read, dismissed, reminded; viewer NULL: all null), without building
+ * it. False when out of memory. */
 typedef struct mv_strbuf mv_strbuf;
 bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_col);
 /* Only what visibility needs of the row: {"fromUser", "toUser", "toRoles"} as mv__doc_from_row. */

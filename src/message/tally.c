@@ -191,13 +191,11 @@ mv_code mv__tally_created_tx(mv_db *db, const char *tenant, const json_t *doc, m
     return rc;
 }
 
-/* Takes out what an active message m counted, its viewers' marks included. */
-static mv_code uncount_archived(mv_db *db, const char *tenant, const char *id, tally_message *m,
-                                mv_err *err) {
-    m->archived = false; /* take out what it counted while active */
-    mv_code rc = count_message(db, tenant, m, -1, err);
+/* Takes the marks of message id's viewers out of what m counts (out), or puts them in. */
+static mv_code count_marks(mv_db *db, const char *tenant, const char *id, const tally_message *m,
+                           bool out, mv_err *err) {
     mv_stmt *st = NULL;
-    if (rc == MV_OK) rc = mv_db_prepare(db, SQL_VIEWERS_OF, &st, err);
+    mv_code rc = mv_db_prepare(db, SQL_VIEWERS_OF, &st, err);
     if (st) {
         mv_stmt_bindf(st, "s", id);
         int r;
@@ -223,11 +221,32 @@ static mv_code uncount_archived(mv_db *db, const char *tenant, const char *id, t
         if (r < 0) rc = err ? err->code : MV_INTERNAL;
         for (size_t i = 0; i < n; i++) {
             if (rc == MV_OK && marks[i].user)
-                rc = mv__tally_viewer_tx(db, tenant, m, marks[i].user, marks[i].f, (tally_flags){0},
-                                         err);
+                rc = mv__tally_viewer_tx(db, tenant, m, marks[i].user,
+                                         out ? marks[i].f : (tally_flags){0},
+                                         out ? (tally_flags){0} : marks[i].f, err);
             free(marks[i].user);
         }
         free(marks);
+    }
+    return rc;
+}
+
+/* Takes out what an active message m counted, its viewers' marks included. */
+static mv_code uncount_archived(mv_db *db, const char *tenant, const char *id, tally_message *m,
+                                mv_err *err) {
+    m->archived = false; /* take out what it counted while active */
+    mv_code rc = count_message(db, tenant, m, -1, err);
+    return rc == MV_OK ? count_marks(db, tenant, id, m, true, err) : rc;
+}
+
+mv_code mv__tally_readdressed_tx(mv_db *db, const char *tenant, const json_t *before,
+                                 const json_t *after, mv_err *err) {
+    tally_message m;
+    mv_code rc = mv__tally_archived_doc_tx(db, tenant, before, err);
+    if (rc == MV_OK && (rc = from_doc(after, &m, err)) == MV_OK) {
+        rc = count_message(db, tenant, &m, 1, err);
+        if (rc == MV_OK) rc = count_marks(db, tenant, mv_json_str(after, "id"), &m, false, err);
+        mv__tally_message_clear(&m);
     }
     return rc;
 }

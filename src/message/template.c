@@ -14,6 +14,7 @@
 
 #include "base/js_value.h"
 #include "message/reach_internal.h"
+#include "message/time_internal.h"
 #include "missive/base.h"
 #include "missive/template.h"
 
@@ -523,7 +524,7 @@ static const char *const TEMPLATE_KEYS[] = {
     "templateCd",      "type",       "description", "paymentCd", "senderContent",
     "receiverContent", "uiTemplate", "prepare",     "required",  "actions",
     "label",           "channels",   "category",    "critical",  "locales",
-    "expiry",          NULL};
+    "expiry",          "reminders",  "escalation",  NULL};
 
 /* Names separated by single dots, as mv_json_path walks them: no empty name, no control
  * character (an embedded NUL included: n is the JSON string's length). */
@@ -623,6 +624,7 @@ mv_code mv_template_parse(const json_t *json, const char *source_name, mv_templa
     c.action_cd = NULL;
     if ((rc = mv__template_read_reach(json, c.source, t, err)) != MV_OK) goto fail;
     if ((rc = read_expiry(&c, json, t)) != MV_OK) goto fail;
+    if ((rc = mv__template_read_time(json, c.source, t, err)) != MV_OK) goto fail;
     if (!(t->source = json_deep_copy(json))) goto nomem;
     *out = t;
     return MV_OK;
@@ -696,6 +698,7 @@ void mv_template_release(mv_template *t) {
     free(t->actions);
     mv__template_free_reach(t);
     expiry_free(t->expiry);
+    mv__template_free_time(t);
     json_decref(t->source);
     free(t);
 }

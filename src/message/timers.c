@@ -1,4 +1,5 @@
-/* timers.c — what a message's timers do when they fire: expiry.
+/* timers.c — what a message's timers do when they fire: expiry (reminders.c and escalation.c
+ * register theirs here too).
  *
  * An expiry timer is scheduled in the transaction that inserts its message (document.c), at the
  * message's expiresAt. When it fires and the message is still active:
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "message/inbox_internal.h"
+#include "message/time_internal.h"
 #include "message/timers.h"
 
 static const char SQL_EXPIRY_STATE[] =
@@ -189,5 +191,7 @@ static mv_code expiry_local(void *ctx, mv_db *db, const mv__timer *t, int64_t no
 mv_code mv__service_register_timers(mv_service *svc, mv__timer_engine *engine, mv_err *err) {
     mv_code rc = mv__timer_engine_register_async(engine, "expiry", expiry_start, expiry_finish,
                                                  expiry_local, svc, err);
-    return rc == MV_OK ? mv__snooze_register(svc, engine, err) : rc;
+    if (rc == MV_OK) rc = mv__snooze_register(svc, engine, err);
+    if (rc == MV_OK) rc = mv__register_reminders(svc, engine, err);
+    return rc == MV_OK ? mv__register_escalation(svc, engine, err) : rc;
 }

@@ -3,11 +3,14 @@
  * the documented body and a Standard Webhooks signature it verifies; a 500 is retried with the
  * same deliveryId; preferences switch a channel off for one category but never for a critical
  * template; tenant defaults apply in their tenant only; a template without "channels" emails as
- * before; a template naming an unconfigured channel is refused. */
+ * before; a reminder goes to the receiver's channels as kind "reminder" with its title, once; a
+ * template naming an unconfigured channel is refused. */
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "durable/timer.h"
 #include "fixture.h"
+#include "message/timers.h"
 #include "missive/reach.h"
 #include "support/http_sink.h"
 
@@ -25,6 +28,11 @@ static const char ALARM[] =
     "\"bookings\","
     " \"critical\": true, \"receiverContent\": {\"title\": \"Alarm\"},"
     " \"prepare\": {\"toUser\": \"{{to}}\"}, \"channels\": {\"sms\": true}}";
+static const char REMIND[] =
+    "{\"templateCd\": \"remind\", \"actions\": [], \"category\": \"bookings\","
+    " \"receiverContent\": {\"title\": \"{{guest}} asks\", \"short\": \"s\", \"long\": \"l\"},"
+    " \"prepare\": {\"toUser\": \"{{to}}\"}, \"channels\": {\"email\": true, \"sms\": true},"
+    " \"reminders\": [{\"afterMs\": 1000, \"title\": \"Reminder: {{guest}}\"}]}";
 static const char PLAIN[] =
     "{\"templateCd\": \"plain\", \"actions\": [], \"type\": \"notification\","
     " \"receiverContent\": {\"title\": \"Plain\"},"
@@ -57,8 +65,8 @@ static int world_open(world *w, const char *kind, const char *name, const char *
     }
     mv_service_options o = {.email = true, .reach = w->reach};
     if (!fixture_open_opts(&w->f, kind, name, &o)) return 0;
-    const char *tpls[] = {BOOKING, ALARM, PLAIN};
-    for (size_t i = 0; i < 3; i++) {
+    const char *tpls[] = {BOOKING, ALARM, PLAIN, REMIND};
+    for (size_t i = 0; i < 4; i++) {
         json_t *t = json_loads(tpls[i], 0, NULL);
         rc = mv_registry_register(w->f.registry, t, "<test>", &err);
         json_decref(t);
@@ -256,6 +264,40 @@ STORE_TEST(a_template_without_channels_emails_as_before_and_role_messages_reach_
     world_close(&w);
 }
 
+STORE_TEST(a_reminder_is_delivered_on_the_receivers_channels_with_kind_reminder_once) {
+    world w;
+    REQUIRE(world_open(&w, kind, "ch_remind", NULL));
+    mv__timer_engine *e = NULL;
+    mv__timer_engine_options o = {.clock = &w.f.clock};
+    mv_err err = {0};
+    REQUIRE(mv__timer_engine_new(w.f.store, &o, &e, &err) == MV_OK);
+    REQUIRE(mv__service_register_timers(w.f.svc, e, &err) == MV_OK);
+    REQUIRE(create(&w, "remind", NULL, "bob") == MV_OK);
+    CHECK_INT(run_outbox(&w), 1); /* the message itself */
+    CHECK_INT(rows(&w, "email"), 1);
+    w.f.now += 1000;
+    mv__timer_pass p = {0};
+    CHECK_CODE(mv__timer_engine_run(e, &p, &err), MV_OK, &err);
+    CHECK_INT(p.fired, 1);
+    CHECK_INT(rows(&w, "webhook"), 2);
+    CHECK_INT(rows(&w, "email"), 2);
+    CHECK_INT(run_outbox(&w), 1);
+    CHECK_INT(run_outbox(&w), 0);
+    REQUIRE(http_sink_count(w.sink) == 2);
+    http_sink_request r;
+    REQUIRE(http_sink_get(w.sink, 1, &r));
+    json_t *body = json_loads(r.body, 0, NULL);
+    REQUIRE(body);
+    CHECK_STR(mv_json_str(body, "kind"), "reminder");
+    CHECK_STR(mv_json_str(json_object_get(body, "to"), "userId"), "bob");
+    CHECK_STR(mv_json_str(json_object_get(body, "content"), "title"), "Reminder: Ann");
+    CHECK_STR(mv_json_str(json_object_get(body, "content"), "short"), "s");
+    json_decref(body);
+    http_sink_request_free(&r);
+    mv__timer_engine_free(e);
+    world_close(&w);
+}
+
 TEST(a_template_naming_an_unconfigured_channel_is_refused_naming_it) {
     json_t *c = json_loads("{\"sms\": {\"webhook\": \"http://127.0.0.1:9/sms\"}}", 0, NULL);
     mv_reach *r = NULL;
@@ -302,5 +344,6 @@ int main(void) {
         preferences_turn_a_channel_off_for_one_category_but_not_for_a_critical_template,
         tenant_defaults_apply_in_their_tenant_only,
         a_template_without_channels_emails_as_before_and_role_messages_reach_only_the_inbox,
+        a_reminder_is_delivered_on_the_receivers_channels_with_kind_reminder_once,
         a_template_naming_an_unconfigured_channel_is_refused_naming_it);
 }

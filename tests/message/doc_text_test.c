@@ -191,7 +191,7 @@ STORE_TEST(messages_written_from_their_rows_match_the_document_path_byte_for_byt
     char want[128];
     snprintf(want, sizeof want,
              "\"viewer\":{\"seenAt\":%lld,\"readAt\":%lld,\"dismissedAt\":null,"
-             "\"snoozedUntil\":null}",
+             "\"snoozedUntil\":null,\"remindedAt\":null}",
              (long long)f.now, (long long)f.now);
     CHECK(text && strstr(text, want));
     free(text);
@@ -199,7 +199,7 @@ STORE_TEST(messages_written_from_their_rows_match_the_document_path_byte_for_byt
     CHECK_CODE(mv_message_get_text(f.svc, mv_json_str(made[1], "id"), &other, &text, NULL, &err),
                MV_OK, &err);
     CHECK(text && strstr(text, "\"viewer\":{\"seenAt\":null,\"readAt\":null,\"dismissedAt\":null,"
-                               "\"snoozedUntil\":null}"));
+                               "\"snoozedUntil\":null,\"remindedAt\":null}"));
     free(text);
     for (int i = 0; i < 5; i++)
         json_decref(made[i]);

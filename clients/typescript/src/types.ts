@@ -18,6 +18,8 @@ export interface Viewer {
   dismissedAt: Millis | null;
   /** Until when the caller snoozed the message (out of their inbox until then), or null. */
   snoozedUntil: Millis | null;
+  /** When this user was last reminded of the message (the template's reminders), or null. */
+  remindedAt: Millis | null;
 }
 
 export interface LastFailure {
@@ -53,6 +55,8 @@ export interface Message {
   updatedAt: Millis;
   /** When the message expires (the create's expiresAt or the template's expiry), or null. */
   expiresAt: Millis | null;
+  /** When an escalation step of the template added roles to toRoles, or null. */
+  escalatedAt: Millis | null;
   /** The requesting user's own inbox state. */
   viewer: Viewer;
   /** What the handler said about the last failed attempt; null unless actionState is retryable. */

@@ -228,7 +228,7 @@ describe('inbox', () => {
     const { messages: [m1] } = await ana.messages.create('note', { to: 'dora', title: 'one' });
     const { messages: [m2] } = await ana.messages.create('note', { to: 'dora', title: 'two' });
     const { messages: [m3] } = await ana.messages.create('note', { to: 'dora', title: 'three' });
-    assert.deepEqual((await dora.messages.get(m1.id)).viewer, { seenAt: null, readAt: null, dismissedAt: null, snoozedUntil: null });
+    assert.deepEqual((await dora.messages.get(m1.id)).viewer, { seenAt: null, readAt: null, dismissedAt: null, snoozedUntil: null, remindedAt: null });
     assert.equal(m1.lastFailure, null);
     assert.deepEqual(await dora.messages.count(), { count: 3, unseen: 3, unread: 3 });
 
@@ -328,7 +328,7 @@ describe('live updates', () => {
       const created = await nextEvent(it, (e) => e.event === 'message.created');
       assert.equal(created.data.id, m1.id);
       assert.equal(created.data.receiverContent.title, 'live one');
-      assert.deepEqual(created.data.viewer, { seenAt: null, readAt: null, dismissedAt: null, snoozedUntil: null });
+      assert.deepEqual(created.data.viewer, { seenAt: null, readAt: null, dismissedAt: null, snoozedUntil: null, remindedAt: null });
       assert.match(created.id, /^\d+$/);
       const counts = await nextEvent(it, (e) => e.event === 'counts');
       assert.deepEqual(counts.data, { count: 1, unseen: 1, unread: 1 });
