@@ -63,10 +63,9 @@ json_t *mv__doc_from_row(mv_stmt *st) {
     } else {
         json_object_set_new(d, "lastFailure", json_null());
     }
-    json_object_set_new(
-        d, "viewer",
-        json_pack("{s:n,s:n,s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt", "snoozedUntil",
-                  "remindedAt"));
+    json_object_set_new(d, "viewer",
+                        json_pack("{s:n,s:n,s:n,s:n,s:n}", "seenAt", "readAt", "dismissedAt",
+                                  "snoozedUntil", "remindedAt"));
     return d;
 }
 

@@ -62,7 +62,8 @@ static json_t *int_or_null(mv_stmt *st, int col) {
 json_t *mv__inbox_viewer_from_row(mv_stmt *st, int col) {
     return json_pack("{s:o,s:o,s:o,s:o,s:o}", "seenAt", int_or_null(st, col), "readAt",
                      int_or_null(st, col + 1), "dismissedAt", int_or_null(st, col + 2),
-                     "snoozedUntil", int_or_null(st, col + 3), "remindedAt", int_or_null(st, col + 4));
+                     "snoozedUntil", int_or_null(st, col + 3), "remindedAt",
+                     int_or_null(st, col + 4));
 }
 
 mv_code mv__inbox_viewer_attach(mv_db *db, json_t *doc, const char *user_id, mv_err *err) {
