@@ -140,6 +140,11 @@ void mv_service_free(mv_service *svc);
 /* Changes max_message_bytes while the service runs (0 → MV_DEFAULT_MESSAGE_BYTES): creates that
  * already measured their messages keep the limit they saw. */
 void mv_service_set_max_message_bytes(mv_service *svc, int64_t max_bytes);
+/* The channels, preference defaults and link settings the service uses now (borrowed), and their
+ * replacement while it runs: reach must outlive every request that may still hold the old one
+ * (the daemon keeps replaced ones until it closes). */
+const struct mv_reach *mv_service_reach(const mv_service *svc);
+void mv_service_set_reach(mv_service *svc, const struct mv_reach *reach);
 
 /* Registers a C prepare hook for a template (overrides its declarative prepare). */
 void mv_service_set_prepare(mv_service *svc, const char *template_cd, mv_prepare_fn fn, void *ctx);

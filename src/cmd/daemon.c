@@ -51,7 +51,7 @@ static mv_code check_template_channels(const mv_template *t, void *ctx, mv_err *
 }
 
 /* Every channel a template names is configured ("channels"). */
-static mv_code check_channels(const mv_config *cfg, mv_registry *reg, mv_err *err) {
+mv_code mv_daemon_check_channels(const mv_config *cfg, mv_registry *reg, mv_err *err) {
     return each_template(reg, check_template_channels, cfg->reach, err);
 }
 
@@ -100,7 +100,7 @@ mv_code mv_daemon_check(const mv_config *cfg, mv_err *err) {
     if (cfg->templates) {
         rc = mv_registry_load_dir(reg, cfg->templates, err);
         if (rc == MV_OK) rc = mv_daemon_check_approvals(cfg, reg, err);
-        if (rc == MV_OK) rc = check_channels(cfg, reg, err);
+        if (rc == MV_OK) rc = mv_daemon_check_channels(cfg, reg, err);
     }
     if (rc == MV_OK && cfg->sagas) {
         book = mv_saga_book_new(NULL);
@@ -149,7 +149,7 @@ static mv_code open_service(mv_daemon *d, const mv_config *cfg, mv_err *err) {
     if (cfg->templates && (rc = mv_registry_load_dir(d->registry, cfg->templates, err)) != MV_OK)
         return rc;
     if ((rc = mv_daemon_check_approvals(cfg, d->registry, err)) != MV_OK) return rc;
-    if ((rc = check_channels(cfg, d->registry, err)) != MV_OK) return rc;
+    if ((rc = mv_daemon_check_channels(cfg, d->registry, err)) != MV_OK) return rc;
     d->webhook = (mv_webhook_config){.secret = cfg->webhook_secret.bytes,
                                      .secret_len = cfg->webhook_secret.len,
                                      .secrets = cfg->webhook_keys,
@@ -323,8 +323,7 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                             .admin_permission = cfg->admin_permission_key,
                                             .metrics = d->metrics,
                                             .locale_claim = cfg->auth.claim_locale};
-    d->reach_routes =
-        (mv_reach_routes){.store = d->store, .reach = cfg->reach, .service = d->service};
+    d->reach_routes = (mv_reach_routes){.store = d->store, .service = d->service};
     d->durable_routes = (mv_durable_routes){.approvals = d->approvals,
                                             .engine = d->saga_engine,
                                             .book = d->sagas,
@@ -344,12 +343,18 @@ void mv_daemon_close(mv_daemon *d) {
     mv_loop_free(d->loop); /* after its last user, before the service */
     d->loop = NULL;
     mv_stream_hub_free(d->streams);
+    /* the channel settings a reload put in place (the start config's belong to the config) */
+    mv_reach *reach = d->service ? (mv_reach *)mv_service_reach(d->service) : NULL;
+    if (reach && d->cfg && reach != d->cfg->reach) mv_reach_free(reach);
     mv_service_free(d->service);
     mv_saga_engine_free(d->saga_engine);
     mv_saga_book_free(d->sagas);
     for (size_t i = 0; i < d->n_retired_books; i++)
         mv_saga_book_free(d->retired_books[i]);
     free(d->retired_books);
+    for (size_t i = 0; i < d->n_retired_reach; i++)
+        mv_reach_free(d->retired_reach[i]);
+    free(d->retired_reach);
     mv_daemon_tls_free(d->tls);
     mv_approvals_free(d->approvals);
     mv_email_settings_free(d->email);

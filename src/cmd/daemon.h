@@ -44,6 +44,10 @@ typedef struct mv_daemon {
     mv_saga_book *_Atomic sagas;
     mv_saga_book **retired_books;
     size_t n_retired_books;
+    /* channel settings a reload replaced (the service holds the current one): requests in flight
+     * may still read them, so they live until close */
+    mv_reach **retired_reach;
+    size_t n_retired_reach;
     mv_saga_engine *saga_engine;
     mv_service *service;
     mv_message_routes message_routes;
@@ -87,6 +91,8 @@ void mv_recovery_loop_stop(mv_recovery_loop *loop);
  * needs approval has approvals configured (cfg), every saga handler names a definition of book
  * (dir: where those were read, for the message). */
 mv_code mv_daemon_check_approvals(const mv_config *cfg, mv_registry *reg, mv_err *err);
+/* Every channel a template names is configured in cfg ("channels", or email). */
+mv_code mv_daemon_check_channels(const mv_config *cfg, mv_registry *reg, mv_err *err);
 mv_code mv_daemon_check_sagas(const char *dir, mv_registry *reg, const mv_saga_book *book,
                               mv_err *err);
 /* Looks a saga up in the daemon's current book (ctx: the mv_daemon). */

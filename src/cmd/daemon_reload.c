@@ -19,12 +19,13 @@
 #include "http/request.h"
 
 /* What a reload applies, as key paths (the rest only at start): a whole section, or one key of a
- * section whose other keys need a restart. "channels" is reserved for the delivery channels.
+ * section whose other keys need a restart.
  * "listen" and "store" are compared on their final values (the command line may set them). */
-static const char *const RELOADABLE[] = {"log",        "cors",     "limits.messageBytes",
-                                         "ui.enabled", "channels", "templates",
-                                         "sagas",      "tls",      "listen",
-                                         "store",      NULL};
+static const char *const RELOADABLE[] = {"log",        "cors",      "limits.messageBytes",
+                                         "ui.enabled", "channels",  "preferences",
+                                         "links",      "templates", "sagas",
+                                         "tls",        "listen",    "store",
+                                         NULL};
 
 /* 2: path is reloaded; 1: something under path is (compare key by key); 0: neither. */
 static int reload_scope(const char *path) {
@@ -116,6 +117,8 @@ static mv_code stage(mv_daemon *d, const char *path, const mv_config_overrides *
         return rc;
     /* approvals are configured at start: the templates must fit what runs */
     if ((rc = mv_daemon_check_approvals(d->cfg, s->registry, err)) != MV_OK) return rc;
+    /* the new templates against the new channels: both are applied together */
+    if ((rc = mv_daemon_check_channels(nc, s->registry, err)) != MV_OK) return rc;
     if (atomic_load(&d->sagas) && nc->sagas) {
         if (!(s->book = mv_saga_book_new(&d->webhook)))
             return mv_err_set(err, MV_NO_MEMORY, "out of memory");
@@ -137,6 +140,15 @@ static mv_code apply(mv_daemon *d, mv_router *router, staged *s, mv_err *err) {
     mv_log_set_level(nc->log_level);
     atomic_store(&d->ui_enabled, nc->ui.enabled);
     mv_service_set_max_message_bytes(d->service, nc->limits.message_bytes);
+    mv_reach **kept = realloc(d->retired_reach, (d->n_retired_reach + 1) * sizeof *kept);
+    if (!kept) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    d->retired_reach = kept;
+    /* the new channels, preference defaults and link settings; requests in flight may still
+     * read the old ones, which live until the daemon closes (the first is the start config's) */
+    mv_reach *old = (mv_reach *)mv_service_reach(d->service);
+    mv_service_set_reach(d->service, s->cfg->reach);
+    if (old != d->cfg->reach) d->retired_reach[d->n_retired_reach++] = old;
+    s->cfg->reach = NULL;                       /* now the service's, freed with the daemon */
     mv_registry_swap(d->registry, s->registry); /* s->registry now holds the old templates */
     if (s->book) {
         mv_saga_book **more = realloc(d->retired_books, (d->n_retired_books + 1) * sizeof *more);

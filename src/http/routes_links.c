@@ -182,7 +182,8 @@ static bool load(mv_http_request *req, mv_http_response *res, link_ctx *c) {
     c->pg = (page){.s = EN, .lang = "en"};
     mv_err err = {0};
     int64_t now = mv_now_ms();
-    if (mv_link_verify(c->r->reach, mv_http_param(req, "token"), now, &c->link, &err) != MV_OK) {
+    if (mv_link_verify(mv_service_reach(c->r->service), mv_http_param(req, "token"), now, &c->link,
+                       &err) != MV_OK) {
         problem(res, 400, &c->pg, S_INVALID, "link_invalid");
         return false;
     }

@@ -25,7 +25,8 @@ static void put_preferences(mv_http_request *req, mv_http_response *res, void *a
     mv_http_user(req, &user);
     json_t *prefs = NULL;
     mv_err err = {0};
-    if (mv_preferences_put(r->store, r->reach, &user, req->json, &prefs, &err) != MV_OK) {
+    if (mv_preferences_put(r->store, mv_service_reach(r->service), &user, req->json, &prefs,
+                           &err) != MV_OK) {
         mv_http_error(res, &err);
         return;
     }

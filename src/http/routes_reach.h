@@ -8,9 +8,9 @@
 #include "missive/reach.h"
 
 typedef struct mv_reach_routes {
-    mv_store *store;       /* borrowed */
-    const mv_reach *reach; /* borrowed; NULL = no named channels, no defaults, no links */
-    mv_service *service;   /* borrowed: the link pages run actions through it */
+    mv_store *store;     /* borrowed */
+    mv_service *service; /* borrowed: its current reach settings (mv_service_reach), and the link
+                          * pages run actions through it */
 } mv_reach_routes;
 
 /* Registers GET /preferences, PUT /preferences and the link pages. routes must outlive the

@@ -57,7 +57,7 @@ static mv_code action_links(mv_service *svc, const mv_template *t, const json_t 
                             const char *tenant, const char *to, json_t **out, mv_err *err) {
     *out = json_object();
     if (!*out) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    if (!mv_reach_links_enabled(svc->o.reach)) return MV_OK;
+    if (!mv_reach_links_enabled(mv_service_reach(svc))) return MV_OK;
     mv_user user = {.id = to, .tenant = tenant};
     for (size_t i = 0; i < t->nactions; i++) {
         const mv_action_def *a = &t->actions[i];
@@ -65,8 +65,8 @@ static mv_code action_links(mv_service *svc, const mv_template *t, const json_t 
             !mv_action_allowed(a, &user, doc))
             continue;
         char *url = NULL;
-        mv_code rc = mv_link_url(svc->o.reach, tenant, mv_json_str(doc, "id"), a->action_cd, to,
-                                 mv__svc_now(svc), &url, err);
+        mv_code rc = mv_link_url(mv_service_reach(svc), tenant, mv_json_str(doc, "id"),
+                                 a->action_cd, to, mv__svc_now(svc), &url, err);
         if (rc != MV_OK) return rc;
         json_object_set_new(*out, a->action_cd, json_string(url));
         free(url);
@@ -79,7 +79,7 @@ static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
                              const mv_template_channel *ch, const json_t *doc, const char *tenant,
                              const char *to, const json_t *data, const char *kind,
                              const json_t *fixed, mv_err *err) {
-    const char *url = mv_reach_webhook(svc->o.reach, ch->name);
+    const char *url = mv_reach_webhook(mv_service_reach(svc), ch->name);
     if (!url) return MV_OK; /* checked at start; a reload may have removed it since */
     char id[37];
     json_t *content = NULL, *links = NULL;
@@ -189,7 +189,7 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
     bool email = svc->o.email && (!t || !t->has_channels || lists(t, "email"));
     size_t named = 0;
     for (size_t i = 0; t && i < t->nchannels; i++)
-        named += mv_reach_webhook(svc->o.reach, t->channels[i].name) != NULL;
+        named += mv_reach_webhook(mv_service_reach(svc), t->channels[i].name) != NULL;
     if (!email && !named) return MV_OK;
     json_t *prefs = NULL;
     bool critical = t && t->critical;
@@ -207,12 +207,13 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
         doc = in_locale;
     }
     if (rc == MV_OK && email &&
-        mv_reach_allows(svc->o.reach, tenant, prefs, category, "email", true, critical))
+        mv_reach_allows(mv_service_reach(svc), tenant, prefs, category, "email", true, critical))
         rc = queue_email(svc, db, t, doc, tenant, to, data, err);
     for (size_t i = 0; rc == MV_OK && named && i < t->nchannels; i++) {
         const mv_template_channel *ch = &t->channels[i];
         if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
-        if (mv_reach_allows(svc->o.reach, tenant, prefs, category, ch->name, true, critical))
+        if (mv_reach_allows(mv_service_reach(svc), tenant, prefs, category, ch->name, true,
+                            critical))
             rc = queue_channel(svc, db, t, ch, doc, tenant, to, data, "message", NULL, err);
     }
     json_decref(prefs);
@@ -225,7 +226,7 @@ mv_code mv__doc_remind(mv_service *svc, mv_db *db, const json_t *doc, const char
     bool email = svc->o.email && (!t->has_channels || lists(t, "email"));
     size_t named = 0;
     for (size_t i = 0; i < t->nchannels; i++)
-        named += mv_reach_webhook(svc->o.reach, t->channels[i].name) != NULL;
+        named += mv_reach_webhook(mv_service_reach(svc), t->channels[i].name) != NULL;
     if (!email && !named) return MV_OK;
     json_t *prefs = NULL, *copy = json_copy((json_t *)doc);
     json_t *content = json_deep_copy(json_object_get(doc, "receiverContent"));
@@ -238,12 +239,14 @@ mv_code mv__doc_remind(mv_service *svc, mv_db *db, const json_t *doc, const char
         if (!t->critical) rc = mv__preferences_load_tx(db, tenant, to, &prefs, err);
     }
     if (rc == MV_OK && email &&
-        mv_reach_allows(svc->o.reach, tenant, prefs, t->category, "email", true, t->critical))
+        mv_reach_allows(mv_service_reach(svc), tenant, prefs, t->category, "email", true,
+                        t->critical))
         rc = mv__doc_enqueue_email(svc, db, copy, err);
     for (size_t i = 0; rc == MV_OK && named && i < t->nchannels; i++) {
         const mv_template_channel *ch = &t->channels[i];
         if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
-        if (mv_reach_allows(svc->o.reach, tenant, prefs, t->category, ch->name, true, t->critical))
+        if (mv_reach_allows(mv_service_reach(svc), tenant, prefs, t->category, ch->name, true,
+                            t->critical))
             rc = queue_channel(svc, db, t, ch, copy, tenant, to, NULL, "reminder", content, err);
     }
     json_decref(content);

@@ -116,6 +116,7 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     if (!s) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     s->o = o;
     atomic_init(&s->max_message_bytes, o.max_message_bytes);
+    atomic_init(&s->reach, o.reach);
     s->admin_roles = calloc(o.nadmin_roles + 1, sizeof *s->admin_roles);
     for (size_t i = 0; s->admin_roles && i < o.nadmin_roles; i++)
         s->admin_roles[s->nadmin_roles++] = strdup(o.admin_roles[i]);
@@ -131,6 +132,14 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
 
 void mv_service_set_max_message_bytes(mv_service *svc, int64_t max_bytes) {
     atomic_store(&svc->max_message_bytes, max_bytes > 0 ? max_bytes : MV_DEFAULT_MESSAGE_BYTES);
+}
+
+void mv_service_set_reach(mv_service *svc, const struct mv_reach *reach) {
+    atomic_store(&svc->reach, reach);
+}
+
+const struct mv_reach *mv_service_reach(const mv_service *svc) {
+    return svc ? atomic_load(&((mv_service *)svc)->reach) : NULL;
 }
 
 void mv_service_free(mv_service *svc) {

@@ -62,6 +62,8 @@ struct mv_service {
     int64_t page_bytes_in_flight;
     /* o.max_message_bytes as it is now: a reload changes it while creates run */
     _Atomic int64_t max_message_bytes;
+    /* o.reach as it is now: a reload swaps the channels, preference defaults and link settings */
+    _Atomic(const struct mv_reach *) reach;
 };
 
 #define MV_PAGES_IN_FLIGHT 2

@@ -469,10 +469,59 @@ TEST(a_config_with_half_a_tls_section_is_refused_at_start) {
     CHECK(strstr(out, "\"tls\" needs both \"certFile\" and \"keyFile\"") != NULL);
 }
 
+/* "channels" reloads too: deliveries of messages created after the reload go to the new webhook,
+ * and a template naming a channel the new config lacks is refused with everything kept. */
+TEST(sighup_reloads_the_channels_and_refuses_templates_naming_a_channel_it_lacks) {
+    http_sink *a = http_sink_start(), *b = http_sink_start();
+    REQUIRE(a && b);
+    char dir[600], config[600], db[600], log[600], tpl[700], extra[600];
+    mv_strlcpy(dir, test_tmp_path("reload-channels"), sizeof dir);
+    mkdir(dir, 0700);
+    mv_strlcpy(config, test_tmp_path("reload-channels.json"), sizeof config);
+    mv_strlcpy(db, test_tmp_path("reload-channels.db"), sizeof db);
+    mv_strlcpy(log, test_tmp_path("reload-channels.log"), sizeof log);
+    snprintf(tpl, sizeof tpl, "%s/ping.json", dir);
+    REQUIRE(test_write_file(tpl, "{\"templateCd\": \"ping\", \"receiverContent\": {\"title\": "
+                                 "\"ping {{x}}\"}, \"prepare\": {\"toUser\": \"bob\"},"
+                                 " \"channels\": {\"sms\": true}, \"actions\": []}"));
+    snprintf(extra, sizeof extra, ", \"channels\": {\"sms\": {\"webhook\": \"%s/sms\"}}",
+             http_sink_url(a));
+    REQUIRE(write_config(config, db, dir, extra));
+    int port = test_free_port();
+    pid_t pid = test_daemon_start(config, port, NULL, log);
+    REQUIRE(pid > 0);
+    CHECK_INT(create(port, "ping", "{\"x\": \"one\"}", NULL, 0), 201);
+    CHECK(http_sink_wait(a, 1, 10000));
+
+    snprintf(extra, sizeof extra, ", \"channels\": {\"sms\": {\"webhook\": \"%s/sms\"}}",
+             http_sink_url(b));
+    REQUIRE(write_config(config, db, dir, extra));
+    REQUIRE(kill(pid, SIGHUP) == 0);
+    CHECK(log_has(log, "reload: ok (templates 1, sagas 0)", 5000));
+    CHECK_INT(log_count(log, "not applied until a restart"), 0);
+    CHECK_INT(create(port, "ping", "{\"x\": \"two\"}", NULL, 0), 201);
+    CHECK(http_sink_wait(b, 1, 10000));
+    usleep(300 * 1000);
+    CHECK_INT(http_sink_count(a), 1); /* the old webhook got only the message before the reload */
+
+    /* a config without the sms channel while a template still names it: refused, sms still on */
+    REQUIRE(write_config(config, db, dir, ""));
+    REQUIRE(kill(pid, SIGHUP) == 0);
+    CHECK(log_has(log, "reload: refused: ", 5000));
+    CHECK(log_has(log, "sms", 100));
+    CHECK_INT(create(port, "ping", "{\"x\": \"three\"}", NULL, 0), 201);
+    CHECK(http_sink_wait(b, 2, 10000));
+
+    CHECK_INT(test_daemon_stop(pid), 0);
+    http_sink_stop(a);
+    http_sink_stop(b);
+}
+
 int main(void) {
     return RUN_TESTS(
         sighup_reloads_templates_and_config_while_a_stream_and_a_slow_request_stay_open,
         sighup_reloads_saga_definitions_and_refuses_a_template_whose_saga_is_missing,
         https_is_served_and_sighup_replaces_the_certificate,
-        a_config_with_half_a_tls_section_is_refused_at_start);
+        a_config_with_half_a_tls_section_is_refused_at_start,
+        sighup_reloads_the_channels_and_refuses_templates_naming_a_channel_it_lacks);
 }

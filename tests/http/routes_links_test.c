@@ -82,7 +82,7 @@ static int env_open(env *e, const char *kind, const char *name) {
     if (mv_auth_new(&ao, &e->auth, NULL) != MV_OK) return 0;
     e->router = mv_router_new(e);
     mv_router_set_auth(e->router, e->auth);
-    e->routes = (mv_reach_routes){e->f.store, e->reach, e->f.svc};
+    e->routes = (mv_reach_routes){e->f.store, e->f.svc};
     return mv_reach_routes_add(e->router, &e->routes, NULL) == MV_OK;
 }
 
