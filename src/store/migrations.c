@@ -17,6 +17,7 @@ extern const mv_migration mv_migration_tally_key;
 extern const mv_migration mv_migration_preferences;
 extern const mv_migration mv_migration_timers;
 extern const mv_migration mv_migration_snooze;
+extern const mv_migration mv_migration_send_at;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
 /* clang-format off */
@@ -36,6 +37,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_preferences,
     &mv_migration_timers,
     &mv_migration_snooze,
+    &mv_migration_send_at,
     NULL,
 };
 /* clang-format on */

@@ -1,0 +1,248 @@
+/* schedule_test.c — scheduled send (message/schedule.c) on both stores, with a manual clock: a
+ * message created with sendAt is its sender's only (scheduled=true lists it) until its `send`
+ * timer makes it active with a message.created change-log row, the counts moving then; cancel
+ * before sendAt hides it everywhere and its timer fires nothing, after it is 409; a bad sendAt is
+ * refused storing nothing; an idempotent create replays the same scheduled answer. */
+#include <stdlib.h>
+
+#include "durable/timer.h"
+#include "message/fixture.h"
+#include "message/timers.h"
+#include "missive/inbox.h"
+
+typedef struct {
+    fixture f;
+    mv__timer_engine *e;
+} sc_fixture;
+
+static bool open_sc(sc_fixture *x, const char *kind, const char *name) {
+    memset(x, 0, sizeof *x);
+    if (!fixture_open(&x->f, kind, name)) return false;
+    mv_err err = {0};
+    mv__timer_engine_options o = {.clock = &x->f.clock, .lease_ms = 10000};
+    return mv__timer_engine_new(x->f.store, &o, &x->e, &err) == MV_OK &&
+           mv__service_register_timers(x->f.svc, x->e, &err) == MV_OK;
+}
+
+static void close_sc(sc_fixture *x) {
+    mv__timer_engine_free(x->e);
+    fixture_close(&x->f);
+}
+
+static const char *TEAM[] = {"team"};
+
+static mv_user user(const char *id) {
+    bool member = strcmp(id, "carl") == 0;
+    return (mv_user){.id = id, .roles = member ? TEAM : NULL, .nroles = member ? 1 : 0};
+}
+
+/* ana sends to bob and the role "team" (carl) at send_at (json, may be NULL); the create's code,
+ * *out its first message. */
+static mv_code send_at(sc_fixture *x, json_t *at, const char *crid, json_t **out, mv_err *err) {
+    mv_user ana = user("ana");
+    json_t *payload =
+        json_pack("{s:s,s:s,s:[s]}", "name", "Boat", "toUser", "bob", "toRoles", "team");
+    if (at) json_object_set_new(payload, "sendAt", at);
+    json_t *cr = crid ? json_string(crid) : NULL;
+    mv_create_request req = {
+        .template_cd = "svc-test", .user = &ana, .payload = payload, .client_request_id = cr};
+    json_t *msgs = NULL;
+    mv_code rc = mv_message_create(x->f.svc, &req, &msgs, NULL, err);
+    *out = json_incref(json_array_get(msgs, 0));
+    json_decref(msgs);
+    json_decref(payload);
+    json_decref(cr);
+    return rc;
+}
+
+static int64_t count_of(sc_fixture *x, const char *who) {
+    mv_user u = user(who);
+    mv_inbox_counts c = {-1, -1, -1};
+    mv_err err = {0};
+    if (mv_message_counts(x->f.svc, &u, NULL, false, &c, &err) != MV_OK)
+        fprintf(stderr, "count: %s\n", err.message);
+    return c.count;
+}
+
+/* How many messages who lists (scheduled: the scheduled list; archived: the archive). */
+static int listed(sc_fixture *x, const char *who, bool scheduled, bool archived) {
+    mv_user u = user(who);
+    mv_list_request r = {.user = &u, .scheduled = scheduled, .archived = archived};
+    json_t *page = NULL;
+    char *cursor = NULL;
+    mv_err err = {0};
+    if (mv_message_list(x->f.svc, &r, &page, &cursor, &err) != MV_OK) return -1;
+    free(cursor);
+    int n = (int)json_array_size(page);
+    json_decref(page);
+    return n;
+}
+
+static mv_code get_code(sc_fixture *x, const char *who, const char *id) {
+    mv_user u = user(who);
+    json_t *m = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_message_get(x->f.svc, id, &u, &m, &err);
+    json_decref(m);
+    return rc;
+}
+
+static mv__timer_pass fire(sc_fixture *x) {
+    mv__timer_pass p = {0};
+    mv_err err = {0};
+    if (mv__timer_engine_run(x->e, &p, &err) != MV_OK) fprintf(stderr, "run: %s\n", err.message);
+    return p;
+}
+
+static int created_changes(sc_fixture *x, int64_t after, const char *id) {
+    mv_change ch[32];
+    int n = 0, hits = 0;
+    mv_err err = {0};
+    if (mv_changes_read(x->f.store, after, ch, 32, &n, &err) != MV_OK) return -1;
+    for (int i = 0; i < n; i++)
+        hits += ch[i].kind == MV_CHANGE_CREATED && strcmp(ch[i].message_id, id) == 0;
+    return hits;
+}
+
+static mv_code press(sc_fixture *x, const char *who, const char *id) {
+    mv_user u = user(who);
+    mv_action_request req = {.message_id = id, .action_cd = "approve", .user = &u};
+    json_t *result = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_action_handle(x->f.svc, &req, &result, &err);
+    json_decref(result);
+    return rc;
+}
+
+STORE_TEST(a_scheduled_message_is_its_senders_only_until_its_timer_sends_it_with_a_created_row) {
+    sc_fixture x;
+    REQUIRE(open_sc(&x, kind, "sc_send"));
+    int64_t before = 0;
+    mv_err err = {0};
+    CHECK_CODE(mv_changes_latest(x.f.store, &before, NULL, &err), MV_OK, &err);
+    int64_t at = x.f.now + 60000;
+    json_t *m = NULL;
+    CHECK_CODE(send_at(&x, json_integer(at), NULL, &m, &err), MV_OK, &err);
+    REQUIRE(m);
+    const char *id = mv_json_str(m, "id");
+    CHECK_STR(mv_json_str(m, "actionState"), "scheduled");
+    CHECK_INT(json_integer_value(json_object_get(m, "sendAt")), at);
+    /* receivers: no list, no count, 404, no press; no change-log row yet */
+    CHECK_INT(count_of(&x, "bob"), 0);
+    CHECK_INT(count_of(&x, "carl"), 0);
+    CHECK_INT(count_of(&x, "ana"), 0);
+    CHECK_INT(listed(&x, "bob", false, false), 0);
+    CHECK_INT(listed(&x, "carl", false, false), 0);
+    CHECK_INT(listed(&x, "bob", true, false), 0);
+    CHECK_INT(listed(&x, "carl", true, false), 0);
+    CHECK_INT(listed(&x, "bob", false, true), 0);
+    CHECK_INT(get_code(&x, "bob", id), MV_MESSAGE_NOT_FOUND);
+    CHECK_INT(get_code(&x, "carl", id), MV_MESSAGE_NOT_FOUND);
+    CHECK_INT(press(&x, "bob", id), MV_MESSAGE_NOT_FOUND);
+    CHECK_INT(created_changes(&x, before, id), 0);
+    /* the sender: by id and in the scheduled list, not in the inbox */
+    CHECK_INT(get_code(&x, "ana", id), MV_OK);
+    CHECK_INT(listed(&x, "ana", true, false), 1);
+    CHECK_INT(listed(&x, "ana", false, false), 0);
+    x.f.now = at - 1;
+    CHECK_INT(fire(&x).fired, 0);
+    CHECK_INT(count_of(&x, "bob"), 0);
+    x.f.now = at;
+    CHECK_INT(fire(&x).fired, 1);
+    CHECK_INT(created_changes(&x, before, id), 1);
+    CHECK_INT(count_of(&x, "bob"), 1);
+    CHECK_INT(count_of(&x, "carl"), 1);
+    CHECK_INT(count_of(&x, "ana"), 1);
+    CHECK_INT(listed(&x, "bob", false, false), 1);
+    CHECK_INT(listed(&x, "carl", false, false), 1);
+    CHECK_INT(listed(&x, "ana", true, false), 0);
+    CHECK_INT(get_code(&x, "bob", id), MV_OK);
+    json_t *g = NULL;
+    mv_user bob = user("bob");
+    CHECK_CODE(mv_message_get(x.f.svc, id, &bob, &g, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(g, "actionState"), "active");
+    CHECK_INT(json_integer_value(json_object_get(g, "sendAt")), at);
+    json_decref(g);
+    /* sent: cancel is too late */
+    mv_user ana = user("ana");
+    json_t *c = NULL;
+    CHECK_CODE(mv_message_cancel(x.f.svc, id, &ana, &c, &err), MV_MESSAGE_ALREADY_SENT, &err);
+    x.f.now += 100000;
+    CHECK_INT(fire(&x).claimed, 0); /* fired once */
+    json_decref(m);
+    close_sc(&x);
+}
+
+STORE_TEST(cancel_before_send_at_hides_it_everywhere_and_its_timer_sends_nothing) {
+    sc_fixture x;
+    REQUIRE(open_sc(&x, kind, "sc_cancel"));
+    mv_err err = {0};
+    int64_t at = x.f.now + 60000;
+    json_t *m = NULL;
+    CHECK_CODE(send_at(&x, json_integer(at), NULL, &m, &err), MV_OK, &err);
+    REQUIRE(m);
+    const char *id = mv_json_str(m, "id");
+    mv_user ana = user("ana"), bob = user("bob");
+    json_t *c = NULL;
+    /* a receiver or a stranger cannot cancel: 404 */
+    CHECK_CODE(mv_message_cancel(x.f.svc, id, &bob, &c, &err), MV_MESSAGE_NOT_FOUND, &err);
+    mv_user other = {.id = "ana", .tenant = "other"};
+    CHECK_CODE(mv_message_cancel(x.f.svc, id, &other, &c, &err), MV_MESSAGE_NOT_FOUND, &err);
+    CHECK_CODE(mv_message_cancel(x.f.svc, id, &ana, &c, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(c, "actionState"), "cancelled");
+    json_decref(c);
+    c = NULL;
+    CHECK_CODE(mv_message_cancel(x.f.svc, id, &ana, &c, &err), MV_OK, &err); /* the same again */
+    CHECK_STR(mv_json_str(c, "actionState"), "cancelled");
+    json_decref(c);
+    CHECK_INT(listed(&x, "ana", true, false), 0);
+    CHECK_INT(listed(&x, "ana", false, false), 0);
+    CHECK_INT(listed(&x, "ana", false, true), 0);
+    CHECK_INT(listed(&x, "bob", false, true), 0);
+    CHECK_INT(get_code(&x, "bob", id), MV_MESSAGE_NOT_FOUND);
+    CHECK_INT(press(&x, "ana", id), MV_MESSAGE_ARCHIVED);
+    x.f.now = at + 1000;
+    fire(&x);
+    CHECK_INT(count_of(&x, "bob"), 0);
+    CHECK_INT(listed(&x, "bob", false, false), 0);
+    CHECK_INT(get_code(&x, "bob", id), MV_MESSAGE_NOT_FOUND);
+    json_decref(m);
+    close_sc(&x);
+}
+
+STORE_TEST(a_bad_send_at_is_refused_storing_nothing_and_an_idempotent_create_replays_it) {
+    sc_fixture x;
+    REQUIRE(open_sc(&x, kind, "sc_bad"));
+    mv_err err = {0};
+    json_t *m = NULL;
+    json_t *bad[] = {json_integer(x.f.now), json_integer(x.f.now + MV_MAX_DELAY_MS + 1),
+                     json_string("tomorrow"), json_real(1.5)};
+    for (size_t i = 0; i < 4; i++) {
+        err = (mv_err){0};
+        CHECK_CODE(send_at(&x, bad[i], NULL, &m, &err), MV_INVALID_ARGUMENT, &err);
+        CHECK(strstr(err.message, "sendAt") != NULL);
+        json_decref(m);
+        m = NULL;
+    }
+    CHECK_INT(listed(&x, "ana", true, false), 0);
+    CHECK_INT(listed(&x, "ana", false, false), 0);
+    int64_t at = x.f.now + 5000;
+    json_t *again = NULL;
+    CHECK_CODE(send_at(&x, json_integer(at), "sched-1", &m, &err), MV_OK, &err);
+    CHECK_CODE(send_at(&x, json_integer(at), "sched-1", &again, &err), MV_OK, &err);
+    REQUIRE(m && again);
+    CHECK_STR(mv_json_str(again, "id"), mv_json_str(m, "id"));
+    CHECK_STR(mv_json_str(again, "actionState"), "scheduled");
+    CHECK_INT(json_integer_value(json_object_get(again, "sendAt")), at);
+    CHECK_INT(listed(&x, "ana", true, false), 1);
+    json_decref(m);
+    json_decref(again);
+    close_sc(&x);
+}
+
+int main(void) {
+    return RUN_TESTS(
+        a_scheduled_message_is_its_senders_only_until_its_timer_sends_it_with_a_created_row,
+        cancel_before_send_at_hides_it_everywhere_and_its_timer_sends_nothing,
+        a_bad_send_at_is_refused_storing_nothing_and_an_idempotent_create_replays_it);
+}
