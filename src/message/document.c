@@ -192,6 +192,7 @@ json_t *mv__doc_audience_from_row(mv_stmt *st) {
     json_object_set_new(d, "fromUser", text_or_null(st, 3));
     json_object_set_new(d, "toUser", text_or_null(st, 4));
     json_object_set_new(d, "toRoles", json_or(mv_stmt_text(st, 5), json_array()));
+    json_object_set_new(d, "actionState", text_or_null(st, 16)); /* a scheduled send's */
     return d;
 }
 

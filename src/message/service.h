@@ -115,7 +115,8 @@ json_t *mv__doc_from_row(mv_stmt *st);
  * False when out of memory. */
 typedef struct mv_strbuf mv_strbuf;
 bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_col);
-/* Only what visibility needs of the row: {"fromUser", "toUser", "toRoles"} as mv__doc_from_row. */
+/* Only what visibility needs of the row: {"fromUser", "toUser", "toRoles", "actionState"} as
+ * mv__doc_from_row. */
 json_t *mv__doc_audience_from_row(mv_stmt *st);
 /* Inserts a message document (as built by create/notification) and its role rows in tenant
  * (NULL = "default"). owner_id and item_index (< 0 = none) are the client request's, stored but
