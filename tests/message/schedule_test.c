@@ -2,8 +2,12 @@
  * message created with sendAt is its sender's only (scheduled=true lists it) until its `send`
  * timer makes it active with a message.created change-log row, the counts moving then; cancel
  * before sendAt hides it everywhere and its timer fires nothing, after it is 409; a bad sendAt is
- * refused storing nothing; an idempotent create replays the same scheduled answer. */
+ * refused storing nothing; an idempotent create replays the same scheduled answer; its email is
+ * due at sendAt, and a cancelled one's is skipped, never sent. */
 #include <stdlib.h>
+
+#include "missive/deliver.h"
+#include "support/smtp_sink.h"
 
 #include "durable/timer.h"
 #include "message/fixture.h"
@@ -15,13 +19,19 @@ typedef struct {
     mv__timer_engine *e;
 } sc_fixture;
 
-static bool open_sc(sc_fixture *x, const char *kind, const char *name) {
+static bool open_sc_opts(sc_fixture *x, const char *kind, const char *name,
+                         mv_service_options *o_svc) {
     memset(x, 0, sizeof *x);
-    if (!fixture_open(&x->f, kind, name)) return false;
+    if (!fixture_open_opts(&x->f, kind, name, o_svc)) return false;
     mv_err err = {0};
     mv__timer_engine_options o = {.clock = &x->f.clock, .lease_ms = 10000};
     return mv__timer_engine_new(x->f.store, &o, &x->e, &err) == MV_OK &&
            mv__service_register_timers(x->f.svc, x->e, &err) == MV_OK;
+}
+
+static bool open_sc(sc_fixture *x, const char *kind, const char *name) {
+    mv_service_options o = {0};
+    return open_sc_opts(x, kind, name, &o);
 }
 
 static void close_sc(sc_fixture *x) {
@@ -240,9 +250,66 @@ STORE_TEST(a_bad_send_at_is_refused_storing_nothing_and_an_idempotent_create_rep
     close_sc(&x);
 }
 
+static int outbox_rows(sc_fixture *x, const char *state) {
+    mv_outbox_list_query q = {.state = state, .kind = "email", .limit = 100};
+    json_t *rows = NULL;
+    char *next = NULL;
+    mv_err err = {0};
+    if (mv_outbox_list(x->f.store, &q, &rows, &next, &err) != MV_OK) return -1;
+    int n = (int)json_array_size(rows);
+    json_decref(rows);
+    free(next);
+    return n;
+}
+
+STORE_TEST(its_email_goes_out_at_send_at_and_a_cancelled_ones_never) {
+    smtp_sink *smtp = smtp_sink_start();
+    REQUIRE(smtp);
+    sc_fixture x;
+    mv_service_options o = {.email = true};
+    REQUIRE(open_sc_opts(&x, kind, "sc_email", &o));
+    mv_err err = {0};
+    json_t *map = json_pack("{s:s}", "bob", "bob@example.com");
+    mv_directory *dir = NULL;
+    REQUIRE(mv_directory_open_map(map, &dir, &err) == MV_OK);
+    mv_email_config email = {.smtp = {.url = smtp_sink_url(smtp), .from = "noreply@example.com"},
+                             .directory = dir};
+    mv_outbox_config oc = {.email = &email, .clock = &x.f.clock};
+    int64_t at = x.f.now + 60000;
+    json_t *m = NULL, *gone = NULL, *c = NULL;
+    CHECK_CODE(send_at(&x, json_integer(at), NULL, &m, &err), MV_OK, &err);
+    CHECK_CODE(send_at(&x, json_integer(at + 60000), NULL, &gone, &err), MV_OK, &err);
+    REQUIRE(m && gone);
+    mv_user ana = user("ana");
+    CHECK_CODE(mv_message_cancel(x.f.svc, mv_json_str(gone, "id"), &ana, &c, &err), MV_OK, &err);
+    CHECK_INT(outbox_rows(&x, "pending"), 1);
+    CHECK_INT(outbox_rows(&x, "skipped"), 1);
+    int delivered = -1;
+    CHECK_CODE(mv_outbox_run_due(x.f.store, &oc, 10, &delivered, &err), MV_OK, &err);
+    CHECK_INT(delivered, 0); /* not before sendAt */
+    x.f.now = at;
+    CHECK_INT(fire(&x).fired, 1);
+    CHECK_CODE(mv_outbox_run_due(x.f.store, &oc, 10, &delivered, &err), MV_OK, &err);
+    CHECK_INT(delivered, 1);
+    x.f.now = at + 120000;
+    fire(&x);
+    CHECK_CODE(mv_outbox_run_due(x.f.store, &oc, 10, &delivered, &err), MV_OK, &err);
+    CHECK_INT(delivered, 0);
+    CHECK_INT(smtp_sink_accepted(smtp), 1);
+    CHECK_INT(outbox_rows(&x, "skipped"), 1);
+    json_decref(c);
+    json_decref(m);
+    json_decref(gone);
+    mv_directory_close(dir);
+    json_decref(map);
+    close_sc(&x);
+    smtp_sink_stop(smtp);
+}
+
 int main(void) {
     return RUN_TESTS(
         a_scheduled_message_is_its_senders_only_until_its_timer_sends_it_with_a_created_row,
         cancel_before_send_at_hides_it_everywhere_and_its_timer_sends_nothing,
-        a_bad_send_at_is_refused_storing_nothing_and_an_idempotent_create_replays_it);
+        a_bad_send_at_is_refused_storing_nothing_and_an_idempotent_create_replays_it,
+        its_email_goes_out_at_send_at_and_a_cancelled_ones_never);
 }
