@@ -306,10 +306,64 @@ STORE_TEST(its_email_goes_out_at_send_at_and_a_cancelled_ones_never) {
     smtp_sink_stop(smtp);
 }
 
+static const char *LATER_TEMPLATE =
+    "{\"templateCd\": \"later\", \"receiverContent\": {\"title\": \"Later {{name}}\"},"
+    " \"prepare\": {\"toUser\": \"{{toUser}}\"}, \"actions\": [],"
+    " \"expiry\": {\"afterMs\": 1000}}";
+
+STORE_TEST(expiry_counts_from_send_at_and_another_tenant_never_sees_it) {
+    sc_fixture x;
+    REQUIRE(open_sc(&x, kind, "sc_expiry"));
+    mv_err err = {0};
+    json_t *t = json_loads(LATER_TEMPLATE, 0, NULL);
+    REQUIRE(mv_registry_register(x.f.registry, t, "<later>", &err) == MV_OK);
+    json_decref(t);
+    int64_t at = x.f.now + 60000;
+    mv_user ana = user("ana");
+    json_t *payload =
+        json_pack("{s:s,s:s,s:I}", "name", "Boat", "toUser", "bob", "sendAt", (json_int_t)at);
+    mv_create_request req = {.template_cd = "later", .user = &ana, .payload = payload};
+    json_t *msgs = NULL;
+    CHECK_CODE(mv_message_create(x.f.svc, &req, &msgs, NULL, &err), MV_OK, &err);
+    json_decref(payload);
+    json_t *m = json_array_get(msgs, 0);
+    REQUIRE(m);
+    const char *id = mv_json_str(m, "id");
+    CHECK_INT(json_integer_value(json_object_get(m, "expiresAt")), at + 1000);
+    /* another tenant: not its sender, not listed, not cancellable */
+    mv_user other = {.id = "ana", .tenant = "other"};
+    json_t *g = NULL;
+    CHECK_CODE(mv_message_get(x.f.svc, id, &other, &g, &err), MV_MESSAGE_NOT_FOUND, &err);
+    mv_list_request lr = {.user = &other, .scheduled = true};
+    json_t *page = NULL;
+    char *cursor = NULL;
+    CHECK_CODE(mv_message_list(x.f.svc, &lr, &page, &cursor, &err), MV_OK, &err);
+    CHECK_INT(json_array_size(page), 0);
+    json_decref(page);
+    free(cursor);
+    x.f.now = at;
+    CHECK_INT(fire(&x).fired, 1);
+    mv_user bob = user("bob");
+    x.f.now = at + 999;
+    fire(&x);
+    CHECK_CODE(mv_message_get(x.f.svc, id, &bob, &g, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(g, "actionState"), "active");
+    json_decref(g);
+    x.f.now = at + 1000;
+    CHECK_INT(fire(&x).fired, 1);
+    CHECK_CODE(mv_message_get(x.f.svc, id, &bob, &g, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(g, "actionState"), "archived");
+    CHECK_STR(mv_json_str(g, "archivedBy"), MV_EXPIRY_PRINCIPAL);
+    json_decref(g);
+    json_decref(msgs);
+    close_sc(&x);
+}
+
 int main(void) {
     return RUN_TESTS(
         a_scheduled_message_is_its_senders_only_until_its_timer_sends_it_with_a_created_row,
         cancel_before_send_at_hides_it_everywhere_and_its_timer_sends_nothing,
         a_bad_send_at_is_refused_storing_nothing_and_an_idempotent_create_replays_it,
-        its_email_goes_out_at_send_at_and_a_cancelled_ones_never);
+        its_email_goes_out_at_send_at_and_a_cancelled_ones_never,
+        expiry_counts_from_send_at_and_another_tenant_never_sees_it);
 }
