@@ -521,6 +521,9 @@ static mv_code check_action(action_job *j, mv_err *err) {
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
     if (state && (strcmp(state, "archived") == 0 || strcmp(state, "cancelled") == 0))
         return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", req->message_id);
+    if (state && strcmp(state, "scheduled") == 0) /* its sender's (or an admin's) press */
+        return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" is scheduled: not sent yet",
+                          req->message_id);
     if (req->template_cd && strcmp(req->template_cd, stored_cd) != 0)
         return mv_err_set(err, MV_ACTION_TEMPLATE_MISMATCH,
                           "message template \"%s\" does not match requested template \"%s\"",

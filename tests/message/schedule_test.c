@@ -149,6 +149,7 @@ STORE_TEST(a_scheduled_message_is_its_senders_only_until_its_timer_sends_it_with
     CHECK_INT(get_code(&x, "bob", id), MV_MESSAGE_NOT_FOUND);
     CHECK_INT(get_code(&x, "carl", id), MV_MESSAGE_NOT_FOUND);
     CHECK_INT(press(&x, "bob", id), MV_MESSAGE_NOT_FOUND);
+    CHECK_INT(press(&x, "ana", id), MV_ACTION_CONFLICT); /* not sent yet */
     CHECK_INT(created_changes(&x, before, id), 0);
     /* the sender: by id and in the scheduled list, not in the inbox */
     CHECK_INT(get_code(&x, "ana", id), MV_OK);
