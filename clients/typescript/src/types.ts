@@ -27,7 +27,7 @@ export interface LastFailure {
   actionAttemptId: string;
 }
 
-export type ActionState = 'active' | 'processing' | 'retryable' | 'archived';
+export type ActionState = 'scheduled' | 'active' | 'processing' | 'retryable' | 'archived' | 'cancelled';
 
 export interface Message {
   id: string;
@@ -53,6 +53,8 @@ export interface Message {
   updatedAt: Millis;
   /** When the message expires (the create's expiresAt or the template's expiry), or null. */
   expiresAt: Millis | null;
+  /** When a scheduled message is (or was) sent (the create's sendAt), or null. */
+  sendAt: Millis | null;
   /** The requesting user's own inbox state. */
   viewer: Viewer;
   /** What the handler said about the last failed attempt; null unless actionState is retryable. */
@@ -185,6 +187,8 @@ export interface ListParams extends MessageFilters {
   limit?: number;
   skip?: number;
   cursor?: string;
+  /** The caller's own messages waiting for their sendAt (nobody else sees them until then). */
+  scheduled?: boolean;
 }
 
 export interface BulkMark {
