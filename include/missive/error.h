@@ -76,7 +76,8 @@ extern "C" {
     X(MV_PAYMENT_UNAVAILABLE, "payment_failed", 502)                                               \
     X(MV_DRAINING, "draining", 503)                                                                \
     X(MV_STREAM_CAPACITY, "stream_capacity", 503)                                                  \
-    X(MV_LINK_INVALID, "link_invalid", 400)
+    X(MV_LINK_INVALID, "link_invalid", 400)                                                        \
+    X(MV_MESSAGE_ALREADY_SENT, "message_already_sent", 409)
 
 typedef enum mv_code {
 #define MV_X_ENUM(e, name, status) e,

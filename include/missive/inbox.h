@@ -49,6 +49,12 @@ mv_code mv_message_snooze(mv_service *svc, const char *id, const mv_user *user, 
 mv_code mv_message_unsnooze(mv_service *svc, const char *id, const mv_user *user, json_t **message,
                             mv_err *err);
 
+/* Cancels message id, scheduled by user (its sender) and not sent yet: 200 with actionState
+ * "cancelled" (hidden from every list, nothing delivered); MV_MESSAGE_ALREADY_SENT once its
+ * sendAt has come; MV_MESSAGE_NOT_FOUND to anyone but its sender. */
+mv_code mv_message_cancel(mv_service *svc, const char *id, const mv_user *user, json_t **message,
+                          mv_err *err);
+
 /* ---- filters and counts -------------------------------------------------------------------- */
 
 /* A yes/no filter. UNSET is the default: "any" for read and seen, "false" for dismissed (dismissed

@@ -231,6 +231,8 @@ typedef struct mv_list_request {
     const char *cursor;  /* opaque keyset cursor from a previous page, NULL = first page */
     bool archived;       /* false: the inbox (active); true: archived messages */
     const struct mv_inbox_filter *filter; /* NULL = defaults (missive/inbox.h) */
+    bool
+        scheduled; /* true: the user's own messages not sent yet (sendAt ahead); archived ignored */
 } mv_list_request;
 
 /* *messages: new array; *next_cursor: malloc'd cursor or NULL on the last page. A page holds at

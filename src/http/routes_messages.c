@@ -14,6 +14,7 @@
 #include "http/routes_inbox.h"
 #include "http/routes_messages.h"
 #include "http/routes_reach.h"
+#include "http/routes_time.h"
 #include "http/work_pool.h"
 #include "message/action_async.h"
 #include "message/create_async.h"
@@ -336,11 +337,12 @@ static bool write_message(void *ctx, const char *json, size_t len) {
 static void list_messages(mv_http_request *req, mv_http_response *res, void *app) {
     mv_message_routes *r = req->route_ctx;
     (void)app;
-    static const char *const paging[] = {"limit", "skip", "cursor", NULL};
+    static const char *const paging[] = {"limit", "skip", "cursor", "scheduled", NULL};
     mv_inbox_filter filter;
-    bool archived;
+    bool archived, scheduled;
     mv_err err = {0};
-    if (mv_http_inbox_filter(req, paging, &filter, &archived, &err) != MV_OK) {
+    if (mv_http_inbox_filter(req, paging, &filter, &archived, &err) != MV_OK ||
+        mv_http_scheduled_param(req, &scheduled, &err) != MV_OK) {
         mv_http_error(res, &err);
         return;
     }
@@ -351,7 +353,8 @@ static void list_messages(mv_http_request *req, mv_http_response *res, void *app
                           .skip = query_number(req, "skip"),
                           .cursor = mv_http_query_get(req, "cursor"),
                           .archived = archived,
-                          .filter = &filter};
+                          .filter = &filter,
+                          .scheduled = scheduled};
     /* a page of 50 ordinary messages is 30-60 KiB: start there rather than double up from 64 B */
     page_writer w = {.out = {.data = malloc(32 * 1024), .cap = 32 * 1024}};
     if (!w.out.data) w.out = (mv_strbuf){0};

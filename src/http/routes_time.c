@@ -62,10 +62,31 @@ static void unsnooze(mv_http_request *req, mv_http_response *res, void *app) {
     answer(res, rc, &err, msg);
 }
 
+/* POST /messages/{id}/cancel: the sender's scheduled message, before its sendAt (schedule.c). */
+static void cancel(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    mv_message_routes *r = req->route_ctx;
+    mv_user user;
+    mv_http_user(req, &user);
+    json_t *msg = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_message_cancel(r->service, mv_http_param(req, "id"), &user, &msg, &err);
+    answer(res, rc, &err, msg);
+}
+
+mv_code mv_http_scheduled_param(mv_http_request *req, bool *scheduled, mv_err *err) {
+    const char *v = mv_http_query_get(req, "scheduled");
+    *scheduled = v && strcmp(v, "true") == 0;
+    if (v && !*scheduled && strcmp(v, "false") != 0)
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "scheduled must be \"true\" or \"false\"");
+    return MV_OK;
+}
+
 mv_code mv_time_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {
     const mv_route table[] = {
         {"POST", "/messages/{id}/snooze", snooze, false, true, check_id, routes},
         {"POST", "/messages/{id}/unsnooze", unsnooze, false, true, check_id, routes},
+        {"POST", "/messages/{id}/cancel", cancel, false, true, check_id, routes},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         mv_code rc = mv_router_add(router, &table[i], err);

@@ -100,7 +100,7 @@ static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
     json_t *row = body ? json_pack("{s:s,s:o,s:s,s:s,s:s}", "url", url, "body", body,
                                    "idempotencyKey", id, "contactOf", to, "channel", ch->name)
                        : NULL;
-    rc = row ? mv_outbox_add_tx(db, MV_OUTBOX_WEBHOOK, row, mv__svc_now(svc), err)
+    rc = row ? mv_outbox_add_tx(db, MV_OUTBOX_WEBHOOK, row, mv__schedule_due(svc, doc), err)
              : mv_err_set(err, MV_NO_MEMORY, "out of memory");
     json_decref(row);
     return rc;

@@ -138,7 +138,7 @@ static mv_code claim_retry(mv_db *db, action_job *j, int64_t now, int64_t lease,
     if ((rc = read_attempt(db, id, &a, err)) != MV_OK) return rc;
     mv_strlcpy(j->attempt_id, a.attempt_id, sizeof j->attempt_id);
     if (changes == 1) return log ? message_changed(db, j, now, err) : MV_OK;
-    if (strcmp(a.state, "archived") == 0)
+    if (strcmp(a.state, "archived") == 0 || strcmp(a.state, "cancelled") == 0)
         return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", id);
     return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" already has an action in progress",
                       id);
@@ -519,8 +519,11 @@ static mv_code check_action(action_job *j, mv_err *err) {
     if (!req->is_admin && !system && !mv_user_is_sender(req->user, j->message) &&
         !mv_user_is_receiver(req->user, j->message))
         return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
-    if (state && strcmp(state, "archived") == 0)
+    if (state && (strcmp(state, "archived") == 0 || strcmp(state, "cancelled") == 0))
         return mv_err_set(err, MV_MESSAGE_ARCHIVED, "message \"%s\" is archived", req->message_id);
+    if (state && strcmp(state, "scheduled") == 0) /* its sender's (or an admin's) press */
+        return mv_err_set(err, MV_ACTION_CONFLICT, "message \"%s\" is scheduled: not sent yet",
+                          req->message_id);
     if (req->template_cd && strcmp(req->template_cd, stored_cd) != 0)
         return mv_err_set(err, MV_ACTION_TEMPLATE_MISMATCH,
                           "message template \"%s\" does not match requested template \"%s\"",

@@ -44,6 +44,7 @@ typedef struct create_job { /* ordered by size and alignment (clang-analyzer's p
     json_t *call_items;  /* the call's outcome: a prepare's answer, */
     char *call_session;  /* a session's id */
     int64_t expires_at;  /* the body's expiresAt; 0: none (the template's afterMs, if any) */
+    int64_t send_at;     /* the body's sendAt; 0: sent at once (schedule.c) */
     mv_prepare_input in; /* the prepare call's input */
     request_scope scope;
     mv_err call_err; /* the call's error, */
@@ -366,6 +367,9 @@ static mv_code doc_end(create_job *job, const json_t *item, size_t index, json_t
     if (json_is_object(display)) json_object_set_new(doc, "display", json_deep_copy(display));
     if (job->crid[0]) json_object_set_new(doc, "clientRequestId", json_string(job->crid));
     set_expires_at(job, doc);
+    if (job->send_at)
+        mv__schedule_doc(doc, job->send_at, job->tpl->expiry ? job->tpl->expiry->after_ms : 0,
+                         job->expires_at != 0);
     json_t *localized = NULL;
     if (t->nlocales && (rc = mv__locales_render(t, data, doc, &localized, err)) != MV_OK) goto fail;
     if (localized && (job->localized || (job->localized = json_object())))
@@ -394,7 +398,7 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     json_array_foreach(job->docs, i, doc) {
         mv_code rc = mv__doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
                                     job->crid[0] ? (int64_t)i : -1, err);
-        if (rc == MV_OK) /* visible from its creation (a scheduled send reschedules) */
+        if (rc == MV_OK && !mv__schedule_unsent(doc)) /* a scheduled one: at its send */
             rc = mv__message_time_schedule_tx(
                 db, job->scope.tenant ? job->scope.tenant : MV_DEFAULT_TENANT, job->tpl,
                 mv_json_str(doc, "id"), json_integer_value(json_object_get(doc, "createdAt")),
@@ -415,6 +419,7 @@ static mv_code log_created_tx(mv_db *db, create_job *job, mv_err *err) {
     mv_code rc = MV_OK;
     json_array_foreach(job->docs, i, doc) {
         if (rc != MV_OK) break;
+        if (job->send_at) continue; /* logged when it is sent (schedule.c) */
         rc = mv__change_add_tx(db, job->scope.tenant, mv_json_str(doc, "id"), MV_CHANGE_CREATED,
                                NULL, mv__svc_now(job->svc), err);
     }
@@ -898,6 +903,9 @@ static mv_code create_open(create_job *job, mv_err *err) {
     if (!json_is_object(job->payload))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "body must be a JSON object");
     if ((rc = read_expires_at(job, err)) != MV_OK) return rc;
+    if ((rc = mv__schedule_read(job->payload, mv__svc_now(svc), job->expires_at, &job->send_at,
+                                err)) != MV_OK)
+        return rc;
     job->tpl = mv_registry_find(svc->o.registry, req->template_cd ? req->template_cd : "");
     if (!job->tpl)
         return mv_err_set(err, MV_TEMPLATE_NOT_FOUND, "template \"%s\" not found",

@@ -52,6 +52,7 @@ json_t *mv__doc_from_row(mv_stmt *st) {
     json_object_set_new(d, "updatedAt", int_or_null(st, 27));
     json_object_set_new(d, "expiresAt", int_or_null(st, 30));
     json_object_set_new(d, "escalatedAt", int_or_null(st, 31));
+    json_object_set_new(d, "sendAt", int_or_null(st, 32));
     /* lastFailure: what the handler said, only while the attempt is retryable */
     const char *state = mv_stmt_text(st, 16);
     if (state && strcmp(state, "retryable") == 0 && !mv_stmt_is_null(st, 22)) {
@@ -161,6 +162,7 @@ bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_co
     put_int(&o, "updatedAt", st, 27);
     put_int(&o, "expiresAt", st, 30);
     put_int(&o, "escalatedAt", st, 31);
+    put_int(&o, "sendAt", st, 32);
     size_t mark = put_key(&o, "lastFailure");
     const char *state = mv_stmt_text(st, 16);
     bool ok = true;
@@ -193,6 +195,7 @@ json_t *mv__doc_audience_from_row(mv_stmt *st) {
     json_object_set_new(d, "fromUser", text_or_null(st, 3));
     json_object_set_new(d, "toUser", text_or_null(st, 4));
     json_object_set_new(d, "toRoles", json_or(mv_stmt_text(st, 5), json_array()));
+    json_object_set_new(d, "actionState", text_or_null(st, 16)); /* a scheduled send's */
     return d;
 }
 
@@ -243,6 +246,7 @@ static json_t *doc_build(const char *type, const char *template_cd, int64_t now,
         {"updatedAt", json_integer((json_int_t)now)},
         {"expiresAt", json_null()},
         {"escalatedAt", json_null()},
+        {"sendAt", json_null()},
         {"lastFailure", json_null()},
         {"viewer", viewer},
     };
@@ -264,20 +268,26 @@ json_t *mv__doc_new_bare(const char *type, const char *template_cd, int64_t now)
     return doc_build(type, template_cd, now, true);
 }
 
-static const char SQL_INSERT_MESSAGE[] =
-    "INSERT INTO messages (id, type, template_cd, from_user, to_user, to_roles, sender_content, "
-    "receiver_content, documents, payment_session, payment_cd, payload, display, "
-    "client_request_id, client_request_owner_id, client_request_item_index, action_state, "
-    "archived, created_at, updated_at, tenant_id, expires_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 0, ?, ?, ?, ?)";
+/* A scheduled message (schedule.c) is stored hidden (archived 2) until its sendAt. */
+#define INSERT_MESSAGE(state, archived)                                                            \
+    "INSERT INTO messages (id, type, template_cd, from_user, to_user, to_roles, sender_content, "  \
+    "receiver_content, documents, payment_session, payment_cd, payload, display, "                 \
+    "client_request_id, client_request_owner_id, client_request_item_index, action_state, "        \
+    "archived, created_at, updated_at, tenant_id, expires_at, send_at) "                           \
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " state ", " archived                 \
+    ", ?, ?, ?, ?, ?)"
+static const char SQL_INSERT_MESSAGE[] = INSERT_MESSAGE("'active'", "0");
+static const char SQL_INSERT_SCHEDULED[] = INSERT_MESSAGE("'scheduled'", "2");
 static const char SQL_INSERT_ROLE[] =
     "INSERT INTO message_roles (message_id, role, archived, created_at, tenant_id) "
-    "VALUES (?, ?, 0, ?, ?) ON CONFLICT DO NOTHING";
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
 
 mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
                        int64_t item_index, mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_INSERT_MESSAGE, &st, err);
+    const json_t *send_at = json_object_get(doc, "sendAt");
+    bool scheduled = json_is_integer(send_at);
+    mv_code rc = mv_db_prepare(db, scheduled ? SQL_INSERT_SCHEDULED : SQL_INSERT_MESSAGE, &st, err);
     if (rc != MV_OK) return rc;
     const char *json_fields[] = {"toRoles",   "senderContent", "receiverContent",
                                  "documents", "payload",       "display"};
@@ -320,6 +330,10 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
         mv_stmt_bind_int64(st, 20, json_integer_value(expires));
     else
         mv_stmt_bind_null(st, 20);
+    if (scheduled)
+        mv_stmt_bind_int64(st, 21, json_integer_value(send_at));
+    else
+        mv_stmt_bind_null(st, 21);
     rc = mv_stmt_exec_later(st, err); /* deferred: store/db.h */
     free(b.data);
     if (rc != MV_OK) return rc;
@@ -333,11 +347,13 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
     json_t *role;
     json_array_foreach(json_object_get(doc, "toRoles"), i, role) {
         if (!json_is_string(role)) continue;
-        rc = mv_db_execf_later(db, SQL_INSERT_ROLE, err, "ssis", mv_json_str(doc, "id"),
-                               json_string_value(role), created,
+        rc = mv_db_execf_later(db, SQL_INSERT_ROLE, err, "ssiis", mv_json_str(doc, "id"),
+                               json_string_value(role), (int64_t)(scheduled ? 2 : 0), created,
                                tenant ? tenant : MV_DEFAULT_TENANT);
         if (rc != MV_OK) return rc;
     }
+    if (scheduled)
+        return mv__schedule_inserted_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, doc, err);
     return mv__tally_created_tx(db, tenant ? tenant : MV_DEFAULT_TENANT, doc, err);
 }
 
@@ -367,7 +383,7 @@ mv_code mv__doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_
     json_t *row = json_pack(
         "{s:s,s:s,s:s%,s:s}", "messageId", mv_json_str(doc, "id"), "toUser", to, "title", title, n,
         "body", mv_email_body(mv_json_str(content, "long"), mv_json_str(content, "short")));
-    mv_code rc = mv_outbox_add_tx(db, MV_OUTBOX_EMAIL, row, mv__svc_now(svc), err);
+    mv_code rc = mv_outbox_add_tx(db, MV_OUTBOX_EMAIL, row, mv__schedule_due(svc, doc), err);
     json_decref(row);
     return rc;
 }

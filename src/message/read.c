@@ -328,14 +328,17 @@ static mv_code slice_keys(mv_db *db, const list_arg *a, size_t slice, int64_t af
     mv_code rc = mv_db_prepare(db, sql_list, &st, err);
     if (rc != MV_OK) return rc;
     const mv_user *u = a->req->user;
-    int archived = a->req->archived ? 1 : 0;
+    /* scheduled: the sender's own branch over the messages not sent yet (schedule.c) */
+    bool scheduled = a->req->scheduled;
+    int archived = scheduled ? 2 : a->req->archived ? 1 : 0;
     int idx = 1;
     for (int branch = 0; branch < 2 + MV_LIST_ROLE_SLOTS; branch++) {
         size_t role = slice * MV_LIST_ROLE_SLOTS + (size_t)(branch - 2);
         /* a NULL key matches nothing */
-        const char *key = branch < 2         ? (slice == 0 ? a->user_id : NULL)
-                          : role < u->nroles ? u->roles[role]
-                                             : NULL;
+        const char *key = scheduled && branch > 0 ? NULL
+                          : branch < 2            ? (slice == 0 ? a->user_id : NULL)
+                          : role < u->nroles      ? u->roles[role]
+                                                  : NULL;
         /* a branch without a key matches nothing whatever else it binds: NULLs, which cost no
          * copy (a bound text is copied; 16 unused role branches made 48 copies a page) */
         mv_stmt_bind_text(st, idx++, key ? a->user_id : NULL);

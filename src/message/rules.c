@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/js_value.h"
+#include "message/service.h"
 #include "missive/base.h"
 #include "missive/template.h"
 
@@ -54,6 +55,7 @@ bool mv_user_is_sender(const mv_user *user, const json_t *message) {
 }
 
 bool mv_user_is_receiver(const mv_user *user, const json_t *message) {
+    if (mv__schedule_unsent(message)) return false; /* not sent (yet): its sender's only */
     if (same_user(user, json_object_get(message, "toUser"))) return true;
     if (!user) return false;
     size_t i;

@@ -106,9 +106,9 @@ bool mv__svc_find_handler(mv_service *svc, const char *template_cd, const char *
     "action_attempt_id, action_claimed_by, action_claimed_at, action_lease_expires_at, "           \
     "action_failure_message, action_approval_id, archived_by, archived_at, created_at, "           \
     "updated_at, "                                                                                 \
-    "action_failure_code, action_failed_at, expires_at, escalated_at"
+    "action_failure_code, action_failed_at, expires_at, escalated_at, send_at"
 /* How many columns MESSAGE_COLUMNS has: a statement's own columns after them start here. */
-#define MV__MESSAGE_NCOLS 32
+#define MV__MESSAGE_NCOLS 33
 
 /* Builds the message JSON from the current row (columns as MESSAGE_COLUMNS, from col 0). */
 json_t *mv__doc_from_row(mv_stmt *st);
@@ -117,7 +117,8 @@ json_t *mv__doc_from_row(mv_stmt *st);
  * it. False when out of memory. */
 typedef struct mv_strbuf mv_strbuf;
 bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_col);
-/* Only what visibility needs of the row: {"fromUser", "toUser", "toRoles"} as mv__doc_from_row. */
+/* Only what visibility needs of the row: {"fromUser", "toUser", "toRoles", "actionState"} as
+ * mv__doc_from_row. */
 json_t *mv__doc_audience_from_row(mv_stmt *st);
 /* Inserts a message document (as built by create/notification) and its role rows in tenant
  * (NULL = "default"). owner_id and item_index (< 0 = none) are the client request's, stored but
@@ -207,6 +208,18 @@ mv_code mv__sender_notification(mv_service *svc, const json_t *message, const mv
 /* timers.c: a message's expiry timer, scheduled in its insert's transaction (document.c). */
 mv_code mv__expiry_schedule_tx(mv_db *db, const char *tenant, const char *message_id,
                                int64_t expires_at, int64_t now, mv_err *err);
+
+/* schedule.c: scheduled send. A create body's "sendAt" (absent/null → 0; else future and at most
+ * MV_MAX_DELAY_MS ahead, and before expires_at when that is set); the document made scheduled
+ * (sendAt, actionState, expiresAt counted from sendAt); after a scheduled document's insert
+ * (document.c): its `send` timer; when its deliveries are due (now, or its sendAt). */
+mv_code mv__schedule_read(const json_t *payload, int64_t now, int64_t expires_at, int64_t *send_at,
+                          mv_err *err);
+void mv__schedule_doc(json_t *doc, int64_t send_at, int64_t after_ms, bool body_expires);
+mv_code mv__schedule_inserted_tx(mv_db *db, const char *tenant, const json_t *doc, mv_err *err);
+int64_t mv__schedule_due(mv_service *svc, const json_t *doc);
+/* Not sent yet (scheduled) or cancelled before: nobody but its sender sees it. */
+bool mv__schedule_unsent(const json_t *doc);
 
 /* A generic-notification document from createNotification params (not stored). */
 json_t *mv__notification_doc(mv_service *svc, const json_t *params);

@@ -191,6 +191,7 @@ static mv_code expiry_local(void *ctx, mv_db *db, const mv__timer *t, int64_t no
 mv_code mv__service_register_timers(mv_service *svc, mv__timer_engine *engine, mv_err *err) {
     mv_code rc = mv__timer_engine_register_async(engine, "expiry", expiry_start, expiry_finish,
                                                  expiry_local, svc, err);
+    if (rc == MV_OK) rc = mv__schedule_register(svc, engine, err);
     if (rc == MV_OK) rc = mv__snooze_register(svc, engine, err);
     if (rc == MV_OK) rc = mv__register_reminders(svc, engine, err);
     return rc == MV_OK ? mv__register_escalation(svc, engine, err) : rc;

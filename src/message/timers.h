@@ -13,5 +13,7 @@
 mv_code mv__service_register_timers(mv_service *svc, mv__timer_engine *engine, mv_err *err);
 /* The per-viewer `snooze` kind (snooze.c); mv__service_register_timers registers it. */
 mv_code mv__snooze_register(mv_service *svc, mv__timer_engine *engine, mv_err *err);
+/* The `send` kind of scheduled send (schedule.c); mv__service_register_timers registers it. */
+mv_code mv__schedule_register(mv_service *svc, mv__timer_engine *engine, mv_err *err);
 
 #endif

@@ -18,6 +18,7 @@ extern const mv_migration mv_migration_preferences;
 extern const mv_migration mv_migration_timers;
 extern const mv_migration mv_migration_snooze;
 extern const mv_migration mv_migration_reminders;
+extern const mv_migration mv_migration_send_at;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
 /* clang-format off */
@@ -38,6 +39,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_timers,
     &mv_migration_snooze,
     &mv_migration_reminders,
+    &mv_migration_send_at,
     NULL,
 };
 /* clang-format on */

@@ -115,7 +115,9 @@ export class MessagesApi {
 
   /** GET /messages — one page. */
   async list(params: ListParams = {}): Promise<MessageList> {
-    const query = { ...filterQuery(params), limit: params.limit, skip: params.skip, cursor: params.cursor };
+    const query = {
+      ...filterQuery(params), limit: params.limit, skip: params.skip, cursor: params.cursor, scheduled: params.scheduled,
+    };
     return (await this.#c.request<MessageList>('GET', '/messages', { query })).body;
   }
 
@@ -177,6 +179,8 @@ export class MessagesApi {
   }
   /** POST /messages/{id}/unsnooze — back in the caller's inbox now. */
   unsnooze(id: string): Promise<Message> { return this.mark(id, 'unsnooze'); }
+  /** POST /messages/{id}/cancel — the sender withdraws a scheduled message before its sendAt. */
+  cancel(id: string): Promise<Message> { return this.mark(id, 'cancel'); }
 
   /** POST /messages/seen-all */
   async markAllSeen(filter: BulkMark = {}): Promise<{ updated: number }> {

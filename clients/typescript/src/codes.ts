@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   saga_step_failed: 409,
   aborted: 409,
   effect_transition_rejected: 409,
+  message_already_sent: 409,
   message_archived: 410,
   payload_too_large: 413,
   client_request_mismatch: 422,

@@ -29,7 +29,7 @@ export interface LastFailure {
   actionAttemptId: string;
 }
 
-export type ActionState = 'active' | 'processing' | 'retryable' | 'archived';
+export type ActionState = 'scheduled' | 'active' | 'processing' | 'retryable' | 'archived' | 'cancelled';
 
 export interface Message {
   id: string;
@@ -57,6 +57,8 @@ export interface Message {
   expiresAt: Millis | null;
   /** When an escalation step of the template added roles to toRoles, or null. */
   escalatedAt: Millis | null;
+  /** When a scheduled message is (or was) sent (the create's sendAt), or null. */
+  sendAt: Millis | null;
   /** The requesting user's own inbox state. */
   viewer: Viewer;
   /** What the handler said about the last failed attempt; null unless actionState is retryable. */
@@ -189,6 +191,8 @@ export interface ListParams extends MessageFilters {
   limit?: number;
   skip?: number;
   cursor?: string;
+  /** The caller's own messages waiting for their sendAt (nobody else sees them until then). */
+  scheduled?: boolean;
 }
 
 export interface BulkMark {
