@@ -42,12 +42,13 @@ static void security_headers(mv_http_response *res, const mv_ui_routes *ui) {
     char origin[512], csp[1024];
     if (ui && issuer_origin(ui->oidc_issuer, origin, sizeof origin)) {
         /* discovery and the token request go to the identity provider */
-        snprintf(csp, sizeof csp, "%s", MV_UI_CSP);
+        const char *policy = MV_UI_CSP;
+        snprintf(csp, sizeof csp, "%s", policy);
         char *at = strstr(csp, "connect-src 'self'");
         if (at) {
             size_t head = (size_t)(at - csp) + strlen("connect-src 'self'");
             snprintf(csp + head, sizeof csp - head, " %s%s", origin,
-                     MV_UI_CSP + head); /* the rest of the policy, after connect-src 'self' */
+                     policy + head); /* the rest of the policy, after connect-src 'self' */
         }
         mv_http_set_header(res, "Content-Security-Policy", csp);
     } else {
