@@ -219,11 +219,11 @@ static mv_code count_marks(mv_db *db, const char *tenant, const char *id, const 
         }
         mv_stmt_done(st);
         if (r < 0) rc = err ? err->code : MV_INTERNAL;
+        const tally_flags none = {0};
         for (size_t i = 0; i < n; i++) {
             if (rc == MV_OK && marks[i].user)
-                rc = mv__tally_viewer_tx(db, tenant, m, marks[i].user,
-                                         out ? marks[i].f : (tally_flags){0},
-                                         out ? (tally_flags){0} : marks[i].f, err);
+                rc = mv__tally_viewer_tx(db, tenant, m, marks[i].user, out ? marks[i].f : none,
+                                         out ? none : marks[i].f, err);
             free(marks[i].user);
         }
         free(marks);
