@@ -25,6 +25,7 @@ static int env_open(env *e, const char *kind, const char *name) {
     if (rc != MV_OK) return 0;
     e->router = mv_router_new(e);
     mv_router_set_auth(e->router, e->auth);
+    mv_service_set_reach(e->f.svc, e->reach); /* the routes read the service's channels */
     e->routes = (mv_reach_routes){e->f.store, e->f.svc};
     return mv_reach_routes_add(e->router, &e->routes, NULL) == MV_OK;
 }
