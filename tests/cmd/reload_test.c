@@ -179,6 +179,10 @@ TEST(sighup_reloads_templates_and_config_while_a_stream_and_a_slow_request_stay_
     CHECK_INT(create(port, "t1", "{\"x\": \"first\"}", id, sizeof id), 201);
     CHECK_INT(create(port, "t2", "{\"x\": \"early\"}", NULL, 0), 404); /* not yet loaded */
     CHECK_INT(status_of(port, "/ui/"), 200); /* on by default (loopback) */
+    test_reply oidc = test_http(port, "GET", "/ui/oidc.json", NULL, NULL);
+    CHECK_INT(oidc.status, 200); /* no "ui.oidc": the console has no sign-in to offer */
+    CHECK(json_is_null(json_object_get(oidc.json, "issuer")));
+    test_reply_free(&oidc);
     CHECK(!cors_allows(port, "https://app.example.com"));
     stream s;
     REQUIRE(stream_open(&s, port, "bob"));
