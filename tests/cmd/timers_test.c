@@ -19,8 +19,8 @@
 #define MAX_DAEMONS 3
 #define MAX_CALLS 1024
 
-/* What the far side saw. On the heap, so a test that stops early cannot leave the sink writing
- * into the next test's frame. */
+/* What the far side saw. On the heap, so a test that stops early (a failed REQUIRE leaves its
+ * sink running) cannot leave the sink writing into the next test's frame; cluster_stop frees it. */
 typedef struct {
     pthread_mutex_t mu;
     int n, by_daemon[MAX_DAEMONS];
@@ -124,7 +124,10 @@ static bool cluster_start(cluster *c, const char *kind, const char *name, int n,
 static void cluster_stop(cluster *c) {
     for (int i = 0; i < c->n; i++)
         if (c->pids[i] > 0) test_daemon_stop(c->pids[i]);
-    http_sink_stop(c->sink); /* the far side stays allocated: a late call may still land */
+    http_sink_stop(c->sink); /* joined: nothing writes to the far side any more */
+    if (c->far) pthread_mutex_destroy(&c->far->mu);
+    free(c->far);
+    c->far = NULL;
 }
 
 static const char *create(int port, const char *tpl, const char *extra, char id[32]) {
