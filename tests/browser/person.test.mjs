@@ -195,7 +195,7 @@ export function register(c) {
       const menu = page.locator('missive-inbox [role=menu]');
       await menu.locator('[role=menuitem]').first().waitFor(); // the items, not only their list
       eq(JSON.stringify(await menu.locator('[role=menuitem]').allTextContents()), JSON.stringify(w.menu), `${locale} snooze menu`);
-      eq(await snoozeBtn.getAttribute('aria-expanded'), 'true', 'the menu button says it is open');
+      await waitFor('the menu button says it is open', async () => (await snoozeBtn.getAttribute('aria-expanded')) === 'true');
       await looks(page, `${locale} snooze menu`);
       await page.keyboard.press('Escape');
       await menu.waitFor({ state: 'detached' });
