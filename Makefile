@@ -78,10 +78,18 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The shared library exports only the mv_ symbols (dist/libmissive.map); internal helpers stay
-# local, so a program cannot come to depend on them.
-$(SHLIB): $(LIB_OBJ) dist/libmissive.map
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=dist/libmissive.map \
+# The shared library exports exactly what the public headers declare: scripts/gen-symbols reads
+# the declarations of include/ into the version script $(BUILD)/libmissive.map, so declaring a
+# function in include/missive/ is what exports it, and every other symbol (the mv_ helpers of
+# src/ included) stays local — a program cannot come to depend on them.
+# (tests/release/abi_test.sh compares the library's dynamic symbols with the declarations.)
+SYMBOL_MAP := $(BUILD)/libmissive.map
+$(SYMBOL_MAP): include/missive.h $(wildcard include/missive/*.h) scripts/gen-symbols
+	@mkdir -p $(dir $@)
+	@scripts/gen-symbols > $@.tmp && mv $@.tmp $@
+
+$(SHLIB): $(LIB_OBJ) $(SYMBOL_MAP)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(SYMBOL_MAP) \
 	    -Wl,--as-needed -o $@ $(LIB_OBJ) $(LIB_LDLIBS)
 	@ln -sf libmissive.so.$(VERSION) $(BUILD)/$(SONAME)
 	@ln -sf $(SONAME) $(BUILD)/libmissive.so
