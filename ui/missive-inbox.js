@@ -1212,7 +1212,9 @@ export class MissiveInbox extends MissiveBase {
     if (open) children.push(this._detail(it, c));
     const active = this.shadowRoot.activeElement;
     const hadFocus = active && it.el.contains(active) ? active.className.split(' ')[0] : null;
+    const menu = this._menu && it.el.contains(this._menu.el) ? this._menu : null;
     it.el.replaceChildren(...children);
+    if (menu) this._keepMenu(it, menu);
     if (hadFocus) {
       const again = it.el.querySelector('.' + hadFocus);
       if (again) again.focus();
@@ -1388,6 +1390,16 @@ export class MissiveInbox extends MissiveBase {
     button.after(menu);
     this._menu = { el: menu, button };
     menu.querySelector('[role=menuitem]').focus();
+  }
+
+  /** A row drawn again while its snooze menu is open (its actions arrived, it was marked read, a
+   * live update) keeps the menu open, under the row's new snooze button. */
+  _keepMenu(it, menu) {
+    const button = it.el.querySelector('button.snooze');
+    if (!button) { this._menu = null; return; }
+    button.setAttribute('aria-expanded', 'true');
+    button.after(menu.el);
+    menu.button = button;
   }
 
   _menuKey(e) {

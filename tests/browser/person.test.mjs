@@ -189,6 +189,9 @@ export function register(c) {
       const li = item(page, m.id);
       await li.locator('.summary').focus();
       await page.keyboard.press('Enter');
+      // what a person sees before reaching for Snooze: the message open, read, with its actions
+      await li.locator('button.action').first().waitFor();
+      await waitFor('the opened message shows as read', async () => !/\bunread\b/.test(await li.getAttribute('class')));
       const snoozeBtn = li.locator('button.snooze');
       await snoozeBtn.focus();
       await page.keyboard.press('Enter');
