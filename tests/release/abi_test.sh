@@ -44,8 +44,10 @@ missing=$(comm -23 "$tmp/declared" "$tmp/exported")
 if [ -z "$extra" ] && [ -z "$missing" ]; then
     ok "shared_library_exports_exactly_what_include_declares ($(wc -l < "$tmp/exported") symbols)"
 else
-    fail shared_library_exports_exactly_what_include_declares \
-        "exported but declared by no public header: $(echo $extra | head -c 1500); declared but not exported: $(echo $missing | head -c 1500)"
+    why=""
+    [ -z "$extra" ] || why="exported but declared by no public header: $(echo "$extra" | tr '\n' ' ' | head -c 1500)"
+    [ -z "$missing" ] || why="$why${why:+; }declared but not exported: $(echo "$missing" | tr '\n' ' ' | head -c 1500)"
+    fail shared_library_exports_exactly_what_include_declares "$why"
 fi
 
 # The same check through the linker: a program that takes the address of every declared function
