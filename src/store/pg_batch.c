@@ -1,90 +1,56 @@
-/* pg_batch.c — group commit for PostgreSQL: concurrent writes that may be run again
- * (mv__store_write_rerunnable, db.h) share one transaction on one connection.
+/* pg_batch.c — the PostgreSQL driver of the group-commit engine (group_commit.c): the jobs of one
+ * batch share one transaction on one connection, led by a writer thread or a synchronous writer.
  *
- * Why: a create is one round trip (pipeline mode, store/pg.c), but each one is still a
+ * Why: a create is one round trip (pipeline mode, store/pg.c), but each one alone is still a
  * transaction of its own — its own BEGIN, commit record, WAL flush wait and wake-up on a backend
  * of its own, and with 32 clients on two cores the backends' CPU, not the disk, bounds the rate.
- * Writers that arrive while batches are in flight queue here; at most PG_BATCH_LEADERS batches
- * run at once, each led by a writer thread that takes up to PG_BATCH_MAX queued jobs, runs each
- * job's callback on one connection inside one transaction (pipelined: the jobs' deferred writes
- * and the COMMIT go out in one flush) and wakes the writers of its batch, each on its own
- * semaphore, after the commit; then it hands its lead to the oldest job still queued. A writer
- * that finds fewer batches running leads at once: a lone write waits for nobody and is exactly
- * one plain transaction (a batch of one runs as mv_store_write would).
  *
- * No savepoints: in pipeline mode a failed statement makes the server skip everything up to the
- * flush's end, so a savepoint could not be rolled back to without a round trip per job. A batch
- * therefore either commits whole or not at all, and when it does not, each job learns precisely
- * what happened to it:
- * - the commit succeeded: every job committed;
- * - a callback failed, or a statement did (a constraint, a key taken, a timeout): the
- *   transaction never committed, and every job of the batch is run again alone, in a plain
- *   transaction on its own writer's thread (the callbacks are rerunnable by contract) — the
- *   failing one fails there with its own error, the others commit;
- * - the connection was lost while the COMMIT was on its way: nobody can know whether it
- *   committed, exactly as for a single transaction, and every job fails with store_unavailable
- *   (a create's retry with its clientRequestId then replays or creates; never both, never lost).
- *   Lost before the COMMIT was sent: nothing committed, every job is run again alone.
- * A callback sees the uncommitted rows of the jobs before it in its batch, as with SQLite's group
- * commit (store.h). `"storeOptions": {"groupCommit": false}` turns batching off. */
-#include <semaphore.h>
+ * A batch has two kinds of job, each run in a transaction of its own:
+ * - Rerunnable jobs (db.h: mv__store_write_rerunnable) go out without savepoints, pipelined: their
+ *   deferred writes and the COMMIT leave in one flush, so a batch of creates costs one round trip.
+ *   In pipeline mode a failed statement makes the server skip everything up to the flush's end,
+ *   so such a batch commits whole or not at all, and when it does not each job learns precisely
+ *   what happened to it: the commit succeeded — every job committed; a callback or a statement
+ *   failed (a constraint, a key taken, a timeout) — the transaction never committed and every job
+ *   is run again alone (a synchronous job on its writer's thread, an asynchronous one on the
+ *   leader's): the failing one fails there with its own error, the others commit; the connection
+ *   was lost while the COMMIT was on its way — nobody can know whether it committed, exactly as
+ *   for a single transaction, and every job fails with store_unavailable (a create's retry with
+ *   its clientRequestId then replays or creates; never both, never lost); lost before the COMMIT
+ *   was sent — nothing committed, every job is run again alone.
+ * - Every other job runs in a savepoint, as on SQLite: SAVEPOINT, the job's statements and a
+ *   RELEASE go out in one flush, whose answer carries the job's own errors (so each error is the
+ *   job's that caused it), and a failing job rolls back to its savepoint and leaves the others
+ *   intact. One round trip per job, one commit for the batch.
+ * A batch of one is a plain transaction. A callback sees the uncommitted rows of the jobs before
+ * it in its transaction. `"storeOptions": {"groupCommit": false}` turns batching off. */
 #include <stdlib.h>
 
-#include "store/pg_batch.h"
+#include "store/group_commit.h"
 
-/* Jobs per transaction: a create queues four statements, and the pipeline flushes early at 256
- * queued results (pg.c), so 32 creates stay one round trip. */
-#define PG_BATCH_MAX 32
-/* Batches in flight at once (each on a connection of its own). */
-#define PG_BATCH_LEADERS 4
+static const char SQL_PG_SAVEPOINT[] = "SAVEPOINT mv_job";
+static const char SQL_PG_RELEASE[] = "RELEASE SAVEPOINT mv_job";
 
-typedef struct pg_job {
-    mv_tx_fn fn;
-    void *ctx;
-    mv_err err;
-    mv_code rc;
-    sem_t wake; /* posted once per lead handed to this job, and once when it is done */
-    int leads;  /* leads handed to this job and not yet taken (under mu) */
-    bool done;  /* under mu */
-    bool alone; /* the batch failed before its commit: run again in a transaction of its own */
-    struct pg_job *next;
-} pg_job;
-
-struct mv_pg_batch {
-    mv_store *store;
-    pthread_mutex_t mu;
-    pg_job *head, *tail;
-    int leaders; /* leads held: batches running, or handed to a queued job */
-};
-
-mv_pg_batch *mv__pg_batch_new(mv_store *store) {
-    mv_pg_batch *b = calloc(1, sizeof *b);
-    if (!b) return NULL;
-    b->store = store;
-    pthread_mutex_init(&b->mu, NULL);
-    return b;
+/* Every job of jobs that had succeeded fails with the batch's error. */
+static void fail_committed(mv_gc_job **jobs, int n, const mv_err *e) {
+    for (int i = 0; i < n; i++)
+        if (jobs[i]->rc == MV_OK) jobs[i]->rc = mv_err_copy(&jobs[i]->err, e);
 }
 
-void mv__pg_batch_free(mv_pg_batch *b) {
-    if (!b) return;
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-}
-
-/* One transaction for the jobs of batch (at least two). */
-static void run_together(mv_store *s, pg_job *batch) {
+/* One pipelined transaction for rerunnable jobs (at least two). */
+static void run_together(mv_store *s, mv_gc_job **jobs, int n) {
     mv_db *db;
     mv_err e = {0};
     mv_code rc = mv__store_acquire(s, &db, &e);
     if (rc != MV_OK) { /* nothing ran: each job tries alone (and gets its own error) */
-        for (pg_job *j = batch; j; j = j->next)
-            j->alone = true;
+        for (int i = 0; i < n; i++)
+            jobs[i]->alone = true;
         return;
     }
     uint64_t trips = db->drv->round_trips ? db->drv->round_trips(db->conn) : 0;
     bool failed = (rc = db->drv->begin(db->conn, true, &e)) != MV_OK, commit_sent = false;
-    for (pg_job *j = batch; j && !failed; j = j->next)
-        failed = (j->rc = j->fn(db, j->ctx, &j->err)) != MV_OK;
+    for (int i = 0; i < n && !failed; i++)
+        failed = (jobs[i]->rc = jobs[i]->fn(db, jobs[i]->ctx, &jobs[i]->err)) != MV_OK;
     if (!failed) {
         commit_sent = true;
         rc = db->drv->exec(db->conn, "COMMIT", &e);
@@ -92,7 +58,8 @@ static void run_together(mv_store *s, pg_job *batch) {
     if (failed || rc != MV_OK) db->drv->exec(db->conn, "ROLLBACK", NULL);
     bool unknown = commit_sent && rc != MV_OK && db->drv->is_broken(db->conn);
     mv__store_release(s, db, trips);
-    for (pg_job *j = batch; j; j = j->next) {
+    for (int i = 0; i < n; i++) {
+        mv_gc_job *j = jobs[i];
         if (!failed && rc == MV_OK) {
             j->rc = MV_OK;
             mv__store_wrote(s, MV_OK);
@@ -108,76 +75,74 @@ static void run_together(mv_store *s, pg_job *batch) {
     if (!failed && rc == MV_OK) mv__store_committed(s);
 }
 
-/* Takes up to PG_BATCH_MAX queued jobs and runs them; then hands this lead to the oldest job
- * still queued (or gives it up) and wakes the writers of the batch. */
-static void lead(mv_pg_batch *b) {
-    pthread_mutex_lock(&b->mu);
-    pg_job *batch = b->head, *last = batch;
-    if (!batch) {
-        b->leaders--;
-        pthread_mutex_unlock(&b->mu);
+/* Rolls a failed job back to its savepoint. A job that returned an error of its own may leave
+ * deferred statements queued: their flush (which may fail) comes first, then the rollback. False
+ * when the transaction cannot go on. */
+static bool rollback_job(mv_db *db) {
+    for (int attempt = 0; attempt < 2; attempt++)
+        if (db->drv->exec(db->conn, "ROLLBACK TO SAVEPOINT mv_job", NULL) == MV_OK)
+            return db->drv->exec(db->conn, "RELEASE SAVEPOINT mv_job", NULL) == MV_OK;
+    return false;
+}
+
+/* One transaction, a savepoint per job (at least two jobs). */
+static void run_savepoints(mv_store *s, mv_gc_job **jobs, int n) {
+    mv_db *db;
+    mv_err e = {0};
+    mv_code rc = mv__store_acquire(s, &db, &e);
+    if (rc != MV_OK) {
+        for (int i = 0; i < n; i++)
+            jobs[i]->rc = mv_err_copy(&jobs[i]->err, &e);
         return;
     }
-    for (int n = 1; n < PG_BATCH_MAX && last->next; n++)
-        last = last->next;
-    b->head = last->next;
-    if (!b->head) b->tail = NULL;
-    last->next = NULL;
-    pthread_mutex_unlock(&b->mu);
-
-    if (batch->next)
-        run_together(b->store, batch);
-    else
-        batch->rc = mv__store_write_alone(b->store, batch->fn, batch->ctx, &batch->err);
-
-    pthread_mutex_lock(&b->mu);
-    pg_job *next_leader = b->head;
-    if (next_leader)
-        next_leader->leads++;
-    else
-        b->leaders--;
-    for (pg_job *j = batch; j; j = j->next)
-        j->done = true;
-    pthread_mutex_unlock(&b->mu);
-    if (next_leader) sem_post(&next_leader->wake);
-    for (pg_job *j = batch, *next; j; j = next) {
-        next = j->next; /* j belongs to its writer again once posted */
-        sem_post(&j->wake);
-    }
-}
-
-/* Appends a job (mu held). The job lives on its writer's stack until it is done. */
-static void enqueue(mv_pg_batch *b, pg_job *job) {
-    if (b->tail)
-        b->tail->next = job;
-    else
-        b->head = job;
-    b->tail = job;
-}
-
-mv_code mv__pg_batch_write(mv_pg_batch *b, mv_tx_fn fn, void *ctx, mv_err *err) {
-    pg_job job = {.fn = fn, .ctx = ctx};
-    sem_init(&job.wake, 0, 0);
-    pthread_mutex_lock(&b->mu);
-    enqueue(b, &job);
-    bool leading = b->leaders < PG_BATCH_LEADERS;
-    if (leading) b->leaders++;
-    pthread_mutex_unlock(&b->mu);
-    for (;;) {
-        if (leading) lead(b);
-        while (sem_wait(&job.wake) != 0) {
+    uint64_t trips = db->drv->round_trips ? db->drv->round_trips(db->conn) : 0;
+    bool aborted = (rc = db->drv->begin(db->conn, true, &e)) != MV_OK, any_ok = false;
+    for (int i = 0; i < n; i++) {
+        mv_gc_job *j = jobs[i];
+        if (aborted) { /* the connection is gone: the jobs after it fail unrun */
+            j->rc = mv_err_set(&j->err, MV_STORE_UNAVAILABLE,
+                               "the store aborted the transaction; try again");
+            continue;
         }
-        /* Each post is one event: a lead handed to this job (taken first, so none is lost) or
-         * the end of its batch. */
-        pthread_mutex_lock(&b->mu);
-        leading = job.leads > 0;
-        if (leading) job.leads--;
-        bool done = job.done;
-        pthread_mutex_unlock(&b->mu);
-        if (!leading && done) break;
+        j->rc = mv_db_execf_later(db, SQL_PG_SAVEPOINT, &j->err, "");
+        if (j->rc == MV_OK) j->rc = j->fn(db, j->ctx, &j->err);
+        /* the flush that answers for this job's deferred statements */
+        if (j->rc == MV_OK) j->rc = mv_db_execf(db, SQL_PG_RELEASE, NULL, &j->err, "");
+        if (j->rc != MV_OK && !rollback_job(db)) aborted = true;
+        any_ok |= j->rc == MV_OK;
     }
-    sem_destroy(&job.wake);
-    if (job.alone) return mv__store_write_alone(b->store, fn, ctx, err);
-    if (err) mv_err_copy(err, &job.err);
-    return job.rc;
+    bool commit_sent = false;
+    if (aborted) {
+        rc = mv_err_set(&e, MV_STORE_UNAVAILABLE, "the store aborted the transaction; try again");
+    } else if (any_ok) {
+        commit_sent = true;
+        rc = db->drv->exec(db->conn, "COMMIT", &e);
+    }
+    if (aborted || !any_ok || rc != MV_OK) db->drv->exec(db->conn, "ROLLBACK", NULL);
+    if (commit_sent && rc != MV_OK && db->drv->is_broken(db->conn)) /* idle unless lost */
+        mv_err_set(&e, MV_STORE_UNAVAILABLE,
+                   "the connection to the store was lost during the commit: %.400s", e.message);
+    mv__store_release(s, db, trips);
+    if (rc != MV_OK) fail_committed(jobs, n, &e);
+    for (int i = 0; i < n; i++)
+        mv__store_wrote(s, jobs[i]->rc);
+    if (rc == MV_OK && any_ok) mv__store_committed(s);
+}
+
+void mv__gc_run_pg(mv_store *s, mv_gc_job *batch) {
+    mv_gc_job *together[MV_GC_MAX], *plain[MV_GC_MAX];
+    int nt = 0, np = 0;
+    for (mv_gc_job *j = batch; j && nt + np < MV_GC_MAX; j = j->next) {
+        if (j->rerunnable)
+            together[nt++] = j;
+        else
+            plain[np++] = j;
+    }
+    if (nt == 1) plain[np++] = together[--nt]; /* alone, it is a plain transaction */
+    if (nt > 0) run_together(s, together, nt);
+    if (np == 1) {
+        plain[0]->rc = mv__store_write_alone(s, plain[0]->fn, plain[0]->ctx, &plain[0]->err);
+    } else if (np > 1) {
+        run_savepoints(s, plain, np);
+    }
 }
