@@ -61,6 +61,7 @@ mv_store_kind mv_store_kind_of(const mv_store *store) { return store->kind; }
 bool mv_store_is_memory(const mv_store *store) { return store->memory; }
 mv_store_kind mv_db_kind(const mv_db *db) { return db->store->kind; }
 const char *mv__store_url(const mv_store *store) { return store->url; }
+bool mv__store_notifies(const mv_store *store) { return store->drv->after_commit != NULL; }
 void mv__store_on_commit(mv_store *store, void (*fn)(void *ctx), void *ctx) {
     pthread_mutex_lock(&store->hook_mu);
     store->on_commit_ctx = ctx;
@@ -524,8 +525,8 @@ mv_code mv_db_execf_later_unique(mv_db *db, const char *sql, mv_code on_unique, 
 }
 
 mv_code mv_db_exec_after_commit(mv_db *db, const char *sql, mv_err *err) {
-    if (db->drv->after_commit) return db->drv->after_commit(db->conn, sql, err);
-    return db->drv->exec(db->conn, sql, err);
+    /* without a driver queue (SQLite) there is no channel between connections: nothing to wake */
+    return db->drv->after_commit ? db->drv->after_commit(db->conn, sql, err) : MV_OK;
 }
 
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err) {
