@@ -8,16 +8,16 @@
  * then it hands its lead on and ends the jobs of its batch. Every job ends only after the commit
  * that contains its work is durable — or with the error that failed it — so durability is
  * unchanged; the flush is shared. One failing job never fails the others of its batch: SQLite
- * runs each job in a savepoint, PostgreSQL too or, for rerunnable jobs batched without
- * savepoints, runs them again alone (pg_batch.c).
+ * runs each job in a savepoint; PostgreSQL batches only rerunnable jobs and runs them again alone
+ * when their transaction fails (pg_batch.c).
  *
- * Leads: SQLite has one writer, so one lead; PostgreSQL runs GC_PG_LEADERS batches at once, each
- * on a connection of its own. Two kinds of job share the queue. A synchronous writer
- * (mv_store_write) waits on its own semaphore, posted once per event: its end, or a lead handed
- * to it; finding a lead free, it leads at once (a lone write waits for nobody). An asynchronous
- * job (mv__store_write_async, write_async.h) has nobody waiting: its done callback runs on the
- * leading thread after the commit. Finding a lead free, it hands it to the store's writer
- * threads (started by the first asynchronous job, one per lead), so the caller — an HTTP I/O
+ * Leads: SQLite has one writer, so one lead; PostgreSQL runs a few batches at once, each on a
+ * connection of its own (store.c creates its engines). Two kinds of job share the queue. A
+ * synchronous writer (mv_store_write) waits on its own semaphore, posted once per event: its end,
+ * or a lead handed to it; finding a lead free, it leads at once (a lone write waits for nobody). An
+ * asynchronous job (mv__store_write_async, write_async.h) has nobody waiting: its done callback
+ * runs on the leading thread after the commit. Finding a lead free, it hands it to the store's
+ * writer threads (started by the first asynchronous job, one per lead), so the caller — an HTTP I/O
  * thread — never runs a commit. After a batch the lead goes to the oldest job still queued: a
  * synchronous one's writer, else a writer thread (the leader itself when it is one: it keeps
  * leading until the queue is empty); nobody waiting, it is given up.
@@ -36,12 +36,12 @@
 #include "store/group_commit.h"
 
 #define GC_MAX MV_GC_MAX
-#define GC_MAX_LEADERS 8
+#define GC_MAX_LEADERS 64
 
 struct mv_gc {
     mv_store *store;
     bool sqlite;
-    int max_leaders;
+    int max_leaders, max_batch;
     pthread_mutex_t mu;
     pthread_cond_t idle; /* signalled when the last lead is given up */
     mv_gc_job *head, *tail;
@@ -55,12 +55,13 @@ struct mv_gc {
     bool start_failed;
 };
 
-mv_gc *mv__gc_new(mv_store *store, int leaders) {
+mv_gc *mv__gc_new(mv_store *store, int leaders, int max_batch) {
     mv_gc *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->store = store;
     g->sqlite = mv_store_kind_of(store) == MV_STORE_SQLITE;
     g->max_leaders = leaders < 1 ? 1 : leaders > GC_MAX_LEADERS ? GC_MAX_LEADERS : leaders;
+    g->max_batch = max_batch < 1 ? 1 : max_batch > MV_GC_MAX ? MV_GC_MAX : max_batch;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->idle, NULL);
     pthread_mutex_init(&g->start_mu, NULL);
@@ -134,7 +135,7 @@ static void lead(mv_gc *g, bool writer) {
             pthread_mutex_unlock(&g->mu);
             return;
         }
-        for (int n = 1; n < GC_MAX && last->next; n++)
+        for (int n = 1; n < g->max_batch && last->next; n++)
             last = last->next;
         g->head = last->next;
         if (!g->head) g->tail = NULL;

@@ -33,8 +33,9 @@ typedef struct mv_gc_job {
 typedef struct mv_gc mv_gc;
 
 /* leaders: batches that may run at once (SQLite: 1, one writer; PostgreSQL: a few, each on a
- * connection of its own). NULL when out of memory. */
-mv_gc *mv__gc_new(mv_store *store, int leaders);
+ * connection of its own); max_batch: the most jobs a leader takes at once (1: every job alone).
+ * NULL when out of memory. */
+mv_gc *mv__gc_new(mv_store *store, int leaders, int max_batch);
 /* Waits until nothing is queued or running (every done called), then ends the writer threads.
  * NULL-safe. */
 void mv__gc_free(mv_gc *g);

@@ -21,8 +21,11 @@
 #include "store/group_commit.h"
 #include "store/listen.h"
 
-/* Batches running at once on PostgreSQL, each on a connection of its own. */
+/* PostgreSQL: rerunnable batches running at once, each on a connection of its own, and the most
+ * jobs of one (a create queues four statements, and the pipeline flushes early at 256 queued
+ * results, pg.c: 32 creates stay one round trip). */
 #define PG_LEADERS 4
+#define PG_BATCH_MAX 32
 
 struct mv_store {
     const mv_driver *drv;
@@ -35,8 +38,10 @@ struct mv_store {
     mv_db **free_list; /* connections not in use (NULL slots are not yet connected) */
     int nfree, pool_size;
     pthread_mutex_t write_mu; /* SQLite: one writer at a time */
-    /* Group commit (group_commit.c): NULL when off ("groupCommit": false, or no memory). */
-    mv_gc *gc;
+    /* Group commit (group_commit.c): NULL when off ("groupCommit": false, or no memory). On
+     * PostgreSQL gc batches the rerunnable writes and gc_plain runs the other asynchronous ones,
+     * each alone (pg_batch.c). */
+    mv_gc *gc, *gc_plain;
     /* The last write transaction failed because the store could not take it (a full disk, an
      * I/O error, a lost server) and none has committed since: health checks then probe. */
     atomic_bool write_failing;
@@ -129,7 +134,13 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     }
     s->nfree = o.pool_size; /* all slots free, none connected yet */
-    if (!o.no_group_commit) s->gc = mv__gc_new(s, kind == MV_STORE_SQLITE ? 1 : PG_LEADERS);
+    if (!o.no_group_commit && kind == MV_STORE_SQLITE) {
+        s->gc = mv__gc_new(s, 1, MV_GC_MAX);
+    } else if (!o.no_group_commit) {
+        s->gc = mv__gc_new(s, PG_LEADERS, PG_BATCH_MAX);
+        s->gc_plain = mv__gc_new(s, o.pool_size, 1);
+        if (!s->gc_plain) mv__gc_free(s->gc), s->gc = NULL;
+    }
     static const char *sync_names[] = {"FULL", "NORMAL", "OFF"};
     for (int i = 0; i < 3; i++)
         if (opts && opts->synchronous && strcmp(opts->synchronous, sync_names[i]) == 0)
@@ -169,6 +180,7 @@ static void db_free(mv_db *db) {
 void mv_store_close(mv_store *store) {
     if (!store) return;
     mv__gc_free(store->gc); /* runs what is still queued first */
+    mv__gc_free(store->gc_plain);
     for (int i = 0; store->free_list && i < store->nfree; i++)
         db_free(store->free_list[i]);
     free(store->free_list);
@@ -259,7 +271,8 @@ bool mv__store_writes_async(const mv_store *store) { return store->gc != NULL; }
 
 static void write_async(mv_store *store, mv_tx_fn fn, void *ctx, bool rerunnable,
                         mv__write_done done, void *done_ctx) {
-    if (!store->gc || !mv__gc_write_async(store->gc, fn, ctx, rerunnable, done, done_ctx)) {
+    mv_gc *g = store->gc_plain && !rerunnable ? store->gc_plain : store->gc;
+    if (!g || !mv__gc_write_async(g, fn, ctx, rerunnable, done, done_ctx)) {
         /* no group commit (or no memory for the job, or no thread): on this thread */
         mv_err err = {0};
         mv_code rc = rerunnable ? mv__store_write_rerunnable(store, fn, ctx, &err)
@@ -279,7 +292,9 @@ void mv__store_write_async_rerunnable(mv_store *store, mv_tx_fn fn, void *ctx, m
 }
 
 mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
-    if (store->gc) return mv__gc_write(store->gc, fn, ctx, false, err);
+    /* PostgreSQL runs a plain write as a transaction of its own (pg_batch.c): handed to an
+     * engine it would only move to another thread, so it stays on the caller's. */
+    if (store->gc && !store->gc_plain) return mv__gc_write(store->gc, fn, ctx, false, err);
     return run_tx(store, true, fn, ctx, err);
 }
 

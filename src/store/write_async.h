@@ -19,10 +19,10 @@
  * and it may queue another asynchronous write. */
 typedef void (*mv__write_done)(mv_code rc, const mv_err *err, void *done_ctx);
 
-/* Queues fn as a write job of store and returns at once. fn runs as for mv_store_write (SQLite:
- * in its own savepoint of a group commit; PostgreSQL: in its own savepoint of a batch's
- * transaction — a batch may hold synchronous and asynchronous jobs), on whichever thread leads
- * that batch: a synchronous writer already leading, or else one of the store's writer threads
+/* Queues fn as a write job of store and returns at once. fn runs as for mv_store_write — SQLite:
+ * in its own savepoint of a group commit (a batch may hold synchronous and asynchronous jobs);
+ * PostgreSQL: in a transaction of its own (store/pg_batch.c) — on a thread of the store's: a
+ * synchronous writer already leading (SQLite), or else one of the store's writer threads
  * (started by the first call), so the caller never runs a commit. done is called exactly once,
  * after the commit that holds the job is durable — or with the error that failed it — and ctx,
  * done_ctx must stay valid until then.
