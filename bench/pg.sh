@@ -173,7 +173,9 @@ pg_bench_all() {
     pg_sql postgres "create extension if not exists pg_stat_statements" 2>/dev/null && stats=1
     pg_sql postgres "create table bench_commit (id bigserial primary key, v bigint not null,
                      at timestamptz not null default now())" || { FAILED=1; pg_skip_rows "setup failed"; return 0; }
-    pg_sql postgres "create database missive_http" && pg_sql postgres "create database missive_saga" ||
+    pg_sql postgres "create database missive_http" && pg_sql postgres "create database missive_saga" &&
+        pg_sql postgres "create database missive_timers" && pg_sql postgres "create database missive_timers_base" &&
+        pg_sql postgres "create database missive_gc" ||
         { FAILED=1; pg_skip_rows "setup failed"; return 0; }
     printf '%s\n' '\set v random(1, 1000000000)' 'INSERT INTO bench_commit (v) VALUES (:v);' >"$PG_DIR/insert.sql"
     chmod 644 "$PG_DIR/insert.sql"
@@ -287,6 +289,17 @@ EOF
     pg_waits_stop "saga3, $CLIENTS in flight"
     log "$PG_SAGA"
     log "COMMITs per saga3 ($CLIENTS in flight): $SAGA_COMMITS"
+    # the timer engine on PostgreSQL (bench/timers.c; SKIP LOCKED claims by two engines), and the
+    # group-commit engine alone through the library (1-row asynchronous jobs: bench/group_commit.c)
+    log "PostgreSQL: timers, 100000 pending, 10000 due in one second"
+    local PG_TIMERS PG_TIMERS_BASE PG_GC
+    PG_TIMERS=$("$BIN/timers" "$(pg_url missive_timers)" 100000 10000 2) || { FAILED=1; log "timers failed"; }
+    log "$PG_TIMERS"
+    PG_TIMERS_BASE=$("$BIN/timers" "$(pg_url missive_timers_base)" 10000 10000 2) || { FAILED=1; log "timers (baseline) failed"; }
+    log "$PG_TIMERS_BASE"
+    log "PostgreSQL: group commit alone, 1-row asynchronous jobs, $CLIENTS threads, $SHORT s"
+    PG_GC=$("$BIN/group_commit" "$(pg_url missive_gc)" async "$SHORT" "$CLIENTS") || { FAILED=1; log "group_commit failed"; }
+    log "$PG_GC"
     pg_stop
 
     CR=$(field "$PG_CREATE" rate)
@@ -303,5 +316,7 @@ EOF
     PG_TARGETS="PostgreSQL: create ≥ 0.5× INSERT c$CLIENTS: $(met "$CR >= 0.5 * $BR32");" 
     PG_TARGETS="$PG_TARGETS saga3 c$CLIENTS ≥ 0.2×: $(met "$S32 >= 0.2 * $BR32"); saga3 sequential p50 ≤ 1.5 ms: $(met "$SEQ <= 1.5")."
     PG_ROWS="$PG_ROWS
+| PostgreSQL: timers: $(field "$PG_TIMERS" pending) pending, $(field "$PG_TIMERS" due) due in one second (2 engines), each fired once: $(field "$PG_TIMERS" once) | fire lag $(lat "$PG_TIMERS"); CPU $(field "$PG_TIMERS" cpu_us_per_fire) µs per fire | $(field "$PG_TIMERS_BASE" pending) pending: p99 $(fmt "$(field "$PG_TIMERS_BASE" p99_ms)") ms; target p99 ≤ 1000 ms | $(ratio "$(field "$PG_TIMERS" p99_ms)" "$(field "$PG_TIMERS_BASE" p99_ms)") |
+| PostgreSQL: group commit alone (1-row asynchronous jobs, $CLIENTS threads, library, ${SHORT} s) | $(fmt "$(field "$PG_GC" rate)") writes/s, $(lat "$PG_GC"); CPU $(field "$PG_GC" cpu_us_per_op) µs per write | INSERT c$CLIENTS $(fmt "$BR32") tx/s | $(ratio "$(field "$PG_GC" rate)" "$BR32") |
 | PostgreSQL: create (1 keep-alive client, ${SHORT} s) | $(fmt "$(field "$PG_C1" rate)") msg/s, $(lat "$PG_C1") | INSERT c1 p50 $(fmt "$(field "$B1" p50_ms)") ms | $(ratio "$(field "$PG_C1" p50_ms)" "$(field "$B1" p50_ms)") |"
 }

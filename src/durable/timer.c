@@ -47,9 +47,8 @@ static const char SQL_CANCEL[] =
     "WHERE timers.timer_id = due.timer_id "                                                        \
     "RETURNING timers.timer_id, timers.tenant_id, timers.kind, timers.ref, timers.due_at, "        \
     "timers.claims"
-static const char SQL_CLAIM_SQLITE[] = CLAIM_HEAD CLAIM_TAIL;
-/* SQLite has one writer at a time and no row locks; PostgreSQL's claimants skip each other's. */
-static const char SQL_CLAIM_POSTGRES[] = CLAIM_HEAD " FOR UPDATE SKIP LOCKED" CLAIM_TAIL;
+/* PostgreSQL's claimants skip each other's rows; SQLite drops the clause (store/db.h). */
+static const char SQL_CLAIM[] = CLAIM_HEAD " FOR UPDATE SKIP LOCKED" CLAIM_TAIL;
 static const char SQL_FIRED[] =
     "UPDATE timers SET state = 'fired', fired_at = ?, lease_owner = NULL "
     "WHERE timer_id = ? AND lease_owner = ? AND state = 'pending'";
@@ -62,12 +61,9 @@ static const char SQL_GIVE_UP[] =
     "WHERE timer_id = ? AND lease_owner = ? AND state = 'pending'";
 static const char SQL_NEXT_AT[] = "SELECT MIN(next_at) FROM timers WHERE state = 'pending'";
 /* The statements whose plans tests/durable/timer_test.c checks, with their binds ('i' an integer,
- * 's' a text): the claim of each dialect, the fire of a claim's rows, the next due time. */
-const char *const mv__timer_plan_sql[][2] = {{SQL_CLAIM_SQLITE, "iisi"},
-                                             {SQL_CLAIM_POSTGRES, "iisi"},
-                                             {SQL_FIRED_KIND, "iiss"},
-                                             {SQL_NEXT_AT, ""},
-                                             {NULL, NULL}};
+ * 's' a text): the claim, the fire of a claim's rows, the next due time. */
+const char *const mv__timer_plan_sql[][2] = {
+    {SQL_CLAIM, "iisi"}, {SQL_FIRED_KIND, "iiss"}, {SQL_NEXT_AT, ""}, {NULL, NULL}};
 
 static const char SQL_PG_NOTIFY[] = "SELECT pg_notify('" TIMER_CHANNEL "', '')";
 
@@ -85,7 +81,7 @@ mv_code mv__timer_schedule(mv_db *db, const char *id, const char *tenant, const 
                                    due_at, now);
     /* A sleeping daemon wakes at most MV__TIMER_MAX_SLEEP_MS after its last look: only a timer
      * due before then needs to wake it. */
-    if (rc == MV_OK && mv_db_kind(db) == MV_STORE_POSTGRES && due_at < now + MV__TIMER_MAX_SLEEP_MS)
+    if (rc == MV_OK && due_at < now + MV__TIMER_MAX_SLEEP_MS) /* SQLite: nothing to send */
         rc = mv_db_exec_after_commit(db, SQL_PG_NOTIFY, err);
     return rc;
 }
@@ -189,9 +185,8 @@ static void copy_col(char *dst, size_t cap, mv_stmt *st, int col) {
 
 static mv_code claim_fn(mv_db *db, void *ctx, mv_err *err) {
     claim_tx *c = ctx;
-    const char *sql = mv_db_kind(db) == MV_STORE_POSTGRES ? SQL_CLAIM_POSTGRES : SQL_CLAIM_SQLITE;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, sql, &st, err);
+    mv_code rc = mv_db_prepare(db, SQL_CLAIM, &st, err);
     if (rc) return rc;
     mv_stmt_bindf(st, "iisi", c->now, (int64_t)c->e->o.batch, c->token, c->now + c->e->o.lease_ms);
     int r;
@@ -423,11 +418,11 @@ mv_code mv__timer_next_at(mv_store *store, int64_t *out, mv_err *err) {
  */
 
 /* How long to sleep before the next look: until the next timer may be claimed, at most the poll
- * interval on SQLite (another process may schedule a nearer one) and MV__TIMER_MAX_SLEEP_MS on
- * PostgreSQL (a daemon that schedules a nearer one notifies). */
+ * interval when the store cannot notify (SQLite: another process may schedule a nearer one) and
+ * MV__TIMER_MAX_SLEEP_MS when it can (PostgreSQL: a daemon that schedules a nearer one notifies).
+ */
 static int sleep_ms(mv__timer_engine *e) {
-    int cap =
-        mv_store_kind_of(e->store) == MV_STORE_POSTGRES ? MV__TIMER_MAX_SLEEP_MS : e->o.poll_ms;
+    int cap = mv__store_notifies(e->store) ? MV__TIMER_MAX_SLEEP_MS : e->o.poll_ms;
     int64_t next;
     mv_err err = {0};
     if (mv__timer_next_at(e->store, &next, &err) != MV_OK) return e->o.poll_ms;

@@ -1161,8 +1161,8 @@ bool mv__message_create_async(mv_service *svc, const mv_create_request *req, mv_
     }
     c->done = done;
     c->done_ctx = done_ctx;
-    if (job->crid[0])
-        mv__store_write_async(svc->o.store, fresh_key_tx, &c->o, async_written, c);
+    if (job->crid[0]) /* rerunnable, as on the blocking path: PostgreSQL batches it */
+        mv__store_write_async_rerunnable(svc->o.store, fresh_key_tx, &c->o, async_written, c);
     else
         mv__store_write_async(svc->o.store, persist_tx, job, async_written, c);
     return true;

@@ -3,6 +3,9 @@
  * Queries are written once with `?` placeholders; the PostgreSQL driver rewrites them to $n.
  * Write SQL that both dialects accept: INTEGER/BIGINT/TEXT columns, JSON kept as TEXT, booleans
  * as 0/1 integers, times as BIGINT milliseconds, `INSERT … ON CONFLICT DO NOTHING`, `RETURNING`.
+ * A claim whose concurrent claimants must skip each other's rows writes ` FOR UPDATE SKIP LOCKED`
+ * (exactly so) after its SELECT: PostgreSQL locks; SQLite, one writer at a time and no row locks,
+ * drops the clause.
  * Keep each statement in a `static const char SQL_NAME[]` constant: statements are cached per
  * connection keyed by that pointer, so the same constant is prepared once per connection.
  *
@@ -98,7 +101,9 @@ mv_code mv_stmt_exec_later(mv_stmt *st, mv_err *err);
  * an implicit transaction: one failing loses the others too) — only for wake-ups that have a
  * timeout behind them. Why not inside the transaction: a NOTIFY takes one database-wide lock at
  * commit and holds it through the commit's WAL flush, so no two notifying transactions share a
- * flush. SQLite runs it at once. sql must be a static constant. */
+ * flush. SQLite, which has no channel between connections (store/listen.h: its listeners poll,
+ * and a commit in this process wakes them through the commit hook), sends nothing. sql must be a
+ * static constant. */
 mv_code mv_db_exec_after_commit(mv_db *db, const char *sql, mv_err *err);
 
 /* mv_store_write for a callback that may be run more than once: on PostgreSQL concurrent such

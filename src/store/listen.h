@@ -26,6 +26,10 @@ void mv__listener_wake(mv__listener *l);
  * (fn must be quick and must not use the store). One hook per store; NULL removes it. */
 void mv__store_on_commit(mv_store *store, void (*fn)(void *ctx), void *ctx);
 
+/* True when a commit in another process can wake a listener (PostgreSQL's NOTIFY); false when
+ * listeners must poll for other processes' writes (SQLite). */
+bool mv__store_notifies(const mv_store *store);
+
 /* The URL the store was opened with (for the listener's own connection). */
 const char *mv__store_url(const mv_store *store);
 

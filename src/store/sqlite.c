@@ -3,6 +3,7 @@
  * that will write takes the lock up front instead of failing half-way with SQLITE_BUSY. */
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/driver.h"
@@ -64,9 +65,23 @@ static mv_code sq_begin(void *conn, bool write, mv_err *err) {
     return sq_exec(conn, write ? "BEGIN IMMEDIATE" : "BEGIN", err);
 }
 
+/* db.h: a claim may say FOR UPDATE SKIP LOCKED; SQLite (one writer at a time, no row locks)
+ * needs nothing there. */
+static const char SKIP_LOCKED[] = " FOR UPDATE SKIP LOCKED";
+
 static mv_code sq_prepare(void *conn, const char *sql, void **out, mv_err *err) {
     sqlite3_stmt *st;
+    const char *skip = strstr(sql, SKIP_LOCKED);
+    char *own = NULL;
+    if (skip) {
+        size_t n = strlen(sql), at = (size_t)(skip - sql), cut = sizeof SKIP_LOCKED - 1;
+        if (!(own = malloc(n - cut + 1))) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+        memcpy(own, sql, at);
+        memcpy(own + at, skip + cut, n - at - cut + 1);
+        sql = own;
+    }
     int rc = sqlite3_prepare_v3(conn, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    free(own);
     if (rc != SQLITE_OK) return sqlite_error(conn, rc, err);
     *out = st;
     return MV_OK;

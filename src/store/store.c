@@ -4,12 +4,11 @@
  * Invariants: a connection is used by one thread at a time (checked out of the pool for the
  * length of one transaction); on SQLite, write transactions of one store are serialised by a
  * mutex (one writer per process, BEGIN IMMEDIATE between processes), so writers queue in memory
- * instead of spinning on SQLITE_BUSY; with group commit (the default) writers queue their
- * callbacks and one thread at a time commits a batch of them (see "group commit" below): a
- * synchronous writer that finds nobody leading, or the store's own writer thread for
- * asynchronous writes (mv__store_write_async), and readers keep the other connections of the
- * pool. */
-#include <semaphore.h>
+ * instead of spinning on SQLITE_BUSY. With group commit (the default, both stores) every write
+ * is a job of the engine in group_commit.c: writers queue their callbacks and a leading thread
+ * commits a batch of them (SQLite: one at a time; PostgreSQL: a few at once, pg_batch.c) — a
+ * synchronous writer that finds a lead free, or the store's writer threads for asynchronous
+ * writes (mv__store_write_async) — and readers keep the other connections of the pool. */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,9 +18,14 @@
 #include "base/callctx.h"
 #include "missive/base.h"
 #include "store/driver.h"
+#include "store/group_commit.h"
 #include "store/listen.h"
-#include "store/pg_batch.h"
-#include "store/write_async.h"
+
+/* PostgreSQL: rerunnable batches running at once, each on a connection of its own, and the most
+ * jobs of one (a create queues four statements, and the pipeline flushes early at 256 queued
+ * results, pg.c: 32 creates stay one round trip). */
+#define PG_LEADERS 4
+#define PG_BATCH_MAX 32
 
 struct mv_store {
     const mv_driver *drv;
@@ -34,18 +38,10 @@ struct mv_store {
     mv_db **free_list; /* connections not in use (NULL slots are not yet connected) */
     int nfree, pool_size;
     pthread_mutex_t write_mu; /* SQLite: one writer at a time */
-    /* SQLite group commit: writers queue here; one of them leads a batch (see group_write). */
-    pthread_mutex_t gc_mu;
-    struct write_job *queue_head, *queue_tail;
-    bool leader_active;
-    /* The writer thread: leads batches for asynchronous writes when nobody else leads. Started by
-     * the first asynchronous write; woken by posting writer_wake (with leader_active set for it).
-     */
-    pthread_mutex_t writer_mu; /* guards the start */
-    pthread_t writer;
-    bool writer_started;
-    atomic_bool writer_quit;
-    sem_t writer_wake;
+    /* Group commit (group_commit.c): NULL when off ("groupCommit": false, or no memory). On
+     * PostgreSQL gc batches the rerunnable writes and gc_plain runs the other asynchronous ones,
+     * each alone (pg_batch.c). */
+    mv_gc *gc, *gc_plain;
     /* The last write transaction failed because the store could not take it (a full disk, an
      * I/O error, a lost server) and none has committed since: health checks then probe. */
     atomic_bool write_failing;
@@ -53,7 +49,6 @@ struct mv_store {
     void (*on_commit)(void *ctx); /* listen.h: called after every committed write */
     void *on_commit_ctx;
     atomic_uint_fast64_t round_trips; /* of finished transactions (mv__store_round_trips) */
-    mv_pg_batch *pg_batch;            /* PostgreSQL group commit (pg_batch.c); NULL when off */
 };
 
 /* Remembers how the last write ended (see write_failing). */
@@ -71,6 +66,7 @@ mv_store_kind mv_store_kind_of(const mv_store *store) { return store->kind; }
 bool mv_store_is_memory(const mv_store *store) { return store->memory; }
 mv_store_kind mv_db_kind(const mv_db *db) { return db->store->kind; }
 const char *mv__store_url(const mv_store *store) { return store->url; }
+bool mv__store_notifies(const mv_store *store) { return store->drv->after_commit != NULL; }
 void mv__store_on_commit(mv_store *store, void (*fn)(void *ctx), void *ctx) {
     pthread_mutex_lock(&store->hook_mu);
     store->on_commit_ctx = ctx;
@@ -132,16 +128,19 @@ mv_code mv_store_open(const char *url, const mv_store_options *opts, mv_store **
     pthread_mutex_init(&s->pool_mu, NULL);
     pthread_cond_init(&s->pool_cv, NULL);
     pthread_mutex_init(&s->write_mu, NULL);
-    pthread_mutex_init(&s->gc_mu, NULL);
-    pthread_mutex_init(&s->writer_mu, NULL);
-    sem_init(&s->writer_wake, 0, 0);
     pthread_mutex_init(&s->hook_mu, NULL);
     if (!s->url || !s->free_list) {
         mv_store_close(s);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     }
     s->nfree = o.pool_size; /* all slots free, none connected yet */
-    if (kind == MV_STORE_POSTGRES && !o.no_group_commit) s->pg_batch = mv__pg_batch_new(s);
+    if (!o.no_group_commit && kind == MV_STORE_SQLITE) {
+        s->gc = mv__gc_new(s, 1, MV_GC_MAX);
+    } else if (!o.no_group_commit) {
+        s->gc = mv__gc_new(s, PG_LEADERS, PG_BATCH_MAX);
+        s->gc_plain = mv__gc_new(s, o.pool_size, 1);
+        if (!s->gc_plain) mv__gc_free(s->gc), s->gc = NULL;
+    }
     static const char *sync_names[] = {"FULL", "NORMAL", "OFF"};
     for (int i = 0; i < 3; i++)
         if (opts && opts->synchronous && strcmp(opts->synchronous, sync_names[i]) == 0)
@@ -178,12 +177,10 @@ static void db_free(mv_db *db) {
     free(db);
 }
 
-static void writer_stop(mv_store *s);
-
 void mv_store_close(mv_store *store) {
     if (!store) return;
-    writer_stop(store); /* runs what is still queued first */
-    mv__pg_batch_free(store->pg_batch);
+    mv__gc_free(store->gc); /* runs what is still queued first */
+    mv__gc_free(store->gc_plain);
     for (int i = 0; store->free_list && i < store->nfree; i++)
         db_free(store->free_list[i]);
     free(store->free_list);
@@ -191,9 +188,6 @@ void mv_store_close(mv_store *store) {
     pthread_mutex_destroy(&store->pool_mu);
     pthread_cond_destroy(&store->pool_cv);
     pthread_mutex_destroy(&store->write_mu);
-    pthread_mutex_destroy(&store->gc_mu);
-    pthread_mutex_destroy(&store->writer_mu);
-    sem_destroy(&store->writer_wake);
     pthread_mutex_destroy(&store->hook_mu);
     free(store);
 }
@@ -271,279 +265,46 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
     return rc;
 }
 
-/* ---- group commit (SQLite) -----------------------------------------------------------------
- *
- * With synchronous=FULL every commit waits for an fsync, so one-transaction-per-request caps
- * writes at the disk's flush rate. Writers therefore queue their callbacks; one thread at a time
- * holds the lead: it takes everything queued (up to GROUP_COMMIT_MAX) and runs each callback
- * inside its own SAVEPOINT of one transaction (a failing callback rolls back to its savepoint and
- * leaves the others intact), commits once, hands the lead on and ends the jobs of its batch.
- * Every job ends only after the commit that contains its work is durable, so durability is
- * unchanged; the fsync is shared.
- *
- * Two kinds of job share the queue. A synchronous writer (mv_store_write) waits on its own
- * semaphore, posted when its job is done or when it is handed the lead (no broadcast that wakes
- * every waiting writer only for most to sleep again); finding nobody leading, it leads itself.
- * An asynchronous job (mv__store_write_async, write_async.h) has nobody waiting: its done
- * callback runs on the leading thread after the commit. Finding nobody leading, it wakes the
- * store's writer thread (started by the first asynchronous job), so the caller — an HTTP I/O
- * thread — never runs a commit. After a batch the lead goes to the oldest job still queued: a
- * synchronous one's writer, else the writer thread, which keeps leading until the queue is empty.
- *
- * Why synchronous writers still lead themselves rather than all writes going through the writer
- * thread: measured on the 2-core benchmark machine, a writer thread that every synchronous write
- * must wake (and that then competes for a core with the request threads as one runnable thread
- * among dozens) halved saga3 throughput (≈ 1,350 → ≈ 700 sagas/s, see bench/RESULTS.md). For an
- * asynchronous job the wake-up is one per batch, not one per job, and it replaces the wake-ups of
- * the request's thread (see docs/internals.md "Group commit"). */
+/* ---- writes: the group-commit engine (group_commit.c) ----------------------------------- */
 
-#define GROUP_COMMIT_MAX 64
+bool mv__store_writes_async(const mv_store *store) { return store->gc != NULL; }
 
-/* The batch's own statements, prepared once per connection (the statement cache) instead of
- * parsed on every transaction and every job. */
-static const char SQL_GC_BEGIN[] = "BEGIN IMMEDIATE";
-static const char SQL_GC_SAVEPOINT[] = "SAVEPOINT mv_job";
-static const char SQL_GC_ROLLBACK_TO[] = "ROLLBACK TO mv_job";
-static const char SQL_GC_RELEASE[] = "RELEASE mv_job";
-static const char SQL_GC_COMMIT[] = "COMMIT";
-
-typedef struct write_job {
-    mv_tx_fn fn;
-    void *ctx;
-    mv_err err;
-    mv_code rc;
-    /* synchronous: the writer waits on wake, posted when done or when it is handed the lead */
-    sem_t wake;
-    bool done, lead;
-    /* asynchronous (mv__store_write_async): heap-allocated, freed after done ran */
-    mv__write_done on_done;
-    void *done_ctx;
-    struct write_job *next;
-} write_job;
-
-static void run_batch(mv_store *s, write_job *batch) {
-    mv_db *db;
-    mv_err e = {0};
-    mv_code rc = store_acquire(s, &db, &e);
-    uint64_t trips = rc == MV_OK && s->drv->round_trips ? s->drv->round_trips(db->conn) : 0;
-    if (rc == MV_OK) {
-        pthread_mutex_lock(&s->write_mu);
-        rc = mv_db_execf(db, SQL_GC_BEGIN, NULL, &e, "");
-        if (rc == MV_OK) {
-            bool single = batch->next == NULL, aborted = false;
-            for (write_job *j = batch; j; j = j->next) {
-                /* An error that made SQLite roll the whole transaction back (full disk, I/O) must
-                 * not let the jobs after it run outside any transaction: they fail unrun, and
-                 * the COMMIT below fails for the ones before. */
-                if (aborted) {
-                    j->rc = mv_err_set(&j->err, MV_STORE_UNAVAILABLE,
-                                       "the store aborted the transaction; try again");
-                    continue;
-                }
-                if (!single && (j->rc = mv_db_execf(db, SQL_GC_SAVEPOINT, NULL, &j->err, "")))
-                    continue;
-                j->rc = j->fn(db, j->ctx, &j->err);
-                if (s->drv->in_transaction && !s->drv->in_transaction(db->conn)) {
-                    aborted = true;
-                    continue;
-                }
-                if (single) continue;
-                if (j->rc != MV_OK) mv_db_execf(db, SQL_GC_ROLLBACK_TO, NULL, NULL, "");
-                mv_db_execf(db, SQL_GC_RELEASE, NULL, NULL, "");
-            }
-            bool any_ok = false;
-            for (write_job *j = batch; j; j = j->next)
-                any_ok |= j->rc == MV_OK;
-            rc = any_ok ? mv_db_execf(db, SQL_GC_COMMIT, NULL, &e, "") : MV_INTERNAL;
-            if (rc != MV_OK) s->drv->exec(db->conn, "ROLLBACK", NULL);
-            if (!any_ok) rc = MV_OK; /* nothing to commit: each job keeps its own error */
-        }
-        pthread_mutex_unlock(&s->write_mu);
-        mv__store_release(s, db, trips);
+static void write_async(mv_store *store, mv_tx_fn fn, void *ctx, bool rerunnable,
+                        mv__write_done done, void *done_ctx) {
+    mv_gc *g = store->gc_plain && !rerunnable ? store->gc_plain : store->gc;
+    if (!g || !mv__gc_write_async(g, fn, ctx, rerunnable, done, done_ctx)) {
+        /* no group commit (or no memory for the job, or no thread): on this thread */
+        mv_err err = {0};
+        mv_code rc = rerunnable ? mv__store_write_rerunnable(store, fn, ctx, &err)
+                                : mv_store_write(store, fn, ctx, &err);
+        done(rc, rc == MV_OK ? NULL : &err, done_ctx);
     }
-    if (rc != MV_OK) /* the batch as a whole failed: every job that had succeeded fails with it */
-        for (write_job *j = batch; j; j = j->next)
-            if (j->rc == MV_OK) j->rc = mv_err_copy(&j->err, &e);
-    for (write_job *j = batch; j; j = j->next)
-        note_write(s, j->rc);
-    if (rc == MV_OK) committed(s);
-}
-
-/* Appends a job (gc_mu held). A synchronous job lives on its writer's stack until it is done. */
-static void enqueue(mv_store *s, write_job *job) {
-    if (s->queue_tail)
-        s->queue_tail->next = job;
-    else
-        s->queue_head = job;
-    s->queue_tail = job;
-}
-
-/* Ends the jobs of a committed (or failed) batch: wakes the synchronous writers, calls the
- * asynchronous jobs' done and frees them. */
-static void finish_batch(write_job *batch) {
-    mv_callctx saved; /* a synchronous leader's own request context, kept across the dones */
-    bool saved_ctx = false;
-    for (write_job *j = batch, *next; j; j = next) {
-        next = j->next; /* j belongs to its writer again once posted */
-        if (j->on_done) {
-            if (!saved_ctx) saved = *mv__callctx(), saved_ctx = true;
-            mv__callctx_reset();
-            j->on_done(j->rc, j->rc == MV_OK ? NULL : &j->err, j->done_ctx);
-            free(j);
-        } else {
-            j->done = true;
-            sem_post(&j->wake);
-        }
-    }
-    if (saved_ctx) *mv__callctx() = saved;
-}
-
-/* Runs batches while this thread holds the lead. After each batch the lead goes to the oldest
- * waiting job: a synchronous writer is handed it on its own semaphore; an asynchronous job is
- * led by the writer thread — which is this thread when it is the writer (it keeps leading until
- * the queue is empty), else it is woken. Nobody waiting: the lead is dropped. */
-static void lead(mv_store *s, bool writer) {
-    for (;;) {
-        pthread_mutex_lock(&s->gc_mu);
-        write_job *batch = s->queue_head, *last = batch;
-        for (int n = 1; n < GROUP_COMMIT_MAX && last->next; n++)
-            last = last->next;
-        s->queue_head = last->next;
-        if (!s->queue_head) s->queue_tail = NULL;
-        last->next = NULL;
-        pthread_mutex_unlock(&s->gc_mu);
-        run_batch(s, batch);
-        pthread_mutex_lock(&s->gc_mu);
-        write_job *next = s->queue_head;
-        bool keep = false, wake_writer = false;
-        if (!next)
-            s->leader_active = false;
-        else if (next->on_done)
-            keep = writer, wake_writer = !writer;
-        else
-            next->lead = true;
-        pthread_mutex_unlock(&s->gc_mu);
-        if (next && !next->on_done) sem_post(&next->wake);
-        if (wake_writer) sem_post(&s->writer_wake);
-        finish_batch(batch);
-        if (!keep) return;
-    }
-}
-
-static mv_code group_write(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
-    write_job job = {.fn = fn, .ctx = ctx};
-    sem_init(&job.wake, 0, 0);
-    pthread_mutex_lock(&s->gc_mu);
-    enqueue(s, &job);
-    bool leading = !s->leader_active; /* the queue was empty */
-    if (leading) s->leader_active = true;
-    pthread_mutex_unlock(&s->gc_mu);
-    for (;;) {
-        if (leading) lead(s, false); /* our job is at the head: it is in this batch */
-        while (sem_wait(&job.wake) != 0) {
-        }
-        /* job.done and job.lead are written before the sem_post that woke us, never read before
-         * it: a leader may hand us the lead while we are still on our way to sem_wait. */
-        if (job.done) break;
-        leading = job.lead;
-        job.lead = false;
-    }
-    sem_destroy(&job.wake);
-    if (err) mv_err_copy(err, &job.err);
-    return job.rc;
-}
-
-/* ---- the writer thread ------------------------------------------------------------------ */
-
-/* Sleeps until it is handed the lead (an asynchronous job found nobody leading, or a synchronous
- * leader left asynchronous jobs behind), then leads until the queue is empty. */
-static void *writer_main(void *arg) {
-    mv_store *s = arg;
-#ifdef __GLIBC__
-    pthread_setname_np(pthread_self(), "mv-writer"); /* else it inherits its starter's name */
-#endif
-    for (;;) {
-        while (sem_wait(&s->writer_wake) != 0) {
-        }
-        pthread_mutex_lock(&s->gc_mu);
-        bool handed = s->queue_head != NULL; /* else the wake-up is writer_stop's */
-        pthread_mutex_unlock(&s->gc_mu);
-        if (handed)
-            lead(s, true);
-        else if (atomic_load(&s->writer_quit))
-            return NULL;
-    }
-}
-
-static bool writer_start(mv_store *s) {
-    pthread_mutex_lock(&s->writer_mu);
-    if (!s->writer_started && !atomic_load(&s->writer_quit))
-        s->writer_started = pthread_create(&s->writer, NULL, writer_main, s) == 0;
-    bool ok = s->writer_started;
-    pthread_mutex_unlock(&s->writer_mu);
-    return ok;
-}
-
-/* At close: waits until no batch runs and nothing is queued (every done has been called), then
- * ends the writer thread. */
-static void writer_stop(mv_store *s) {
-    pthread_mutex_lock(&s->writer_mu);
-    bool started = s->writer_started;
-    pthread_mutex_unlock(&s->writer_mu);
-    if (!started) return;
-    for (;;) {
-        pthread_mutex_lock(&s->gc_mu);
-        bool busy = s->leader_active;
-        pthread_mutex_unlock(&s->gc_mu);
-        if (!busy) break;
-        mv_sleep_ms(1);
-    }
-    atomic_store(&s->writer_quit, true);
-    sem_post(&s->writer_wake);
-    pthread_join(s->writer, NULL);
-}
-
-bool mv__store_writes_async(const mv_store *store) {
-    return store->kind == MV_STORE_SQLITE && !store->opts.no_group_commit;
 }
 
 void mv__store_write_async(mv_store *store, mv_tx_fn fn, void *ctx, mv__write_done done,
                            void *done_ctx) {
-    write_job *job = NULL;
-    if (mv__store_writes_async(store) && writer_start(store)) job = calloc(1, sizeof *job);
-    if (!job) { /* no group commit (or no memory for the job, or no thread): on this thread */
-        mv_err err = {0};
-        mv_code rc = mv_store_write(store, fn, ctx, &err);
-        done(rc, rc == MV_OK ? NULL : &err, done_ctx);
-        return;
-    }
-    job->fn = fn;
-    job->ctx = ctx;
-    job->on_done = done;
-    job->done_ctx = done_ctx;
-    pthread_mutex_lock(&store->gc_mu);
-    enqueue(store, job);
-    bool wake = !store->leader_active;
-    if (wake) store->leader_active = true; /* for the writer thread, woken below */
-    pthread_mutex_unlock(&store->gc_mu);
-    if (wake) sem_post(&store->writer_wake);
+    write_async(store, fn, ctx, false, done, done_ctx);
+}
+
+void mv__store_write_async_rerunnable(mv_store *store, mv_tx_fn fn, void *ctx, mv__write_done done,
+                                      void *done_ctx) {
+    write_async(store, fn, ctx, true, done, done_ctx);
 }
 
 mv_code mv_store_write(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
-    if (store->kind == MV_STORE_SQLITE && !store->opts.no_group_commit)
-        return group_write(store, fn, ctx, err);
+    /* PostgreSQL runs a plain write as a transaction of its own (pg_batch.c): handed to an
+     * engine it would only move to another thread, so it stays on the caller's. */
+    if (store->gc && !store->gc_plain) return mv__gc_write(store->gc, fn, ctx, false, err);
+    return run_tx(store, true, fn, ctx, err);
+}
+
+mv_code mv__store_write_rerunnable(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
+    if (store->gc) return mv__gc_write(store->gc, fn, ctx, true, err);
     return run_tx(store, true, fn, ctx, err);
 }
 
 mv_code mv_store_read(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
     return run_tx(store, false, fn, ctx, err);
-}
-
-/* ---- PostgreSQL group commit (pg_batch.c) ---------------------------------------------- */
-
-mv_code mv__store_write_rerunnable(mv_store *store, mv_tx_fn fn, void *ctx, mv_err *err) {
-    if (store->pg_batch) return mv__pg_batch_write(store->pg_batch, fn, ctx, err);
-    return mv_store_write(store, fn, ctx, err);
 }
 
 mv_code mv__store_acquire(mv_store *s, mv_db **out, mv_err *err) {
@@ -558,6 +319,13 @@ void mv__store_release(mv_store *s, mv_db *db, uint64_t trips_before) {
 
 void mv__store_wrote(mv_store *s, mv_code rc) { note_write(s, rc); }
 void mv__store_committed(mv_store *s) { committed(s); }
+
+void mv__store_write_lock(mv_store *s, bool lock) {
+    if (lock)
+        pthread_mutex_lock(&s->write_mu);
+    else
+        pthread_mutex_unlock(&s->write_mu);
+}
 
 mv_code mv__store_write_alone(mv_store *s, mv_tx_fn fn, void *ctx, mv_err *err) {
     return run_tx(s, true, fn, ctx, err);
@@ -772,8 +540,8 @@ mv_code mv_db_execf_later_unique(mv_db *db, const char *sql, mv_code on_unique, 
 }
 
 mv_code mv_db_exec_after_commit(mv_db *db, const char *sql, mv_err *err) {
-    if (db->drv->after_commit) return db->drv->after_commit(db->conn, sql, err);
-    return db->drv->exec(db->conn, sql, err);
+    /* without a driver queue (SQLite) there is no channel between connections: nothing to wake */
+    return db->drv->after_commit ? db->drv->after_commit(db->conn, sql, err) : MV_OK;
 }
 
 mv_code mv_db_exec(mv_db *db, const char *sql, mv_err *err) {

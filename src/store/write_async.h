@@ -19,20 +19,27 @@
  * and it may queue another asynchronous write. */
 typedef void (*mv__write_done)(mv_code rc, const mv_err *err, void *done_ctx);
 
-/* Queues fn as a write job of store and returns at once. fn runs in its own savepoint of a group
- * commit, exactly as for mv_store_write (a batch may hold synchronous and asynchronous jobs), on
- * whichever thread leads that batch: a synchronous writer already leading, or else the store's
- * writer thread (started by the first call), so the caller never runs a commit. done is called
- * exactly once, after the commit that holds the job is durable — or with the error that failed
- * it — and ctx, done_ctx must stay valid until then.
+/* Queues fn as a write job of store and returns at once. fn runs as for mv_store_write — SQLite:
+ * in its own savepoint of a group commit (a batch may hold synchronous and asynchronous jobs);
+ * PostgreSQL: in a transaction of its own (store/pg_batch.c) — on a thread of the store's: a
+ * synchronous writer already leading (SQLite), or else one of the store's writer threads
+ * (started by the first call), so the caller never runs a commit. done is called exactly once,
+ * after the commit that holds the job is durable — or with the error that failed it — and ctx,
+ * done_ctx must stay valid until then.
  *
- * Without group commit (PostgreSQL, or SQLite with groupCommit false) this runs mv_store_write
- * on the caller's thread and calls done before returning: check mv__store_writes_async first
- * when the caller must not block. */
+ * Without group commit (`groupCommit: false`) this runs mv_store_write on the caller's thread and
+ * calls done before returning: check mv__store_writes_async first when the caller must not
+ * block. */
 void mv__store_write_async(mv_store *store, mv_tx_fn fn, void *ctx, mv__write_done done,
                            void *done_ctx);
 
-/* True when mv__store_write_async returns before the commit (SQLite with group commit). */
+/* The same for a callback that may be run more than once (db.h: mv__store_write_rerunnable): on
+ * PostgreSQL such jobs share one pipelined transaction without savepoints (a batch of creates:
+ * one round trip), and when it fails each is run again alone on the leading thread. */
+void mv__store_write_async_rerunnable(mv_store *store, mv_tx_fn fn, void *ctx, mv__write_done done,
+                                      void *done_ctx);
+
+/* True when mv__store_write_async returns before the commit (group commit on, either store). */
 bool mv__store_writes_async(const mv_store *store);
 
 #endif

@@ -2,10 +2,15 @@
  * threads beside synchronous writers share the group commit, each done is called exactly once
  * with its own outcome after the commit, a failing job rolls back only its own savepoint, a job
  * that aborts the shared transaction fails exactly the jobs it took with it, a done may queue
- * the next write, and closing the store ends every queued job first. On PostgreSQL (no group
- * commit) the same calls run on the caller's thread. */
+ * the next write, and closing the store ends every queued job first — on both stores. Without
+ * group commit the same calls run on the caller's thread. A process killed with SIGKILL while
+ * jobs are in flight loses none whose done reported success. */
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "missive/base.h"
 #include "missive/store.h"
@@ -266,10 +271,10 @@ TEST(a_job_that_aborts_the_batch_fails_exactly_the_async_jobs_it_took_with_it) {
 
 /* ---- closing with jobs queued ---- */
 
-TEST(closing_the_store_ends_every_queued_async_job_first) {
+STORE_TEST(closing_the_store_ends_every_queued_async_job_first) {
     enum { N = 400 };
-    char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", test_tmp_path("write-async-close.db"));
+    const char *url = test_store_url(kind, "write_async_close");
+    REQUIRE(url);
     mv_store *s;
     mv_err err = {0};
     REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
@@ -293,6 +298,211 @@ TEST(closing_the_store_ends_every_queued_async_job_first) {
     CHECK_INT(count_rows(s, SQL_COUNT, 0), 2 * N);
     mv_store_close(s);
     free(jobs);
+}
+
+/* ---- the caller never runs the commit ---- */
+
+typedef struct {
+    sem_t entered, release;
+    pthread_t caller, ran_on, done_on;
+    atomic_int dones;
+    mv_code rc;
+} gate;
+
+static mv_code gated_tx(mv_db *db, void *ctx, mv_err *err) {
+    gate *g = ctx;
+    g->ran_on = pthread_self();
+    sem_post(&g->entered);
+    while (sem_wait(&g->release) != 0) {
+    }
+    return mv_db_execf(db, SQL_INSERT, NULL, err, "i", (int64_t)77);
+}
+
+static void gated_done(mv_code rc, const mv_err *err, void *ctx) {
+    (void)err;
+    gate *g = ctx;
+    g->rc = rc;
+    g->done_on = pthread_self();
+    atomic_fetch_add(&g->dones, 1);
+}
+
+STORE_TEST(an_async_write_returns_before_its_callback_runs_and_ends_on_another_thread) {
+    mv_store *s = test_store_fresh(kind, "write_async_gate");
+    REQUIRE(s);
+    mv_err err = {0};
+    REQUIRE(mv_store_write(s, create_tx, NULL, &err) == MV_OK);
+    CHECK(mv__store_writes_async(s));
+    gate *g = calloc(1, sizeof *g);
+    sem_init(&g->entered, 0, 0);
+    sem_init(&g->release, 0, 0);
+    g->caller = pthread_self();
+    /* the callback blocks until released: were it run on this thread, this call never returns */
+    mv__store_write_async(s, gated_tx, g, gated_done, g);
+    while (sem_wait(&g->entered) != 0) {
+    }
+    CHECK_INT(atomic_load(&g->dones), 0);
+    CHECK(!pthread_equal(g->ran_on, g->caller));
+    CHECK_INT(count_rows(s, SQL_COUNT, 0), 0); /* not committed yet: nothing visible */
+    sem_post(&g->release);
+    for (int i = 0; i < 2000 && atomic_load(&g->dones) == 0; i++)
+        mv_sleep_ms(1);
+    CHECK_INT(atomic_load(&g->dones), 1);
+    CHECK_CODE(g->rc, MV_OK, NULL);
+    CHECK(!pthread_equal(g->done_on, g->caller));
+    CHECK_INT(count_rows(s, SQL_EXISTS, 77), 1);
+    mv_store_close(s);
+    sem_destroy(&g->entered);
+    sem_destroy(&g->release);
+    free(g);
+}
+
+/* ---- rerunnable asynchronous jobs ---- */
+
+/* Rerunnable: sets nothing outside the transaction but its count of runs. */
+static mv_code insert_rerunnable_tx(mv_db *db, void *ctx, mv_err *err) {
+    int64_t id = ((job *)ctx)->id;
+    mv_code rc = mv_db_execf_later(db, SQL_INSERT, err, "i", id);
+    if (rc == MV_OK && id % 5 == 0 && id < 100000)
+        rc = mv_err_set(err, MV_INVALID_ARGUMENT, "fifth %lld", (long long)id);
+    return rc;
+}
+
+static void *rerunnable_worker(void *arg) {
+    worker *w = arg;
+    for (int i = 0; i < w->n; i++) {
+        job *j = &w->jobs[i];
+        if (w->async) {
+            mv__store_write_async_rerunnable(w->store, insert_rerunnable_tx, j, job_done, j);
+        } else {
+            mv_err err = {0};
+            j->rc = mv__store_write_rerunnable(w->store, insert_rerunnable_tx, j, &err);
+            mv_strlcpy(j->message, err.message, sizeof j->message);
+            atomic_fetch_add(&j->dones, 1);
+            atomic_fetch_add(&all_dones, 1);
+        }
+    }
+    return NULL;
+}
+
+STORE_TEST(rerunnable_async_jobs_share_batches_and_a_failing_one_fails_alone) {
+    enum { THREADS = 16, PER = 40 };
+    mv_store *s = test_store_fresh(kind, "write_async_rerun");
+    REQUIRE(s);
+    mv_err err = {0};
+    REQUIRE(mv_store_write(s, create_tx, NULL, &err) == MV_OK);
+    atomic_store(&all_dones, 0);
+    job *jobs = calloc(THREADS * PER, sizeof *jobs);
+    pthread_t th[THREADS];
+    worker w[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        for (int i = 0; i < PER; i++)
+            jobs[t * PER + i].id = 1 + t * 1000 + i;
+        w[t] = (worker){s, &jobs[t * PER], PER, t % 4 != 0}; /* mostly async */
+        pthread_create(&th[t], NULL, rerunnable_worker, &w[t]);
+    }
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    wait_dones(THREADS * PER);
+    int once = 0, right = 0, mismatches = 0, ok = 0;
+    for (int i = 0; i < THREADS * PER; i++) {
+        once += atomic_load(&jobs[i].dones) == 1;
+        bool fifth = jobs[i].id % 5 == 0;
+        right += fifth ? jobs[i].rc == MV_INVALID_ARGUMENT && strstr(jobs[i].message, "fifth")
+                       : jobs[i].rc == MV_OK;
+        mismatches += (jobs[i].rc == MV_OK) != (count_rows(s, SQL_EXISTS, jobs[i].id) == 1);
+        ok += jobs[i].rc == MV_OK;
+    }
+    CHECK_INT(once, THREADS * PER);
+    CHECK_INT(right, THREADS * PER);
+    CHECK_INT(mismatches, 0);
+    CHECK_INT(count_rows(s, SQL_COUNT, 0), ok);
+    /* then all succeed: on PostgreSQL they share round trips (a batch: one flush) */
+    memset(jobs, 0, THREADS * PER * sizeof *jobs);
+    atomic_store(&all_dones, 0);
+    uint64_t trips = mv__store_round_trips(s);
+    for (int t = 0; t < THREADS; t++) {
+        for (int i = 0; i < PER; i++)
+            jobs[t * PER + i].id = 100000 + t * 1000 + i;
+        pthread_create(&th[t], NULL, rerunnable_worker, &w[t]);
+    }
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    wait_dones(THREADS * PER);
+    ok = 0;
+    for (int i = 0; i < THREADS * PER; i++)
+        ok += jobs[i].rc == MV_OK && atomic_load(&jobs[i].dones) == 1;
+    CHECK_INT(ok, THREADS * PER);
+    uint64_t used = mv__store_round_trips(s) - trips;
+    if (strcmp(kind, "postgres") == 0) {
+        fprintf(stderr, "postgres: %d rerunnable writes in %llu round trips\n", THREADS * PER,
+                (unsigned long long)used);
+        CHECK(used < (uint64_t)(THREADS * PER) * 3 / 4);
+    }
+    mv_store_close(s);
+    free(jobs);
+}
+
+/* ---- a process killed mid-flight ---- */
+
+static int report_fd;
+
+static void report_done(mv_code rc, const mv_err *err, void *ctx) {
+    (void)err;
+    job *j = ctx;
+    if (rc == MV_OK && write(report_fd, &j->id, sizeof j->id) != (ssize_t)sizeof j->id) _exit(3);
+}
+
+STORE_TEST(a_process_killed_with_async_jobs_in_flight_loses_none_it_reported_done) {
+    const char *url = test_store_url(kind, "write_async_kill");
+    REQUIRE(url);
+    mv_store *s;
+    mv_err err = {0};
+    REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
+    REQUIRE(mv_store_write(s, create_tx, NULL, &err) == MV_OK);
+    mv_store_close(s);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        report_fd = fds[1];
+        mv_store *cs;
+        if (mv_store_open(url, NULL, &cs, NULL) != MV_OK) _exit(1);
+        static job jobs[200000];
+        for (int i = 0; i < 200000; i++) { /* far more than can finish before the kill */
+            jobs[i].id = 2 * (i + 1);
+            if (i % 2)
+                mv__store_write_async(cs, insert_pair_tx, &jobs[i], report_done, &jobs[i]);
+            else
+                mv__store_write_async_rerunnable(cs, insert_one_tx, &jobs[i], report_done,
+                                                 &jobs[i]);
+            if (i % 64 == 63) mv_sleep_ms(1);
+        }
+        _exit(2);
+    }
+    close(fds[1]);
+    enum { WANT = 300 };
+    int64_t *ids = calloc(400000, sizeof *ids);
+    int n = 0;
+    while (n < WANT && read(fds[0], &ids[n], sizeof ids[n]) == (ssize_t)sizeof ids[n])
+        n++;
+    kill(pid, SIGKILL);
+    /* what the child reported before it died: every one of those writes was durable */
+    while (n < 400000 && read(fds[0], &ids[n], sizeof ids[n]) == (ssize_t)sizeof ids[n])
+        n++;
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    CHECK(n >= WANT);
+    REQUIRE(mv_store_open(url, NULL, &s, &err) == MV_OK);
+    int missing = 0;
+    for (int i = 0; i < n; i++)
+        missing += count_rows(s, SQL_EXISTS, ids[i]) != 1;
+    CHECK_INT(missing, 0);
+    CHECK(count_rows(s, SQL_COUNT, 0) >= n);
+    mv_store_close(s);
+    free(ids);
 }
 
 TEST(without_group_commit_an_async_write_ends_on_the_callers_thread_before_returning) {
@@ -323,5 +533,8 @@ int main(void) {
         a_done_runs_after_its_commit_and_may_queue_the_next_write,
         a_job_that_aborts_the_batch_fails_exactly_the_async_jobs_it_took_with_it,
         closing_the_store_ends_every_queued_async_job_first,
+        an_async_write_returns_before_its_callback_runs_and_ends_on_another_thread,
+        rerunnable_async_jobs_share_batches_and_a_failing_one_fails_alone,
+        a_process_killed_with_async_jobs_in_flight_loses_none_it_reported_done,
         without_group_commit_an_async_write_ends_on_the_callers_thread_before_returning);
 }
