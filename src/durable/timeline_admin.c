@@ -59,14 +59,15 @@ static mv_code saga_fn(mv_db *db, void *ctx, mv_err *err) {
     if (rc) return rc;
     if (!st) return MV_OK;
     t->found = true;
-    const char *state = mv_stmt_text(st, 1);
+    char state[33];
+    snprintf(state, sizeof state, "%s", mv_stmt_text(st, 1) ? mv_stmt_text(st, 1) : "");
     json_decref(t->head);
     t->head = json_pack("{s:s,s:s,s:s}", "sagaId", t->id, "definition", mv_stmt_text(st, 0),
                         "state", state);
     mv__timeline_add(t->entries, mv_stmt_int64(st, 2), "sagaStarted", NULL, NULL, NULL, NULL, NULL);
-    if (strcmp(state, "running") != 0 && strcmp(state, "compensating") != 0)
-        mv__timeline_add(t->entries, mv_stmt_int64(st, 3), "sagaFinished", NULL, NULL, NULL, state,
-                         NULL);
+    /* the end, added after the steps: at an equal time it comes last */
+    bool finished = strcmp(state, "running") != 0 && strcmp(state, "compensating") != 0;
+    int64_t updated = mv_stmt_int64(st, 3);
     mv_stmt_done(st);
     /* the steps first (a statement open while another runs is not portable), then their effects */
     step_row *rows = calloc(TIMELINE_STEPS, sizeof *rows);
@@ -109,6 +110,8 @@ static mv_code saga_fn(mv_db *db, void *ctx, mv_err *err) {
         set_attempt(t->entries, s->attempts);
     }
     free(rows);
+    if (finished)
+        mv__timeline_add(t->entries, updated, "sagaFinished", NULL, NULL, NULL, state, NULL);
     return MV_OK;
 }
 
