@@ -250,6 +250,19 @@ export function snoozePresets(now = Date.now()) {
   return { laterToday: now + 3 * 3600 * 1000, tomorrow: at9(1), nextWeek: at9(((8 - dow) % 7) || 7) };
 }
 
+/** The template's label in the locale (the listing's "labels": the exact tag, then its language,
+ * then any tag of that language), else its "label"; null when it has none. */
+function localLabel(listing, locale) {
+  const ok = (v) => (typeof v === 'string' && v.trim() ? v : null);
+  const labels = listing && typeof listing.labels === 'object' && listing.labels ? listing.labels : {};
+  const want = String(locale || '').toLowerCase().replace(/_/g, '-');
+  const lang = want.split('-')[0];
+  const tags = Object.keys(labels);
+  const pick = tags.find((k) => k.toLowerCase() === want) || tags.find((k) => k.toLowerCase() === lang) ||
+    tags.find((k) => k.toLowerCase().split('-')[0] === lang);
+  return ok(pick && labels[pick]) || ok(listing && listing.label);
+}
+
 /** A template code made readable when the template has no label: "booking-request" → "Booking request". */
 function humanize(cd) {
   const s = String(cd || '').replace(/[-_.]+/g, ' ').trim();
@@ -790,6 +803,8 @@ export class MissiveInbox extends MissiveBase {
   _relocalize() {
     super._relocalize();
     if (!this._list) return; // during the base constructor
+    // labels learned in the former language, in the new one
+    for (const [cd, listing] of this._listings || []) { const l = localLabel(listing, this._locale); if (l) this._labels.set(cd, l); }
     this._build();
     for (const it of this._items.values()) this._renderItem(it);
     this._renderEmpty(true);
@@ -1088,7 +1103,8 @@ export class MissiveInbox extends MissiveBase {
   }
 
   _learnLabel(cd, listing) {
-    const label = listing && typeof listing.label === 'string' && listing.label.trim() ? listing.label : null;
+    if (listing && (listing.label || listing.labels)) (this._listings ||= new Map()).set(cd, listing);
+    const label = localLabel(listing, this._locale);
     if (!label || this._labels.get(cd) === label) return;
     this._labels.set(cd, label);
     this._fillTemplates();

@@ -56,6 +56,64 @@ typedef struct mv_approval_list_query {
 mv_code mv_approval_list(mv_store *store, const mv_approval_list_query *q, json_t **approvals,
                          char **next_cursor, mv_err *err);
 
+/* ---- admin views (GET /admin/…) ------------------------------------------------------------ */
+
+/* Every message of a tenant, newest first (created_at, id), for operators: not limited to what one
+ * user may see. */
+typedef struct mv_message_admin_query {
+    const char *tenant_id;   /* required */
+    const char *state;       /* NULL = any; scheduled, active, processing, retryable, archived,
+                                cancelled */
+    const char *template_cd; /* NULL = any */
+    const char *sender;      /* NULL = any; fromUser */
+    const char *recipient;   /* NULL = any; toUser */
+    const char *text;        /* NULL = any; 1..100 bytes found (ASCII case-insensitively) in the
+                                recipient's title */
+    int limit;               /* 1..1000 */
+    const char *cursor;      /* NULL = the first page */
+} mv_message_admin_query;
+
+/* At most MV_ADMIN_SCAN_ROWS stored rows are examined per page when a text search filters them:
+ * a page may then hold fewer than limit items with a next cursor (keep paging). */
+#define MV_ADMIN_SCAN_ROWS 2000
+
+/* *messages (new array) of {"id","templateCd","type","fromUser","toUser","toRoles",
+ * "actionState","actionCd","title","createdAt","updatedAt"}; *next_cursor (malloc'd) NULL on
+ * the last page. Errors: MV_INVALID_ARGUMENT naming the bad filter, MV_INVALID_PAGINATION. */
+mv_code mv_message_admin_list(mv_store *store, const mv_message_admin_query *q, json_t **messages,
+                              char **next_cursor, mv_err *err);
+
+/* What happened to one message, oldest first: *out (new object) {"messageId", "templateCd",
+ * "actionState", "entries": [{"at", "event", "actor", "attempt", "step", "outcome", "detail"}]}
+ * from its row, its change log (what retention kept) and its approval. Events: created,
+ * delivered, updated, viewer, reminded, actionStarted, actionFailed, actionSucceeded,
+ * approvalRequested, approvalDecided, cancelled, archived. MV_MESSAGE_NOT_FOUND when the
+ * message does not exist in tenant_id. */
+mv_code mv_message_timeline(mv_store *store, const char *tenant_id, const char *message_id,
+                            json_t **out, mv_err *err);
+
+/* What happened to one saga, oldest first: *out {"sagaId", "definition", "state", "entries":
+ * [...]} as mv_message_timeline's, from its steps and their journal effects. Events:
+ * sagaStarted, stepStarted, effect, stepFinished, compensation, sagaFinished. step is the
+ * step's name, attempt the step's attempts. MV_SAGA_NOT_FOUND when not in tenant_id. */
+mv_code mv_saga_timeline(mv_store *store, const char *tenant_id, const char *saga_id, json_t **out,
+                         mv_err *err);
+
+/* The outbox deliveries of a tenant's messages, newest first. channel: NULL = any; "email" or a
+ * webhook channel's name. Rows are shown without their payload (addresses, bodies):
+ * {"id","kind","channel","state","attempts","nextAttemptAt","createdAt","updatedAt","messageId",
+ * "recipient","failureStage"?}. Same paging conventions as mv_message_admin_list (filtered rows
+ * are examined up to MV_ADMIN_SCAN_ROWS per page). */
+typedef struct mv_outbox_admin_query {
+    const char *tenant_id; /* required */
+    const char *state;     /* NULL = any; pending, delivering, sent, skipped, failed */
+    const char *channel;   /* NULL = any */
+    int limit;             /* 1..1000 */
+    const char *cursor;
+} mv_outbox_admin_query;
+mv_code mv_outbox_admin_list(mv_store *store, const mv_outbox_admin_query *q, json_t **rows,
+                             char **next_cursor, mv_err *err);
+
 /* ---- recovery ---------------------------------------------------------------------------- */
 
 /* Finds a definition by name (NULL when unknown: such a saga is left alone). */

@@ -3,6 +3,7 @@
 #include "cmd/daemon.h"
 #include "cmd/ui_assets.h"
 #include "http/openapi.h"
+#include "http/routes_admin.h"
 #include "http/routes_inbox.h"
 #include "http/routes_time.h"
 
@@ -20,6 +21,7 @@ mv_code mv_daemon_routes(mv_router *router, mv_daemon *d, mv_err *err) {
                                 d->cfg->cors.n_origins, d->cfg->cors.max_age_s, err);
     if (rc == MV_OK) rc = mv_durable_routes_add(router, &d->durable_routes, err);
     if (rc == MV_OK) rc = mv_list_routes_add(router, &d->list_routes, err);
+    if (rc == MV_OK) rc = mv_admin_routes_add(router, &d->list_routes, err);
     if (rc == MV_OK) rc = mv_http_openapi_routes(router, err);
     /* always registered, answering 404 while "ui.enabled" is false: a reload may switch it on */
     d->ui_routes = (mv_ui_routes){.assets = mv_ui_assets,

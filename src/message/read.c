@@ -731,6 +731,17 @@ mv_code mv_message_actions(mv_service *svc, const char *id, mv_usertype usertype
             json_pack("{s:s,s:o}", "uiTemplate", mv_template_ui(t, usertype), "actions", actions);
         const json_t *label = json_object_get(t->source, "label");
         if (*out && json_is_string(label)) json_object_set(*out, "label", (json_t *)label);
+        /* the label in each language that has one: the reader picks its own */
+        const char *tag;
+        const json_t *loc;
+        json_t *labels = NULL;
+        json_object_foreach(json_object_get(t->source, "locales"), tag, loc) {
+            const json_t *l = json_object_get(loc, "label");
+            if (!json_is_string(l) || !*out) continue;
+            if (!labels && !(labels = json_object())) break;
+            json_object_set(labels, tag, (json_t *)l);
+        }
+        if (labels) json_object_set_new(*out, "labels", labels);
         if (!*out) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory listing actions");
     } else {
         json_decref(actions);

@@ -114,9 +114,14 @@ static mv_code read_locale(const char *tag, const json_t *v, const char *source,
     const json_t *x;
     json_object_foreach((json_t *)v, key, x) {
         if (strcmp(key, "senderContent") && strcmp(key, "receiverContent") &&
-            strcmp(key, "actions"))
+            strcmp(key, "actions") && strcmp(key, "label"))
             return bad(err, source, t, "locales.%s has unknown key \"%.64s\"", tag, key);
     }
+    /* the template's label in this language (listed by the actions listing as "labels") */
+    const json_t *label = json_object_get(v, "label");
+    if (label &&
+        (!json_is_string(label) || !json_string_length(label) || json_string_length(label) > 200))
+        return bad(err, source, t, "locales.%s.label must be a string of 1 to 200 bytes", tag, "");
     if (!(loc->tag = strdup(tag))) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     char where[96];
     snprintf(where, sizeof where, "locales.%s.senderContent", tag);

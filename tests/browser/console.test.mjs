@@ -146,16 +146,18 @@ export function register(c) {
     await page.locator('#lists-search').fill(sagas[1]);
     await waitFor('the search', async () => (await table.locator('tbody tr').count()) === 1);
     eq(await table.locator('tbody tr').getAttribute('data-key'), sagas[1], 'the search finds the one saga');
-    // its timeline: started, each step with its state and attempts, where it is now
+    // its timeline (saga steps and their journal effects): started, each step's start, effect and
+    // end with its attempts and outcome, where it is now
     await table.locator(`tr[data-key="${sagas[1]}"] button.open`).click();
     const events = page.locator('#timeline li');
     await page.locator('#timeline h3').waitFor();
     eq(await page.locator('#timeline h3').textContent(), `Timeline of ${sagas[1]}`, 'the timeline heading');
+    await waitFor('the saga timeline', async () => (await events.count()) > 3);
     const lines = await events.allTextContents();
-    assert(/started pay$/.test(lines[0]), `first the start: ${lines[0]}`);
-    assert(lines.some((l) => /step 1 reserve committed(, \d+ attempts?)?, result \{"reserved":true\}$/.test(l)), `the first step: ${lines.join(' | ')}`);
-    assert(lines.some((l) => /step 2 charge ambiguous(, \d+ attempts?)?, error execution_unknown$/.test(l)), `the failing step and its outcome: ${lines.join(' | ')}`);
-    assert(/manual-review/.test(lines[lines.length - 1]), `where it is now: ${lines[lines.length - 1]}`);
+    assert(/ started$/.test(lines[0]), `first the start: ${lines[0]}`);
+    assert(lines.some((l) => / step effect step reserve(, attempt \d+)?, outcome committed$/.test(l)), `the first step's effect: ${lines.join(' | ')}`);
+    assert(lines.some((l) => / step ended step charge(, attempt \d+)?, outcome \w+, execution_unknown$/.test(l)), `the failing step and its outcome: ${lines.join(' | ')}`);
+    assert(/ ended outcome manual-review$/.test(lines[lines.length - 1]), `where it is now: ${lines[lines.length - 1]}`);
     await person.axe(page, 'console lists: sagas and a timeline');
     // approvals: select both, Approve, confirm in the dialog
     await page.locator('#lists-search').fill('');
@@ -190,6 +192,103 @@ export function register(c) {
     const moved = states.filter((s) => s !== 'manual-review').length;
     const text = await page.locator('#lists-status').textContent();
     assert(text.startsWith(`${moved} compensated`), `the report (${text}) matches the store (${states.join(', ')})`);
+    await page.context().close();
+  });
+
+  /** What an operator reads in the lists panel: its text and accessible names, checked for ids and JSON. */
+  async function scanLists(page, state) {
+    const text = await page.locator('#lists').evaluate((el) => {
+      const out = [];
+      const walk = (n) => {
+        if (n.nodeType === Node.TEXT_NODE) { out.push(n.textContent); return; }
+        if (n.nodeType !== Node.ELEMENT_NODE || n.hidden || n.tagName === 'STYLE') return;
+        for (const a of ['aria-label', 'title', 'placeholder']) if (n.getAttribute(a)) out.push(n.getAttribute(a));
+        for (const ch of n.childNodes) walk(ch);
+      };
+      walk(el);
+      return out.join('\n');
+    });
+    const bad = [];
+    if (/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/i.test(text)) bad.push('a UUID');
+    if (/\b[0-9a-f]{24}\b/.test(text)) bad.push('a message id');
+    if (/[{[]\s*"/.test(text)) bad.push('raw JSON');
+    if (/\bnull\b|\bundefined\b|\[object /.test(text)) bad.push('null / undefined');
+    eq(bad.join(', '), '', `the ${state} view shows ${bad.join(', ')}: ${JSON.stringify(text.slice(0, 400))}`);
+    await person.axe(page, state);
+  }
+
+  test('the_console_lists_messages_deliveries_and_timers_and_shows_a_message_timeline_in_english_and_german', [], async () => {
+    const host = `wren${Date.now() % 100000}`;
+    const made = [];
+    for (const n of [1, 2]) made.push(curlCreate('booking', { host, guest: `Gina ${n}`, listing: `Studio ${n}`, note: '', long: '' }));
+    eq((await api('POST', `/messages/${made[0].id}/action/accept`, { user: host })).status, 200, 'the host accepts the first');
+    const words = {
+      en: { kind: 'Messages', none: 'No messages match.', deliveries: 'No deliveries match.', timers: 'No timers match.',
+        heading: 'Timeline of Gina 1 wants Studio 1', created: /created by ana$/, started: new RegExp(`action started by ${host}, step accept$`),
+        ok: new RegExp(`action succeeded by ${host}, step accept, outcome succeeded$`), archived: new RegExp(`archived by ${host}$`),
+        cols: 'Title|Template|From|To|State|Created' },
+      de: { kind: 'Nachrichten', none: 'Keine Nachrichten gefunden.', deliveries: 'Keine Zustellungen gefunden.', timers: 'Keine Zeitgeber gefunden.',
+        heading: 'Verlauf von Gina 1 wants Studio 1', created: /erstellt von ana$/, started: new RegExp(`Aktion begonnen von ${host}, Schritt accept$`),
+        ok: new RegExp(`Aktion gelungen von ${host}, Schritt accept, Ergebnis succeeded$`), archived: new RegExp(`archiviert von ${host}$`),
+        cols: 'Titel|Vorlage|Von|An|Zustand|Erstellt' },
+    };
+    for (const [locale, w] of Object.entries(words)) {
+      const page = await newPage({ width: 1280, height: 900 });
+      await page.goto(`${c.daemon().base}/ui/?user=root&permissions=is.admin&locale=${locale}`);
+      const table = page.locator('#lists table');
+      await page.locator('#lists-kind').selectOption('messages');
+      eq(await page.locator('#lists-kind option:checked').textContent(), w.kind, `${locale}: the kind`);
+      await page.locator('#lists-recipient').fill(host);
+      await page.locator('#lists form button[type=submit]').click();
+      for (const m of made) await table.locator(`tr[data-key="${m.id}"]`).waitFor();
+      eq((await table.locator('thead th').allTextContents()).join('|'), w.cols, `${locale}: the columns`);
+      eq(await table.locator(`tr[data-key="${made[1].id}"] td.title`).textContent(), 'Gina 2 wants Studio 2', `${locale}: newest first, by its title`);
+      eq(await table.locator(`tr[data-key="${made[0].id}"] td.state`).textContent(), 'archived', `${locale}: the accepted one is archived`);
+      eq(await table.locator('tbody tr').count(), 2, `${locale}: only the host's messages`);
+      await scanLists(page, `console messages (${locale})`);
+      // the server-side title search and the state filter narrow it down
+      await page.locator('#lists-q').fill('studio 2');
+      await page.locator('#lists form button[type=submit]').click();
+      await waitFor(`${locale}: the title search`, async () => (await table.locator('tbody tr').count()) === 1 &&
+        (await table.locator('tbody tr').getAttribute('data-key')) === made[1].id);
+      await page.locator('#lists-q').fill('');
+      await page.locator('#lists-state').selectOption('cancelled');
+      await page.locator('#lists form button[type=submit]').click();
+      await waitFor(`${locale}: the empty state`, async () => { const x = await page.locator('#lists-status').textContent(); return x === w.none || x; });
+      eq(await page.locator('#lists-status').textContent(), w.none, `${locale}: the empty state`);
+      eq(await table.locator('tbody tr').count(), 0, `${locale}: nothing cancelled`);
+      await scanLists(page, `console messages, none match (${locale})`);
+      // the accepted message's timeline: who created it, who ran which action, how it ended
+      await page.locator('#lists-state').selectOption('');
+      await page.locator('#lists form button[type=submit]').click();
+      await table.locator(`tr[data-key="${made[0].id}"] button.open`).click();
+      await page.locator('#timeline h3').waitFor();
+      eq(await page.locator('#timeline h3').textContent(), w.heading, `${locale}: the timeline heading`);
+      const lines = await page.locator('#timeline li').allTextContents();
+      assert(w.created.test(lines[0]), `${locale}: first its creation: ${lines.join(' | ')}`);
+      for (const re of [w.started, w.ok, w.archived]) assert(lines.some((l) => re.test(l)), `${locale}: ${re} in ${lines.join(' | ')}`);
+      assert(lines.findIndex((l) => w.started.test(l)) < lines.findIndex((l) => w.ok.test(l)), `${locale}: started before it succeeded`);
+      await scanLists(page, `console message timeline (${locale})`);
+      // deliveries and timers: none for these templates, said in words
+      await page.locator('#lists-kind').selectOption('outbox');
+      await waitFor(`${locale}: no deliveries`, async () => (await page.locator('#lists-status').textContent()) === w.deliveries);
+      await page.locator('#lists-channel').fill('email');
+      await page.locator('#lists form button[type=submit]').click();
+      await waitFor(`${locale}: no email deliveries`, async () => (await page.locator('#lists-status').textContent()) === w.deliveries);
+      await scanLists(page, `console deliveries, empty (${locale})`);
+      await page.locator('#lists-kind').selectOption('timers');
+      await page.locator('#lists-kind-filter').selectOption('expiry');
+      await page.locator('#lists form button[type=submit]').click();
+      await waitFor(`${locale}: no expiry timers`, async () => (await page.locator('#lists-status').textContent()) === w.timers);
+      await scanLists(page, `console timers, empty (${locale})`);
+      await page.context().close();
+    }
+    // a non-admin gets the words, not the data
+    const page = await newPage({ width: 1280, height: 900 });
+    await page.goto(`${c.daemon().base}/ui/?user=${host}`);
+    await page.locator('#lists-kind').selectOption('messages');
+    await waitFor('forbidden', async () => (await page.locator('#lists-status').textContent()) === 'You may not list messages.');
+    eq(await page.locator('#lists table tbody tr').count(), 0, 'no rows for a non-admin');
     await page.context().close();
   });
 }

@@ -71,7 +71,7 @@ function writeFixtures(hookPort) {
     receiverContent: { title: '{{guest}} wants {{listing}}', short: '{{note}}', long: '{{long}}' },
   };
   tpl({
-    templateCd: 'booking', type: 'request', label: 'Booking request', ...content, uiTemplate: 'booking-card',
+    templateCd: 'booking', type: 'request', label: 'Booking request', locales: { de: { label: 'Buchungsanfrage' } }, ...content, uiTemplate: 'booking-card',
     prepare: { toUser: '{{host}}', toRoles: [] },
     actions: [
       { actionCd: 'accept', name: 'Accept', variant: 'primary', receiver: true, isDefault: true,

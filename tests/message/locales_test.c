@@ -9,14 +9,15 @@
 #include "support/http_call.h"
 
 static const char OFFER[] =
-    "{\"templateCd\": \"offer\", \"type\": \"request\", \"actions\": [{\"actionCd\": \"accept\","
+    "{\"templateCd\": \"offer\", \"type\": \"request\", \"label\": \"Offer\", \"actions\": "
+    "[{\"actionCd\": \"accept\","
     " \"name\": \"Accept {{flat}}\", \"variant\": \"primary\", \"receiver\": true}],"
     " \"senderContent\": {\"title\": \"You offered {{flat}}\"},"
     " \"receiverContent\": {\"title\": \"Flat {{flat}} for you\", \"short\": \"short\"},"
     " \"prepare\": {\"toUser\": \"{{to}}\"}, \"channels\": {\"sms\": true},"
     " \"locales\": {\"de\": {\"receiverContent\": {\"title\": \"Wohnung {{flat}} f\\u00fcr Sie\"},"
     "   \"senderContent\": {\"title\": \"Sie boten {{flat}} an\"},"
-    "   \"actions\": {\"accept\": {\"name\": \"{{flat}} annehmen\"}}},"
+    "   \"actions\": {\"accept\": {\"name\": \"{{flat}} annehmen\"}}, \"label\": \"Angebot\"},"
     "  \"fr\": {\"receiverContent\": {\"title\": \"Appartement {{flat}}\"}}}}";
 
 typedef struct env {
@@ -257,6 +258,25 @@ STORE_TEST(a_jwt_claim_names_the_readers_language_when_accept_language_does_not)
     env_close(&e);
 }
 
+STORE_TEST(the_actions_listing_names_the_template_in_each_language_that_has_a_label) {
+    env e;
+    REQUIRE(env_open(&e, kind, "loclabel", 0));
+    mv_code rc;
+    char *id = create(&e, "3B", &rc);
+    REQUIRE(id);
+    mv_user bob = {.id = "bob"};
+    json_t *out = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_message_actions(e.f.svc, id, MV_RECEIVER, &bob, false, &out, &err), MV_OK, &err);
+    CHECK_STR(mv_json_str(out, "label"), "Offer");
+    json_t *labels = json_object_get(out, "labels");
+    CHECK_INT(json_object_size(labels), 1); /* fr has no label: the reader falls back to "label" */
+    CHECK_STR(mv_json_str(labels, "de"), "Angebot");
+    json_decref(out);
+    free(id);
+    env_close(&e);
+}
+
 TEST(bad_locales_are_refused_at_load_naming_the_tag_or_field) {
     static const char *const bad[][2] = {
         {"{\"english\": {}}", "\"english\""},
@@ -266,6 +286,8 @@ TEST(bad_locales_are_refused_at_load_naming_the_tag_or_field) {
          "locales.de.receiverContent.title"},
         {"{\"de\": {\"actions\": {\"nope\": {\"name\": \"x\"}}}}", "\"nope\""},
         {"[]", "locales must be an object"},
+        {"{\"de\": {\"label\": \"\"}}", "locales.de.label must be a string"},
+        {"{\"de\": {\"label\": 7}}", "locales.de.label must be a string"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[600];
@@ -301,6 +323,7 @@ TEST(bad_locales_are_refused_at_load_naming_the_tag_or_field) {
 
 int main(void) {
     return RUN_TESTS(a_reader_gets_the_best_locale_with_de_at_falling_back_to_de_then_the_default,
+                     the_actions_listing_names_the_template_in_each_language_that_has_a_label,
                      get_message_with_accept_language_de_at_reads_the_de_content,
                      every_locale_counts_in_limits_message_bytes,
                      a_channel_delivery_is_in_the_recipients_stored_locale,

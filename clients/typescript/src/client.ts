@@ -27,6 +27,7 @@ import type {
 import { errorOf, Transport, type MissiveOptions, type Query } from './transport.js';
 import { randomUUID } from './webcrypto.js';
 import { PreferencesApi } from './reach.js';
+import { AdminApi } from './admin.js';
 
 export type { MissiveOptions } from './transport.js';
 
@@ -36,6 +37,7 @@ export class Missive {
   readonly sagas: SagasApi;
   readonly ops: OpsApi;
   readonly preferences: PreferencesApi;
+  readonly admin: AdminApi;
 
   constructor(options: MissiveOptions) {
     const t = new Transport(options);
@@ -44,6 +46,7 @@ export class Missive {
     this.sagas = new SagasApi(t);
     this.ops = new OpsApi(t);
     this.preferences = new PreferencesApi(t);
+    this.admin = new AdminApi(t);
   }
 }
 

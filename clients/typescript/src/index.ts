@@ -2,7 +2,7 @@
 // the package's whole public surface (package.json "exports" points here, as ESM and CommonJS):
 // the client, its error, webhook verification, and the types of every body the API answers and
 // every webhook body missive sends. The API groups are exported as types only: reach them as
-// `client.messages`, `client.approvals`, `client.sagas`, `client.ops`, `client.preferences`.
+// `client.messages`, `client.approvals`, `client.sagas`, `client.ops`, `client.preferences`, `client.admin`.
 export { Missive } from './client.js';
 export type {
   MissiveOptions,
@@ -17,6 +17,7 @@ export type {
   MessageStream,
 } from './client.js';
 export type { PreferencesApi } from './reach.js';
+export type * from './admin.js';
 export { actionLinkToken, deliveryLinks } from './reach.js';
 export { MissiveError, isErrorCode } from './errors.js';
 export type { MissiveErrorFields, MissiveErrorCode, ClientErrorCode } from './errors.js';

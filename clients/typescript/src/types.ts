@@ -97,6 +97,10 @@ export interface ActionView {
 export interface Actions {
   uiTemplate: string;
   actions: ActionView[];
+  /** The template's label, when it has one. */
+  label?: string;
+  /** The label in each of the template's locales that has one (BCP 47 tag → label). */
+  labels?: Record<string, string>;
 }
 
 export interface ApprovalRequired {

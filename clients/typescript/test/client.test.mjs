@@ -437,6 +437,28 @@ describe('sagas', () => {
     await assert.rejects(ana.sagas.list(), (e) => e.status === 403 && e.code === 'forbidden');
     await assert.rejects(admin.sagas.list({ cursor: '!!' }), (e) => e.status === 400 && e.code === 'invalid_pagination');
   });
+  test('client.admin: the tenant\'s messages, deliveries, timers and the saga and message timelines, for admins only', async () => {
+    const tl = await admin.admin.sagaTimeline('trip-1');
+    assert.equal(tl.sagaId, 'trip-1');
+    assert.equal(tl.entries[0].event, 'sagaStarted');
+    assert.ok(tl.entries.some((e) => e.event === 'stepFinished' && typeof e.step === 'string'));
+    const page = await admin.admin.messages({ limit: 2 });
+    assert.ok(Array.isArray(page.messages) && page.messages.length <= 2);
+    assert.ok(page.nextCursor === null || typeof page.nextCursor === 'string');
+    if (page.messages.length) {
+      const m = page.messages[0];
+      const mt = await admin.admin.messageTimeline(m.id);
+      assert.equal(mt.messageId, m.id);
+      assert.equal(mt.entries[0].event, 'created');
+      const found = await admin.admin.messages({ q: m.title.slice(0, 20) || 'x', limit: 50 });
+      assert.ok(Array.isArray(found.messages));
+    }
+    assert.ok(Array.isArray((await admin.admin.outbox({ state: 'failed' })).outbox));
+    assert.ok(Array.isArray((await admin.admin.timers({ kind: 'expiry' })).timers));
+    await assert.rejects(ana.admin.messages(), (e) => e.status === 403 && e.code === 'forbidden');
+    await assert.rejects(admin.admin.timers({ state: 'late' }), (e) => e.status === 400 && e.code === 'invalid_argument');
+    await assert.rejects(admin.admin.messageTimeline('0123456789abcdef01234567'), (e) => e.status === 404 && e.code === 'message_not_found');
+  });
   test('a step answering 4xx compensates the committed steps, calling their compensate webhooks', async () => {
     receiver.handlers['/saga/book'] = () => ({ status: 200, body: { booking: 'B2' } });
     receiver.handlers['/saga/pay'] = () => ({ status: 402, body: { declined: true } });
