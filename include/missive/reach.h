@@ -113,6 +113,9 @@ mv_code mv_link_verify(const mv_reach *r, const char *token, int64_t now, mv_lin
                        mv_err *err);
 /* Whether the link was used (its action claimed through it). */
 mv_code mv_link_used(mv_store *store, const mv_link *link, bool *used, mv_err *err);
+/* Retention: forgets the uses of links that expired before `before` (their tokens are refused
+ * as expired, so no use needs remembering). *removed (may be NULL) gets how many. */
+mv_code mv_links_gc(mv_store *store, int64_t before, int64_t *removed, mv_err *err);
 
 /* ---- languages --------------------------------------------------------------------------------
  */
