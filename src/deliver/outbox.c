@@ -23,10 +23,16 @@
 static const char SQL_INSERT[] =
     "INSERT INTO outbox (id, kind, payload, state, attempts, next_attempt_at, created_at, "
     "updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?)";
+/* Due rows are found in two bounded walks of outbox_due (state, next_attempt_at): the rows whose
+ * lease ended (few), then the pending rows oldest first. One statement with an OR over both
+ * states cannot walk the index in order: it sorted every pending row to return the first few,
+ * which made each poll cost the whole backlog. */
+static const char SQL_DUE_LEASES[] =
+    "SELECT id FROM outbox WHERE state = 'delivering' AND lease_expires_at <= ? "
+    "AND kind IN (?, ?) LIMIT ?";
 static const char SQL_DUE[] =
-    "SELECT id FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= ?) OR "
-    "(state = 'delivering' AND lease_expires_at <= ?)) AND kind IN (?, ?) "
-    "ORDER BY next_attempt_at, id LIMIT ?";
+    "SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ? AND kind IN (?, ?) "
+    "ORDER BY next_attempt_at LIMIT ?";
 static const char SQL_CLAIM[] =
     "UPDATE outbox SET state = 'delivering', lease_owner = ?, lease_expires_at = ?, "
     "attempts = attempts + 1, updated_at = ? WHERE id = ? AND ((state = 'pending' AND "
@@ -118,19 +124,25 @@ typedef struct due_ctx {
     int n;
 } due_ctx;
 
-static mv_code find_due(mv_db *db, void *ctx, mv_err *err) {
-    due_ctx *c = ctx;
+static mv_code find_some(mv_db *db, due_ctx *c, const char *sql, mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_DUE, &st, err);
+    mv_code rc = mv_db_prepare(db, sql, &st, err);
     if (rc) return rc;
-    mv_stmt_bindf(st, "iissi", c->now, c->now, "webhook", c->email ? "email" : "webhook",
-                  (int64_t)c->limit);
-    int r;
-    c->n = 0;
-    while ((r = mv_stmt_step(st, err)) == 1 && c->n < c->limit)
+    mv_stmt_bindf(st, "issi", c->now, "webhook", c->email ? "email" : "webhook",
+                  (int64_t)(c->limit - c->n));
+    int r = 0;
+    while (c->n < c->limit && (r = mv_stmt_step(st, err)) == 1)
         mv_strlcpy(c->ids[c->n++], mv_stmt_text(st, 0), 37);
     mv_stmt_done(st);
     return r < 0 ? err->code : MV_OK;
+}
+
+static mv_code find_due(mv_db *db, void *ctx, mv_err *err) {
+    due_ctx *c = ctx;
+    c->n = 0;
+    mv_code rc = find_some(db, c, SQL_DUE_LEASES, err);
+    if (rc == MV_OK && c->n < c->limit) rc = find_some(db, c, SQL_DUE, err);
+    return rc;
 }
 
 typedef struct claim_ctx {
@@ -362,13 +374,10 @@ static void deliver_one(const mv_outbox_config *cfg, row_job *r) {
     }
 }
 
-/* Records r's verdict while we still hold its lease, and reports a failure. */
-static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job *r, bool *delivered,
-                          mv_err *err) {
-    const char *id = r->id;
-    claim_ctx *cc = &r->cc;
+/* The write that records r's verdict (r->cc's lease still held). */
+static finish_ctx finish_of(const mv_outbox_config *cfg, row_job *r) {
     attempt *a = &r->a;
-    finish_ctx fc = {.id = id, .owner = r->owner, .now = mv_clock_now(cfg->clock)};
+    finish_ctx fc = {.id = r->id, .owner = r->owner, .now = mv_clock_now(cfg->clock)};
     switch (a->v) {
     case DONE_SENT: fc.state = "sent"; break;
     case DONE_SKIPPED:
@@ -379,22 +388,30 @@ static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job 
     case GIVE_UP:
         fc.error = a->err.message;
         fc.stage = a->stage;
-        if (a->v == GIVE_UP || cc->attempts >= cfg->max_attempts)
+        if (a->v == GIVE_UP || r->cc.attempts >= cfg->max_attempts)
             fc.state = "failed";
         else
-            fc.next_at = fc.now + backoff_ms(cfg, cc->attempts);
+            fc.next_at = fc.now + backoff_ms(cfg, r->cc.attempts);
         break;
     }
-    mv_code rc = mv_store_write(store, finish_row, &fc, err);
-    if (rc == MV_OK && fc.kept) {
+    return fc;
+}
+
+/* After the verdict committed: whether r was delivered, and its failure reported. Frees r's
+ * payload. */
+static void finished(const mv_outbox_config *cfg, row_job *r, const finish_ctx *fc,
+                     bool *delivered) {
+    claim_ctx *cc = &r->cc;
+    attempt *a = &r->a;
+    if (fc->kept) {
         *delivered = a->v == DONE_SENT || a->v == DONE_SKIPPED;
         if ((a->v == RETRY || a->v == GIVE_UP) && cfg->on_event) {
-            mv_outbox_event ev = {.row_id = id,
+            mv_outbox_event ev = {.row_id = r->id,
                                   .kind = cc->kind,
                                   .stage = a->stage,
                                   .error = a->err.message,
                                   .attempt = cc->attempts,
-                                  .final = fc.state != NULL};
+                                  .final = fc->state != NULL};
             if (cc->kind == MV_OUTBOX_EMAIL && json_is_object(cc->payload)) {
                 ev.message_id = mv_json_str(cc->payload, "messageId");
                 ev.recipient = mv_json_str(cc->payload, "toUser");
@@ -404,6 +421,15 @@ static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job 
     }
     json_decref(cc->payload);
     cc->payload = NULL;
+}
+
+/* Records r's verdict while we still hold its lease, and reports a failure. */
+static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job *r, bool *delivered,
+                          mv_err *err) {
+    finish_ctx fc = finish_of(cfg, r);
+    mv_code rc = mv_store_write(store, finish_row, &fc, err);
+    if (rc != MV_OK) fc.kept = false;
+    finished(cfg, r, &fc, delivered);
     return rc;
 }
 
@@ -442,6 +468,89 @@ static void delivered_on_loop(void *ctx, mv_code rc, mv_webhook_response *res, c
     pthread_mutex_unlock(&b->mu);
 }
 
+/* The claims of a batch's rows, in one transaction (one commit for the batch, not one per row). */
+typedef struct claims_ctx {
+    row_job *rows;
+    int n;
+} claims_ctx;
+
+static mv_code claim_rows(mv_db *db, void *ctx, mv_err *err) {
+    claims_ctx *c = ctx;
+    for (int i = 0; i < c->n; i++) {
+        json_decref(c->rows[i].cc.payload); /* a rerun of the transaction claims anew */
+        c->rows[i].cc.payload = NULL;
+        c->rows[i].cc.won = false;
+        mv_code rc = claim_row(db, &c->rows[i].cc, err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+static mv_code claim_all(mv_store *store, const mv_outbox_config *cfg, char (*ids)[37],
+                         row_job *rows, int n, mv_err *err) {
+    int64_t now = mv_clock_now(cfg->clock);
+    for (int i = 0; i < n; i++) {
+        row_job *r = &rows[i];
+        mv_strlcpy(r->id, ids[i], sizeof r->id);
+        mv_code rc = mv_id_uuid(r->owner, err);
+        if (rc != MV_OK) return rc;
+        r->cc = (claim_ctx){
+            .id = r->id, .owner = r->owner, .now = now, .lease_until = now + cfg->lease_ms};
+    }
+    claims_ctx c = {rows, n};
+    mv_code rc = mv_store_write(store, claim_rows, &c, err);
+    for (int i = 0; i < n; i++) {
+        row_job *r = &rows[i];
+        if (rc != MV_OK) {
+            json_decref(r->cc.payload);
+            r->cc.payload = NULL;
+            r->cc.won = false;
+            continue;
+        }
+        r->a = (attempt){.v = GIVE_UP,
+                         .stage = r->cc.kind == MV_OUTBOX_EMAIL ? "notifier" : "webhook"};
+        if (r->cc.won && !json_is_object(r->cc.payload))
+            mv_err_set(&r->a.err, MV_INTERNAL, "outbox row %s has an unreadable payload", r->id);
+    }
+    return rc;
+}
+
+/* The verdicts of a batch's claimed rows, in one transaction. */
+typedef struct finishes_ctx {
+    finish_ctx *fc;
+    int n;
+} finishes_ctx;
+
+static mv_code finish_rows(mv_db *db, void *ctx, mv_err *err) {
+    finishes_ctx *c = ctx;
+    for (int i = 0; i < c->n; i++) {
+        if (!c->fc[i].id) continue;
+        mv_code rc = finish_row(db, &c->fc[i], err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+static mv_code finish_all(mv_store *store, const mv_outbox_config *cfg, row_job *rows, int n,
+                          int *delivered, mv_err *err) {
+    finish_ctx *fc = calloc((size_t)n, sizeof *fc);
+    mv_code rc = fc ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    for (int i = 0; fc && i < n; i++)
+        if (rows[i].cc.won) fc[i] = finish_of(cfg, &rows[i]);
+    finishes_ctx c = {fc, n};
+    if (rc == MV_OK) rc = mv_store_write(store, finish_rows, &c, err);
+    for (int i = 0; i < n; i++) {
+        bool d = false;
+        if (!rows[i].cc.won) continue;
+        finish_ctx none = {0};
+        finish_ctx *f = fc && rc == MV_OK ? &fc[i] : &none; /* not recorded: left to the lease */
+        finished(cfg, &rows[i], f, &d);
+        *delivered += d;
+    }
+    free(fc);
+    return rc;
+}
+
 static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, char (*ids)[37],
                                  int n, int *claimed, int *delivered, mv_err *err) {
     row_job *rows = calloc((size_t)n, sizeof *rows);
@@ -449,11 +558,11 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
     batch b = {.waiting = 0};
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
-    mv_code rc = MV_OK;
-    int got = 0;
-    for (; got < n; got++) { /* claim; a store failure stops claiming, the claimed still end */
-        if ((rc = claim_one(store, cfg, ids[got], &rows[got], err)) != MV_OK) break;
-        row_job *r = &rows[got];
+    int got = n;
+    mv_code rc = claim_all(store, cfg, ids, rows, n, err);
+    if (rc != MV_OK) got = 0; /* nothing was claimed */
+    for (int i = 0; i < got; i++) {
+        row_job *r = &rows[i];
         if (!r->cc.won) continue;
         (*claimed)++;
         if (r->cc.kind == MV_OUTBOX_EMAIL || !json_is_object(r->cc.payload)) {
@@ -483,13 +592,9 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
     while (b.waiting > 0)
         pthread_cond_wait(&b.cv, &b.mu);
     pthread_mutex_unlock(&b.mu);
-    for (int i = 0; i < got; i++) {
-        bool d = false;
-        if (!rows[i].cc.won) continue;
-        mv_err ferr = {0};
-        mv_code frc = finish_one(store, cfg, &rows[i], &d, &ferr);
-        if (frc != MV_OK && rc == MV_OK) rc = mv_err_copy(err, &ferr);
-        *delivered += d;
+    if (got) {
+        mv_code frc = finish_all(store, cfg, rows, got, delivered, err);
+        if (rc == MV_OK) rc = frc;
     }
     pthread_cond_destroy(&b.cv);
     pthread_mutex_destroy(&b.mu);
