@@ -28,11 +28,11 @@ static const char SQL_INSERT[] =
  * states cannot walk the index in order: it sorted every pending row to return the first few,
  * which made each poll cost the whole backlog. */
 static const char SQL_DUE_LEASES[] =
-    "SELECT id FROM outbox WHERE state = 'delivering' AND lease_expires_at <= ? "
+    "SELECT id, kind FROM outbox WHERE state = 'delivering' AND lease_expires_at <= ? "
     "AND kind IN (?, ?) LIMIT ?";
-static const char SQL_DUE[] =
-    "SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ? AND kind IN (?, ?) "
-    "ORDER BY next_attempt_at LIMIT ?";
+static const char SQL_DUE[] = "SELECT id, kind FROM outbox WHERE state = 'pending' AND "
+                              "next_attempt_at <= ? AND kind IN (?, ?) "
+                              "ORDER BY next_attempt_at LIMIT ?";
 static const char SQL_CLAIM[] =
     "UPDATE outbox SET state = 'delivering', lease_owner = ?, lease_expires_at = ?, "
     "attempts = attempts + 1, updated_at = ? WHERE id = ? AND ((state = 'pending' AND "
@@ -121,6 +121,7 @@ typedef struct due_ctx {
     int limit;
     bool email;
     char (*ids)[37];
+    bool *emails; /* per id: an email row */
     int n;
 } due_ctx;
 
@@ -131,8 +132,11 @@ static mv_code find_some(mv_db *db, due_ctx *c, const char *sql, mv_err *err) {
     mv_stmt_bindf(st, "issi", c->now, "webhook", c->email ? "email" : "webhook",
                   (int64_t)(c->limit - c->n));
     int r = 0;
-    while (c->n < c->limit && (r = mv_stmt_step(st, err)) == 1)
+    while (c->n < c->limit && (r = mv_stmt_step(st, err)) == 1) {
+        const char *kind = mv_stmt_text(st, 1);
+        c->emails[c->n] = kind && strcmp(kind, "email") == 0;
         mv_strlcpy(c->ids[c->n++], mv_stmt_text(st, 0), 37);
+    }
     mv_stmt_done(st);
     return r < 0 ? err->code : MV_OK;
 }
@@ -336,6 +340,7 @@ typedef struct row_job {
     claim_ctx cc;
     attempt a;
     struct batch *batch; /* deliveries waiting on the loop */
+    bool alone;          /* an email: claimed, delivered and recorded on its own */
 } row_job;
 
 /* Claims row id for r. Only store failures are errors; r->cc.won says whether we got it. */
@@ -447,9 +452,10 @@ static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const c
 }
 
 /* ---- a batch of webhook deliveries on the loop -------------------------------------------
- * With a loop, the webhook rows of one batch are claimed, then all sent at once, then recorded:
- * N slow receivers cost one delivery's wait instead of N in a row, still on the worker's one
- * thread. Emails (directory lookup, SMTP) are delivered one by one as before. */
+ * With a loop, the webhook rows of one batch are claimed in one transaction, then all sent at
+ * once, then recorded in one transaction: N slow receivers cost one delivery's wait instead of N
+ * in a row, and N rows cost two commits instead of 2N, still on the worker's one thread. Emails
+ * (directory lookup, SMTP) are claimed, delivered and recorded one by one as before. */
 
 typedef struct batch {
     pthread_mutex_t mu;
@@ -477,6 +483,7 @@ typedef struct claims_ctx {
 static mv_code claim_rows(mv_db *db, void *ctx, mv_err *err) {
     claims_ctx *c = ctx;
     for (int i = 0; i < c->n; i++) {
+        if (c->rows[i].alone) continue;
         json_decref(c->rows[i].cc.payload); /* a rerun of the transaction claims anew */
         c->rows[i].cc.payload = NULL;
         c->rows[i].cc.won = false;
@@ -487,11 +494,12 @@ static mv_code claim_rows(mv_db *db, void *ctx, mv_err *err) {
 }
 
 static mv_code claim_all(mv_store *store, const mv_outbox_config *cfg, char (*ids)[37],
-                         row_job *rows, int n, mv_err *err) {
+                         const bool *emails, row_job *rows, int n, mv_err *err) {
     int64_t now = mv_clock_now(cfg->clock);
     for (int i = 0; i < n; i++) {
         row_job *r = &rows[i];
         mv_strlcpy(r->id, ids[i], sizeof r->id);
+        r->alone = emails[i];
         mv_code rc = mv_id_uuid(r->owner, err);
         if (rc != MV_OK) return rc;
         r->cc = (claim_ctx){
@@ -552,20 +560,21 @@ static mv_code finish_all(mv_store *store, const mv_outbox_config *cfg, row_job 
 }
 
 static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, char (*ids)[37],
-                                 int n, int *claimed, int *delivered, mv_err *err) {
+                                 const bool *emails, int n, int *claimed, int *delivered,
+                                 mv_err *err) {
     row_job *rows = calloc((size_t)n, sizeof *rows);
     if (!rows) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     batch b = {.waiting = 0};
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
     int got = n;
-    mv_code rc = claim_all(store, cfg, ids, rows, n, err);
+    mv_code rc = claim_all(store, cfg, ids, emails, rows, n, err);
     if (rc != MV_OK) got = 0; /* nothing was claimed */
     for (int i = 0; i < got; i++) {
         row_job *r = &rows[i];
         if (!r->cc.won) continue;
         (*claimed)++;
-        if (r->cc.kind == MV_OUTBOX_EMAIL || !json_is_object(r->cc.payload)) {
+        if (!json_is_object(r->cc.payload)) {
             deliver_one(cfg, r);
             continue;
         }
@@ -587,6 +596,15 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
             pthread_mutex_unlock(&b.mu);
             r->a.v = permanent(sent) ? GIVE_UP : RETRY;
         }
+    }
+    /* emails one by one (directory, SMTP) while the webhooks are on the wire; each is claimed
+     * only when its turn comes, so its lease is its own */
+    for (int i = 0; rc == MV_OK && i < got; i++) {
+        bool c = false, d = false;
+        if (!rows[i].alone) continue;
+        rc = process_row(store, cfg, rows[i].id, &c, &d, err);
+        *claimed += c;
+        *delivered += d;
     }
     pthread_mutex_lock(&b.mu);
     while (b.waiting > 0)
@@ -611,11 +629,16 @@ static mv_code run_due(mv_store *store, const mv_outbox_config *in, int max_rows
     mv_outbox_config cfg = with_defaults(in);
     due_ctx dc = {.now = mv_clock_now(cfg.clock), .limit = max_rows, .email = cfg.email != NULL};
     dc.ids = calloc((size_t)max_rows, sizeof *dc.ids);
-    if (!dc.ids) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    dc.emails = calloc((size_t)max_rows, sizeof *dc.emails);
+    if (!dc.ids || !dc.emails) {
+        free(dc.ids);
+        free(dc.emails);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
     mv_code rc = mv_store_read(store, find_due, &dc, err);
     int claimed = 0, delivered = 0;
     if (rc == MV_OK && cfg.loop) {
-        rc = run_batch_on_loop(store, &cfg, dc.ids, dc.n, &claimed, &delivered, err);
+        rc = run_batch_on_loop(store, &cfg, dc.ids, dc.emails, dc.n, &claimed, &delivered, err);
         dc.n = 0;
     }
     for (int i = 0; rc == MV_OK && i < dc.n; i++) {
@@ -625,6 +648,7 @@ static mv_code run_due(mv_store *store, const mv_outbox_config *in, int max_rows
         delivered += d;
     }
     free(dc.ids);
+    free(dc.emails);
     if (claimed_out) *claimed_out = claimed;
     if (delivered_out) *delivered_out = delivered;
     return rc;
@@ -766,7 +790,8 @@ mv_code mv_outbox_scan(mv_store *store, int64_t now, int64_t stale_ms, const cha
 
 /* ---- background worker ------------------------------------------------------------------- */
 
-#define WORKER_BATCH 16
+/* rows per pass: with the loop, webhooks on the wire at once and the rows one commit records */
+#define WORKER_BATCH 128
 
 struct mv_outbox_worker {
     mv_store *store;
