@@ -4,6 +4,8 @@
  * transactions of 500, as creates would leave them) and the outbox worker, as the daemon runs it
  * (its batches on the same loop), delivers them; the clock stops when none is pending.
  *
+ * Both keep their connections to the receiver alive, as the outbox does.
+ *
  * usage: outbox_drain STORE_URL RECEIVER_URL [N]   (prints one JSON line; the store is fresh) */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deliver/transport.h"
 #include "missive/deliver.h"
 #include "missive/store.h"
 #include "store/db.h"
@@ -58,7 +61,7 @@ static double receiver_rate(mv_loop *loop, const mv_webhook_config *wh, const ch
         pthread_mutex_unlock(&d.mu);
         char key[32];
         snprintf(key, sizeof key, "direct-%d", i);
-        if (mv_webhook_post_async(loop, wh, url, body, key, posted, &d, NULL) != MV_OK) {
+        if (mv__webhook_post_async_reusing(loop, wh, url, body, key, posted, &d, NULL) != MV_OK) {
             pthread_mutex_lock(&d.mu);
             d.in_flight--;
             d.done++;

@@ -455,7 +455,8 @@ static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const c
  * With a loop, the webhook rows of one batch are claimed in one transaction, then all sent at
  * once, then recorded in one transaction: N slow receivers cost one delivery's wait instead of N
  * in a row, and N rows cost two commits instead of 2N, still on the worker's one thread. Emails
- * (directory lookup, SMTP) are claimed, delivered and recorded one by one as before. */
+ * (directory lookup, SMTP) are claimed and delivered one by one as before, and recorded with the
+ * batch. */
 
 typedef struct batch {
     pthread_mutex_t mu;
@@ -587,9 +588,10 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
         pthread_mutex_lock(&b.mu);
         b.waiting++;
         pthread_mutex_unlock(&b.mu);
-        mv_code sent = mv_webhook_post_async(cfg->loop, cfg->webhook, mv_json_str(p, "url"),
-                                             json_object_get(p, "body"), key ? key : r->id,
-                                             delivered_on_loop, r, &r->a.err);
+        /* a delivery carries its Idempotency-Key: a kept-alive connection may be reused */
+        mv_code sent = mv__webhook_post_async_reusing(
+            cfg->loop, cfg->webhook, mv_json_str(p, "url"), json_object_get(p, "body"),
+            key ? key : r->id, delivered_on_loop, r, &r->a.err);
         if (sent != MV_OK) { /* never started: a bad URL gives up, a stopping loop retries */
             pthread_mutex_lock(&b.mu);
             b.waiting--;
@@ -597,14 +599,16 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
             r->a.v = permanent(sent) ? GIVE_UP : RETRY;
         }
     }
-    /* emails one by one (directory, SMTP) while the webhooks are on the wire; each is claimed
-     * only when its turn comes, so its lease is its own */
+    /* emails one by one (directory, SMTP) while the webhooks are on the wire: each is claimed
+     * only when its turn comes, so its lease starts then; recorded with the rest of the batch */
     for (int i = 0; rc == MV_OK && i < got; i++) {
-        bool c = false, d = false;
         if (!rows[i].alone) continue;
-        rc = process_row(store, cfg, rows[i].id, &c, &d, err);
-        *claimed += c;
-        *delivered += d;
+        char id[37];
+        mv_strlcpy(id, rows[i].id, sizeof id);
+        rc = claim_one(store, cfg, id, &rows[i], err);
+        if (rc != MV_OK || !rows[i].cc.won) continue;
+        (*claimed)++;
+        deliver_one(cfg, &rows[i]);
     }
     pthread_mutex_lock(&b.mu);
     while (b.waiting > 0)
