@@ -113,6 +113,9 @@ mv_code mv_link_verify(const mv_reach *r, const char *token, int64_t now, mv_lin
                        mv_err *err);
 /* Whether the link was used (its action claimed through it). */
 mv_code mv_link_used(mv_store *store, const mv_link *link, bool *used, mv_err *err);
+/* Retention: forgets the uses of links that expired before `before` (their tokens are refused
+ * as expired, so no use needs remembering). *removed (may be NULL) gets how many. */
+mv_code mv_links_gc(mv_store *store, int64_t before, int64_t *removed, mv_err *err);
 
 /* ---- languages --------------------------------------------------------------------------------
  */
@@ -124,6 +127,8 @@ typedef struct mv_service mv_service;
  * de-AT falls back to de, then to the default); sets "locale" to the tag used, or null for the
  * template's default content. */
 mv_code mv_message_localize(mv_service *svc, json_t *message, const char *accept, mv_err *err);
+/* mv_message_localize for every message of an array (a list's page), in one store read. */
+mv_code mv_messages_localize(mv_service *svc, json_t *messages, const char *accept, mv_err *err);
 
 /* A BCP 47 language tag as missive accepts one: a 2–3 letter language, then subtags of 1–8
  * letters or digits separated by '-', at most 35 characters in all. */

@@ -302,7 +302,8 @@ mv_code mv_daemon_open(mv_daemon *d, const mv_config *cfg, bool migrate, mv_err 
                                     .max_connections = cfg->stream.max_connections,
                                     .heartbeat_ms = cfg->stream.heartbeat_ms,
                                     .secret = ts->bytes,
-                                    .secret_len = ts->len};
+                                    .secret_len = ts->len,
+                                    .locale_claim = cfg->auth.claim_locale};
         rc = mv_stream_hub_new(&ho, &d->streams, err);
     }
     if (rc != MV_OK) {

@@ -20,6 +20,7 @@
 #include "http/request.h"
 #include "message/timers.h"
 #include "missive/operations.h"
+#include "missive/reach.h"
 #if __has_include("missive/version.h")
 #include "missive/version.h"
 #endif
@@ -291,6 +292,9 @@ static void recovery_pass(mv_daemon *d) {
      * retention.streamEventsMs gets `reset` within intervalMs of its expiry. */
     if (mv_changes_gc(d->store, now - cfg->retention.stream_events_ms, &removed, &err) != MV_OK)
         mv_log("warn", "change log retention failed", json_pack("{s:s}", "error", err.message));
+    /* Spent action links past their expiry: a minute's margin for daemons whose clocks lag. */
+    if (mv_links_gc(d->store, now - 60000, &removed, &err) != MV_OK)
+        mv_log("warn", "link retention failed", json_pack("{s:s}", "error", err.message));
 }
 
 static void *recovery_main(void *arg) {

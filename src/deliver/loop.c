@@ -164,9 +164,25 @@ static void *run_loop(void *arg) {
     return NULL;
 }
 
+static mv_code post_async(mv_loop *loop, const mv_webhook_config *cfg, const char *url,
+                          const json_t *body, const char *idempotency_key, bool reuse,
+                          mv_webhook_done done, void *ctx, mv_err *err);
+
 mv_code mv_webhook_post_async(mv_loop *loop, const mv_webhook_config *cfg, const char *url,
                               const json_t *body, const char *idempotency_key, mv_webhook_done done,
                               void *ctx, mv_err *err) {
+    return post_async(loop, cfg, url, body, idempotency_key, false, done, ctx, err);
+}
+
+mv_code mv__webhook_post_async_reusing(mv_loop *loop, const mv_webhook_config *cfg, const char *url,
+                                       const json_t *body, const char *idempotency_key,
+                                       mv_webhook_done done, void *ctx, mv_err *err) {
+    return post_async(loop, cfg, url, body, idempotency_key, true, done, ctx, err);
+}
+
+static mv_code post_async(mv_loop *loop, const mv_webhook_config *cfg, const char *url,
+                          const json_t *body, const char *idempotency_key, bool reuse,
+                          mv_webhook_done done, void *ctx, mv_err *err) {
     char *text = body ? mv_json_compact(body) : strdup("null");
     xfer *x = calloc(1, sizeof *x);
     if (!text || !x) {
@@ -180,6 +196,7 @@ mv_code mv_webhook_post_async(mv_loop *loop, const mv_webhook_config *cfg, const
         free(x);
         return rc;
     }
+    if (reuse) curl_easy_setopt(x->w.h, CURLOPT_FORBID_REUSE, 0L);
     x->done = done;
     x->ctx = ctx;
     pthread_mutex_lock(&loop->mu);

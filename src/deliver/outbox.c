@@ -23,10 +23,16 @@
 static const char SQL_INSERT[] =
     "INSERT INTO outbox (id, kind, payload, state, attempts, next_attempt_at, created_at, "
     "updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?)";
-static const char SQL_DUE[] =
-    "SELECT id FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= ?) OR "
-    "(state = 'delivering' AND lease_expires_at <= ?)) AND kind IN (?, ?) "
-    "ORDER BY next_attempt_at, id LIMIT ?";
+/* Due rows are found in two bounded walks of outbox_due (state, next_attempt_at): the rows whose
+ * lease ended (few), then the pending rows oldest first. One statement with an OR over both
+ * states cannot walk the index in order: it sorted every pending row to return the first few,
+ * which made each poll cost the whole backlog. */
+static const char SQL_DUE_LEASES[] =
+    "SELECT id, kind FROM outbox WHERE state = 'delivering' AND lease_expires_at <= ? "
+    "AND kind IN (?, ?) LIMIT ?";
+static const char SQL_DUE[] = "SELECT id, kind FROM outbox WHERE state = 'pending' AND "
+                              "next_attempt_at <= ? AND kind IN (?, ?) "
+                              "ORDER BY next_attempt_at LIMIT ?";
 static const char SQL_CLAIM[] =
     "UPDATE outbox SET state = 'delivering', lease_owner = ?, lease_expires_at = ?, "
     "attempts = attempts + 1, updated_at = ? WHERE id = ? AND ((state = 'pending' AND "
@@ -115,22 +121,32 @@ typedef struct due_ctx {
     int limit;
     bool email;
     char (*ids)[37];
+    bool *emails; /* per id: an email row */
     int n;
 } due_ctx;
 
-static mv_code find_due(mv_db *db, void *ctx, mv_err *err) {
-    due_ctx *c = ctx;
+static mv_code find_some(mv_db *db, due_ctx *c, const char *sql, mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_DUE, &st, err);
+    mv_code rc = mv_db_prepare(db, sql, &st, err);
     if (rc) return rc;
-    mv_stmt_bindf(st, "iissi", c->now, c->now, "webhook", c->email ? "email" : "webhook",
-                  (int64_t)c->limit);
-    int r;
-    c->n = 0;
-    while ((r = mv_stmt_step(st, err)) == 1 && c->n < c->limit)
+    mv_stmt_bindf(st, "issi", c->now, "webhook", c->email ? "email" : "webhook",
+                  (int64_t)(c->limit - c->n));
+    int r = 0;
+    while (c->n < c->limit && (r = mv_stmt_step(st, err)) == 1) {
+        const char *kind = mv_stmt_text(st, 1);
+        c->emails[c->n] = kind && strcmp(kind, "email") == 0;
         mv_strlcpy(c->ids[c->n++], mv_stmt_text(st, 0), 37);
+    }
     mv_stmt_done(st);
     return r < 0 ? err->code : MV_OK;
+}
+
+static mv_code find_due(mv_db *db, void *ctx, mv_err *err) {
+    due_ctx *c = ctx;
+    c->n = 0;
+    mv_code rc = find_some(db, c, SQL_DUE_LEASES, err);
+    if (rc == MV_OK && c->n < c->limit) rc = find_some(db, c, SQL_DUE, err);
+    return rc;
 }
 
 typedef struct claim_ctx {
@@ -324,6 +340,7 @@ typedef struct row_job {
     claim_ctx cc;
     attempt a;
     struct batch *batch; /* deliveries waiting on the loop */
+    bool alone;          /* an email: claimed, delivered and recorded on its own */
 } row_job;
 
 /* Claims row id for r. Only store failures are errors; r->cc.won says whether we got it. */
@@ -362,13 +379,10 @@ static void deliver_one(const mv_outbox_config *cfg, row_job *r) {
     }
 }
 
-/* Records r's verdict while we still hold its lease, and reports a failure. */
-static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job *r, bool *delivered,
-                          mv_err *err) {
-    const char *id = r->id;
-    claim_ctx *cc = &r->cc;
+/* The write that records r's verdict (r->cc's lease still held). */
+static finish_ctx finish_of(const mv_outbox_config *cfg, row_job *r) {
     attempt *a = &r->a;
-    finish_ctx fc = {.id = id, .owner = r->owner, .now = mv_clock_now(cfg->clock)};
+    finish_ctx fc = {.id = r->id, .owner = r->owner, .now = mv_clock_now(cfg->clock)};
     switch (a->v) {
     case DONE_SENT: fc.state = "sent"; break;
     case DONE_SKIPPED:
@@ -379,22 +393,30 @@ static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job 
     case GIVE_UP:
         fc.error = a->err.message;
         fc.stage = a->stage;
-        if (a->v == GIVE_UP || cc->attempts >= cfg->max_attempts)
+        if (a->v == GIVE_UP || r->cc.attempts >= cfg->max_attempts)
             fc.state = "failed";
         else
-            fc.next_at = fc.now + backoff_ms(cfg, cc->attempts);
+            fc.next_at = fc.now + backoff_ms(cfg, r->cc.attempts);
         break;
     }
-    mv_code rc = mv_store_write(store, finish_row, &fc, err);
-    if (rc == MV_OK && fc.kept) {
+    return fc;
+}
+
+/* After the verdict committed: whether r was delivered, and its failure reported. Frees r's
+ * payload. */
+static void finished(const mv_outbox_config *cfg, row_job *r, const finish_ctx *fc,
+                     bool *delivered) {
+    claim_ctx *cc = &r->cc;
+    attempt *a = &r->a;
+    if (fc->kept) {
         *delivered = a->v == DONE_SENT || a->v == DONE_SKIPPED;
         if ((a->v == RETRY || a->v == GIVE_UP) && cfg->on_event) {
-            mv_outbox_event ev = {.row_id = id,
+            mv_outbox_event ev = {.row_id = r->id,
                                   .kind = cc->kind,
                                   .stage = a->stage,
                                   .error = a->err.message,
                                   .attempt = cc->attempts,
-                                  .final = fc.state != NULL};
+                                  .final = fc->state != NULL};
             if (cc->kind == MV_OUTBOX_EMAIL && json_is_object(cc->payload)) {
                 ev.message_id = mv_json_str(cc->payload, "messageId");
                 ev.recipient = mv_json_str(cc->payload, "toUser");
@@ -404,6 +426,15 @@ static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job 
     }
     json_decref(cc->payload);
     cc->payload = NULL;
+}
+
+/* Records r's verdict while we still hold its lease, and reports a failure. */
+static mv_code finish_one(mv_store *store, const mv_outbox_config *cfg, row_job *r, bool *delivered,
+                          mv_err *err) {
+    finish_ctx fc = finish_of(cfg, r);
+    mv_code rc = mv_store_write(store, finish_row, &fc, err);
+    if (rc != MV_OK) fc.kept = false;
+    finished(cfg, r, &fc, delivered);
     return rc;
 }
 
@@ -421,9 +452,11 @@ static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const c
 }
 
 /* ---- a batch of webhook deliveries on the loop -------------------------------------------
- * With a loop, the webhook rows of one batch are claimed, then all sent at once, then recorded:
- * N slow receivers cost one delivery's wait instead of N in a row, still on the worker's one
- * thread. Emails (directory lookup, SMTP) are delivered one by one as before. */
+ * With a loop, the webhook rows of one batch are claimed in one transaction, then all sent at
+ * once, then recorded in one transaction: N slow receivers cost one delivery's wait instead of N
+ * in a row, and N rows cost two commits instead of 2N, still on the worker's one thread. Emails
+ * (directory lookup, SMTP) are claimed and delivered one by one as before, and recorded with the
+ * batch. */
 
 typedef struct batch {
     pthread_mutex_t mu;
@@ -442,21 +475,107 @@ static void delivered_on_loop(void *ctx, mv_code rc, mv_webhook_response *res, c
     pthread_mutex_unlock(&b->mu);
 }
 
+/* The claims of a batch's rows, in one transaction (one commit for the batch, not one per row). */
+typedef struct claims_ctx {
+    row_job *rows;
+    int n;
+} claims_ctx;
+
+static mv_code claim_rows(mv_db *db, void *ctx, mv_err *err) {
+    claims_ctx *c = ctx;
+    for (int i = 0; i < c->n; i++) {
+        if (c->rows[i].alone) continue;
+        json_decref(c->rows[i].cc.payload); /* a rerun of the transaction claims anew */
+        c->rows[i].cc.payload = NULL;
+        c->rows[i].cc.won = false;
+        mv_code rc = claim_row(db, &c->rows[i].cc, err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+static mv_code claim_all(mv_store *store, const mv_outbox_config *cfg, char (*ids)[37],
+                         const bool *emails, row_job *rows, int n, mv_err *err) {
+    int64_t now = mv_clock_now(cfg->clock);
+    for (int i = 0; i < n; i++) {
+        row_job *r = &rows[i];
+        mv_strlcpy(r->id, ids[i], sizeof r->id);
+        r->alone = emails[i];
+        mv_code rc = mv_id_uuid(r->owner, err);
+        if (rc != MV_OK) return rc;
+        r->cc = (claim_ctx){
+            .id = r->id, .owner = r->owner, .now = now, .lease_until = now + cfg->lease_ms};
+    }
+    claims_ctx c = {rows, n};
+    mv_code rc = mv_store_write(store, claim_rows, &c, err);
+    for (int i = 0; i < n; i++) {
+        row_job *r = &rows[i];
+        if (rc != MV_OK) {
+            json_decref(r->cc.payload);
+            r->cc.payload = NULL;
+            r->cc.won = false;
+            continue;
+        }
+        r->a = (attempt){.v = GIVE_UP,
+                         .stage = r->cc.kind == MV_OUTBOX_EMAIL ? "notifier" : "webhook"};
+        if (r->cc.won && !json_is_object(r->cc.payload))
+            mv_err_set(&r->a.err, MV_INTERNAL, "outbox row %s has an unreadable payload", r->id);
+    }
+    return rc;
+}
+
+/* The verdicts of a batch's claimed rows, in one transaction. */
+typedef struct finishes_ctx {
+    finish_ctx *fc;
+    int n;
+} finishes_ctx;
+
+static mv_code finish_rows(mv_db *db, void *ctx, mv_err *err) {
+    finishes_ctx *c = ctx;
+    for (int i = 0; i < c->n; i++) {
+        if (!c->fc[i].id) continue;
+        mv_code rc = finish_row(db, &c->fc[i], err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+static mv_code finish_all(mv_store *store, const mv_outbox_config *cfg, row_job *rows, int n,
+                          int *delivered, mv_err *err) {
+    finish_ctx *fc = calloc((size_t)n, sizeof *fc);
+    mv_code rc = fc ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    for (int i = 0; fc && i < n; i++)
+        if (rows[i].cc.won) fc[i] = finish_of(cfg, &rows[i]);
+    finishes_ctx c = {fc, n};
+    if (rc == MV_OK) rc = mv_store_write(store, finish_rows, &c, err);
+    for (int i = 0; i < n; i++) {
+        bool d = false;
+        if (!rows[i].cc.won) continue;
+        finish_ctx none = {0};
+        finish_ctx *f = fc && rc == MV_OK ? &fc[i] : &none; /* not recorded: left to the lease */
+        finished(cfg, &rows[i], f, &d);
+        *delivered += d;
+    }
+    free(fc);
+    return rc;
+}
+
 static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, char (*ids)[37],
-                                 int n, int *claimed, int *delivered, mv_err *err) {
+                                 const bool *emails, int n, int *claimed, int *delivered,
+                                 mv_err *err) {
     row_job *rows = calloc((size_t)n, sizeof *rows);
     if (!rows) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     batch b = {.waiting = 0};
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
-    mv_code rc = MV_OK;
-    int got = 0;
-    for (; got < n; got++) { /* claim; a store failure stops claiming, the claimed still end */
-        if ((rc = claim_one(store, cfg, ids[got], &rows[got], err)) != MV_OK) break;
-        row_job *r = &rows[got];
+    int got = n;
+    mv_code rc = claim_all(store, cfg, ids, emails, rows, n, err);
+    if (rc != MV_OK) got = 0; /* nothing was claimed */
+    for (int i = 0; i < got; i++) {
+        row_job *r = &rows[i];
         if (!r->cc.won) continue;
         (*claimed)++;
-        if (r->cc.kind == MV_OUTBOX_EMAIL || !json_is_object(r->cc.payload)) {
+        if (!json_is_object(r->cc.payload)) {
             deliver_one(cfg, r);
             continue;
         }
@@ -469,9 +588,10 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
         pthread_mutex_lock(&b.mu);
         b.waiting++;
         pthread_mutex_unlock(&b.mu);
-        mv_code sent = mv_webhook_post_async(cfg->loop, cfg->webhook, mv_json_str(p, "url"),
-                                             json_object_get(p, "body"), key ? key : r->id,
-                                             delivered_on_loop, r, &r->a.err);
+        /* a delivery carries its Idempotency-Key: a kept-alive connection may be reused */
+        mv_code sent = mv__webhook_post_async_reusing(
+            cfg->loop, cfg->webhook, mv_json_str(p, "url"), json_object_get(p, "body"),
+            key ? key : r->id, delivered_on_loop, r, &r->a.err);
         if (sent != MV_OK) { /* never started: a bad URL gives up, a stopping loop retries */
             pthread_mutex_lock(&b.mu);
             b.waiting--;
@@ -479,17 +599,24 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
             r->a.v = permanent(sent) ? GIVE_UP : RETRY;
         }
     }
+    /* emails one by one (directory, SMTP) while the webhooks are on the wire: each is claimed
+     * only when its turn comes, so its lease starts then; recorded with the rest of the batch */
+    for (int i = 0; rc == MV_OK && i < got; i++) {
+        if (!rows[i].alone) continue;
+        char id[37];
+        mv_strlcpy(id, rows[i].id, sizeof id);
+        rc = claim_one(store, cfg, id, &rows[i], err);
+        if (rc != MV_OK || !rows[i].cc.won) continue;
+        (*claimed)++;
+        deliver_one(cfg, &rows[i]);
+    }
     pthread_mutex_lock(&b.mu);
     while (b.waiting > 0)
         pthread_cond_wait(&b.cv, &b.mu);
     pthread_mutex_unlock(&b.mu);
-    for (int i = 0; i < got; i++) {
-        bool d = false;
-        if (!rows[i].cc.won) continue;
-        mv_err ferr = {0};
-        mv_code frc = finish_one(store, cfg, &rows[i], &d, &ferr);
-        if (frc != MV_OK && rc == MV_OK) rc = mv_err_copy(err, &ferr);
-        *delivered += d;
+    if (got) {
+        mv_code frc = finish_all(store, cfg, rows, got, delivered, err);
+        if (rc == MV_OK) rc = frc;
     }
     pthread_cond_destroy(&b.cv);
     pthread_mutex_destroy(&b.mu);
@@ -506,11 +633,16 @@ static mv_code run_due(mv_store *store, const mv_outbox_config *in, int max_rows
     mv_outbox_config cfg = with_defaults(in);
     due_ctx dc = {.now = mv_clock_now(cfg.clock), .limit = max_rows, .email = cfg.email != NULL};
     dc.ids = calloc((size_t)max_rows, sizeof *dc.ids);
-    if (!dc.ids) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    dc.emails = calloc((size_t)max_rows, sizeof *dc.emails);
+    if (!dc.ids || !dc.emails) {
+        free(dc.ids);
+        free(dc.emails);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
     mv_code rc = mv_store_read(store, find_due, &dc, err);
     int claimed = 0, delivered = 0;
     if (rc == MV_OK && cfg.loop) {
-        rc = run_batch_on_loop(store, &cfg, dc.ids, dc.n, &claimed, &delivered, err);
+        rc = run_batch_on_loop(store, &cfg, dc.ids, dc.emails, dc.n, &claimed, &delivered, err);
         dc.n = 0;
     }
     for (int i = 0; rc == MV_OK && i < dc.n; i++) {
@@ -520,6 +652,7 @@ static mv_code run_due(mv_store *store, const mv_outbox_config *in, int max_rows
         delivered += d;
     }
     free(dc.ids);
+    free(dc.emails);
     if (claimed_out) *claimed_out = claimed;
     if (delivered_out) *delivered_out = delivered;
     return rc;
@@ -661,7 +794,8 @@ mv_code mv_outbox_scan(mv_store *store, int64_t now, int64_t stale_ms, const cha
 
 /* ---- background worker ------------------------------------------------------------------- */
 
-#define WORKER_BATCH 16
+/* rows per pass: with the loop, webhooks on the wire at once and the rows one commit records */
+#define WORKER_BATCH 128
 
 struct mv_outbox_worker {
     mv_store *store;

@@ -54,4 +54,12 @@ mv_code mv__webhook_call_conclude(mv__webhook_call *w, CURLcode cc, mv_webhook_r
 /* Frees what the call owns (not the struct itself). NULL-safe. */
 void mv__webhook_call_cleanup(mv__webhook_call *w);
 
+/* mv_webhook_post_async on a connection kept alive for the next call to the same receiver. Every
+ * other call forbids reuse: on a reused connection that turns out dead libcurl sends the request
+ * again, which only a receiver that drops duplicates by Idempotency-Key may see — the outbox's
+ * deliveries (deliveryId), never an action's handler. */
+mv_code mv__webhook_post_async_reusing(mv_loop *loop, const mv_webhook_config *cfg, const char *url,
+                                       const json_t *body, const char *idempotency_key,
+                                       mv_webhook_done done, void *ctx, mv_err *err);
+
 #endif

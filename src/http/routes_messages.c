@@ -355,6 +355,10 @@ static void list_messages(mv_http_request *req, mv_http_response *res, void *app
                           .archived = archived,
                           .filter = &filter,
                           .scheduled = scheduled};
+    if (mv_http_reader_locale(req, r->locale_claim)) { /* a language is named: routes_reach.c */
+        mv_http_localized_list(req, res, r->service, &lr, r->locale_claim);
+        return;
+    }
     /* a page of 50 ordinary messages is 30-60 KiB: start there rather than double up from 64 B */
     page_writer w = {.out = {.data = malloc(32 * 1024), .cap = 32 * 1024}};
     if (!w.out.data) w.out = (mv_strbuf){0};

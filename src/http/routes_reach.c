@@ -1,8 +1,11 @@
 /* routes_reach.c — HTTP in front of the preference store (message/preferences.c): the caller
  * reads and replaces their own set; no rules here beyond the JSON shape, which
- * mv_preferences_put checks field by field before anything is written. */
-#include "http/routes_reach.h"
+ * mv_preferences_put checks field by field before anything is written. And a message, or a
+ * list's page, in the reader's language. */
+#include <stdlib.h>
+
 #include "http/request.h"
+#include "http/routes_reach.h"
 
 static void get_preferences(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
@@ -57,6 +60,23 @@ void mv_http_localized_message(mv_http_request *req, mv_http_response *res, mv_s
         return;
     }
     mv_http_json(res, 200, msg);
+}
+
+void mv_http_localized_list(mv_http_request *req, mv_http_response *res, mv_service *svc,
+                            const mv_list_request *lr, const char *claim_path) {
+    json_t *page = NULL;
+    char *next = NULL;
+    mv_err err = {0};
+    if (mv_message_list(svc, lr, &page, &next, &err) != MV_OK ||
+        mv_messages_localize(svc, page, mv_http_reader_locale(req, claim_path), &err) != MV_OK) {
+        json_decref(page);
+        free(next);
+        mv_http_error(res, &err);
+        return;
+    }
+    json_t *body = json_pack("{s:o,s:s?}", "messages", page, "nextCursor", next);
+    free(next);
+    mv_http_json(res, 200, body);
 }
 
 mv_code mv_reach_routes_add(mv_router *router, mv_reach_routes *routes, mv_err *err) {

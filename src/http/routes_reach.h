@@ -25,5 +25,9 @@ const char *mv_http_reader_locale(mv_http_request *req, const char *claim_path);
 /* GET /messages/{id} in the reader's language (mv_message_localize): the message with "locale". */
 void mv_http_localized_message(mv_http_request *req, mv_http_response *res, mv_service *svc,
                                const mv_user *user, const char *claim_path);
+/* GET /messages in the reader's language: the page of lr (mv_message_list), each message
+ * localized as by id (mv_messages_localize). */
+void mv_http_localized_list(mv_http_request *req, mv_http_response *res, mv_service *svc,
+                            const mv_list_request *lr, const char *claim_path);
 
 #endif

@@ -37,6 +37,7 @@
 #include "http/auth.h"
 #include "http/request.h"
 #include "http/routes_messages.h"
+#include "http/routes_reach.h"
 #include "http/sse.h"
 #include "http/stream_hub.h"
 #include "message/inbox_internal.h"
@@ -65,6 +66,7 @@
 typedef struct sub {
     mv_sse_stream *s;
     char *user_id, *tenant;
+    char *locale; /* the reader's language (routes_reach.c), NULL: the default content */
     char **roles;
     size_t nroles;
     json_t *permissions;
@@ -126,6 +128,7 @@ static void sub_free(sub *s) {
     mv_sse_release(s->s);
     free(s->user_id);
     free(s->tenant);
+    free(s->locale);
     for (size_t i = 0; i < s->nroles; i++)
         free(s->roles[i]);
     free(s->roles);
@@ -166,6 +169,20 @@ static void send_counts(mv_stream_hub *hub, sub *s, int64_t id, bool always) {
 /* The client's reads made room in a stream's queue: look at it now. */
 static void room_made(void *ctx) { mv_change_waiter_wake(((mv_stream_hub *)ctx)->waiter); }
 
+/* The message as s's user sees it in their language, as its compact JSON text. */
+static mv_code localized_text(mv_stream_hub *hub, const sub *s, const char *id, char **out,
+                              size_t *len, mv_err *err) {
+    mv_user u = sub_user(s);
+    json_t *msg = NULL;
+    mv_code rc = mv_message_get(hub->o.service, id, &u, &msg, err);
+    if (rc == MV_OK) rc = mv_message_localize(hub->o.service, msg, s->locale, err);
+    *out = rc == MV_OK ? json_dumps(msg, JSON_COMPACT) : NULL;
+    if (rc == MV_OK && !*out) rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    *len = *out ? strlen(*out) : 0;
+    json_decref(msg);
+    return rc;
+}
+
 /* The message as s's user sees it, as event `name` (nothing when they cannot see it); false when
  * the stream has to stop here for now (its queue is full, or the store failed: the change is
  * offered again later, never skipped). */
@@ -178,7 +195,8 @@ static bool send_message(mv_stream_hub *hub, sub *s, const mv_change *c, const c
     char *m = NULL; /* written from the stored row: json_dumps' bytes for the document */
     size_t len = 0;
     mv_err err = {0};
-    mv_code rc = mv_message_get_text(hub->o.service, c->message_id, &u, &m, &len, &err);
+    mv_code rc = s->locale ? localized_text(hub, s, c->message_id, &m, &len, &err)
+                           : mv_message_get_text(hub->o.service, c->message_id, &u, &m, &len, &err);
     if (rc == MV_MESSAGE_NOT_FOUND) return true; /* not this user's to see */
     if (rc != MV_OK) {
         warn(hub, "stream: cannot read a message", &err);
@@ -607,10 +625,12 @@ static void ticket_mac(const mv_stream_hub *hub, const char *signed_part, size_t
     mv_b64url_encode(mac, 32, out);
 }
 
-static char *ticket_new(const mv_stream_hub *hub, const mv_principal *p, int64_t expires_at) {
-    json_t *claims = json_pack("{s:s,s:o,s:O,s:s,s:I,s:s}", "sub", p->user_id, "roles",
-                               mv_principal_roles_json(p), "perms", p->permissions, "tenant",
-                               p->tenant, "exp", (json_int_t)expires_at, "use", "stream");
+static char *ticket_new(const mv_stream_hub *hub, const mv_principal *p, const char *locale,
+                        int64_t expires_at) {
+    json_t *claims =
+        json_pack("{s:s,s:o,s:O,s:s,s:I,s:s,s:s?}", "sub", p->user_id, "roles",
+                  mv_principal_roles_json(p), "perms", p->permissions, "tenant", p->tenant, "exp",
+                  (json_int_t)expires_at, "use", "stream", "locale", locale);
     char *text = claims ? json_dumps(claims, JSON_COMPACT) : NULL;
     json_decref(claims);
     if (!text) return NULL;
@@ -676,7 +696,8 @@ static void create_ticket(mv_http_request *req, mv_http_response *res, void *app
     (void)app;
     mv_stream_hub *hub = req->route_ctx;
     int64_t expires = mv_clock_now(hub->o.clock) + hub->o.ticket_ttl_ms;
-    char *t = ticket_new(hub, req->principal, expires);
+    char *t =
+        ticket_new(hub, req->principal, mv_http_reader_locale(req, hub->o.locale_claim), expires);
     if (!t) {
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
@@ -791,6 +812,17 @@ static void open_stream(mv_http_request *req, mv_http_response *res, void *app) 
     s->cursor = resume >= 0 && !reset ? resume : latest;
     s->last_sent_id = s->cursor;
     s->expires_at = credential_expiry(req);
+    /* EventSource sends Accept-Language itself; a ticket carries the language it was made in */
+    const char *locale = mv_http_query_get(req, "ticket")
+                             ? mv_http_header_get(req, "Accept-Language")
+                             : mv_http_reader_locale(req, hub->o.locale_claim);
+    if (!locale && mv_http_query_get(req, "ticket"))
+        locale = mv_json_str(req->principal->identity, "locale");
+    if (locale && *locale && !(s->locale = strndup(locale, 256))) {
+        sub_free(s);
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
     mv_sse_write(s->s, "retry: 1000\n\n", 13);
     if (reset) mv_sse_event(s->s, latest, "reset", "{}");
     send_counts(hub, s, s->cursor, true);

@@ -28,8 +28,9 @@ typedef struct mv_stream_hub_options {
     int poll_ms;          /* 0 → 100 on SQLite, 500 on PostgreSQL (a fallback to NOTIFY) */
     const void *secret;   /* ticket HMAC key (copied); NULL → a random per-process key */
     size_t secret_len;
-    int64_t ticket_ttl_ms; /* 0 → 60000 */
-    const mv_clock *clock; /* NULL → real time (ticket and token expiry) */
+    int64_t ticket_ttl_ms;    /* 0 → 60000 */
+    const mv_clock *clock;    /* NULL → real time (ticket and token expiry) */
+    const char *locale_claim; /* the JWT claim naming the reader's language (NULL: none) */
 } mv_stream_hub_options;
 
 /* Starts the hub's thread. Free with mv_stream_hub_free (NULL-safe). */

@@ -74,16 +74,31 @@ static mv_code action_links(mv_service *svc, const mv_template *t, const json_t 
     return MV_OK;
 }
 
-/* One delivery row of kind ("message" or "reminder"); content NULL: the channel's own. */
+/* The listing entry a digest holds for one message (digest.c); takes content and links. */
+static mv_code hold(mv_service *svc, mv_db *db, const mv_template *t, const json_t *doc,
+                    const char *tenant, const char *to, const char *channel, int64_t every,
+                    json_t *content, json_t *links, mv_err *err) {
+    json_t *item = json_pack("{s:s,s:s,s:s,s:o,s:o}", "messageId", mv_json_str(doc, "id"),
+                             "templateCd", t->template_cd, "category", t->category, "content",
+                             content, "links", links ? links : json_object());
+    mv_code rc = item ? mv__digest_hold_tx(svc, db, tenant, to, channel, every,
+                                           mv__schedule_due(svc, doc), item, err)
+                      : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    json_decref(item);
+    return rc;
+}
+
+/* One delivery row of kind ("message" or "reminder"), or its digest entry when every > 0;
+ * content NULL: the channel's own. */
 static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
                              const mv_template_channel *ch, const json_t *doc, const char *tenant,
                              const char *to, const json_t *data, const char *kind,
-                             const json_t *fixed, mv_err *err) {
+                             const json_t *fixed, int64_t every, mv_err *err) {
     const char *url = mv_reach_webhook(mv_service_reach(svc), ch->name);
     if (!url) return MV_OK; /* checked at start; a reload may have removed it since */
     char id[37];
     json_t *content = NULL, *links = NULL;
-    mv_code rc = mv_id_uuid(id, err);
+    mv_code rc = every ? MV_OK : mv_id_uuid(id, err);
     if (rc == MV_OK && fixed && !(content = json_deep_copy(fixed)))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK && !fixed) rc = channel_content(ch, doc, data, &content, err);
@@ -93,6 +108,7 @@ static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
         json_decref(links);
         return rc;
     }
+    if (every) return hold(svc, db, t, doc, tenant, to, ch->name, every, content, links, err);
     json_t *body = json_pack("{s:s,s:s,s:{s:s,s:n},s:s,s:s,s:s,s:s,s:o,s:o}", "channel", ch->name,
                              "deliveryId", id, "to", "userId", to, "contact", "messageId",
                              mv_json_str(doc, "id"), "templateCd", t->template_cd, "category",
@@ -149,16 +165,17 @@ static mv_code append_links(json_t *content, const mv_template *t, const json_t 
 }
 
 /* The email: the template's email override, and the recipient's action links, applied to a copy
- * of doc (doc itself when neither applies). */
+ * of doc (doc itself when neither applies); held for the recipient's digest when every > 0. */
 static mv_code queue_email(mv_service *svc, mv_db *db, const mv_template *t, const json_t *doc,
-                           const char *tenant, const char *to, const json_t *data, mv_err *err) {
+                           const char *tenant, const char *to, const json_t *data, int64_t every,
+                           mv_err *err) {
     const mv_template_channel *ch = NULL;
     for (size_t i = 0; t && i < t->nchannels; i++)
         if (!strcmp(t->channels[i].name, "email")) ch = &t->channels[i];
     bool override = ch && (ch->content.title || ch->content.short_text || ch->content.long_text);
     json_t *links = NULL, *content = NULL, *copy = NULL;
     mv_code rc = t ? action_links(svc, t, doc, tenant, to, &links, err) : MV_OK;
-    if (rc != MV_OK || (!override && !json_object_size(links))) {
+    if (rc != MV_OK || (!every && !override && !json_object_size(links))) {
         json_decref(links);
         return rc != MV_OK ? rc : mv__doc_enqueue_email(svc, db, doc, err);
     }
@@ -168,6 +185,15 @@ static mv_code queue_email(mv_service *svc, mv_db *db, const mv_template *t, con
         !(content = json_deep_copy(json_object_get(doc, "receiverContent"))))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK && json_object_size(links)) rc = append_links(content, t, doc, links, err);
+    if (rc == MV_OK && every) {
+        json_decref(copy);
+        if (!mv_email_should_send(to, mv_json_str(content, "title"), svc->email_exclusions)) {
+            json_decref(content);
+            json_decref(links);
+            return MV_OK;
+        }
+        return hold(svc, db, t, doc, tenant, to, "email", every, content, links, err);
+    }
     if (rc == MV_OK) {
         json_object_set_new(copy, "receiverContent", content);
         content = NULL;
@@ -206,15 +232,19 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
                         json_object_get(json_object_get(localized, tag), "receiverContent"));
         doc = in_locale;
     }
+    const mv_reach *reach = mv_service_reach(svc);
+    /* a notification (no template) and a critical message are never held for a digest */
+    bool digests = t && !critical;
     if (rc == MV_OK && email &&
-        mv_reach_allows(mv_service_reach(svc), tenant, prefs, category, "email", true, critical))
-        rc = queue_email(svc, db, t, doc, tenant, to, data, err);
+        mv_reach_allows(reach, tenant, prefs, category, "email", true, critical))
+        rc = queue_email(svc, db, t, doc, tenant, to, data,
+                         digests ? mv__digest_every(reach, tenant, prefs, "email") : 0, err);
     for (size_t i = 0; rc == MV_OK && named && i < t->nchannels; i++) {
         const mv_template_channel *ch = &t->channels[i];
         if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
-        if (mv_reach_allows(mv_service_reach(svc), tenant, prefs, category, ch->name, true,
-                            critical))
-            rc = queue_channel(svc, db, t, ch, doc, tenant, to, data, "message", NULL, err);
+        if (mv_reach_allows(reach, tenant, prefs, category, ch->name, true, critical))
+            rc = queue_channel(svc, db, t, ch, doc, tenant, to, data, "message", NULL,
+                               digests ? mv__digest_every(reach, tenant, prefs, ch->name) : 0, err);
     }
     json_decref(prefs);
     json_decref(in_locale);
@@ -247,7 +277,7 @@ mv_code mv__doc_remind(mv_service *svc, mv_db *db, const json_t *doc, const char
         if (!strcmp(ch->name, "email") || !strcmp(ch->name, "inbox")) continue;
         if (mv_reach_allows(mv_service_reach(svc), tenant, prefs, t->category, ch->name, true,
                             t->critical))
-            rc = queue_channel(svc, db, t, ch, copy, tenant, to, NULL, "reminder", content, err);
+            rc = queue_channel(svc, db, t, ch, copy, tenant, to, NULL, "reminder", content, 0, err);
     }
     json_decref(content);
     json_decref(copy);

@@ -3,7 +3,9 @@
  * signature, both base64url, so a receiver can neither read a different binding into it nor
  * stretch its expiry without the secret. A use is a row keyed by the hash of the payload, written
  * by the action's claim transaction (claim.c): the link is spent exactly when the attempt is
- * durable — never before, so a crash between the click and the claim leaves it usable. */
+ * durable — never before, so a crash between the click and the claim leaves it usable. The row
+ * keeps the token's expiry: past it the token is refused as expired anyway, so retention
+ * (mv_links_gc) may forget the use. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +14,10 @@
 #include "missive/base.h"
 
 static const char SQL_USE_LINK[] =
-    "INSERT INTO link_uses (token_id, tenant_id, message_id, action_cd, user_id, used_at) "
-    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (token_id) DO NOTHING";
+    "INSERT INTO link_uses (token_id, tenant_id, message_id, action_cd, user_id, used_at, "
+    "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token_id) DO NOTHING";
 static const char SQL_LINK_USED[] = "SELECT 1 FROM link_uses WHERE token_id = ?";
+static const char SQL_PRUNE_USES[] = "DELETE FROM link_uses WHERE expires_at < ?";
 
 #define MAX_TOKEN 2048
 
@@ -129,8 +132,8 @@ mv_code mv_link_verify(const mv_reach *r, const char *token, int64_t now, mv_lin
 
 mv_code mv__link_consume_tx(mv_db *db, const mv_link *l, int64_t now, mv_err *err) {
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_USE_LINK, &changes, err, "sssssi", l->token_id, l->tenant,
-                             l->message_id, l->action_cd, l->user_id, now);
+    mv_code rc = mv_db_execf(db, SQL_USE_LINK, &changes, err, "sssssii", l->token_id, l->tenant,
+                             l->message_id, l->action_cd, l->user_id, now, l->expires_at);
     if (rc == MV_OK && changes == 0)
         rc = mv_err_set(err, MV_MESSAGE_ARCHIVED, "this link was already used");
     return rc;
@@ -154,5 +157,21 @@ mv_code mv_link_used(mv_store *store, const mv_link *link, bool *used, mv_err *e
     used_arg a = {link->token_id, false};
     mv_code rc = mv_store_read(store, used_tx, &a, err);
     *used = a.used;
+    return rc;
+}
+
+typedef struct {
+    int64_t before, removed;
+} gc_arg;
+
+static mv_code gc_tx(mv_db *db, void *ctx, mv_err *err) {
+    gc_arg *a = ctx;
+    return mv_db_execf(db, SQL_PRUNE_USES, &a->removed, err, "i", a->before);
+}
+
+mv_code mv_links_gc(mv_store *store, int64_t before, int64_t *removed, mv_err *err) {
+    gc_arg a = {before, 0};
+    mv_code rc = mv_store_write(store, gc_tx, &a, err);
+    if (removed) *removed = rc == MV_OK ? a.removed : 0;
     return rc;
 }

@@ -169,18 +169,54 @@ static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
+/* Puts msg into the tag of rendered that accept picks ("locale": null when none). */
+static void apply(json_t *msg, const json_t *rendered, const char *accept) {
+    const char *tag = mv__locale_pick(rendered, accept);
+    json_object_set_new(msg, "locale", tag ? json_string(tag) : json_null());
+    if (!tag) return;
+    json_t *l = json_object_get(rendered, tag);
+    json_object_set(msg, "senderContent", json_object_get(l, "senderContent"));
+    json_object_set(msg, "receiverContent", json_object_get(l, "receiverContent"));
+}
+
 mv_code mv_message_localize(mv_service *svc, json_t *message, const char *accept, mv_err *err) {
     load_arg a = {mv_json_str(message, "id"), NULL};
     json_object_set_new(message, "locale", json_null());
     if (!a.id || !accept || !*accept) return MV_OK;
     mv_code rc = mv_store_read(svc->o.store, load_tx, &a, err);
-    const char *tag = rc == MV_OK ? mv__locale_pick(a.rendered, accept) : NULL;
-    if (tag) {
-        json_t *l = json_object_get(a.rendered, tag);
-        json_object_set(message, "senderContent", json_object_get(l, "senderContent"));
-        json_object_set(message, "receiverContent", json_object_get(l, "receiverContent"));
-        json_object_set_new(message, "locale", json_string(tag));
-    }
+    if (rc == MV_OK) apply(message, a.rendered, accept);
     json_decref(a.rendered);
     return rc;
+}
+
+typedef struct {
+    json_t *messages;
+    const char *accept;
+} page_arg;
+
+static mv_code page_tx(mv_db *db, void *ctx, mv_err *err) {
+    page_arg *p = ctx;
+    size_t i;
+    json_t *m;
+    json_array_foreach(p->messages, i, m) {
+        load_arg a = {mv_json_str(m, "id"), NULL};
+        json_object_set_new(m, "locale", json_null());
+        if (!a.id) continue;
+        mv_code rc = load_tx(db, &a, err);
+        if (rc == MV_OK) apply(m, a.rendered, p->accept);
+        json_decref(a.rendered);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+mv_code mv_messages_localize(mv_service *svc, json_t *messages, const char *accept, mv_err *err) {
+    page_arg p = {messages, accept};
+    if (!accept || !*accept) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(messages, i, m) json_object_set_new(m, "locale", json_null());
+        return MV_OK;
+    }
+    return mv_store_read(svc->o.store, page_tx, &p, err);
 }

@@ -49,6 +49,17 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
 mv_code mv__doc_remind(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
                        const mv_template *t, const char *to, const char *title, mv_err *err);
 
+/* digest.c: the digest window of channel for a user (0: deliveries are not held) — the user's
+ * `digest.<channel>.everyMs`, else their tenant's default. */
+int64_t mv__digest_every(const mv_reach *r, const char *tenant, const json_t *prefs,
+                         const char *channel);
+/* Holds item ({messageId, templateCd, category, content, links}) for user's digest on channel in
+ * the window of `at` (every ms long) and arms the window's timer. Inside the create's transaction.
+ */
+mv_code mv__digest_hold_tx(mv_service *svc, mv_db *db, const char *tenant, const char *user,
+                           const char *channel, int64_t every, int64_t at, const json_t *item,
+                           mv_err *err);
+
 /* The stored preferences of (tenant, user) inside a transaction; *out NULL when none. */
 mv_code mv__preferences_load_tx(mv_db *db, const char *tenant, const char *user, json_t **out,
                                 mv_err *err);

@@ -194,5 +194,6 @@ mv_code mv__service_register_timers(mv_service *svc, mv__timer_engine *engine, m
     if (rc == MV_OK) rc = mv__schedule_register(svc, engine, err);
     if (rc == MV_OK) rc = mv__snooze_register(svc, engine, err);
     if (rc == MV_OK) rc = mv__register_reminders(svc, engine, err);
+    if (rc == MV_OK) rc = mv__digest_register(svc, engine, err);
     return rc == MV_OK ? mv__register_escalation(svc, engine, err) : rc;
 }

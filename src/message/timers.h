@@ -15,5 +15,7 @@ mv_code mv__service_register_timers(mv_service *svc, mv__timer_engine *engine, m
 mv_code mv__snooze_register(mv_service *svc, mv__timer_engine *engine, mv_err *err);
 /* The `send` kind of scheduled send (schedule.c); mv__service_register_timers registers it. */
 mv_code mv__schedule_register(mv_service *svc, mv__timer_engine *engine, mv_err *err);
+/* The `digest` kind of digests (digest.c); mv__service_register_timers registers it. */
+mv_code mv__digest_register(mv_service *svc, mv__timer_engine *engine, mv_err *err);
 
 #endif

@@ -2,13 +2,15 @@
  * kind: a channel delivery carries one link per action its recipient may run; GET shows an HTML
  * page (CSP, no script) and never runs the handler; POST runs it once, as the bound recipient,
  * with "trigger": "link"; a second POST, concurrent POSTs and a POST racing an in-app press give
- * exactly one run; an altered, re-signed, spliced or expired token is the 400 link_invalid page. */
+ * exactly one run; an altered, re-signed, spliced or expired token is the 400 link_invalid page;
+ * retention forgets the uses of expired links only. */
 #include <pthread.h>
 #include <unistd.h>
 
 #include "../message/fixture.h"
 #include "http/auth.h"
 #include "http/routes_reach.h"
+#include "message/reach_internal.h"
 #include "support/http_call.h"
 
 static const char OFFER[] =
@@ -395,6 +397,65 @@ STORE_TEST(the_email_carries_the_same_links_as_the_channel_delivery) {
     env_close(&e);
 }
 
+static const char SQL_USES[] = "SELECT COUNT(*), MIN(expires_at) FROM link_uses";
+typedef struct {
+    int64_t n, min_expiry;
+} uses_arg;
+static mv_code uses_tx(mv_db *db, void *ctx, mv_err *err) {
+    uses_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_USES, &st, err, "");
+    if (st) a->n = mv_stmt_int64(st, 0), a->min_expiry = mv_stmt_int64(st, 1);
+    mv_stmt_done(st);
+    return rc;
+}
+
+static mv_code spend_old_tx(mv_db *db, void *ctx, mv_err *err) {
+    const mv_link *l = ctx;
+    return mv__link_consume_tx(db, l, l->expires_at - 1000, err);
+}
+
+STORE_TEST(retention_forgets_only_the_uses_of_links_past_their_expiry) {
+    env e;
+    REQUIRE(env_open(&e, kind, "links_gc"));
+    json_t *links = NULL;
+    char *id = create_offer(&e, &links);
+    REQUIRE(id);
+    call c;
+    CHECK_INT(page(&e, "POST", path_of(links, "accept"), "", &c), 200);
+    call_free(&c);
+    uses_arg u = {-1, 0};
+    mv_store_read(e.f.store, uses_tx, &u, NULL);
+    CHECK_INT(u.n, 1);
+    int64_t expiry = u.min_expiry; /* the token's own: ttlMs after it was made */
+    CHECK(expiry > mv_now_ms() && expiry <= mv_now_ms() + 600000);
+    /* a use of a link that expired an hour ago */
+    mv_link old = {.tenant = "default",
+                   .action_cd = "accept",
+                   .user_id = "bob",
+                   .expires_at = mv_now_ms() - 3600000,
+                   .token_id = "old-token"};
+    snprintf(old.message_id, sizeof old.message_id, "%s", id);
+    mv_err err = {0};
+    CHECK_CODE(mv_store_write(e.f.store, spend_old_tx, &old, &err), MV_OK, &err);
+    int64_t removed = -1;
+    CHECK_CODE(mv_links_gc(e.f.store, mv_now_ms(), &removed, &err), MV_OK, &err);
+    CHECK_INT(removed, 1);
+    mv_store_read(e.f.store, uses_tx, &u, NULL);
+    CHECK_INT(u.n, 1);
+    CHECK_INT(u.min_expiry, expiry); /* the live token's use is kept: it still says 410 */
+    CHECK_INT(page(&e, "POST", path_of(links, "accept"), "", &c), 410);
+    call_free(&c);
+    CHECK_CODE(mv_links_gc(e.f.store, expiry + 1, &removed, &err), MV_OK, &err);
+    CHECK_INT(removed, 1);
+    mv_store_read(e.f.store, uses_tx, &u, NULL);
+    CHECK_INT(u.n, 0);
+    CHECK_INT(e.runs, 1);
+    json_decref(links);
+    free(id);
+    env_close(&e);
+}
+
 int main(void) {
     return RUN_TESTS(
         a_delivery_carries_one_link_per_action_its_recipient_may_run_from_outside,
@@ -403,5 +464,6 @@ int main(void) {
         concurrent_posts_of_one_link_run_the_action_exactly_once,
         a_post_racing_an_in_app_press_runs_the_action_exactly_once,
         an_altered_spliced_or_expired_token_is_the_link_invalid_page_and_acts_on_nothing,
-        the_email_carries_the_same_links_as_the_channel_delivery);
+        the_email_carries_the_same_links_as_the_channel_delivery,
+        retention_forgets_only_the_uses_of_links_past_their_expiry);
 }

@@ -1,6 +1,7 @@
 /* locales_test.c — messages in the reader's language on every store kind: a template's locales
  * rendered at create and counted in limits.messageBytes, read back by Accept-Language with the
- * de-AT → de → default fallback and a "locale" field (also through GET /messages/{id}), channel
+ * de-AT → de → default fallback and a "locale" field (also through GET /messages/{id} and the
+ * GET /messages list), channel
  * deliveries in the recipient's stored locale, and bad locales refused at load naming the tag. */
 #include "fixture.h"
 #include "http/auth.h"
@@ -148,6 +149,51 @@ STORE_TEST(get_message_with_accept_language_de_at_reads_the_de_content) {
     CHECK_STR(mv_json_str(json_object_get(c.body, "receiverContent"), "title"), "Flat 4C for you");
     call_free(&c);
     free(id);
+    env_close(&e);
+}
+
+STORE_TEST(a_list_is_in_the_readers_language_as_get_by_id_is) {
+    env e;
+    REQUIRE(env_open(&e, kind, "loc_list", 0));
+    mv_code rc;
+    char *a = create(&e, "4C", &rc), *b = create(&e, "5D", &rc);
+    REQUIRE(a && b);
+    call c;
+    call_init(&c, "GET", "/messages");
+    call_header(&c, "X-User-Id", "bob");
+    call_header(&c, "Accept-Language", "de-AT,de;q=0.9");
+    call_run(&c, e.router);
+    CHECK_INT(c.res.status, 200);
+    json_t *page = json_object_get(c.body, "messages");
+    REQUIRE(json_array_size(page) == 2);
+    CHECK_STR(mv_json_str(json_object_get(json_array_get(page, 0), "receiverContent"), "title"),
+              "Wohnung 5D für Sie"); /* newest first */
+    CHECK_STR(mv_json_str(json_object_get(json_array_get(page, 1), "receiverContent"), "title"),
+              "Wohnung 4C für Sie");
+    CHECK_STR(mv_json_str(json_array_get(page, 0), "locale"), "de");
+    CHECK(json_object_get(c.body, "nextCursor") &&
+          json_is_null(json_object_get(c.body, "nextCursor")));
+    call_free(&c);
+    call_init(&c, "GET", "/messages?limit=1"); /* X-User-Locale in headers mode; paging kept */
+    call_header(&c, "X-User-Id", "bob");
+    call_header(&c, "X-User-Locale", "fr");
+    call_run(&c, e.router);
+    CHECK_INT(c.res.status, 200);
+    page = json_object_get(c.body, "messages");
+    REQUIRE(json_array_size(page) == 1);
+    CHECK_STR(mv_json_str(json_object_get(json_array_get(page, 0), "receiverContent"), "title"),
+              "Appartement 5D");
+    CHECK(json_is_string(json_object_get(c.body, "nextCursor")));
+    call_free(&c);
+    call_init(&c, "GET", "/messages"); /* no language named: the default, as before */
+    call_header(&c, "X-User-Id", "bob");
+    call_run(&c, e.router);
+    page = json_object_get(c.body, "messages");
+    CHECK_STR(mv_json_str(json_object_get(json_array_get(page, 0), "receiverContent"), "title"),
+              "Flat 5D for you");
+    call_free(&c);
+    free(a);
+    free(b);
     env_close(&e);
 }
 
@@ -325,6 +371,7 @@ int main(void) {
     return RUN_TESTS(a_reader_gets_the_best_locale_with_de_at_falling_back_to_de_then_the_default,
                      the_actions_listing_names_the_template_in_each_language_that_has_a_label,
                      get_message_with_accept_language_de_at_reads_the_de_content,
+                     a_list_is_in_the_readers_language_as_get_by_id_is,
                      every_locale_counts_in_limits_message_bytes,
                      a_channel_delivery_is_in_the_recipients_stored_locale,
                      a_jwt_claim_names_the_readers_language_when_accept_language_does_not,

@@ -127,13 +127,32 @@ export interface ChannelDelivery {
     /** The user directory's answer for that user, or null. */
     contact: string | null;
   };
-  messageId: string;
-  templateCd: string;
-  category: string;
+  /** The message delivered; null for a digest (its messages are in `messages`). */
+  messageId: string | null;
+  templateCd: string | null;
+  category: string | null;
   kind: ChannelDeliveryKind;
+  /** A digest's own content: "N unread messages", the titles as short, titles and short texts
+   * as long. */
   content: Content;
   /** One action link per actionCd (empty unless links are configured); each runs its action
    * once, from an email or a chat. */
+  links: ActionLinks;
+  /** Digest only: the window (ms; aligned to multiples of everyMs) and how many of its messages
+   * were unread when it closed. */
+  windowStart?: number;
+  windowEnd?: number;
+  unread?: number;
+  /** Digest only: the unread messages (at most 100), oldest first. */
+  messages?: DigestEntry[];
+}
+
+/** One message of a digest, as its own delivery on the channel would have carried it. */
+export interface DigestEntry {
+  messageId: string;
+  templateCd: string;
+  category: string;
+  content: Content;
   links: ActionLinks;
 }
 
