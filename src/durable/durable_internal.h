@@ -106,4 +106,15 @@ mv_code mv__saga_runner_comp_end(mv__saga_runner *r, mv_code call_rc, const mv_e
  * engine's calls do, frees r (NULL-safe) and returns rc. */
 mv_code mv__saga_runner_finish(mv__saga_runner *r, mv_code rc, json_t **record);
 
+/* ---- saga delays (saga_wake.c) ----------------------------------------------------------------
+ * Registers the `saga_wake` timer kind on a timer engine: a saga waiting before a delayed step
+ * (mv_saga_delay) is resumed by whichever daemon claims its timer, with the definition find(ctx,
+ * name) gives. The resume runs on the timer's call, outside any transaction; a resume that does
+ * not happen (another runner holds the saga, the definition is not loaded here, the store fails)
+ * leaves the timer to its lease, so another claim tries again. */
+struct mv__timer_engine;
+mv_code mv__saga_wake_register(struct mv__timer_engine *te, mv_saga_engine *e,
+                               const mv_saga_definition *(*find)(void *ctx, const char *name),
+                               void *find_ctx, mv_err *err);
+
 #endif

@@ -20,6 +20,7 @@
  * lease. A 3-step saga is 5 write transactions. The price of folding a commit forward: a runner
  * that dies between a step's return and its next write leaves that step executing, which the next
  * runner treats as ambiguous (manual review), as it would a crash during the call itself. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,7 @@ mv_code mv__saga_step_intent(const mv_effect_context *c, void *p, mv_err *err) {
     if (rc) return rc;
     json_t *steps = json_object_get(next, "steps");
     json_array_append(steps, r->step);
+    json_object_del(next, "wakeAt"); /* the wait before this step, if any, is over */
     journal_note note = {.insert = true,
                          .effect_id = c->effect_id,
                          .capability = c->capability,
@@ -201,6 +203,39 @@ static mv_code step_execute(const mv_effect_context *c, void *p, json_t **result
     return rc;
 }
 
+static mv_code delayed(const char *saga_id, const char *step, mv_err *err) {
+    mv_err_set(err, MV_SAGA_DELAYED, "saga %s: waiting before step %s", saga_id, step);
+    if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
+    return MV_SAGA_DELAYED;
+}
+
+mv_code mv_saga_delay(mv_saga_ctx *ctx, const char *step, int64_t delay_ms, mv_err *err) {
+    if (!mv_valid_token(step, 128))
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step must be a bounded printable token");
+    if (delay_ms < 0 || delay_ms > MV_SAGA_MAX_DELAY_MS)
+        return mv_err_set(err, MV_INVALID_ARGUMENT,
+                          "saga step %s delayMs must be an integer from 0 to %" PRId64, step,
+                          MV_SAGA_MAX_DELAY_MS);
+    /* a step already started waited before (or needed no wait): nothing to do */
+    if (delay_ms == 0 || mv__saga_find_step(*ctx->rec, "name", step) >= 0) return MV_OK;
+    int64_t now, wake_at;
+    mv_code rc = mv__saga_now_ms(ctx->e, &now, err);
+    if (rc) return rc;
+    json_t *wake = json_object_get(*ctx->rec, "wakeAt");
+    if (wake) { /* this step's wait: resumed by its timer, too early, or after it */
+        if (now < json_integer_value(wake)) return delayed(ctx->saga_id, step, err);
+        if (!saga_is(*ctx->rec, MV_SAGA_WAITING)) return MV_OK; /* woken before */
+        return mv__saga_save_with(ctx->e, ctx->rec, MV_SAGA_RUNNING, 0, NULL, err);
+    }
+    if ((rc = mv_durable_add(now, delay_ms, "saga wakeAt", &wake_at, err))) return rc;
+    json_t *next;
+    if ((rc = mv__saga_with(ctx->e, *ctx->rec, MV_SAGA_WAITING, 0, NULL, &next, err))) return rc;
+    json_object_set_new(next, "wakeAt", json_integer(wake_at));
+    /* the wait, its timer and a commit still pending: one transaction, and the lease dropped */
+    if ((rc = mv__saga_save_noted(ctx->e, ctx->rec, next, -1, false, NULL, err))) return rc;
+    return delayed(ctx->saga_id, step, err);
+}
+
 const char *mv_saga_ctx_id(const mv_saga_ctx *ctx) { return ctx->saga_id; }
 
 json_t *mv_saga_ctx_results(const mv_saga_ctx *ctx) {
@@ -250,6 +285,8 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
         return mv_err_set(err, MV_SAGA_RESOLUTION, "saga %s: step %s cannot resume from %s",
                           ctx->saga_id, name, mv_json_str(existing, "state"));
     }
+    /* a new step waits while the saga does (a run that went on past mv_saga_delay's answer) */
+    if (saga_is(rec, MV_SAGA_WAITING)) return delayed(ctx->saga_id, name, err);
     char effect_id[37], comp_id[37];
     if ((rc = mv_id_uuid(effect_id, err)) || (rc = mv_id_uuid(comp_id, err))) return rc;
     step_run r = {
@@ -559,7 +596,7 @@ mv_code mv__saga_refresh(mv_saga_engine *e, const char *saga_id, json_t **rec, m
 static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
                              mv_abort *abort, mv_err *err) {
     mv_code rc;
-    if (!saga_is(*rec, MV_SAGA_RUNNING)) return MV_OK;
+    if (!saga_is(*rec, MV_SAGA_RUNNING) && !saga_is(*rec, MV_SAGA_WAITING)) return MV_OK;
     char saga_id[129];
     mv_strlcpy(saga_id, mv_json_str(*rec, "sagaId"), sizeof saga_id);
     mv_saga_ctx ctx = {.e = e, .def = def, .saga_id = saga_id, .rec = rec, .abort = abort};
@@ -567,6 +604,7 @@ static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, j
     mv_err run_err = {0};
     rc = def->run(&ctx, input, def->ctx, &run_err);
     json_decref(input);
+    if (rc == MV_SAGA_DELAYED && saga_is(*rec, MV_SAGA_WAITING)) return MV_OK; /* until wakeAt */
     if (rc == MV_OK) {
         if ((rc = mv__saga_refresh(e, saga_id, rec, err))) return rc;
         if (saga_is(*rec, MV_SAGA_RUNNING))
@@ -654,12 +692,12 @@ static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_defin
     rc = create_write(e, &t, err);
     free(text);
     if (rc || !t.created) return rc;
-    *created =
-        json_pack("{s:s, s:s, s:s, s:o, s:s, s:[], s:i, s:I, s:I, s:i, s:s}", "sagaId", saga_id,
-                  "definition", def->name, "state", mv_saga_state_name(MV_SAGA_RUNNING), "input",
-                  input ? json_deep_copy(input) : json_null(), "inputFingerprint", fp, "steps",
-                  "maxAttempts", t.max_attempts, "createdAt", (json_int_t)t.now, "updatedAt",
-                  (json_int_t)t.now, "version", 1, K_RUNNER, runner);
+    *created = json_pack(
+        "{s:s, s:s, s:s, s:o, s:s, s:[], s:i, s:I, s:I, s:i, s:s, s:s}", "sagaId", saga_id,
+        "definition", def->name, "state", mv_saga_state_name(MV_SAGA_RUNNING), "input",
+        input ? json_deep_copy(input) : json_null(), "inputFingerprint", fp, "steps", "maxAttempts",
+        t.max_attempts, "createdAt", (json_int_t)t.now, "updatedAt", (json_int_t)t.now, "version",
+        1, K_RUNNER, runner, K_TENANT, t.tenant);
     if (!*created) { /* the row exists and holds our lease: let it expire rather than lie */
         mv__saga_drop_runner(e, saga_id, runner);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");

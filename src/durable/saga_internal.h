@@ -19,6 +19,9 @@ struct mv_saga_engine {
     void (*on_save)(const json_t *record, void *ctx);
     void *on_save_ctx;
     int64_t runner_lease_ms;
+    /* the wake timer's definitions (mv__saga_wake_register) */
+    const mv_saga_definition *(*find)(void *ctx, const char *name);
+    void *find_ctx;
 };
 
 struct mv_saga_ctx {
@@ -34,6 +37,7 @@ struct mv_saga_ctx {
 #define K_PENDING "pendingCommit" /* index of a committed step not yet written */
 #define K_STALE "stale"           /* a save failed: the store may differ from memory */
 #define K_LEGACY "legacySteps"    /* the steps came from a pre-migration-10 document */
+#define K_TENANT "tenant"         /* the saga's tenant (its wake timer's) */
 #define K_END "endRun"            /* this save ends the run: it drops the runner lease */
 
 static inline bool is(const json_t *obj, const char *key, const char *value) {
@@ -52,6 +56,15 @@ static inline bool step_is(const json_t *step, mv_saga_step_state state) {
 
 static inline void set_step_state(json_t *step, mv_saga_step_state state) {
     json_object_set_new(step, "state", json_string(mv_saga_step_state_name(state)));
+}
+
+/* The timer that wakes a waiting saga (saga_wake.c): kind, and id "saga:<saga id>" into out
+ * (MV__TIMER_ID_MAX bytes; a saga id is at most 128). */
+#define MV__SAGA_WAKE_KIND "saga_wake"
+static inline void mv__saga_timer_id(const char *saga_id, char *out) {
+    size_t n = strlen(saga_id);
+    memcpy(out, "saga:", 5);
+    memcpy(out + 5, saga_id, n + 1);
 }
 
 /* with(): keep the saga's state. */

@@ -8,7 +8,7 @@
 
 static const char SQL_GET_SAGA[] =
     "SELECT saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
-    "created_at, updated_at, version FROM sagas WHERE saga_id = ?";
+    "created_at, updated_at, version, wake_at, tenant_id FROM sagas WHERE saga_id = ?";
 static const char SQL_GET_STEPS[] =
     "SELECT name, state, effect_id, compensation_effect_id, compensation_args, result, attempts, "
     "error_code, next_attempt_at FROM saga_steps WHERE saga_id = ? ORDER BY idx";
@@ -16,7 +16,7 @@ static const char SQL_GET_STEPS[] =
 /* ---- the two state machines: names and transitions ------------------------------------- */
 
 static const char *const saga_state_names[MV_SAGA_STATE_COUNT] = {
-    "running", "compensating", "completed", "compensated", "manual-review"};
+    "running", "compensating", "completed", "compensated", "manual-review", "waiting"};
 static const char *const step_state_names[MV_STEP_STATE_COUNT] = {
     "executing",   "committed",          "failed", "ambiguous", "compensating",
     "compensated", "compensation-failed"};
@@ -25,12 +25,14 @@ static const char *const step_state_names[MV_STEP_STATE_COUNT] = {
 /* Where each saga state may go (a save that keeps the state is always allowed). Manual review
  * ends when an operator's resolution lets the saga run or compensate again. */
 static const unsigned saga_moves[MV_SAGA_STATE_COUNT] = {
-    [MV_SAGA_RUNNING] =
-        TO(MV_SAGA_COMPENSATING) | TO(MV_SAGA_COMPLETED) | TO(MV_SAGA_MANUAL_REVIEW),
+    [MV_SAGA_RUNNING] = TO(MV_SAGA_COMPENSATING) | TO(MV_SAGA_COMPLETED) |
+                        TO(MV_SAGA_MANUAL_REVIEW) | TO(MV_SAGA_WAITING),
     [MV_SAGA_COMPENSATING] = TO(MV_SAGA_COMPENSATED) | TO(MV_SAGA_MANUAL_REVIEW),
     [MV_SAGA_COMPLETED] = 0,
     [MV_SAGA_COMPENSATED] = 0,
     [MV_SAGA_MANUAL_REVIEW] = TO(MV_SAGA_RUNNING) | TO(MV_SAGA_COMPENSATING),
+    /* woken by its timer (or resumed at or after wakeAt); an operator may compensate it */
+    [MV_SAGA_WAITING] = TO(MV_SAGA_RUNNING) | TO(MV_SAGA_COMPENSATING),
 };
 /* Where each step state may go: executed once (or resolved by an operator), then compensated,
  * retrying a failed compensation under the same effect id. */
@@ -132,7 +134,9 @@ static mv_code validate(const char *id, const json_t *rec, mv_err *err) {
     if (mv_saga_state_parse(mv_json_str(rec, "state")) < 0 || !json_is_array(steps) ||
         !mv_valid_token(mv_json_str(rec, "definition"), 128) || !mv_valid_timestamp(created) ||
         !mv_valid_timestamp(updated) || created > updated || version < 1 ||
-        !json_object_get(rec, "input"))
+        !json_object_get(rec, "input") ||
+        (json_object_get(rec, "wakeAt") &&
+         !mv_valid_timestamp(json_integer_value(json_object_get(rec, "wakeAt")))))
         return invalid_record(id, err);
     size_t n = json_array_size(steps);
     for (size_t i = 0; i < n; i++) {
@@ -248,6 +252,10 @@ static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
         mv_stmt_text(st, 4), "steps", steps, "maxAttempts", (json_int_t)mv_stmt_int64(st, 6),
         "createdAt", (json_int_t)mv_stmt_int64(st, 7), "updatedAt",
         (json_int_t)mv_stmt_int64(st, 8), "version", (json_int_t)mv_stmt_int64(st, 9));
+    if (rec && !mv_stmt_is_null(st, 10))
+        json_object_set_new(rec, "wakeAt", json_integer(mv_stmt_int64(st, 10)));
+    if (rec && mv_stmt_text(st, 11))
+        json_object_set_new(rec, K_TENANT, json_string(mv_stmt_text(st, 11)));
     mv_stmt_done(st);
     if (!rec) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (!ok) {
@@ -310,11 +318,14 @@ json_t *mv__saga_public_json(const json_t *rec) {
             if (json_object_get(s, opt[k])) json_object_set(o, opt[k], json_object_get(s, opt[k]));
         json_array_append_new(steps, o);
     }
-    return json_pack(
+    json_t *out = json_pack(
         "{s:O, s:O, s:O, s:O, s:o, s:O, s:O}", "sagaId", json_object_get(rec, "sagaId"),
         "definition", json_object_get(rec, "definition"), "state", json_object_get(rec, "state"),
         "input", json_object_get(rec, "input"), "steps", steps, "createdAt",
         json_object_get(rec, "createdAt"), "updatedAt", json_object_get(rec, "updatedAt"));
+    if (out && saga_is(rec, MV_SAGA_WAITING) && json_object_get(rec, "wakeAt"))
+        json_object_set(out, "wakeAt", json_object_get(rec, "wakeAt"));
+    return out;
 }
 
 /* A copy of rec with a new state (NULL: unchanged), step `index` replaced by step (owned; NULL:
@@ -357,6 +368,10 @@ mv_code mv__saga_with(mv_saga_engine *e, const json_t *rec, int state, int index
         json_object_set_new(next, "state", json_string(mv_saga_state_name((mv_saga_state)state)));
     if (step) json_array_set_new(json_object_get(next, "steps"), (size_t)index, step);
     json_object_set_new(next, "updatedAt", json_integer(now));
+    /* wakeAt: the saga's last wait, kept while it runs the step it waited for (a resume then
+     * knows the wait is over); the step's start (step_intent) or any other state ends it */
+    if (!saga_is(next, MV_SAGA_WAITING) && !saga_is(next, MV_SAGA_RUNNING))
+        json_object_del(next, "wakeAt");
     *out = next;
     return MV_OK;
 }

@@ -4,13 +4,15 @@
 #include <string.h>
 
 #include "durable/saga_internal.h"
+#include "durable/timer.h"
 #include "store/db.h"
 
-/* Every save: the compare-and-set on the version, extending the runner lease (while one is held)
- * or dropping it when the save ends the run (the second and third parameters: the runner whose
- * lease ends, or NULL). */
+/* Every save: the compare-and-set on the version, setting wake_at (the saga's wakeAt: NULL unless
+ * it waits, or runs the step it waited for), extending the runner lease (while one is held) or
+ * dropping it when the save ends the run (the fifth and sixth parameters: the runner whose lease
+ * ends, or NULL). */
 #define CAS_SAGA                                                                                   \
-    "UPDATE sagas SET state = ?, updated_at = ?, version = ?, "                                    \
+    "UPDATE sagas SET state = ?, updated_at = ?, version = ?, wake_at = CAST(? AS BIGINT), "       \
     "runner_id = CASE WHEN runner_id = ? THEN NULL ELSE runner_id END, "                           \
     "runner_expires_at = CASE WHEN runner_id IS NULL OR runner_id = ? THEN NULL "                  \
     "ELSE CAST(? AS BIGINT) END "                                                                  \
@@ -111,6 +113,9 @@ typedef struct {
 typedef struct {
     const char *id, *state, *release;
     int64_t updated_at, version, lease_until;
+    const char *tenant; /* wake: the saga enters waiting; its timer is armed for wake_at */
+    int64_t wake_at;
+    bool has_wake_at, wake;
     bool legacy, pending; /* pending: rows[0] and notes[0] are a pending step commit */
     step_row *rows;
     size_t nrows;
@@ -186,6 +191,10 @@ static void bind_cas(mv_stmt *st, int *i, const cas_tx *t) {
     mv_stmt_bind_text(st, (*i)++, t->state);
     mv_stmt_bind_int64(st, (*i)++, t->updated_at);
     mv_stmt_bind_int64(st, (*i)++, t->version + 1);
+    if (t->has_wake_at)
+        mv_stmt_bind_int64(st, (*i)++, t->wake_at);
+    else
+        mv_stmt_bind_null(st, (*i)++);
     mv_stmt_bind_text(st, (*i)++, t->release);
     mv_stmt_bind_text(st, (*i)++, t->release);
     mv_stmt_bind_int64(st, (*i)++, t->lease_until);
@@ -197,7 +206,7 @@ static void bind_cas(mv_stmt *st, int *i, const cas_tx *t) {
 static const char *pg_save_sql(const cas_tx *t) {
     bool start = t->nrows >= 1 && t->rows[t->nrows - 1].insert && t->nnotes >= 1 &&
                  t->notes[t->nnotes - 1]->insert;
-    if (t->legacy) return NULL;
+    if (t->legacy || t->wake) return NULL;
     if (!t->pending && t->nrows == 1 && t->nnotes == 1 && start) return SQL_PG_SAVE_START;
     if (t->pending && t->nrows == 2 && t->nnotes == 2 && start) return SQL_PG_SAVE_COMMIT_START;
     if (t->pending && t->nrows == 1 && t->nnotes == 1 && !t->rows[0].insert)
@@ -300,6 +309,12 @@ static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
         if ((rc = write_row(db, t->id, &t->rows[i], t->updated_at, err))) return rc;
     for (size_t i = 0; i < t->nnotes; i++)
         if ((rc = note_fn(db, t->notes[i], t->updated_at, err))) return rc;
+    if (t->wake) {
+        char timer_id[MV__TIMER_ID_MAX];
+        mv__saga_timer_id(t->id, timer_id);
+        return mv__timer_schedule(db, timer_id, t->tenant ? t->tenant : "default",
+                                  MV__SAGA_WAKE_KIND, t->id, t->wake_at, t->updated_at, err);
+    }
     return MV_OK;
 }
 
@@ -344,7 +359,7 @@ static mv_code fill_row(const mv_saga_engine *e, const char *saga_id, const json
 static bool ends_run(const json_t *rec) {
     int state = mv_saga_state_parse(mv_json_str(rec, "state"));
     return state == MV_SAGA_COMPLETED || state == MV_SAGA_COMPENSATED ||
-           state == MV_SAGA_MANUAL_REVIEW;
+           state == MV_SAGA_MANUAL_REVIEW || state == MV_SAGA_WAITING;
 }
 
 /* Saves next (owned) over *rec with a compare-and-set on *rec's version, in one transaction with:
@@ -399,6 +414,12 @@ mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int i
         if (pidx >= 0 && commit.effect_id) t.notes[t.nnotes++] = &commit;
         t.pending = !legacy && pidx >= 0 && pidx != index && commit.effect_id;
         if (note) t.notes[t.nnotes++] = note;
+        if (json_object_get(next, "wakeAt")) {
+            t.has_wake_at = true;
+            t.wake_at = json_integer_value(json_object_get(next, "wakeAt"));
+            t.wake = saga_is(next, MV_SAGA_WAITING);
+            t.tenant = mv_json_str(next, K_TENANT);
+        }
         t.lease_until = t.updated_at + e->runner_lease_ms;
         rc = MV_INTERNAL;
         /* PostgreSQL: a running saga's save is sent blind first; when it fails for any reason
