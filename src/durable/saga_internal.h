@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "durable/durable_internal.h"
+#include "missive/saga_webhook.h"
 
 #define ENC_PREFIX "enc:v1:"
 
@@ -22,6 +23,7 @@ struct mv_saga_engine {
     /* the wake timer's definitions (mv__saga_wake_register) */
     const mv_saga_definition *(*find)(void *ctx, const char *name);
     void *find_ctx;
+    mv_saga_async wake_env; /* wake_env.loop set: a book's saga is resumed on that loop */
 };
 
 struct mv_saga_ctx {

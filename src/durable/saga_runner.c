@@ -105,7 +105,13 @@ mv_code mv__saga_runner_take(mv_saga_engine *e, const mv_saga_definition *def, c
 
 const char *mv__saga_runner_id(const mv__saga_runner *r) { return r->saga_id; }
 
-bool mv__saga_runner_running(const mv__saga_runner *r) { return saga_is(r->rec, MV_SAGA_RUNNING); }
+bool mv__saga_runner_running(const mv__saga_runner *r) {
+    return saga_is(r->rec, MV_SAGA_RUNNING) || saga_is(r->rec, MV_SAGA_WAITING);
+}
+
+mv_code mv__saga_runner_delay(mv__saga_runner *r, const char *name, int64_t delay_ms, mv_err *err) {
+    return mv_saga_delay(&r->ctx, name, delay_ms, err);
+}
 
 bool mv__saga_runner_compensating(const mv__saga_runner *r) {
     return saga_is(r->rec, MV_SAGA_COMPENSATING);

@@ -75,7 +75,7 @@ static bool rig_open(rig *r, mv_store *store, int64_t lease_ms) {
     mv_err err = {0};
     return store && mv_saga_engine_new(store, &o, &r->engine, &err) == MV_OK &&
            mv__timer_engine_new(store, &to, &r->timers, &err) == MV_OK &&
-           mv__saga_wake_register(r->timers, r->engine, find, NULL, &err) == MV_OK;
+           mv__saga_wake_register(r->timers, r->engine, find, NULL, NULL, &err) == MV_OK;
 }
 
 static void rig_close(rig *r) {
