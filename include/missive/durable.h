@@ -448,11 +448,11 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
                      mv_saga_step_fn execute, void *cb_ctx, json_t **result, mv_err *err);
 /* Inside run, before mv_saga_step(ctx, step, ...): the step runs delay_ms (0 ..
  * MV_SAGA_MAX_DELAY_MS) after the run first gets here. The first time, the saga is saved waiting
- * with "wakeAt" = now + delay_ms and a wake timer in the same transaction, and this returns
+ * with "wakeAt" = updatedAt + delay_ms and a wake timer in the same transaction, and this returns
  * MV_SAGA_DELAYED: run returns it, and the engine call ends MV_OK with the saga waiting, holding
- * no thread. The timer (mv_saga_wake_register) resumes it at wakeAt on whichever daemon sharing
- * the store claims it; then this returns MV_OK and the saga is running again. A step already
- * started, or a delay of 0, returns MV_OK at once. */
+ * no thread. Its timer resumes it at wakeAt in whichever missived sharing the store claims it (a
+ * program without the daemon calls mv_saga_resume at or after wakeAt); then this returns MV_OK
+ * and the saga is running again. A step already started, or a delay of 0, returns MV_OK. */
 #define MV_SAGA_MAX_DELAY_MS INT64_C(31536000000) /* 365 days */
 mv_code mv_saga_delay(mv_saga_ctx *ctx, const char *step, int64_t delay_ms, mv_err *err);
 const char *mv_saga_ctx_id(const mv_saga_ctx *ctx);

@@ -227,9 +227,14 @@ mv_code mv_saga_delay(mv_saga_ctx *ctx, const char *step, int64_t delay_ms, mv_e
         if (!saga_is(*ctx->rec, MV_SAGA_WAITING)) return MV_OK; /* woken before */
         return mv__saga_save_with(ctx->e, ctx->rec, MV_SAGA_RUNNING, 0, NULL, err);
     }
-    if ((rc = mv_durable_add(now, delay_ms, "saga wakeAt", &wake_at, err))) return rc;
     json_t *next;
     if ((rc = mv__saga_with(ctx->e, *ctx->rec, MV_SAGA_WAITING, 0, NULL, &next, err))) return rc;
+    /* from the save's own time, so wakeAt − updatedAt is the delay */
+    if ((rc = mv_durable_add(json_integer_value(json_object_get(next, "updatedAt")), delay_ms,
+                             "saga wakeAt", &wake_at, err))) {
+        json_decref(next);
+        return rc;
+    }
     json_object_set_new(next, "wakeAt", json_integer(wake_at));
     /* the wait, its timer and a commit still pending: one transaction, and the lease dropped */
     if ((rc = mv__saga_save_noted(ctx->e, ctx->rec, next, -1, false, NULL, err))) return rc;

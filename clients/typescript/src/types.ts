@@ -125,7 +125,13 @@ export interface ApprovalList {
   nextCursor: string | null;
 }
 
-export type SagaState = 'running' | 'compensating' | 'completed' | 'compensated' | 'manual-review';
+export type SagaState =
+  | 'running'
+  | 'waiting'
+  | 'compensating'
+  | 'completed'
+  | 'compensated'
+  | 'manual-review';
 export type SagaStepState =
   | 'executing'
   | 'committed'
@@ -154,6 +160,8 @@ export interface Saga {
   steps: SagaStep[];
   createdAt: Millis;
   updatedAt: Millis;
+  /** While the saga is `waiting`: when it resumes with the step that carries `delayMs`. */
+  wakeAt?: Millis;
 }
 
 export interface SagaList {
