@@ -15,7 +15,8 @@
 #include "store/db.h"
 
 #define SAGA_PAGE(filter)                                                                          \
-    "SELECT saga_id, definition, state, created_at, updated_at, wake_at FROM sagas WHERE tenant_id = ? "    \
+    "SELECT saga_id, definition, state, created_at, updated_at, wake_at FROM sagas WHERE "         \
+    "tenant_id = ? "                                                                               \
     "AND " filter "(created_at, saga_id) < (?, ?) ORDER BY created_at DESC, saga_id DESC LIMIT ?"
 
 static const char SQL_LIST_SAGAS[] = SAGA_PAGE("");
