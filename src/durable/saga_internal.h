@@ -38,7 +38,6 @@ struct mv_saga_ctx {
 #define K_RUNNER "runnerId"       /* the runner lease this process holds, until it drops it */
 #define K_PENDING "pendingCommit" /* index of a committed step not yet written */
 #define K_STALE "stale"           /* a save failed: the store may differ from memory */
-#define K_LEGACY "legacySteps"    /* the steps came from a pre-migration-10 document */
 #define K_TENANT "tenant"         /* the saga's tenant (its wake timer's) */
 #define K_END "endRun"            /* this save ends the run: it drops the runner lease */
 

@@ -7,7 +7,7 @@
 #include "store/db.h"
 
 static const char SQL_GET_SAGA[] =
-    "SELECT saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
+    "SELECT saga_id, definition, state, input, input_fingerprint, max_attempts, "
     "created_at, updated_at, version, wake_at, tenant_id FROM sagas WHERE saga_id = ?";
 static const char SQL_GET_STEPS[] =
     "SELECT name, state, effect_id, compensation_effect_id, compensation_args, result, attempts, "
@@ -237,25 +237,21 @@ static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
         mv_stmt_text(st, 3) && strncmp(mv_stmt_text(st, 3), ENC_PREFIX, sizeof ENC_PREFIX - 1) == 0;
     json_t *input =
         mv__saga_unseal_value(t->e, t->id, mv_stmt_text(st, 3) ? mv_stmt_text(st, 3) : "");
-    /* a document other than [] predates migration 10 (or was written by hand): its steps first */
-    const char *doc = mv_stmt_text(st, 5);
-    bool legacy = doc && strcmp(doc, "[]") != 0;
-    json_t *steps = NULL;
-    if (legacy)
-        mv_json_parse(doc, strlen(doc), &steps, NULL);
-    else if (doc)
-        steps = json_array();
+    /* the steps are the saga's saga_steps rows (load_steps): the `steps` document of migration
+     * 3 is [] on every saga since migration 10 moved each one into rows, and no engine since has
+     * written one (an older engine refuses a newer schema) */
+    json_t *steps = json_array();
     bool ok = sid && strcmp(sid, t->id) == 0 && input && json_is_array(steps);
     json_t *rec = json_pack(
         "{s:s, s:s?, s:s?, s:o?, s:s?, s:o?, s:I, s:I, s:I, s:I}", "sagaId", t->id, "definition",
         mv_stmt_text(st, 1), "state", mv_stmt_text(st, 2), "input", input, "inputFingerprint",
-        mv_stmt_text(st, 4), "steps", steps, "maxAttempts", (json_int_t)mv_stmt_int64(st, 6),
-        "createdAt", (json_int_t)mv_stmt_int64(st, 7), "updatedAt",
-        (json_int_t)mv_stmt_int64(st, 8), "version", (json_int_t)mv_stmt_int64(st, 9));
-    if (rec && !mv_stmt_is_null(st, 10))
-        json_object_set_new(rec, "wakeAt", json_integer(mv_stmt_int64(st, 10)));
-    if (rec && mv_stmt_text(st, 11))
-        json_object_set_new(rec, K_TENANT, json_string(mv_stmt_text(st, 11)));
+        mv_stmt_text(st, 4), "steps", steps, "maxAttempts", (json_int_t)mv_stmt_int64(st, 5),
+        "createdAt", (json_int_t)mv_stmt_int64(st, 6), "updatedAt",
+        (json_int_t)mv_stmt_int64(st, 7), "version", (json_int_t)mv_stmt_int64(st, 8));
+    if (rec && !mv_stmt_is_null(st, 9))
+        json_object_set_new(rec, "wakeAt", json_integer(mv_stmt_int64(st, 9)));
+    if (rec && mv_stmt_text(st, 10))
+        json_object_set_new(rec, K_TENANT, json_string(mv_stmt_text(st, 10)));
     mv_stmt_done(st);
     if (!rec) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (!ok) {
@@ -267,26 +263,6 @@ static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
             return mv_err_set(err, MV_INTERNAL, "saga %s: stored data cannot be decrypted", t->id);
         return invalid_record(t->id, err);
     }
-    /* decrypt the step values of a document */
-    size_t i;
-    json_t *s;
-    json_array_foreach(steps, i, s) {
-        static const char *const keys[] = {"compensationArgs", "result"};
-        for (int k = 0; k < 2; k++) {
-            json_t *v = json_object_get(s, keys[k]);
-            if (!t->e->has_key || !json_is_string(v) ||
-                strncmp(json_string_value(v), ENC_PREFIX, sizeof ENC_PREFIX - 1) != 0)
-                continue;
-            json_t *plain = mv__saga_unseal_value(t->e, t->id, json_string_value(v));
-            if (!plain) {
-                json_decref(rec);
-                return mv_err_set(err, MV_INTERNAL, "saga %s: stored data cannot be decrypted",
-                                  t->id);
-            }
-            json_object_set_new(s, keys[k], plain);
-        }
-    }
-    if (legacy) json_object_set_new(rec, K_LEGACY, json_true());
     if ((rc = load_steps(db, t, steps, err)) || (rc = validate(t->id, rec, err))) {
         json_decref(rec);
         return rc;

@@ -88,9 +88,6 @@ static const char SQL_PG_BLIND_COMMIT_START[] =
 static const char SQL_PG_BLIND_COMMIT[] =
     "WITH " PG_S ", " PG_U
     ", " PG_C PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c"), 3);
-/* A record read from a pre-migration-10 document is written out as rows on its first save. */
-static const char SQL_DELETE_STEPS[] = "DELETE FROM saga_steps WHERE saga_id = ?";
-static const char SQL_CLEAR_DOCUMENT[] = "UPDATE sagas SET steps = '[]' WHERE saga_id = ?";
 /* One runner at a time: resume and compensate take the saga's runner lease first, so a second
  * caller (another thread, process or daemon) answers saga_concurrency at once instead of racing
  * the first through a step that is still running. Every save extends the lease; a crashed
@@ -116,7 +113,7 @@ typedef struct {
     const char *tenant; /* wake: the saga enters waiting; its timer is armed for wake_at */
     int64_t wake_at;
     bool has_wake_at, wake;
-    bool legacy, pending; /* pending: rows[0] and notes[0] are a pending step commit */
+    bool pending; /* pending: rows[0] and notes[0] are a pending step commit */
     step_row *rows;
     size_t nrows;
     const journal_note *notes[2];
@@ -206,7 +203,7 @@ static void bind_cas(mv_stmt *st, int *i, const cas_tx *t) {
 static const char *pg_save_sql(const cas_tx *t) {
     bool start = t->nrows >= 1 && t->rows[t->nrows - 1].insert && t->nnotes >= 1 &&
                  t->notes[t->nnotes - 1]->insert;
-    if (t->legacy || t->wake) return NULL;
+    if (t->wake) return NULL;
     if (!t->pending && t->nrows == 1 && t->nnotes == 1 && start) return SQL_PG_SAVE_START;
     if (t->pending && t->nrows == 2 && t->nnotes == 2 && start) return SQL_PG_SAVE_COMMIT_START;
     if (t->pending && t->nrows == 1 && t->nnotes == 1 && !t->rows[0].insert)
@@ -302,9 +299,6 @@ static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     if (changes != 1)
         return mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: concurrent transition rejected",
                           t->id);
-    if (t->legacy && ((rc = mv_db_execf(db, SQL_DELETE_STEPS, NULL, err, "s", t->id)) ||
-                      (rc = mv_db_execf(db, SQL_CLEAR_DOCUMENT, NULL, err, "s", t->id))))
-        return rc;
     for (size_t i = 0; i < t->nrows; i++)
         if ((rc = write_row(db, t->id, &t->rows[i], t->updated_at, err))) return rc;
     for (size_t i = 0; i < t->nnotes; i++)
@@ -364,8 +358,8 @@ static bool ends_run(const json_t *rec) {
 
 /* Saves next (owned) over *rec with a compare-and-set on *rec's version, in one transaction with:
  * step `index` of next (-1: none; insert: a new row), a committed step still pending in next
- * (K_PENDING), every step when next came from a document (K_LEGACY), and note (may be NULL) in
- * the journal. A save that ends the run (completed, compensated, manual review) drops the runner
+ * (K_PENDING), and note (may be NULL) in the journal. A save that ends the run (completed,
+ * compensated, manual review, waiting) drops the runner
  * lease in the same statement. On success *rec becomes next (version + 1); on failure *rec is
  * marked stale. */
 mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int index, bool insert,
@@ -373,31 +367,17 @@ mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int i
     const char *id = mv_json_str(*rec, "sagaId");
     int64_t version = json_integer_value(json_object_get(*rec, "version"));
     json_t *steps = json_object_get(next, "steps");
-    bool legacy = json_object_get(next, K_LEGACY) != NULL;
     json_t *pending = json_object_get(next, K_PENDING);
     int pidx = pending ? (int)json_integer_value(pending) : -1;
     bool ends = ends_run(next) || json_object_get(next, K_END);
-    step_row small[2], *rows = small;
-    size_t nrows = 0, cap = 2;
+    step_row rows[2];
+    size_t nrows = 0;
     mv_code rc = MV_OK;
-    if (legacy && json_array_size(steps) > cap) {
-        cap = json_array_size(steps);
-        if (!(rows = calloc(cap, sizeof *rows))) {
-            json_decref(next);
-            return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-        }
-    }
-    if (legacy) {
-        for (size_t i = 0; rc == MV_OK && i < json_array_size(steps); i++)
-            rc = fill_row(e, id, json_array_get(steps, i), (int64_t)i, true, &rows[nrows++], err);
-    } else {
-        if (pidx >= 0 && pidx != index)
-            rc = fill_row(e, id, json_array_get(steps, (size_t)pidx), pidx, false, &rows[nrows++],
-                          err);
-        if (rc == MV_OK && index >= 0)
-            rc = fill_row(e, id, json_array_get(steps, (size_t)index), index, insert,
-                          &rows[nrows++], err);
-    }
+    if (pidx >= 0 && pidx != index)
+        rc = fill_row(e, id, json_array_get(steps, (size_t)pidx), pidx, false, &rows[nrows++], err);
+    if (rc == MV_OK && index >= 0)
+        rc = fill_row(e, id, json_array_get(steps, (size_t)index), index, insert, &rows[nrows++],
+                      err);
     journal_note commit = {.effect_id =
                                mv_json_str(json_array_get(steps, (size_t)pidx), "effectId"),
                            .from_mask = MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
@@ -408,11 +388,10 @@ mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int i
                     .release = ends ? mv_json_str(next, K_RUNNER) : NULL,
                     .updated_at = json_integer_value(json_object_get(next, "updatedAt")),
                     .version = version,
-                    .legacy = legacy,
                     .rows = rows,
                     .nrows = nrows};
         if (pidx >= 0 && commit.effect_id) t.notes[t.nnotes++] = &commit;
-        t.pending = !legacy && pidx >= 0 && pidx != index && commit.effect_id;
+        t.pending = pidx >= 0 && pidx != index && commit.effect_id;
         if (note) t.notes[t.nnotes++] = note;
         if (json_object_get(next, "wakeAt")) {
             t.has_wake_at = true;
@@ -442,7 +421,6 @@ mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int i
         free(rows[i].args);
         free(rows[i].result);
     }
-    if (rows != small) free(rows);
     if (rc) {
         json_decref(next);
         json_object_set_new(*rec, K_STALE, json_true());
@@ -450,7 +428,6 @@ mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int i
     }
     json_object_set_new(next, "version", json_integer(version + 1));
     json_object_del(next, K_PENDING);
-    json_object_del(next, K_LEGACY);
     json_object_del(next, K_STALE);
     json_object_del(next, K_END);
     if (ends) json_object_del(next, K_RUNNER);
