@@ -475,7 +475,8 @@ mv_code mv_saga_execute(mv_saga_engine *engine, const mv_saga_definition *def, c
 mv_code mv_saga_start(mv_saga_engine *engine, const mv_saga_definition *def, const char *saga_id,
                       const json_t *input, mv_abort *abort, json_t **record, bool *replayed,
                       mv_err *err);
-/* Continues a running saga (other states: returned unchanged). */
+/* Continues a running saga, or a waiting one at or after its wakeAt (before it: left waiting;
+ * other states: returned unchanged). */
 mv_code mv_saga_resume(mv_saga_engine *engine, const mv_saga_definition *def, const char *saga_id,
                        mv_abort *abort, json_t **record, mv_err *err);
 /* Compensates committed steps in reverse order, what is due now (completed/compensated:

@@ -311,8 +311,10 @@ static void step_retry_job(void *p) {
         sched_yield();
     mv_loop_timer_cancel(t);
     mv_webhook_response last = a->res;
-    if (mv_abort_is_set(a->env.stop) || !post_step(a)) {
-        mv_webhook_response_free(&a->res);
+    bool stopping = mv_abort_is_set(a->env.stop);
+    if (stopping || !post_step(a)) {
+        /* not sent: post_step left its own answer in a->res (stopping: a->res is still last) */
+        if (!stopping) mv_webhook_response_free(&a->res);
         a->res = last;
         step_record(a);
         return;
