@@ -338,6 +338,7 @@ typedef enum mv_saga_state {
     MV_SAGA_COMPLETED,     /* "completed" */
     MV_SAGA_COMPENSATED,   /* "compensated" */
     MV_SAGA_MANUAL_REVIEW, /* "manual-review" */
+    MV_SAGA_WAITING,       /* "waiting": until its wakeAt, before a delayed step */
     MV_SAGA_STATE_COUNT
 } mv_saga_state;
 
@@ -445,6 +446,15 @@ void mv_saga_engine_free(mv_saga_engine *engine);
  * *result (may be NULL) receives a new reference to the step's result. */
 mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensation_args,
                      mv_saga_step_fn execute, void *cb_ctx, json_t **result, mv_err *err);
+/* Inside run, before mv_saga_step(ctx, step, ...): the step runs delay_ms (0 ..
+ * MV_SAGA_MAX_DELAY_MS) after the run first gets here. The first time, the saga is saved waiting
+ * with "wakeAt" = updatedAt + delay_ms and a wake timer in the same transaction, and this returns
+ * MV_SAGA_DELAYED: run returns it, and the engine call ends MV_OK with the saga waiting, holding
+ * no thread. Its timer resumes it at wakeAt in whichever missived sharing the store claims it (a
+ * program without the daemon calls mv_saga_resume at or after wakeAt); then this returns MV_OK
+ * and the saga is running again. A step already started, or a delay of 0, returns MV_OK. */
+#define MV_SAGA_MAX_DELAY_MS INT64_C(31536000000) /* 365 days */
+mv_code mv_saga_delay(mv_saga_ctx *ctx, const char *step, int64_t delay_ms, mv_err *err);
 const char *mv_saga_ctx_id(const mv_saga_ctx *ctx);
 /* {"<step>": result, ...} of the steps committed so far (a new reference). */
 json_t *mv_saga_ctx_results(const mv_saga_ctx *ctx);
@@ -465,7 +475,8 @@ mv_code mv_saga_execute(mv_saga_engine *engine, const mv_saga_definition *def, c
 mv_code mv_saga_start(mv_saga_engine *engine, const mv_saga_definition *def, const char *saga_id,
                       const json_t *input, mv_abort *abort, json_t **record, bool *replayed,
                       mv_err *err);
-/* Continues a running saga (other states: returned unchanged). */
+/* Continues a running saga, or a waiting one at or after its wakeAt (before it: left waiting;
+ * other states: returned unchanged). */
 mv_code mv_saga_resume(mv_saga_engine *engine, const mv_saga_definition *def, const char *saga_id,
                        mv_abort *abort, json_t **record, mv_err *err);
 /* Compensates committed steps in reverse order, what is due now (completed/compensated:

@@ -77,7 +77,8 @@ extern "C" {
     X(MV_DRAINING, "draining", 503)                                                                \
     X(MV_STREAM_CAPACITY, "stream_capacity", 503)                                                  \
     X(MV_LINK_INVALID, "link_invalid", 400)                                                        \
-    X(MV_MESSAGE_ALREADY_SENT, "message_already_sent", 409)
+    X(MV_MESSAGE_ALREADY_SENT, "message_already_sent", 409)                                        \
+    X(MV_SAGA_DELAYED, "saga_delayed", 202)
 
 typedef enum mv_code {
 #define MV_X_ENUM(e, name, status) e,

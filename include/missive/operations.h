@@ -38,8 +38,8 @@ mv_code mv_saga_list(mv_store *store, const mv_saga_list_query *q, json_t **saga
                      char **next_cursor, mv_err *err);
 
 /* Sagas by state: counts[0] running, [1] compensating, [2] completed, [3] compensated,
- * [4] manual-review. */
-#define MV_SAGA_STATE_COUNT 5
+ * [4] manual-review, [5] waiting (mv_saga_state's order). */
+#define MV_SAGA_STATE_COUNT 6
 extern const char *const mv_saga_state_names[MV_SAGA_STATE_COUNT];
 mv_code mv_saga_counts(mv_store *store, int64_t counts[MV_SAGA_STATE_COUNT], mv_err *err);
 

@@ -11,6 +11,7 @@
 #include "cmd/tls.h"
 #include "durable/timer.h"
 #include "http/request.h"
+#include "http/work_pool.h"
 
 /* Runs check on every registered template, stopping at the first error. */
 static mv_code each_template(mv_registry *reg,
@@ -340,6 +341,7 @@ void mv_daemon_close(mv_daemon *d) {
     mv_loop_stop(d->loop); /* abandons any call still waiting, so the workers stop promptly */
     mv_recovery_loop_stop(d->recovery);
     mv__timer_engine_free(d->timers); /* before the service its fires use */
+    mv__work_pool_free(d->saga_jobs); /* after the timers whose wakes submit to it */
     mv_outbox_worker_stop(d->outbox);
     mv_loop_free(d->loop); /* after its last user, before the service */
     d->loop = NULL;

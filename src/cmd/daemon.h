@@ -62,6 +62,7 @@ typedef struct mv_daemon {
     struct mv_daemon_tls *tls;       /* NULL without "tls"; the certificate a reload replaces */
     mv_reach_routes reach_routes;    /* GET/PUT /preferences */
     struct mv__timer_engine *timers; /* fires due timers (expiry, …) on its own thread */
+    struct mv__work_pool *saga_jobs; /* the jobs of sagas its timers wake (saves between calls) */
 } mv_daemon;
 
 /* --check-config: checks what the config names (templates, saga definitions) after the config

@@ -8,6 +8,7 @@
  * reservations) are collected at scrape time; process figures come from /proc. */
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,14 @@
 
 #include "base/callctx.h"
 #include "cmd/daemon.h"
+#include "durable/durable_internal.h"
 #include "durable/timer.h"
 #include "http/request.h"
+#include "http/work_pool.h"
 #include "message/timers.h"
 #include "missive/operations.h"
 #include "missive/reach.h"
+#include "missive/saga_webhook.h"
 #if __has_include("missive/version.h")
 #include "missive/version.h"
 #endif
@@ -237,6 +241,27 @@ static void on_timer_fired(void *ctx, const mv__timer *t, int64_t lag_ms) {
                        (double)(lag_ms < 0 ? 0 : lag_ms) / 1000.0);
 }
 
+/* A woken saga's jobs (its saves between calls) run on the daemon's saga job threads. */
+typedef struct {
+    mv__job job;
+    void (*fn)(void *);
+    void *arg;
+} saga_job;
+
+static void saga_job_run(mv__job *job) {
+    saga_job *j = (saga_job *)job;
+    j->fn(j->arg);
+    free(j);
+}
+
+static void saga_job_submit(void *ctx, void (*fn)(void *), void *arg) {
+    saga_job *j;
+    while (!(j = malloc(sizeof *j))) /* a saga's next job cannot be dropped: wait for memory */
+        sched_yield();
+    *j = (saga_job){.job = {.run = saga_job_run}, .fn = fn, .arg = arg};
+    mv__work_pool_submit(ctx, &j->job);
+}
+
 mv_code mv_daemon_timers_start(mv_daemon *d, mv_err *err) {
     mv__timer_engine_options o = {.lease_ms = d->cfg->timers.lease_ms,
                                   .poll_ms = d->cfg->timers.poll_ms,
@@ -244,6 +269,15 @@ mv_code mv_daemon_timers_start(mv_daemon *d, mv_err *err) {
                                   .on_fired_ctx = d};
     mv_code rc = mv__timer_engine_new(d->store, &o, &d->timers, err);
     if (rc == MV_OK) rc = mv__service_register_timers(d->service, d->timers, err);
+    if (rc == MV_OK && d->saga_engine) { /* delayed saga steps: their wake resumes the saga */
+        mv_saga_async env = {.loop = d->loop,
+                             .submit = saga_job_submit,
+                             .submit_ctx = d->saga_jobs = mv__work_pool_new(2),
+                             .stop = &d->saga_stop};
+        rc = d->saga_jobs ? mv__saga_wake_register(d->timers, d->saga_engine,
+                                                   mv_daemon_saga_finder(), d, &env, err)
+                          : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
     if (rc == MV_OK) rc = mv__timer_engine_start(d->timers, err);
     return rc;
 }

@@ -75,6 +75,7 @@ mv_code mv__saga_runner_start(mv_saga_engine *e, const char *tenant, const mv_sa
 mv_code mv__saga_runner_take(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
                              mv__saga_runner **out, json_t **record, mv_err *err);
 const char *mv__saga_runner_id(const mv__saga_runner *r);
+/* running, or waiting (a resume goes on with the steps: a wait that is over ends there) */
 bool mv__saga_runner_running(const mv__saga_runner *r);
 bool mv__saga_runner_compensating(const mv__saga_runner *r);
 json_t *mv__saga_runner_input(const mv__saga_runner *r);   /* a new reference */
@@ -83,6 +84,9 @@ int64_t mv__saga_runner_lease_ms(const mv__saga_runner *r);
 /* Extends the runner lease (any thread, also while a step is being saved); false once the runner
  * no longer holds it. */
 bool mv__saga_runner_extend(const mv__saga_runner *r);
+/* mv_saga_delay for the step about to begin: MV_SAGA_DELAYED when the saga is (still) waiting,
+ * saved so — the driver then ends the run with mv__saga_runner_finish(r, MV_OK, ...). */
+mv_code mv__saga_runner_delay(mv__saga_runner *r, const char *name, int64_t delay_ms, mv_err *err);
 /* mv_saga_step up to the executor. MV_OK with *effect_id set: make the call (its idempotency key)
  * and give its outcome to step_end; MV_OK with *effect_id NULL: the step was already committed.
  * Any error is mv_saga_step's. */
@@ -105,5 +109,19 @@ mv_code mv__saga_runner_comp_end(mv__saga_runner *r, mv_code call_rc, const mv_e
 /* Ends the run (a pending commit written, the lease dropped), fills *record (may be NULL) as the
  * engine's calls do, frees r (NULL-safe) and returns rc. */
 mv_code mv__saga_runner_finish(mv__saga_runner *r, mv_code rc, json_t **record);
+
+/* ---- saga delays (saga_wake.c) ----------------------------------------------------------------
+ * Registers the `saga_wake` timer kind on a timer engine: a saga waiting before a delayed step
+ * (mv_saga_delay) is resumed by whichever process claims its timer, with the definition find(ctx,
+ * name) gives — a book's definition on env's loop when env is given (its calls wait there, no
+ * thread per saga), any other through mv_saga_resume. The resume runs in the timer's call,
+ * outside any transaction. A saga still in that wait afterwards (another runner held it, the
+ * store failed, the definition is not loaded here) leaves the timer to its lease, so a later
+ * claim, here or in another process, tries again. */
+struct mv__timer_engine;
+struct mv_saga_async;
+mv_code mv__saga_wake_register(struct mv__timer_engine *te, mv_saga_engine *e,
+                               const mv_saga_definition *(*find)(void *ctx, const char *name),
+                               void *find_ctx, const struct mv_saga_async *env, mv_err *err);
 
 #endif

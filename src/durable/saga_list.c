@@ -15,7 +15,8 @@
 #include "store/db.h"
 
 #define SAGA_PAGE(filter)                                                                          \
-    "SELECT saga_id, definition, state, created_at, updated_at FROM sagas WHERE tenant_id = ? "    \
+    "SELECT saga_id, definition, state, created_at, updated_at, wake_at FROM sagas WHERE "         \
+    "tenant_id = ? "                                                                               \
     "AND " filter "(created_at, saga_id) < (?, ?) ORDER BY created_at DESC, saga_id DESC LIMIT ?"
 
 static const char SQL_LIST_SAGAS[] = SAGA_PAGE("");
@@ -26,7 +27,7 @@ static const char SQL_LIST_SAGAS_BY_DEFINITION_STATE[] =
 static const char SQL_COUNT_SAGAS[] = "SELECT COUNT(*) FROM sagas WHERE state = ?";
 
 const char *const mv_saga_state_names[MV_SAGA_STATE_COUNT] = {
-    "running", "compensating", "completed", "compensated", "manual-review"};
+    "running", "compensating", "completed", "compensated", "manual-review", "waiting"};
 
 /* The statement for a query (exposed for the plan tests). */
 const char *mv__saga_list_sql(bool by_state, bool by_definition) {
@@ -63,12 +64,17 @@ static mv_code list_fn(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt_bind_text(st, i++, t->after_id);
     mv_stmt_bind_int64(st, i, q->limit + 1); /* one more tells whether a next page exists */
     int r;
-    while ((r = mv_stmt_step(st, err)) == 1)
-        json_array_append_new(t->rows, json_pack("{s:s,s:s,s:s,s:I,s:I}", "sagaId",
-                                                 mv_stmt_text(st, 0), "definition",
-                                                 mv_stmt_text(st, 1), "state", mv_stmt_text(st, 2),
-                                                 "createdAt", (json_int_t)mv_stmt_int64(st, 3),
-                                                 "updatedAt", (json_int_t)mv_stmt_int64(st, 4)));
+    while ((r = mv_stmt_step(st, err)) == 1) {
+        json_t *row = json_pack("{s:s,s:s,s:s,s:I,s:I}", "sagaId", mv_stmt_text(st, 0),
+                                "definition", mv_stmt_text(st, 1), "state", mv_stmt_text(st, 2),
+                                "createdAt", (json_int_t)mv_stmt_int64(st, 3), "updatedAt",
+                                (json_int_t)mv_stmt_int64(st, 4));
+        /* a waiting saga's wakeAt, as GET /sagas/{id} shows it */
+        if (row && !mv_stmt_is_null(st, 5) && mv_stmt_text(st, 2) &&
+            strcmp(mv_stmt_text(st, 2), "waiting") == 0)
+            json_object_set_new(row, "wakeAt", json_integer(mv_stmt_int64(st, 5)));
+        json_array_append_new(t->rows, row);
+    }
     mv_stmt_done(st);
     return r < 0 ? (err ? err->code : MV_INTERNAL) : MV_OK;
 }
@@ -81,8 +87,8 @@ mv_code mv_saga_list(mv_store *store, const mv_saga_list_query *q, json_t **saga
         return mv_err_set(err, MV_INVALID_ARGUMENT, "a saga list needs a tenant");
     if (q->state && !known_state(q->state))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
-                          "state must be running, compensating, completed, compensated or "
-                          "manual-review");
+                          "state must be running, waiting, compensating, completed, compensated "
+                          "or manual-review");
     if (q->definition && !mv_valid_token(q->definition, 128))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "definition must be a printable token of at most 128 characters");

@@ -11,6 +11,7 @@
  * bad file stops the daemon at start, never a saga halfway. A step declared idempotent is called
  * again with the same key on a 5xx or a timeout (retry_step), the wait on a loop timer when the
  * saga runs on the loop. */
+#include <inttypes.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,7 +30,8 @@ typedef struct wh_def wh_def;
 typedef struct wh_step {
     wh_def *def;
     char *name, *run_url, *compensate_url;
-    bool idempotent; /* the far side deduplicates by Idempotency-Key: 5xx and timeouts retried */
+    bool idempotent;  /* the far side deduplicates by Idempotency-Key: 5xx and timeouts retried */
+    int64_t delay_ms; /* delayMs: the saga waits this long (durably) before the step */
 } wh_step;
 
 struct wh_def {
@@ -170,7 +172,10 @@ static mv_code run_definition(mv_saga_ctx *ctx, const json_t *input, void *def_c
     mv_code rc = MV_OK;
     for (size_t i = 0; i < d->nsteps && rc == MV_OK; i++) {
         step_call sc = {.step = &d->steps[i], .saga = ctx, .input = input};
-        rc = mv_saga_step(ctx, d->steps[i].name, args, execute_step, &sc, NULL, err);
+        if (d->steps[i].delay_ms > 0)
+            rc = mv_saga_delay(ctx, d->steps[i].name, d->steps[i].delay_ms, err);
+        if (rc == MV_OK)
+            rc = mv_saga_step(ctx, d->steps[i].name, args, execute_step, &sc, NULL, err);
     }
     json_decref(args);
     return rc;
@@ -306,8 +311,10 @@ static void step_retry_job(void *p) {
         sched_yield();
     mv_loop_timer_cancel(t);
     mv_webhook_response last = a->res;
-    if (mv_abort_is_set(a->env.stop) || !post_step(a)) {
-        mv_webhook_response_free(&a->res);
+    bool stopping = mv_abort_is_set(a->env.stop);
+    if (stopping || !post_step(a)) {
+        /* not sent: post_step left its own answer in a->res (stopping: a->res is still last) */
+        if (!stopping) mv_webhook_response_free(&a->res);
         a->res = last;
         step_record(a);
         return;
@@ -372,7 +379,13 @@ static void async_steps(async_run *a) {
         const wh_step *st = &a->d->steps[a->next];
         const char *effect_id = NULL;
         mv_err err = {0};
-        mv_code rc = mv__saga_runner_step_begin(a->r, st->name, a->args, &effect_id, &err);
+        mv_code rc =
+            st->delay_ms > 0 ? mv__saga_runner_delay(a->r, st->name, st->delay_ms, &err) : MV_OK;
+        if (rc == MV_SAGA_DELAYED) { /* saved waiting: its timer resumes it, no thread waits */
+            async_finish(a, MV_OK, NULL);
+            return;
+        }
+        if (rc == MV_OK) rc = mv__saga_runner_step_begin(a->r, st->name, a->args, &effect_id, &err);
         if (rc != MV_OK) {
             async_compensations(a, rc, &err);
             return;
@@ -663,7 +676,8 @@ static mv_code read_steps(const parse *p, const json_t *root, wh_def *d) {
     d->steps = calloc(n, sizeof *d->steps);
     d->compensators = calloc(n, sizeof *d->compensators);
     if (!d->steps || !d->compensators) return mv_err_set(p->err, MV_NO_MEMORY, "out of memory");
-    static const char *const allowed[] = {"name", "run", "compensate", "idempotent", NULL};
+    static const char *const allowed[] = {"name",       "run",     "compensate",
+                                          "idempotent", "delayMs", NULL};
     for (size_t i = 0; i < n; i++) {
         json_t *s = json_array_get(steps, i);
         char path[32];
@@ -693,6 +707,12 @@ static mv_code read_steps(const parse *p, const json_t *root, wh_def *d) {
         if (idem && !json_is_boolean(idem))
             return fail(p, "%s.idempotent must be true or false", path);
         st->idempotent = json_is_true(idem);
+        json_t *delay = json_object_get(s, "delayMs");
+        if (delay && !get_int(delay, 0, MV_SAGA_MAX_DELAY_MS, &st->delay_ms))
+            return fail(p,
+                        "%s.delayMs must be an integer from 0 to %" PRId64
+                        " (milliseconds, at most 365 days)",
+                        path, MV_SAGA_MAX_DELAY_MS);
         d->compensators[i] = (mv_saga_compensator){st->name, compensate_step, st};
     }
     d->def.compensators = d->compensators;

@@ -19,6 +19,7 @@ extern const mv_migration mv_migration_timers;
 extern const mv_migration mv_migration_snooze;
 extern const mv_migration mv_migration_reminders;
 extern const mv_migration mv_migration_send_at;
+extern const mv_migration mv_migration_saga_wake;
 extern const mv_migration mv_migration_digest;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
@@ -41,6 +42,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_snooze,
     &mv_migration_reminders,
     &mv_migration_send_at,
+    &mv_migration_saga_wake,
     &mv_migration_digest,
     NULL,
 };

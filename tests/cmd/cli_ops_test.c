@@ -72,9 +72,13 @@ static const char SQL_PUT_FAILED_OUTBOX[] =
 static const char SQL_PUT_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
     "created_at, updated_at, version) VALUES (?, ?, 'manual-review', '{}', '', "
-    "'[{\"name\":\"charge\",\"effectId\":\"eff_charge\",\"compensationEffectId\":\"eff_refund\","
-    "\"state\":\"ambiguous\",\"compensationArgs\":null,\"attempts\":0,"
-    "\"errorCode\":\"execution_unknown\"}]', 1, 1, 1, 1)";
+    "'[]', 1, 1, 1, 1)";
+/* its step, a row of saga_steps as every saga's steps are since migration 10 */
+static const char SQL_PUT_STEP[] =
+    "INSERT INTO saga_steps (saga_id, idx, name, state, effect_id, compensation_effect_id, "
+    "compensation_args, result, attempts, error_code, next_attempt_at, created_at, updated_at) "
+    "VALUES (?, 0, 'charge', 'ambiguous', 'eff_charge', 'eff_refund', 'null', NULL, 0, "
+    "'execution_unknown', NULL, 1, 1)";
 
 static mv_code seed_fn(mv_db *db, void *ctx, mv_err *err) {
     seed_ctx *s = ctx;
@@ -88,7 +92,9 @@ static mv_code seed_fn(mv_db *db, void *ctx, mv_err *err) {
         (rc = mv_db_execf(db, SQL_PUT_REQUEST, NULL, err, "i", s->now - 1000)) ||
         (rc = mv_db_execf(db, SQL_PUT_FAILED_OUTBOX, NULL, err, "")) ||
         (rc = mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "ss", "saga_cli", "checkout")) ||
-        (rc = mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "ss", "saga_ghost", "ghost")))
+        (rc = mv_db_execf(db, SQL_PUT_STEP, NULL, err, "s", "saga_cli")) ||
+        (rc = mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "ss", "saga_ghost", "ghost")) ||
+        (rc = mv_db_execf(db, SQL_PUT_STEP, NULL, err, "s", "saga_ghost")))
         return rc;
     return MV_OK;
 }

@@ -30,13 +30,18 @@ static int capture(int (*fn)(int, char **), char **argv, char *out, size_t size)
 static const char SQL_PUT_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
     "created_at, updated_at, version) VALUES ('saga_cli', 'checkout', 'manual-review', '{}', '', "
-    "'[{\"name\":\"charge\",\"effectId\":\"eff_charge\",\"compensationEffectId\":\"eff_refund\","
-    "\"state\":\"ambiguous\",\"compensationArgs\":null,\"attempts\":0,"
-    "\"errorCode\":\"execution_unknown\"}]', 1, 1, 1, 1)";
+    "'[]', 1, 1, 1, 1)";
+/* its step, a row of saga_steps as every saga's steps are since migration 10 */
+static const char SQL_PUT_STEP[] =
+    "INSERT INTO saga_steps (saga_id, idx, name, state, effect_id, compensation_effect_id, "
+    "compensation_args, result, attempts, error_code, next_attempt_at, created_at, updated_at) "
+    "VALUES ('saga_cli', 0, 'charge', 'ambiguous', 'eff_charge', 'eff_refund', 'null', NULL, 0, "
+    "'execution_unknown', NULL, 1, 1)";
 
 static mv_code put_saga(mv_db *db, void *ctx, mv_err *err) {
     (void)ctx;
-    return mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "");
+    mv_code rc = mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "");
+    return rc ? rc : mv_db_execf(db, SQL_PUT_STEP, NULL, err, "");
 }
 
 STORE_TEST(reconcile_prints_one_json_line_per_finding_with_its_kind) {

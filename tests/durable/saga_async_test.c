@@ -8,7 +8,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "durable/durable_internal.h"
 #include "durable/fixture.h"
+#include "durable/timer.h"
 #include "missive/saga_webhook.h"
 #include "support/http_sink.h"
 
@@ -823,6 +825,68 @@ STORE_TEST(the_wait_before_a_retry_on_the_loop_holds_no_thread_and_a_stop_cuts_i
     env_close(&e);
 }
 
+/* ---- delays --------------------------------------------------------------------------------- */
+
+static const mv_saga_definition *delay_def;
+static const mv_saga_definition *find_delay_def(void *ctx, const char *name) {
+    (void)ctx;
+    return strcmp(name, "checkout") == 0 ? delay_def : NULL;
+}
+
+STORE_TEST(a_delayed_step_waits_holding_nothing_and_its_timer_resumes_it_in_either_runner) {
+    env e;
+    REQUIRE(env_open_with(&e, kind, "delay.db", false, 0, NULL, ", \"delayMs\": 60000", 0));
+    delay_def = e.def;
+    for (int on_loop = 0; on_loop < 2; on_loop++) {
+        flaky f = {.then = 200};
+        atomic_init(&f.charges, 0);
+        http_sink_set_handler(e.sink, flaky_handler, &f);
+        int from = http_sink_count(e.sink);
+        char sid[64];
+        snprintf(sid, sizeof sid, "delay-%s", on_loop ? "loop" : "sync");
+        json_t *rec = NULL;
+        mv_err err = {0};
+        /* reserve runs, then the saga is saved waiting: the run is over */
+        CHECK_CODE(run_either(&e, on_loop, sid, &rec, &err), MV_OK, &err);
+        REQUIRE(rec);
+        CHECK_STR(mv_json_str(rec, "state"), "waiting");
+        CHECK_INT(json_integer_value(json_object_get(rec, "wakeAt")), e.now + 60000);
+        CHECK_INT(http_sink_count(e.sink) - from, 1);
+        json_decref(rec);
+        mv__timer_engine *te = NULL;
+        mv__timer_engine_options to = {.clock = &e.clock};
+        mv_saga_async a = async_env(&e);
+        REQUIRE(mv__timer_engine_new(e.store, &to, &te, &err) == MV_OK);
+        REQUIRE(mv__saga_wake_register(te, e.engine, find_delay_def, NULL, on_loop ? &a : NULL,
+                                       &err) == MV_OK);
+        mv__timer_pass p = {0};
+        CHECK_CODE(mv__timer_engine_run(te, &p, &err), MV_OK, &err);
+        CHECK_INT(p.claimed, 0); /* not due */
+        e.now += 60000;
+        CHECK_CODE(mv__timer_engine_run(te, &p, &err), MV_OK, &err);
+        CHECK_INT(p.fired, 1);
+        CHECK_CODE(mv_saga_get(e.engine, sid, &rec, &err), MV_OK, &err);
+        CHECK_STR(mv_json_str(rec, "state"), "completed");
+        CHECK(json_object_get(rec, "wakeAt") == NULL);
+        /* each step called once, under its own effect id as Idempotency-Key */
+        CHECK_INT(http_sink_count(e.sink) - from, 3);
+        CHECK_INT(atomic_load(&f.charges), 1);
+        for (int i = 0; i < 3; i++) {
+            seen sn;
+            REQUIRE(get_seen(&e, from + i, &sn));
+            CHECK_STR(sn.key, mv_json_str(step_of(rec, (size_t)i), "effectId"));
+            json_decref(sn.body);
+        }
+        json_decref(rec);
+        e.now += 600000;
+        CHECK_CODE(mv__timer_engine_run(te, &p, &err), MV_OK, &err);
+        CHECK_INT(p.claimed, 0);
+        CHECK_INT(http_sink_count(e.sink) - from, 3);
+        mv__timer_engine_free(te);
+    }
+    env_close(&e);
+}
+
 int main(void) {
     return RUN_TESTS(
         three_steps_on_the_loop_send_and_save_what_the_engine_does,
@@ -838,5 +902,6 @@ int main(void) {
         a_step_not_declared_idempotent_goes_to_manual_review_after_one_503,
         a_timeout_of_an_idempotent_step_is_retried_like_a_5xx,
         a_4xx_on_a_retry_of_an_idempotent_step_is_conclusive_and_the_saga_compensates,
-        the_wait_before_a_retry_on_the_loop_holds_no_thread_and_a_stop_cuts_it_short);
+        the_wait_before_a_retry_on_the_loop_holds_no_thread_and_a_stop_cuts_it_short,
+        a_delayed_step_waits_holding_nothing_and_its_timer_resumes_it_in_either_runner);
 }

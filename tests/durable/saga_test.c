@@ -367,13 +367,68 @@ static const char SQL_PUT_SAGA[] =
     "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, max_attempts, "
     "created_at, updated_at, version) VALUES (?, ?, ?, '{}', '', ?, 3, 100, 100, 1)";
 
+static const char SQL_PUT_STEP[] =
+    "INSERT INTO saga_steps (saga_id, idx, name, state, effect_id, compensation_effect_id, "
+    "compensation_args, result, attempts, error_code, next_attempt_at, created_at, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 100, 100)";
+
+/* A saga written by hand with its steps (a JSON array, as the record shows them): as rows of
+ * saga_steps, or (document: a store before migration 10) as the steps document. */
 typedef struct {
     const char *id, *def, *state, *steps;
+    bool document;
 } put_saga;
+
+static void bind_opt_text(mv_stmt *st, int i, const json_t *v) {
+    char *text = v ? mv_json_compact(v) : NULL;
+    if (text)
+        mv_stmt_bind_text(st, i, text);
+    else
+        mv_stmt_bind_null(st, i);
+    free(text);
+}
+
+static mv_code put_step(mv_db *db, const char *id, size_t idx, const json_t *s, mv_err *err) {
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_PUT_STEP, &st, err);
+    if (rc) return rc;
+    mv_stmt_bind_text(st, 1, id);
+    mv_stmt_bind_int64(st, 2, (int64_t)idx);
+    static const char *const texts[] = {"name", "state", "effectId", "compensationEffectId"};
+    for (int k = 0; k < 4; k++)
+        mv_stmt_bind_text(st, 3 + k, mv_json_str(s, texts[k]));
+    json_t *null = json_null(), *args = json_object_get(s, "compensationArgs");
+    bind_opt_text(st, 7, args ? args : null);
+    json_decref(null);
+    bind_opt_text(st, 8, json_object_get(s, "result"));
+    mv_stmt_bind_int64(st, 9, json_integer_value(json_object_get(s, "attempts")));
+    if (mv_json_str(s, "errorCode"))
+        mv_stmt_bind_text(st, 10, mv_json_str(s, "errorCode"));
+    else
+        mv_stmt_bind_null(st, 10);
+    if (json_object_get(s, "nextAttemptAt"))
+        mv_stmt_bind_int64(st, 11, json_integer_value(json_object_get(s, "nextAttemptAt")));
+    else
+        mv_stmt_bind_null(st, 11);
+    int r = mv_stmt_step(st, err);
+    mv_stmt_done(st);
+    return r < 0 ? (err && err->code ? err->code : MV_INTERNAL) : MV_OK;
+}
 
 static mv_code put_saga_fn(mv_db *db, void *ctx, mv_err *err) {
     put_saga *p = ctx;
-    return mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "ssss", p->id, p->def, p->state, p->steps);
+    mv_code rc = mv_db_execf(db, SQL_PUT_SAGA, NULL, err, "ssss", p->id, p->def, p->state,
+                             p->document ? p->steps : "[]");
+    if (rc || p->document) return rc;
+    json_t *steps = NULL;
+    if ((rc = mv_json_parse(p->steps, strlen(p->steps), &steps, err))) return rc;
+    size_t i;
+    json_t *s;
+    json_array_foreach(steps, i, s) {
+        if ((rc = put_step(db, p->id, i, s, err))) break;
+    }
+    json_decref(steps);
+    return rc;
 }
 
 TEST(saga_and_step_states_have_one_name_each_both_ways) {
@@ -1057,7 +1112,7 @@ STORE_TEST(migration_10_moves_step_documents_into_rows_and_the_saga_reads_the_sa
         "{\"name\":\"ship\",\"effectId\":\"e_s\",\"compensationEffectId\":\"c_s\","
         "\"state\":\"failed\",\"compensationArgs\":null,\"attempts\":0,"
         "\"errorCode\":\"not_committed\"}]";
-    put_saga p = {"saga_mig", "checkout", "compensating", doc};
+    put_saga p = {"saga_mig", "checkout", "compensating", doc, true};
     REQUIRE(mv_store_write(r.store, put_saga_fn, &p, &err) == MV_OK);
     CHECK_CODE(mv_store_write(r.store, replay_10_fn, NULL, &err), MV_OK, &err);
     step_rows t = {.id = "saga_mig"};

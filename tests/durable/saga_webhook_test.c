@@ -383,6 +383,17 @@ TEST(definitions_are_validated_naming_the_file_and_the_key) {
         {"{\"name\": \"a\", \"retry\": {\"maxAttempts\": 2.5}, \"steps\": [" STEP("s") "]}",
          "bad.json: retry.maxAttempts must be an integer between 1 and 1000"},
         {"[]", "bad.json: a saga definition must be a JSON object"},
+#define DELAYED(v)                                                                                 \
+    "{\"name\": \"a\", \"steps\": [{\"name\": \"s\", \"run\": {\"webhook\": \"http://h/r\"}, "     \
+    "\"compensate\": {\"webhook\": \"http://h/c\"}, \"delayMs\": " v "}]}"
+        {DELAYED("-1"), "bad.json: steps[0].delayMs must be an integer from 0 to 31536000000 "
+                        "(milliseconds, at most 365 days)"},
+        {DELAYED("31536000001"), "bad.json: steps[0].delayMs must be an integer from 0 to "
+                                 "31536000000 (milliseconds, at most 365 days)"},
+        {DELAYED("1.5"), "bad.json: steps[0].delayMs must be an integer from 0 to 31536000000 "
+                         "(milliseconds, at most 365 days)"},
+        {DELAYED("\"1h\""), "bad.json: steps[0].delayMs must be an integer from 0 to "
+                            "31536000000 (milliseconds, at most 365 days)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mv_err_clear(&err);
@@ -397,6 +408,13 @@ TEST(definitions_are_validated_naming_the_file_and_the_key) {
                         &err),
                MV_OK, &err);
     CHECK_CODE(add_text(book, "{\"name\": \"a\", \"steps\": [" STEP("s") "]}", &err), MV_OK, &err);
+    CHECK_CODE(
+        add_text(book,
+                 "{\"name\": \"later\", \"steps\": [{\"name\": \"s\", \"run\": {\"webhook\": "
+                 "\"http://h/r\"}, \"compensate\": {\"webhook\": \"http://h/c\"}, "
+                 "\"delayMs\": 31536000000}]}",
+                 &err),
+        MV_OK, &err);
     CHECK_CODE(add_text(book, "{\"name\": \"a\", \"steps\": [" STEP("t") "]}", &err),
                MV_INVALID_CONFIG, &err);
     CHECK_STR(err.message, "bad.json: saga definition \"a\" is already defined");

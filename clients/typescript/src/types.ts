@@ -129,7 +129,13 @@ export interface ApprovalList {
   nextCursor: string | null;
 }
 
-export type SagaState = 'running' | 'compensating' | 'completed' | 'compensated' | 'manual-review';
+export type SagaState =
+  | 'running'
+  | 'waiting'
+  | 'compensating'
+  | 'completed'
+  | 'compensated'
+  | 'manual-review';
 export type SagaStepState =
   | 'executing'
   | 'committed'
@@ -158,6 +164,8 @@ export interface Saga {
   steps: SagaStep[];
   createdAt: Millis;
   updatedAt: Millis;
+  /** While the saga is `waiting`: when it resumes with the step that carries `delayMs`. */
+  wakeAt?: Millis;
 }
 
 export interface SagaList {
