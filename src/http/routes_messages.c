@@ -71,14 +71,25 @@ static mv_code check_action(const mv_http_request *req, mv_err *err) {
     return MV_OK;
 }
 
-/* A create whose prepare webhook or payment calls wait on the loop (mv_message_create_start). */
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+/* A job on the write pool works for the request that queued it: its trace context too. */
+static void commit_adopt_trace(const char *traceparent) {
+    mv__callctx_reset();
+    mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
+}
+
+/* A create in flight: what its completion needs, in the request's arena (the request lives until
+ * it is answered; while it is suspended nobody else uses the arena). */
 typedef struct create_call {
-    mv_http_later_rounds rounds;
+    mv_http_later_rounds rounds; /* its rounds on the write pool; rounds.later the answer */
     mv_user user;
     mv_create_request cr;
-    mv_code rc;
+    mv_arena *arena;
+    mv_code rc; /* the outcome, for create_render */
     json_t *messages;
-    mv_err err;
+    bool replayed;
+    mv_err *err;
 } create_call;
 
 static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
@@ -91,149 +102,29 @@ static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, b
     mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
 }
 
-static void create_then(mv_http_request *req, mv_http_response *res, void *ctx) {
+/* On the connection's I/O thread, once resumed: the answer from what create_done kept. */
+static void create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
     create_call *c = ctx;
-    answer_create(res, c->rc, c->messages, false, &c->err);
-}
-
-/* The create's last round (on the write pool, or before the start returned). */
-static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err) {
-    create_call *c = ctx;
-    c->rc = rc;
-    c->messages = messages;
-    mv_err_copy(&c->err, err);
-    mv_http_later_done(c->rounds.later, create_then, c);
-}
-
-/* A create that may call out, run on the loop and answered later; false (nothing done) when the
- * server cannot answer later or the template calls nothing outside. */
-static bool create_on_loop(mv_http_request *req, mv_http_response *res,
-                           const mv_create_request *cr) {
-    mv_message_routes *r = req->route_ctx;
-    if (!req->server_ctx || !mv_message_create_calls_out(r->service, cr->template_cd)) return false;
-    create_call *c = mv_arena_alloc(req->arena, sizeof *c);
-    if (!c) return false;
-    memset(c, 0, sizeof *c);
-    c->user = *cr->user;
-    c->cr = *cr;
-    c->cr.user = &c->user;
-    /* taken before the start: the create may end before the start returns */
-    if (!(c->rounds.later = mv_http_answer_later(req))) return false;
-    mv_create_async env = {mv_http_later_submit, &c->rounds, create_done, c};
-    json_t *messages = NULL;
-    bool started = false, replayed = false;
-    mv_err err = {0};
-    mv_code rc =
-        mv_message_create_start(r->service, &c->cr, &env, &started, &messages, &replayed, &err);
-    if (started) return true; /* answered by create_then */
-    mv_http_later_cancel(c->rounds.later);
-    answer_create(res, rc, messages, replayed, &err);
-    return true;
-}
-
-/* ---- handlers ----------------------------------------------------------------------------- */
-
-/* A create in flight: what its completion needs, in the request's arena (the request lives until
- * it is answered). */
-typedef struct commit_create {
-    mv__job job; /* the blocking fallback on the write pool */
-    mv_message_routes *r;
-    mv_user user;
-    mv_create_request cr;
-    mv_http_later *later;
-    mv_http_response *res;
-    char traceparent[64]; /* the request's, for the calls a blocking create makes elsewhere */
-    mv_arena *arena;
-    mv_code rc; /* the outcome, for commit_create_render */
-    json_t *messages;
-    mv_err *err;
-} commit_create;
-
-/* A job on the write pool works for the request that queued it: its trace context too. */
-static void commit_adopt_trace(const char *traceparent) {
-    mv__callctx_reset();
-    mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
-}
-
-/* On the write pool, for a create the I/O thread passed on because it calls out: its calls go on
- * in rounds on the loop (create_on_loop's path, with the answer c->later already taken). False
- * when it calls nothing outside after all. */
-static bool commit_create_on_loop(commit_create *c) {
-    if (!mv_message_create_calls_out(c->r->service, c->cr.template_cd)) return false;
-    create_call *l = mv_arena_alloc(c->arena, sizeof *l); /* suspended: the arena is ours */
-    if (!l) return false;
-    memset(l, 0, sizeof *l);
-    l->cr = c->cr;
-    l->rounds.later = c->later;
-    mv_create_async env = {mv_http_later_submit, &l->rounds, create_done, l};
-    json_t *messages = NULL;
-    bool started = false, replayed = false;
-    mv_err err = {0};
-    mv_code rc =
-        mv_message_create_start(c->r->service, &l->cr, &env, &started, &messages, &replayed, &err);
-    if (started) return true; /* answered by create_then */
-    answer_create(c->res, rc, messages, replayed, &err);
-    mv_http_later_answered(c->later);
-    return true;
-}
-
-/* On the write pool: a create that must wait — its prepare or payment calls out, the store
- * commits on this thread, or a key already reserved (replay, take over or wait for its lease) —
- * the request still suspended. */
-static void commit_create_blocking(mv__job *job) {
-    commit_create *c = (commit_create *)job;
-    mv_http_later *later = c->later;
-    commit_adopt_trace(c->traceparent);
-    if (!commit_create_on_loop(c)) {
-        json_t *messages = NULL;
-        bool replayed = false;
-        mv_err err = {0};
-        mv_code rc = mv_message_create(c->r->service, &c->cr, &messages, &replayed, &err);
-        answer_create(c->res, rc, messages, replayed, &err);
-        mv_http_later_answered(later);
-    }
-    mv__callctx_reset();          /* nothing of this request stays on the pool thread */
-    mv_http_later_release(later); /* taken by whoever queued this job */
-}
-
-/* On the connection's I/O thread, once resumed: the answer from what commit_create_done kept. */
-static void commit_create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
-    (void)req;
-    commit_create *c = ctx;
-    answer_create(res, c->rc, json_incref(c->messages), false, c->err);
-}
-
-/* On the store's committing thread (or on the handler's, for a request that failed its checks):
- * keeps the outcome and resumes the connection, whose I/O thread renders it — the committing
- * thread goes on to the next batch. */
-static void commit_create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err,
-                               bool again) {
-    commit_create *c = ctx;
-    if (again) { /* the job answers (the completion's hold) and releases its own at its end */
-        c->job.run = commit_create_blocking;
-        mv_http_later_hold(c->later);
-        mv_http_later_run(c->later, &c->job);
+    if (c->rc == MV_OK && !c->messages) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
     }
+    answer_create(res, c->rc, json_incref(c->messages), c->replayed, c->err);
+}
+
+/* Wherever the create ended (the store's committing thread, a round on the write pool, or the
+ * handler's own thread for a request that failed its checks): keeps the outcome in the arena —
+ * a client gone before the render leaks nothing — and resumes the connection. Never blocks. */
+static void create_done(void *ctx, mv_code rc, json_t *messages, bool replayed, const mv_err *err) {
+    create_call *c = ctx;
     c->rc = rc;
-    /* the arena's: a client gone before the render (no render at all) leaks nothing */
+    c->replayed = replayed;
     c->messages = messages ? mv_arena_json(c->arena, messages) : NULL;
-    if (rc == MV_OK && !c->messages) {
-        mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-        mv_http_later_answered(c->later);
-        return;
-    }
-    c->err = NULL;
-    if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
-        if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
-            mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-            mv_http_later_answered(c->later);
-            return;
-        }
+    if (rc != MV_OK && (c->err = mv_arena_alloc(c->arena, sizeof *c->err)))
         mv_err_copy(c->err, err);
-    }
-    mv_http_later_done_io(c->later, commit_create_render, c);
+    if (rc != MV_OK && !c->err) c->rc = MV_OK; /* rendered as out of memory */
+    mv_http_later_done_io(c->rounds.later, create_render, c);
 }
 
 static void create_message(mv_http_request *req, mv_http_response *res, void *app) {
@@ -266,38 +157,29 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
         }
         json_object_del(payload, "clientRequestId");
     }
-    commit_create *c = mv_arena_alloc(req->arena, sizeof *c);
+    create_call *c = mv_arena_alloc(req->arena, sizeof *c);
     if (!c) {
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
     }
-    c->r = r;
-    c->res = res;
+    memset(c, 0, sizeof *c);
     c->arena = req->arena;
-    mv_strlcpy(c->traceparent, mv__callctx()->traceparent, sizeof c->traceparent);
     mv_http_user_identity(req, &c->user);
     c->cr = (mv_create_request){.template_cd = mv_http_param(req, "templateCd"),
                                 .user = &c->user,
                                 .payload = payload,
                                 .client_request_id = body_id ? body_id : header_id};
-    /* Answered from its commit when nothing in it calls out; nothing here touches req or res
-     * once it started (the completion may already be answering). */
-    c->later = mv_http_answer_later(req);
-    if (c->later) {
-        if (mv__message_create_async(r->service, &c->cr, commit_create_done, c)) return;
-        if (req->io_thread) { /* it calls out or commits on this thread: on the write pool */
-            c->job.run = commit_create_blocking;
-            mv_http_later_hold(c->later); /* released when commit_create_blocking returns */
-            mv_http_later_run(c->later, &c->job);
-            return;
-        }
-        mv_http_later_cancel(c->later);
+    /* taken before the start: the create may end before it returns; nothing here touches req or
+     * res once it started */
+    if (!(c->rounds.later = mv_http_answer_later(req))) { /* no server: answered now */
+        json_t *messages = NULL;
+        bool replayed = false;
+        mv_code rc = mv_message_create(r->service, &c->cr, &messages, &replayed, &err);
+        answer_create(res, rc, messages, replayed, &err);
+        return;
     }
-    if (create_on_loop(req, res, &c->cr)) return;
-    json_t *messages = NULL;
-    bool replayed = false;
-    mv_code rc = mv_message_create(r->service, &c->cr, &messages, &replayed, &err);
-    answer_create(res, rc, messages, replayed, &err);
+    mv__create_env env = {mv_http_later_submit, &c->rounds, NULL, create_done, c, true};
+    mv__create_begin(r->service, &c->cr, &env);
 }
 
 /* A query value as a JSON number for the service's pagination checks: integers stay integers,

@@ -13,8 +13,8 @@
  * pool thread returns at once, and the completion queues the answer back on the write pool.
  *
  * A route whose handler never blocks (mv_route.io_thread: the create and the action, whose
- * write joins the group commit without waiting for it) runs on the I/O thread itself, when
- * authentication cannot wait either (headers mode): an error is answered there and then, without
+ * write joins the group commit without waiting for it) runs on the I/O thread itself, whatever
+ * the auth mode (a token needing a key refresh parks): an error is answered there and then, without
  * suspending; otherwise the connection is suspended, and the completion — on the store's
  * committing thread — keeps the outcome and resumes the connection (mv_http_later_done_io); the
  * I/O thread then renders the answer, writes the request log line and sends it: one wake-up of
