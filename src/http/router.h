@@ -37,7 +37,7 @@ typedef struct mv_route {
     bool accepts_ticket;              /* a `ticket` query parameter may authenticate (event streams:
                                        * browsers' EventSource cannot send headers); no other route */
     bool io_thread; /* the handler neither blocks nor waits (it passes anything that may to a pool
-                     * with mv_http_later_run, and answers later): the server runs it on the I/O
+                     * with mv_http_later_submit, and answers later): the server runs it on the I/O
                      * thread that read the request (a token never waits for a key refresh there:
                      * the request parks) */
 } mv_route;

@@ -73,12 +73,6 @@ static mv_code check_action(const mv_http_request *req, mv_err *err) {
 
 /* ---- handlers ----------------------------------------------------------------------------- */
 
-/* A job on the write pool works for the request that queued it: its trace context too. */
-static void commit_adopt_trace(const char *traceparent) {
-    mv__callctx_reset();
-    mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
-}
-
 /* A create in flight: what its completion needs, in the request's arena (the request lives until
  * it is answered; while it is suspended nobody else uses the arena). */
 typedef struct create_call {
@@ -338,93 +332,38 @@ static void answer_action(mv_message_routes *r, mv_http_response *res, mv_code r
     mv_http_json(res, 200, json_pack("{s:o}", "result", result ? result : json_null()));
 }
 
-/* An action whose handler waits on the loop: what the completion needs, in the request's arena
- * (the request lives until it is answered). */
+/* An action in flight: what its completion needs, in the request's arena (as create_call). */
 typedef struct action_call {
-    mv__job job;                 /* the blocking start on the write pool (action_blocking) */
-    mv_http_later_rounds rounds; /* a saga handler's rounds; rounds.later the answer */
+    mv_http_later_rounds rounds; /* its rounds (a saga handler's too); rounds.later the answer */
     mv_message_routes *r;
-    mv_http_response *res;
     mv_user user;
     mv_action_request ar;
-    mv_action_pending *pending;
-    mv_action_pending *checked; /* read and checked on the I/O thread (mv__action_start_async) */
-    char traceparent[64];       /* the request's: the handler's call forwards it */
     mv_arena *arena;
-    mv_code rc; /* an action answered from its commit: the outcome, for action_render */
+    mv_code rc; /* the outcome, for action_render */
     json_t *result;
     mv_err *err;
 } action_call;
-
-/* On the write pool, once the handler's call finished: record its outcome and answer. */
-static void action_then(mv_http_request *req, mv_http_response *res, void *ctx) {
-    (void)req;
-    action_call *c = ctx;
-    json_t *result = NULL;
-    mv_err err = {0};
-    mv_code rc = mv_action_finish(c->pending, &result, &err);
-    answer_action(c->r, res, rc, result, &err);
-}
-
-/* On the loop's thread: must not block, so it only queues action_then. */
-static void action_wake(void *ctx) {
-    action_call *c = ctx;
-    mv_http_later_done(c->rounds.later, action_then, c);
-}
 
 /* On the connection's I/O thread, once resumed: the answer from what action_done kept. */
 static void action_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
     action_call *c = ctx;
+    if (c->rc == MV_OK && !c->result) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
     answer_action(c->r, res, c->rc, json_incref(c->result), c->err);
 }
 
-/* On the store's committing thread (or on the handler's, for a press that failed its checks):
- * an action without a handler, answered from its commit. Keeps the outcome and resumes the
- * connection; its I/O thread renders it (action_render). */
+/* Wherever the action ended: keeps the outcome and resumes the connection (as create_done). */
 static void action_done(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
     action_call *c = ctx;
     c->rc = rc;
-    c->result = result ? mv_arena_json(c->arena, result) : NULL; /* as in commit_create_done */
-    if (rc == MV_OK && !c->result) {
-        mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-        mv_http_later_answered(c->rounds.later);
-        return;
-    }
-    c->err = NULL;
-    if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
-        if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
-            mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-            mv_http_later_answered(c->rounds.later);
-            return;
-        }
+    c->result = result ? mv_arena_json(c->arena, result) : NULL;
+    if (rc != MV_OK && (c->err = mv_arena_alloc(c->arena, sizeof *c->err)))
         mv_err_copy(c->err, err);
-    }
+    if (rc != MV_OK && !c->err) c->rc = MV_OK; /* rendered as out of memory */
     mv_http_later_done_io(c->rounds.later, action_render, c);
-}
-
-/* On the write pool, for a press the I/O thread could not start: a handler to call, an approval,
- * or a store that commits on the caller's thread. The request is still suspended. */
-static void action_blocking(mv__job *job) {
-    action_call *c = (action_call *)job;
-    json_t *result = NULL;
-    mv_err err = {0};
-    commit_adopt_trace(c->traceparent);
-    c->ar.submit = mv_http_later_submit;
-    c->ar.submit_ctx = &c->rounds;
-    mv_action_pending *checked = c->checked; /* read and checked already: not read again */
-    c->checked = NULL;
-    mv_code rc =
-        checked
-            ? mv__action_start_checked(checked, action_wake, c, &c->pending, &result, &err)
-            : mv_action_start(c->r->service, &c->ar, action_wake, c, &c->pending, &result, &err);
-    mv_http_later *later = c->rounds.later;
-    if (rc != MV_OK || !c->pending) { /* else answered by action_then */
-        answer_action(c->r, c->res, rc, result, &err);
-        mv_http_later_answered(later);
-    }
-    mv__callctx_reset();          /* nothing of this request stays on the pool thread */
-    mv_http_later_release(later); /* action_then may run now: c->pending is set */
 }
 
 static void handle_action(mv_http_request *req, mv_http_response *res, void *app) {
@@ -439,10 +378,9 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
     }
+    memset(c, 0, sizeof *c);
     c->r = r;
-    c->res = res;
     c->arena = req->arena;
-    mv_strlcpy(c->traceparent, mv__callctx()->traceparent, sizeof c->traceparent);
     mv_http_user_identity(req, &c->user);
     c->ar = (mv_action_request){
         .message_id = mv_http_param(req, "id"),
@@ -451,33 +389,19 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
         .input = req->json,
         .resume_token = mv_http_header_get(req, "X-Resume-Token"),
         .is_admin = mv_principal_has_permission(req->principal, r->admin_permission)};
-    json_t *result = NULL;
-    mv_err err = {0};
-    /* taken before the start: the call may finish before mv_action_start returns */
-    c->rounds.later = mv_http_answer_later(req);
-    /* an action without a handler is answered from its commit; nothing here touches req or res
-     * once it started */
-    c->checked = NULL;
-    if (c->rounds.later && mv__action_start_async(r->service, &c->ar, action_done, c, &c->checked))
-        return;
-    if (c->rounds.later && req->io_thread) {
-        c->job.run = action_blocking;
-        mv_http_later_hold(c->rounds.later); /* released when action_blocking returns */
-        mv_http_later_run(c->rounds.later, &c->job);
+    /* taken before the start: the action may end before it returns; nothing here touches req or
+     * res once it started */
+    if (!(c->rounds.later = mv_http_answer_later(req))) { /* no server: answered now */
+        json_t *result = NULL;
+        mv_err err = {0};
+        mv_code rc = mv_action_handle(r->service, &c->ar, &result, &err);
+        answer_action(r, res, rc, result, &err);
         return;
     }
-    if (c->rounds.later) {
-        c->ar.submit = mv_http_later_submit;
-        c->ar.submit_ctx = &c->rounds;
-    }
-    mv__action_checked_free(c->checked); /* not on an I/O thread: read again here */
-    c->checked = NULL;
-    mv_code rc = c->rounds.later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,
-                                                   &result, &err)
-                                 : mv_action_handle(r->service, &c->ar, &result, &err);
-    if (rc == MV_OK && c->pending) return; /* answered by action_then */
-    if (c->rounds.later) mv_http_later_cancel(c->rounds.later);
-    answer_action(r, res, rc, result, &err);
+    c->ar.submit = mv_http_later_submit; /* a book's saga runs its rounds through them too */
+    c->ar.submit_ctx = &c->rounds;
+    mv__action_env env = {mv_http_later_submit, &c->rounds, action_done, c, false};
+    mv__action_begin(r->service, &c->ar, &env);
 }
 
 mv_code mv_message_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "base/callctx.h"
+#include "message/action_async.h"
 #include "message/create_async.h"
 #include "message/service.h"
 
@@ -166,4 +167,32 @@ mv_code mv_message_create_start(mv_service *svc, const mv_create_request *req,
     pthread_mutex_destroy(&s->mu);
     free(s);
     return rc;
+}
+
+/* ---- mv_action_handle --------------------------------------------------------------------- */
+
+typedef struct action_wait {
+    mv__waiter w;
+    mv_code rc;
+    json_t *result;
+    mv_err *err;
+} action_wait;
+
+static void action_waited(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
+    action_wait *a = ctx;
+    a->rc = rc;
+    a->result = result;
+    if (rc != MV_OK) mv_err_copy(a->err, err);
+    mv__waiter_finish(&a->w);
+}
+
+mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
+                         mv_err *err) {
+    action_wait a = {.err = err};
+    mv__waiter_init(&a.w);
+    mv__action_env env = {mv__waiter_submit, &a.w, action_waited, &a, true};
+    mv__action_begin(svc, req, &env);
+    mv__waiter_run(&a.w);
+    *result = a.result;
+    return a.rc;
 }
