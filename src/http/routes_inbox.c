@@ -10,6 +10,7 @@
 #include "http/request.h"
 #include "http/routes_inbox.h"
 #include "http/routes_time.h"
+#include "message/inbox_internal.h"
 
 static const char *const FILTER_NAMES[] = {"templateCd", "type",     "read",    "seen",
                                            "dismissed",  "archived", "snoozed", NULL};
@@ -74,17 +75,60 @@ static mv_code check_id(const mv_http_request *req, mv_err *err) {
     return MV_OK;
 }
 
+/* A mark in flight (the create's shape, routes_messages.c): in the request's arena. */
+typedef struct mark_call {
+    mv_http_later *later;
+    mv_user user;
+    mv_arena *arena;
+    mv_code rc;
+    json_t *message;
+    mv_err *err;
+} mark_call;
+
+static void mark_render(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    mark_call *c = ctx;
+    if (c->rc != MV_OK)
+        mv_http_error(res, c->err);
+    else if (!c->message)
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+    else
+        mv_http_json(res, 200, json_incref(c->message));
+}
+
+/* On the committing thread (or the handler's, for a failed check): keep, resume. */
+static void mark_done(void *ctx, mv_code rc, json_t *message, const mv_err *err) {
+    mark_call *c = ctx;
+    c->rc = rc;
+    c->message = message ? mv_arena_json(c->arena, message) : NULL;
+    if (rc != MV_OK && (c->err = mv_arena_alloc(c->arena, sizeof *c->err)))
+        mv_err_copy(c->err, err);
+    if (rc != MV_OK && !c->err) c->rc = MV_OK; /* rendered as out of memory */
+    mv_http_later_done_io(c->later, mark_render, c);
+}
+
 static void mark(mv_http_request *req, mv_http_response *res, mv_mark m) {
     mv_message_routes *r = req->route_ctx;
-    mv_user user;
-    mv_http_user(req, &user);
-    json_t *msg = NULL;
-    mv_err err = {0};
-    if (mv_message_mark(r->service, mv_http_param(req, "id"), &user, m, &msg, &err) != MV_OK) {
-        mv_http_error(res, &err);
+    mark_call *c = mv_arena_alloc(req->arena, sizeof *c);
+    if (!c) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
     }
-    mv_http_json(res, 200, msg);
+    memset(c, 0, sizeof *c);
+    c->arena = req->arena;
+    mv_http_user(req, &c->user);
+    if (!(c->later = mv_http_answer_later(req))) { /* no server: answered now */
+        json_t *msg = NULL;
+        mv_err err = {0};
+        if (mv_message_mark(r->service, mv_http_param(req, "id"), &c->user, m, &msg, &err) !=
+            MV_OK) {
+            mv_http_error(res, &err);
+            return;
+        }
+        mv_http_json(res, 200, msg);
+        return;
+    }
+    mv__mark_begin(r->service, mv_http_param(req, "id"), &c->user, m, mark_done, c);
 }
 
 static void mark_seen(mv_http_request *req, mv_http_response *res, void *app) {
@@ -278,11 +322,16 @@ void mv_http_count_messages(mv_http_request *req, mv_http_response *res, void *a
 
 mv_code mv_inbox_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {
     const mv_route table[] = {
-        {"POST", "/messages/{id}/seen", mark_seen, false, false, check_id, routes},
-        {"POST", "/messages/{id}/read", mark_read, false, false, check_id, routes},
-        {"POST", "/messages/{id}/unread", mark_unread, false, false, check_id, routes},
-        {"POST", "/messages/{id}/dismiss", mark_dismiss, false, false, check_id, routes},
-        {"POST", "/messages/{id}/undismiss", mark_undismiss, false, false, check_id, routes},
+        {"POST", "/messages/{id}/seen", mark_seen, false, false, check_id, routes,
+         .io_thread = true},
+        {"POST", "/messages/{id}/read", mark_read, false, false, check_id, routes,
+         .io_thread = true},
+        {"POST", "/messages/{id}/unread", mark_unread, false, false, check_id, routes,
+         .io_thread = true},
+        {"POST", "/messages/{id}/dismiss", mark_dismiss, false, false, check_id, routes,
+         .io_thread = true},
+        {"POST", "/messages/{id}/undismiss", mark_undismiss, false, false, check_id, routes,
+         .io_thread = true},
         {"POST", "/messages/seen-all", seen_all, false, true, NULL, routes},
         {"POST", "/messages/read-all", read_all, false, true, NULL, routes},
     };
