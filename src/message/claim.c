@@ -231,59 +231,106 @@ done:
     return rc;
 }
 
-/* While a handler runs, a small thread keeps the claim's lease alive (every lease/3), so a slow
- * but healthy handler is never taken over; a crashed server stops extending and its lease ends. */
-typedef struct {
+/* While a handler runs, its claim's lease is extended every lease/3, so a slow but healthy
+ * handler is never taken over; a crashed server stops extending and its lease ends. With a loop
+ * the loop's timer thread does it (claim_run_archive, claim_and_start); without one, a single
+ * keeper thread serves every handler running in the process: an entry per handler, the thread
+ * started by the first and ending when none is left. */
+typedef struct keep_entry {
     action_job *j;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
-    pthread_t thread;
-} lease_keeper;
+    int64_t due; /* CLOCK_REALTIME ms of the next extension; INT64_MAX: none (lease lost) */
+    bool busy;   /* being extended: not removed until done */
+    struct keep_entry *next;
+} keep_entry;
 
-static void *keep_lease(void *arg) {
-    lease_keeper *k = arg;
-    int64_t period = k->j->svc->o.action_lease_ms / 3;
-    pthread_mutex_lock(&k->mu);
-    while (!k->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + (period % 1000) * 1000000;
-        ts.tv_sec += period / 1000 + ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) != 0 && !k->stop) {
-            pthread_mutex_unlock(&k->mu);
-            bool held = mv_action_extend_lease(k->j->svc, k->j->req->message_id, k->j->attempt_id);
-            pthread_mutex_lock(&k->mu);
-            if (!held) {
-                mv_abort_fire(&k->j->abort, "the action's lease was lost");
-                break;
-            }
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* an entry added or removed, an extension done */
+    keep_entry *head;
+    bool running;
+} keeper = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, false};
+
+static int64_t realtime_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t keep_period(const action_job *j) {
+    int64_t period = j->svc->o.action_lease_ms / 3;
+    return period > 0 ? period : 1;
+}
+
+static void *keep_leases(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&keeper.mu);
+    while (keeper.head) {
+        int64_t now = realtime_ms(), next = INT64_MAX;
+        keep_entry *due = NULL;
+        for (keep_entry *e = keeper.head; e; e = e->next)
+            if (!e->busy && e->due <= now)
+                due = e;
+            else if (!e->busy && e->due < next)
+                next = e->due;
+        if (due) { /* the store write without the lock; the entry stays until it is done */
+            due->busy = true;
+            pthread_mutex_unlock(&keeper.mu);
+            action_job *j = due->j;
+            bool held = mv_action_extend_lease(j->svc, j->req->message_id, j->attempt_id);
+            if (!held) mv_abort_fire(&j->abort, "the action's lease was lost");
+            pthread_mutex_lock(&keeper.mu);
+            due->due = held ? realtime_ms() + keep_period(j) : INT64_MAX;
+            due->busy = false;
+            pthread_cond_broadcast(&keeper.cv);
+            continue;
         }
+        if (next == INT64_MAX) {
+            pthread_cond_wait(&keeper.cv, &keeper.mu);
+            continue;
+        }
+        struct timespec ts = {.tv_sec = (time_t)(next / 1000),
+                              .tv_nsec = (long)(next % 1000) * 1000000};
+        pthread_cond_timedwait(&keeper.cv, &keeper.mu, &ts);
     }
-    pthread_mutex_unlock(&k->mu);
+    keeper.running = false;
+    pthread_mutex_unlock(&keeper.mu);
     return NULL;
 }
 
-static bool keeper_start(lease_keeper *k, action_job *j) {
-    k->j = j;
-    k->stop = false;
-    pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
-    if (pthread_create(&k->thread, NULL, keep_lease, k) == 0) return true;
-    pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cv);
-    return false;
+static bool keep_add(keep_entry *e, action_job *j) {
+    *e = (keep_entry){.j = j, .due = realtime_ms() + keep_period(j)};
+    pthread_mutex_lock(&keeper.mu);
+    e->next = keeper.head;
+    keeper.head = e;
+    bool ok = true;
+    if (!keeper.running) {
+        pthread_attr_t attr;
+        pthread_t t;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &attr, keep_leases, NULL) == 0;
+        pthread_attr_destroy(&attr);
+        if (ok)
+            keeper.running = true;
+        else
+            keeper.head = e->next;
+    }
+    pthread_cond_broadcast(&keeper.cv);
+    pthread_mutex_unlock(&keeper.mu);
+    return ok;
 }
 
-static void keeper_stop(lease_keeper *k) {
-    pthread_mutex_lock(&k->mu);
-    k->stop = true;
-    pthread_cond_signal(&k->cv);
-    pthread_mutex_unlock(&k->mu);
-    pthread_join(k->thread, NULL);
-    pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cv);
+static void keep_remove(keep_entry *e) {
+    pthread_mutex_lock(&keeper.mu);
+    while (e->busy)
+        pthread_cond_wait(&keeper.cv, &keeper.mu);
+    for (keep_entry **p = &keeper.head; *p; p = &(*p)->next)
+        if (*p == e) {
+            *p = e->next;
+            break;
+        }
+    pthread_cond_broadcast(&keeper.cv);
+    pthread_mutex_unlock(&keeper.mu);
 }
 
 typedef struct {
@@ -600,16 +647,14 @@ static mv_code claim_run_archive(action_job *j, mv_err *err) {
     mv_code rc = mv_store_write(j->svc->o.store, claim_tx, j, err);
     if (rc != MV_OK) return rc;
     mv_err herr = {0};
-    lease_keeper keeper;
-    int64_t period = j->svc->o.action_lease_ms / 3;
-    /* the loop's timer thread keeps every lease; a thread of its own only without a loop */
+    keep_entry keep;
+    /* the loop's timer thread keeps every lease; without a loop, the process's keeper thread */
     mv_loop_timer *timer =
-        j->svc->o.loop ? mv_loop_every(j->svc->o.loop, period > 0 ? period : 1, extend_on_timer, j)
-                       : NULL;
-    bool keeping = !timer && keeper_start(&keeper, j);
+        j->svc->o.loop ? mv_loop_every(j->svc->o.loop, keep_period(j), extend_on_timer, j) : NULL;
+    bool keeping = !timer && keep_add(&keep, j);
     rc = run_handler(j, &herr);
     mv_loop_timer_cancel(timer);
-    if (keeping) keeper_stop(&keeper);
+    if (keeping) keep_remove(&keep);
     return record_outcome(j, rc, &herr, err);
 }
 
