@@ -55,6 +55,7 @@ typedef struct {
     bool fresh;
     int slowloris;
     bool drain;
+    const char *bearer; /* --bearer: creates authenticate with this token (JWT mode) */
 } options;
 
 static options opt = {.host = "127.0.0.1",
@@ -289,17 +290,20 @@ static unsigned long long seq_counter(void) {
 
 /* POST a create as user from to recipient to; the created id into id (25 bytes) when asked. */
 static bool do_create(worker *w, const char *from, const char *to, char *id) {
-    char body[256], req[1024];
+    char body[256], req[2048], who[1200];
     unsigned long long n = seq_counter();
     int blen = snprintf(body, sizeof body,
                         "{\"to\": \"%s\", \"from\": \"%s\", \"n\": %llu, \"text\": \"benchmark note "
                         "number %llu\"}",
                         to, from, n, n);
+    /* --bearer: the token names the sender (JWT mode), else the X-User-Id header does */
+    if (opt.bearer) snprintf(who, sizeof who, "Authorization: Bearer %s", opt.bearer);
+    else snprintf(who, sizeof who, "X-User-Id: %s", from);
     int len = snprintf(req, sizeof req,
-                       "POST /messages/new/%s HTTP/1.1\r\nHost: bench\r\nX-User-Id: %s\r\n"
+                       "POST /messages/new/%s HTTP/1.1\r\nHost: bench\r\n%s\r\n"
                        "Idempotency-Key: bench-%d-%ld-%llu-%d\r\nContent-Type: application/json\r\n"
                        "Content-Length: %d\r\n\r\n%s",
-                       opt.template_cd, from, (int)getpid(), (long)time(NULL), n, w->index, blen,
+                       opt.template_cd, who, (int)getpid(), (long)time(NULL), n, w->index, blen,
                        body);
     int status = roundtrip(&w->c, req, (size_t)len);
     if (!check(w, status, 201, "create")) return false;
@@ -474,7 +478,7 @@ static void usage(void) {
     fputs("usage: loadgen [--host H] [--port P] [--mode create|action|get|cursor|saga] [--threads N]\n"
           "               [--seconds S] [--template CD] [--action CD] [--path PATH] [--user ID]\n"
           "               [--roles R1,R2,...] [--pages N] [--label NAME] [--fresh 0|1]\n"
-          "               [--slowloris N] [--drain 0|1]\n",
+          "               [--slowloris N] [--drain 0|1] [--bearer TOKEN]\n",
           stderr);
     exit(2);
 }
@@ -501,6 +505,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--action")) opt.action_cd = v;
         else if (!strcmp(a, "--path")) opt.path = v;
         else if (!strcmp(a, "--user")) opt.user = v;
+        else if (!strcmp(a, "--bearer")) opt.bearer = v;
         else if (!strcmp(a, "--roles")) opt.roles = v;
         else if (!strcmp(a, "--pages")) opt.pages = atoi(v);
         else if (!strcmp(a, "--label")) opt.label = v;

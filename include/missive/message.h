@@ -181,7 +181,8 @@ mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t 
  * mv_message_create; a C prepare function or C payment provider is called in a round. When the
  * work went to the loop, *started is true, MV_OK is returned and env->done runs exactly once —
  * later, or before this returns — with what mv_message_create would have returned (messages: a
- * new reference, NULL on failure; never a replay). Otherwise (a replay, an error before any work,
+ * new reference, NULL on failure; a replay only for a template that calls nothing outside, whose
+ * existing key is found after its write was queued). Otherwise (a replay, an error before any work,
  * no loop) *started is false and the answer is here. A call the loop abandons at shutdown fails
  * the create with MV_DRAINING (the key is left to its lease); an expire it abandons is made
  * again on a thread. req and what it points to must stay valid until env->done has run. */

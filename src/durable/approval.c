@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "durable/approval_async.h"
 #include "durable/durable_internal.h"
 #include "store/db.h"
+#include "store/write_async.h"
 
 #define MAX_TOKEN_LEN 2048
 
@@ -425,8 +427,10 @@ static mv_code check_approval_id(const char *id, mv_err *err) {
     return MV_OK;
 }
 
-mv_code mv_approval_decide(mv_approvals *a, const char *approval_id, const char *tenant_id,
-                           const char *decision, const char *decided_by, mv_err *err) {
+/* The decision's checks (mv_approval_decide and mv__approval_decide_begin): *t filled. */
+static mv_code decide_check(mv_approvals *a, const char *approval_id, const char *tenant_id,
+                            const char *decision, const char *decided_by, decide_tx *t,
+                            mv_err *err) {
     mv_code rc;
     if ((rc = check_approval_id(approval_id, err))) return rc;
     if (!tenant_id || !mv_valid_token(tenant_id, MV_MAX_ID_BYTES))
@@ -438,13 +442,19 @@ mv_code mv_approval_decide(mv_approvals *a, const char *approval_id, const char 
     if (!decision || (strcmp(decision, "approved") != 0 && strcmp(decision, "denied") != 0))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "approval decision must be \"approved\" or \"denied\"");
-    decide_tx t = {.id = approval_id,
-                   .tenant = tenant_id,
-                   .decision = decision,
-                   .by = decided_by,
-                   .allow_self = a->allow_self_approval};
-    if ((rc = mv_durable_now(a->clock, "approval clock", &t.now, err))) return rc;
-    return mv_store_write(a->store, decide_fn, &t, err);
+    *t = (decide_tx){.id = approval_id,
+                     .tenant = tenant_id,
+                     .decision = decision,
+                     .by = decided_by,
+                     .allow_self = a->allow_self_approval};
+    return mv_durable_now(a->clock, "approval clock", &t->now, err);
+}
+
+mv_code mv_approval_decide(mv_approvals *a, const char *approval_id, const char *tenant_id,
+                           const char *decision, const char *decided_by, mv_err *err) {
+    decide_tx t;
+    mv_code rc = decide_check(a, approval_id, tenant_id, decision, decided_by, &t, err);
+    return rc ? rc : mv_store_write(a->store, decide_fn, &t, err);
 }
 
 typedef struct {
@@ -491,6 +501,48 @@ mv_code mv_approval_get(mv_approvals *a, const char *approval_id, const char *te
     if ((rc = check_approval_id(approval_id, err))) return rc;
     get_tx g = {.id = approval_id, .tenant = tenant_id, .out = out};
     return mv_store_read(a->store, get_fn, &g, err);
+}
+
+/* ---- the decision as one operation (approval_async.h) ------------------------------------ */
+
+typedef struct decide_op {
+    decide_tx t;
+    get_tx g;
+    mv_approval_record rec;
+    mv__decide_done done;
+    void *done_ctx;
+} decide_op;
+
+/* Visible in the tenant, decided, read back: one transaction. */
+static mv_code decide_op_fn(mv_db *db, void *ctx, mv_err *err) {
+    decide_op *o = ctx;
+    mv_code rc = get_fn(db, &o->g, err);
+    if (rc == MV_OK) rc = decide_fn(db, &o->t, err);
+    return rc == MV_OK ? get_fn(db, &o->g, err) : rc;
+}
+
+static void decide_written(mv_code rc, const mv_err *err, void *ctx) {
+    decide_op *o = ctx;
+    o->done(o->done_ctx, rc, rc == MV_OK ? &o->rec : NULL, err);
+    free(o);
+}
+
+void mv__approval_decide_begin(mv_approvals *a, const char *approval_id, const char *tenant_id,
+                               const char *decision, const char *decided_by, mv__decide_done done,
+                               void *done_ctx) {
+    mv_err err = {0};
+    decide_op *o = calloc(1, sizeof *o);
+    mv_code rc = o ? decide_check(a, approval_id, tenant_id, decision, decided_by, &o->t, &err)
+                   : mv_err_set(&err, MV_NO_MEMORY, "out of memory");
+    if (rc != MV_OK) {
+        free(o);
+        done(done_ctx, rc, NULL, &err);
+        return;
+    }
+    o->g = (get_tx){.id = approval_id, .tenant = tenant_id, .out = &o->rec};
+    o->done = done;
+    o->done_ctx = done_ctx;
+    mv__store_write_async(a->store, decide_op_fn, o, decide_written, o);
 }
 
 json_t *mv_approval_to_json(const mv_approval_record *rec) {

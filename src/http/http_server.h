@@ -103,30 +103,16 @@ mv_http_later *mv_http_answer_later(mv_http_request *req);
 /* The answer is ready to be made: runs then(req, res, ctx) on the write pool, then sends res.
  * May be called before the handler has returned (then waits for it). */
 void mv_http_later_done(mv_http_later *later, mv_http_then then, void *ctx);
-/* The answer is already in res (filled by the completion, on any thread, after the handler
- * took the handle): the request log, metrics and the send follow on this thread — or on the
- * handler's, if it has not returned yet — without a hop through the write pool. The completion
- * must not block (it may be a store's committing thread). Instead of mv_http_later_done. */
-void mv_http_later_answered(mv_http_later *later);
 /* As mv_http_later_done, but `then` runs on the connection's I/O thread when it resumes (so it
  * must not block: it only renders what the completion left), followed by the request log and
  * the send: a completion on a busy thread (a store's committing thread) only resumes. */
 void mv_http_later_done_io(mv_http_later *later, mv_http_then then, void *ctx);
-/* One more hold on the answer, taken while the handler still holds its own (before it
- * returns): the answer waits for the matching mv_http_later_release too — e.g. a job queued with
- * mv_http_later_run that must finish reading its state before a completion may answer. */
-void mv_http_later_hold(mv_http_later *later);
-void mv_http_later_release(mv_http_later *later);
 /* The handler answers now after all (it fills res and returns as usual). */
 void mv_http_later_cancel(mv_http_later *later);
-/* Runs job on the write pool while the answer is still to come (a step of work that waits on the
- * loop in several rounds); job must stay valid until it starts. The request stays in flight. */
-struct mv__job;
-void mv_http_later_run(mv_http_later *later, struct mv__job *job);
 /* Work answered later in rounds between calls on the loop (a saga's steps, a create's prepare and
  * payment calls), one round queued at a time, so one record serves them all: keep one in the
  * request's arena with `later` set, and pass mv_http_later_submit with it wherever a submit
- * function is asked for (mv_saga_async, mv_action_request, mv_create_async). */
+ * function is asked for (mv__create_env, mv__action_env, mv_action_request, mv_saga_async). */
 typedef struct mv_http_later_rounds {
     struct mv__job job;
     void (*fn)(void *arg);

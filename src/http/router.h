@@ -37,8 +37,9 @@ typedef struct mv_route {
     bool accepts_ticket;              /* a `ticket` query parameter may authenticate (event streams:
                                        * browsers' EventSource cannot send headers); no other route */
     bool io_thread; /* the handler neither blocks nor waits (it passes anything that may to a pool
-                     * with mv_http_later_run, and answers later): the server runs it on the I/O
-                     * thread that read the request, when authentication cannot wait either */
+                     * with mv_http_later_submit, and answers later): the server runs it on the I/O
+                     * thread that read the request (a token never waits for a key refresh there:
+                     * the request parks) */
 } mv_route;
 
 /* A new router; app is passed to every handler. Free with mv_router_free (NULL-safe). */
@@ -71,8 +72,7 @@ void mv_router_set_metrics(mv_router *router, mv_metrics *metrics);
 /* When true, one JSON log line per request (default false, so tests and fuzzers stay quiet). */
 void mv_router_set_logging(mv_router *router, bool on);
 
-/* True when req's route runs on the I/O thread (mv_route.io_thread) and authenticating it cannot
- * wait (a public route, or headers mode). */
+/* True when req's route runs on the I/O thread (mv_route.io_thread), in any auth mode. */
 bool mv_router_io_thread(mv_router *router, mv_http_request *req);
 
 /* Routes req and fills res. Always produces a response (status != 0). Sets X-Request-Id (taken

@@ -9,6 +9,7 @@
  * what stopped the call itself (store, concurrency, mismatch, unknown saga) is an error. */
 #include <string.h>
 
+#include "durable/approval_async.h"
 #include "http/auth.h"
 #include "http/http_server.h"
 #include "http/request.h"
@@ -125,6 +126,44 @@ static void get_approval(mv_http_request *req, mv_http_response *res, void *app)
     mv_http_json(res, 200, mv_approval_to_json(&rec));
 }
 
+/* A decision in flight (the create's shape, routes_messages.c): in the request's arena. */
+typedef struct decide_call {
+    mv_http_later *later;
+    mv_durable_routes *r;
+    const char *decision;
+    mv_code rc;
+    json_t *record;
+    mv_err *err;
+    mv_arena *arena;
+} decide_call;
+
+static void decide_render(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    decide_call *c = ctx;
+    if (c->rc != MV_OK) {
+        mv_http_error(res, c->err);
+        return;
+    }
+    if (!c->record) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
+    const char *labels[] = {"decision", c->decision, NULL};
+    mv_metrics_counter_add(c->r->metrics, "missive_approvals_total", labels, 1);
+    mv_http_json(res, 200, json_incref(c->record));
+}
+
+/* On the committing thread (or the handler's, for a failed check): keep, resume. */
+static void decide_done(void *ctx, mv_code rc, const mv_approval_record *rec, const mv_err *err) {
+    decide_call *c = ctx;
+    c->rc = rc;
+    c->record = rec ? mv_arena_json(c->arena, mv_approval_to_json(rec)) : NULL;
+    if (rc != MV_OK && (c->err = mv_arena_alloc(c->arena, sizeof *c->err)))
+        mv_err_copy(c->err, err);
+    if (rc != MV_OK && !c->err) c->rc = MV_OK; /* rendered as out of memory */
+    mv_http_later_done_io(c->later, decide_render, c);
+}
+
 static void decide_approval(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     mv_durable_routes *r = req->route_ctx;
@@ -136,8 +175,19 @@ static void decide_approval(mv_http_request *req, mv_http_response *res, void *a
         mv_http_errorf(res, MV_INVALID_ARGUMENT, "decision must be \"approved\" or \"denied\"");
         return;
     }
+    decide_call *c = mv_arena_alloc(req->arena, sizeof *c);
+    if (!c) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
+    *c = (decide_call){.r = r, .decision = decision, .arena = req->arena};
     const char *id = mv_http_param(req, "id"), *tenant = req->principal->tenant;
-    mv_approval_record rec;
+    if ((c->later = mv_http_answer_later(req))) {
+        mv__approval_decide_begin(r->approvals, id, tenant, decision, req->principal->user_id,
+                                  decide_done, c);
+        return;
+    }
+    mv_approval_record rec; /* no server: answered now, the same three steps */
     mv_err err = {0};
     /* another tenant's approval is not found (decide alone would call it a rejected decision) */
     if (mv_approval_get(r->approvals, id, tenant, &rec, &err) != MV_OK ||
@@ -147,9 +197,8 @@ static void decide_approval(mv_http_request *req, mv_http_response *res, void *a
         mv_http_error(res, &err);
         return;
     }
-    const char *labels[] = {"decision", decision, NULL};
-    mv_metrics_counter_add(r->metrics, "missive_approvals_total", labels, 1);
-    mv_http_json(res, 200, mv_approval_to_json(&rec));
+    c->record = mv_arena_json(req->arena, mv_approval_to_json(&rec));
+    decide_render(req, res, c);
 }
 
 /* ---- sagas -------------------------------------------------------------------------------- */
@@ -380,7 +429,8 @@ static void resolve_saga(mv_http_request *req, mv_http_response *res, void *app)
 mv_code mv_durable_routes_add(mv_router *router, mv_durable_routes *routes, mv_err *err) {
     const mv_route table[] = {
         {"GET", "/approvals/{id}", get_approval, false, false, check_approval, routes},
-        {"POST", "/approvals/{id}/decision", decide_approval, false, true, check_decision, routes},
+        {"POST", "/approvals/{id}/decision", decide_approval, false, true, check_decision, routes,
+         .io_thread = true},
         {"POST", "/sagas/{definition}", start_saga, false, true, check_definition, routes},
         {"GET", "/sagas/{id}", get_saga, false, false, check_saga_id, routes},
         {"POST", "/sagas/{id}/resume", resume_saga, false, true, check_saga_id, routes},

@@ -11,6 +11,7 @@
 #include "base/strbuf.h"
 #include "http/request.h"
 #include "http/routes_reach.h"
+#include "message/action_async.h"
 
 static const char LINK_CSP[] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
                                "frame-ancestors 'none'; base-uri 'none'";
@@ -270,37 +271,79 @@ static char *form_input(const char *body, size_t len) {
     return NULL;
 }
 
-static void run_link(mv_http_request *req, mv_http_response *res, void *app) {
-    (void)app;
+/* A link's press in flight (the action route's shape, routes_messages.c): in the arena. */
+typedef struct link_call {
+    mv_http_later_rounds rounds; /* the action's rounds; rounds.later the answer */
     link_ctx c;
-    if (!load(req, res, &c)) {
-        ctx_free(&c);
-        return;
-    }
-    char *note = form_input(req->body, req->body_len);
-    json_t *input = note && *note ? json_pack("{s:s}", "notes", note) : json_object();
-    free(note);
-    mv_action_request ar = {.message_id = c.link.message_id,
-                            .action_cd = c.link.action_cd,
-                            .user = &c.user,
-                            .input = input,
-                            .link = &c.link};
-    json_t *result = NULL;
-    mv_err err = {0};
-    mv_code rc = mv_action_handle(c.r->service, &ar, &result, &err);
-    json_decref(result);
-    json_decref(input);
+    mv_action_request ar;
+    mv_arena *arena;
+    mv_code rc;
+    mv_err *err;
+} link_call;
+
+static void link_render(mv_http_request *req, mv_http_response *res, void *ctx) {
+    (void)req;
+    link_call *l = ctx;
+    page *pg = &l->c.pg;
+    mv_code rc = l->rc;
     if (rc == MV_OK)
-        answer(res, 200, &c.pg, c.pg.s[S_DONE], S_DONE_BODY, NULL, false, false);
+        answer(res, 200, pg, pg->s[S_DONE], S_DONE_BODY, NULL, false, false);
     else if (rc == MV_MESSAGE_ARCHIVED)
-        problem(res, 410, &c.pg, strstr(err.message, "link") ? S_USED : S_ARCHIVED,
+        problem(res, 410, pg, l->err && strstr(l->err->message, "link") ? S_USED : S_ARCHIVED,
                 "message_archived");
     else if (rc == MV_ACTION_CONFLICT)
-        problem(res, 409, &c.pg, S_BUSY, "action_conflict");
+        problem(res, 409, pg, S_BUSY, "action_conflict");
     else
-        problem(res, mv_code_http_status(rc) >= 500 ? 503 : mv_code_http_status(rc), &c.pg,
-                S_FAILED, mv_code_name(rc));
-    ctx_free(&c);
+        problem(res, mv_code_http_status(rc) >= 500 ? 503 : mv_code_http_status(rc), pg, S_FAILED,
+                mv_code_name(rc));
+}
+
+/* Wherever the action ended: keep the outcome, resume (the result itself is not shown). */
+static void link_done(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
+    link_call *l = ctx;
+    json_decref(result);
+    l->rc = rc;
+    if (rc != MV_OK && (l->err = mv_arena_alloc(l->arena, sizeof *l->err)))
+        mv_err_copy(l->err, err);
+    mv_http_later_done_io(l->rounds.later, link_render, l);
+}
+
+static void run_link(mv_http_request *req, mv_http_response *res, void *app) {
+    (void)app;
+    link_call *l = mv_arena_alloc(req->arena, sizeof *l);
+    if (!l) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
+    memset(l, 0, sizeof *l);
+    l->arena = req->arena;
+    link_ctx *c = &l->c;
+    bool loaded = load(req, res, c);
+    c->message = mv_arena_json(req->arena, c->message); /* the request's from here on */
+    c->action = mv_arena_json(req->arena, c->action);
+    if (!loaded) return;
+    char *note = form_input(req->body, req->body_len);
+    json_t *input = mv_arena_json(req->arena, note && *note ? json_pack("{s:s}", "notes", note)
+                                                            : json_object());
+    free(note);
+    l->ar = (mv_action_request){.message_id = c->link.message_id,
+                                .action_cd = c->link.action_cd,
+                                .user = &c->user,
+                                .input = input,
+                                .link = &c->link};
+    if (!(l->rounds.later = mv_http_answer_later(req))) { /* no server: answered now */
+        json_t *result = NULL;
+        mv_err err = {0};
+        l->rc = mv_action_handle(c->r->service, &l->ar, &result, &err);
+        json_decref(result);
+        l->err = &err;
+        link_render(req, res, l);
+        return;
+    }
+    l->ar.submit = mv_http_later_submit;
+    l->ar.submit_ctx = &l->rounds;
+    mv__action_env env = {mv_http_later_submit, &l->rounds, link_done, l, false};
+    mv__action_begin(c->r->service, &l->ar, &env);
 }
 
 mv_code mv_link_routes_add(mv_router *router, mv_reach_routes *routes, mv_err *err) {

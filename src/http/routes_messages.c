@@ -2,20 +2,14 @@
  * into one service call and the result (or error) into JSON; there are no business rules here.
  * Route parameters are checked before the body (the router enforces the order), with the
  * reference's messages. */
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/callctx.h"
-#include "base/strbuf.h"
 #include "http/auth.h"
 #include "http/request.h"
 #include "http/routes_inbox.h"
 #include "http/routes_messages.h"
 #include "http/routes_reach.h"
-#include "http/routes_time.h"
-#include "http/work_pool.h"
 #include "message/action_async.h"
 #include "message/create_async.h"
 
@@ -71,14 +65,19 @@ static mv_code check_action(const mv_http_request *req, mv_err *err) {
     return MV_OK;
 }
 
-/* A create whose prepare webhook or payment calls wait on the loop (mv_message_create_start). */
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+/* A create in flight: what its completion needs, in the request's arena (the request lives until
+ * it is answered; while it is suspended nobody else uses the arena). */
 typedef struct create_call {
-    mv_http_later_rounds rounds;
+    mv_http_later_rounds rounds; /* its rounds on the write pool; rounds.later the answer */
     mv_user user;
     mv_create_request cr;
-    mv_code rc;
+    mv_arena *arena;
+    mv_code rc; /* the outcome, for create_render */
     json_t *messages;
-    mv_err err;
+    bool replayed;
+    mv_err *err;
 } create_call;
 
 static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, bool replayed,
@@ -91,149 +90,29 @@ static void answer_create(mv_http_response *res, mv_code rc, json_t *messages, b
     mv_http_json(res, 201, json_pack("{s:o}", "messages", messages));
 }
 
-static void create_then(mv_http_request *req, mv_http_response *res, void *ctx) {
+/* On the connection's I/O thread, once resumed: the answer from what create_done kept. */
+static void create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
     create_call *c = ctx;
-    answer_create(res, c->rc, c->messages, false, &c->err);
-}
-
-/* The create's last round (on the write pool, or before the start returned). */
-static void create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err) {
-    create_call *c = ctx;
-    c->rc = rc;
-    c->messages = messages;
-    mv_err_copy(&c->err, err);
-    mv_http_later_done(c->rounds.later, create_then, c);
-}
-
-/* A create that may call out, run on the loop and answered later; false (nothing done) when the
- * server cannot answer later or the template calls nothing outside. */
-static bool create_on_loop(mv_http_request *req, mv_http_response *res,
-                           const mv_create_request *cr) {
-    mv_message_routes *r = req->route_ctx;
-    if (!req->server_ctx || !mv_message_create_calls_out(r->service, cr->template_cd)) return false;
-    create_call *c = mv_arena_alloc(req->arena, sizeof *c);
-    if (!c) return false;
-    memset(c, 0, sizeof *c);
-    c->user = *cr->user;
-    c->cr = *cr;
-    c->cr.user = &c->user;
-    /* taken before the start: the create may end before the start returns */
-    if (!(c->rounds.later = mv_http_answer_later(req))) return false;
-    mv_create_async env = {mv_http_later_submit, &c->rounds, create_done, c};
-    json_t *messages = NULL;
-    bool started = false, replayed = false;
-    mv_err err = {0};
-    mv_code rc =
-        mv_message_create_start(r->service, &c->cr, &env, &started, &messages, &replayed, &err);
-    if (started) return true; /* answered by create_then */
-    mv_http_later_cancel(c->rounds.later);
-    answer_create(res, rc, messages, replayed, &err);
-    return true;
-}
-
-/* ---- handlers ----------------------------------------------------------------------------- */
-
-/* A create in flight: what its completion needs, in the request's arena (the request lives until
- * it is answered). */
-typedef struct commit_create {
-    mv__job job; /* the blocking fallback on the write pool */
-    mv_message_routes *r;
-    mv_user user;
-    mv_create_request cr;
-    mv_http_later *later;
-    mv_http_response *res;
-    char traceparent[64]; /* the request's, for the calls a blocking create makes elsewhere */
-    mv_arena *arena;
-    mv_code rc; /* the outcome, for commit_create_render */
-    json_t *messages;
-    mv_err *err;
-} commit_create;
-
-/* A job on the write pool works for the request that queued it: its trace context too. */
-static void commit_adopt_trace(const char *traceparent) {
-    mv__callctx_reset();
-    mv_strlcpy(mv__callctx()->traceparent, traceparent, sizeof mv__callctx()->traceparent);
-}
-
-/* On the write pool, for a create the I/O thread passed on because it calls out: its calls go on
- * in rounds on the loop (create_on_loop's path, with the answer c->later already taken). False
- * when it calls nothing outside after all. */
-static bool commit_create_on_loop(commit_create *c) {
-    if (!mv_message_create_calls_out(c->r->service, c->cr.template_cd)) return false;
-    create_call *l = mv_arena_alloc(c->arena, sizeof *l); /* suspended: the arena is ours */
-    if (!l) return false;
-    memset(l, 0, sizeof *l);
-    l->cr = c->cr;
-    l->rounds.later = c->later;
-    mv_create_async env = {mv_http_later_submit, &l->rounds, create_done, l};
-    json_t *messages = NULL;
-    bool started = false, replayed = false;
-    mv_err err = {0};
-    mv_code rc =
-        mv_message_create_start(c->r->service, &l->cr, &env, &started, &messages, &replayed, &err);
-    if (started) return true; /* answered by create_then */
-    answer_create(c->res, rc, messages, replayed, &err);
-    mv_http_later_answered(c->later);
-    return true;
-}
-
-/* On the write pool: a create that must wait — its prepare or payment calls out, the store
- * commits on this thread, or a key already reserved (replay, take over or wait for its lease) —
- * the request still suspended. */
-static void commit_create_blocking(mv__job *job) {
-    commit_create *c = (commit_create *)job;
-    mv_http_later *later = c->later;
-    commit_adopt_trace(c->traceparent);
-    if (!commit_create_on_loop(c)) {
-        json_t *messages = NULL;
-        bool replayed = false;
-        mv_err err = {0};
-        mv_code rc = mv_message_create(c->r->service, &c->cr, &messages, &replayed, &err);
-        answer_create(c->res, rc, messages, replayed, &err);
-        mv_http_later_answered(later);
-    }
-    mv__callctx_reset();          /* nothing of this request stays on the pool thread */
-    mv_http_later_release(later); /* taken by whoever queued this job */
-}
-
-/* On the connection's I/O thread, once resumed: the answer from what commit_create_done kept. */
-static void commit_create_render(mv_http_request *req, mv_http_response *res, void *ctx) {
-    (void)req;
-    commit_create *c = ctx;
-    answer_create(res, c->rc, json_incref(c->messages), false, c->err);
-}
-
-/* On the store's committing thread (or on the handler's, for a request that failed its checks):
- * keeps the outcome and resumes the connection, whose I/O thread renders it — the committing
- * thread goes on to the next batch. */
-static void commit_create_done(void *ctx, mv_code rc, json_t *messages, const mv_err *err,
-                               bool again) {
-    commit_create *c = ctx;
-    if (again) { /* the job answers (the completion's hold) and releases its own at its end */
-        c->job.run = commit_create_blocking;
-        mv_http_later_hold(c->later);
-        mv_http_later_run(c->later, &c->job);
+    if (c->rc == MV_OK && !c->messages) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
     }
+    answer_create(res, c->rc, json_incref(c->messages), c->replayed, c->err);
+}
+
+/* Wherever the create ended (the store's committing thread, a round on the write pool, or the
+ * handler's own thread for a request that failed its checks): keeps the outcome in the arena —
+ * a client gone before the render leaks nothing — and resumes the connection. Never blocks. */
+static void create_done(void *ctx, mv_code rc, json_t *messages, bool replayed, const mv_err *err) {
+    create_call *c = ctx;
     c->rc = rc;
-    /* the arena's: a client gone before the render (no render at all) leaks nothing */
+    c->replayed = replayed;
     c->messages = messages ? mv_arena_json(c->arena, messages) : NULL;
-    if (rc == MV_OK && !c->messages) {
-        mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-        mv_http_later_answered(c->later);
-        return;
-    }
-    c->err = NULL;
-    if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
-        if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
-            mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-            mv_http_later_answered(c->later);
-            return;
-        }
+    if (rc != MV_OK && (c->err = mv_arena_alloc(c->arena, sizeof *c->err)))
         mv_err_copy(c->err, err);
-    }
-    mv_http_later_done_io(c->later, commit_create_render, c);
+    if (rc != MV_OK && !c->err) c->rc = MV_OK; /* rendered as out of memory */
+    mv_http_later_done_io(c->rounds.later, create_render, c);
 }
 
 static void create_message(mv_http_request *req, mv_http_response *res, void *app) {
@@ -266,141 +145,29 @@ static void create_message(mv_http_request *req, mv_http_response *res, void *ap
         }
         json_object_del(payload, "clientRequestId");
     }
-    commit_create *c = mv_arena_alloc(req->arena, sizeof *c);
+    create_call *c = mv_arena_alloc(req->arena, sizeof *c);
     if (!c) {
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
     }
-    c->r = r;
-    c->res = res;
+    memset(c, 0, sizeof *c);
     c->arena = req->arena;
-    mv_strlcpy(c->traceparent, mv__callctx()->traceparent, sizeof c->traceparent);
     mv_http_user_identity(req, &c->user);
     c->cr = (mv_create_request){.template_cd = mv_http_param(req, "templateCd"),
                                 .user = &c->user,
                                 .payload = payload,
                                 .client_request_id = body_id ? body_id : header_id};
-    /* Answered from its commit when nothing in it calls out; nothing here touches req or res
-     * once it started (the completion may already be answering). */
-    c->later = mv_http_answer_later(req);
-    if (c->later) {
-        if (mv__message_create_async(r->service, &c->cr, commit_create_done, c)) return;
-        if (req->io_thread) { /* it calls out or commits on this thread: on the write pool */
-            c->job.run = commit_create_blocking;
-            mv_http_later_hold(c->later); /* released when commit_create_blocking returns */
-            mv_http_later_run(c->later, &c->job);
-            return;
-        }
-        mv_http_later_cancel(c->later);
-    }
-    if (create_on_loop(req, res, &c->cr)) return;
-    json_t *messages = NULL;
-    bool replayed = false;
-    mv_code rc = mv_message_create(r->service, &c->cr, &messages, &replayed, &err);
-    answer_create(res, rc, messages, replayed, &err);
-}
-
-/* A query value as a JSON number for the service's pagination checks: integers stay integers,
- * other numbers become reals (rejected as non-integers), anything else a string (rejected). */
-static json_t *query_number(mv_http_request *req, const char *name) {
-    const char *v = mv_http_query_get(req, name);
-    if (!v) return NULL;
-    char *end;
-    errno = 0;
-    long long i = strtoll(v, &end, 10);
-    json_t *out;
-    if (*v && !*end && errno == 0) {
-        out = json_integer(i);
-    } else {
-        double d = strtod(v, &end);
-        out = *v && !*end && isfinite(d) ? json_real(d) : json_string(v);
-    }
-    return mv_arena_json(req->arena, out);
-}
-
-/* The page is written as it is read: each message's JSON text, written from its stored row
- * (mv_message_list_text: no document is built, parsed or serialised), is appended to the response
- * as soon as the service hands it over. A response never holds a page (list.maxPageBytes) twice. */
-typedef struct {
-    mv_strbuf out;
-    size_t n;
-} page_writer;
-
-static bool write_message(void *ctx, const char *json, size_t len) {
-    page_writer *w = ctx;
-    if (w->n) mv_strbuf_add(&w->out, ",", 1);
-    mv_strbuf_add(&w->out, json, len);
-    w->n++;
-    return !w->out.oom;
-}
-
-static void list_messages(mv_http_request *req, mv_http_response *res, void *app) {
-    mv_message_routes *r = req->route_ctx;
-    (void)app;
-    static const char *const paging[] = {"limit", "skip", "cursor", "scheduled", NULL};
-    mv_inbox_filter filter;
-    bool archived, scheduled;
-    mv_err err = {0};
-    if (mv_http_inbox_filter(req, paging, &filter, &archived, &err) != MV_OK ||
-        mv_http_scheduled_param(req, &scheduled, &err) != MV_OK) {
-        mv_http_error(res, &err);
+    /* taken before the start: the create may end before it returns; nothing here touches req or
+     * res once it started */
+    if (!(c->rounds.later = mv_http_answer_later(req))) { /* no server: answered now */
+        json_t *messages = NULL;
+        bool replayed = false;
+        mv_code rc = mv_message_create(r->service, &c->cr, &messages, &replayed, &err);
+        answer_create(res, rc, messages, replayed, &err);
         return;
     }
-    mv_user user;
-    mv_http_user(req, &user);
-    mv_list_request lr = {.user = &user,
-                          .limit = query_number(req, "limit"),
-                          .skip = query_number(req, "skip"),
-                          .cursor = mv_http_query_get(req, "cursor"),
-                          .archived = archived,
-                          .filter = &filter,
-                          .scheduled = scheduled};
-    if (mv_http_reader_locale(req, r->locale_claim)) { /* a language is named: routes_reach.c */
-        mv_http_localized_list(req, res, r->service, &lr, r->locale_claim);
-        return;
-    }
-    /* a page of 50 ordinary messages is 30-60 KiB: start there rather than double up from 64 B */
-    page_writer w = {.out = {.data = malloc(32 * 1024), .cap = 32 * 1024}};
-    if (!w.out.data) w.out = (mv_strbuf){0};
-    char *next = NULL;
-    mv_strbuf_adds(&w.out, "{\"messages\":[");
-    if (mv_message_list_text(r->service, &lr, write_message, &w, &next, &err) != MV_OK) {
-        free(mv_strbuf_take(&w.out, NULL));
-        mv_http_error(res, &err);
-        return;
-    }
-    /* a cursor is base64url: nothing in it needs escaping */
-    mv_strbuf_adds(&w.out, next ? "],\"nextCursor\":\"" : "],\"nextCursor\":null}");
-    if (next) {
-        mv_strbuf_adds(&w.out, next);
-        mv_strbuf_adds(&w.out, "\"}");
-    }
-    free(next);
-    size_t len = 0;
-    char *body = mv_strbuf_take(&w.out, &len);
-    mv_http_adopt(res, 200, "application/json", body, len);
-}
-
-static void count_messages(mv_http_request *req, mv_http_response *res, void *app) {
-    mv_message_routes *r = req->route_ctx;
-    (void)app;
-    mv_inbox_filter filter;
-    bool archived;
-    mv_err err = {0};
-    if (mv_http_inbox_filter(req, NULL, &filter, &archived, &err) != MV_OK) {
-        mv_http_error(res, &err);
-        return;
-    }
-    mv_user user;
-    mv_http_user(req, &user);
-    mv_inbox_counts c;
-    if (mv_message_counts(r->service, &user, &filter, archived, &c, &err) != MV_OK) {
-        mv_http_error(res, &err);
-        return;
-    }
-    mv_http_json(res, 200,
-                 json_pack("{s:I,s:I,s:I}", "count", (json_int_t)c.count, "unseen",
-                           (json_int_t)c.unseen, "unread", (json_int_t)c.unread));
+    mv__create_env env = {mv_http_later_submit, &c->rounds, NULL, create_done, c, true};
+    mv__create_begin(r->service, &c->cr, &env);
 }
 
 static void get_message(mv_http_request *req, mv_http_response *res, void *app) {
@@ -460,93 +227,38 @@ static void answer_action(mv_message_routes *r, mv_http_response *res, mv_code r
     mv_http_json(res, 200, json_pack("{s:o}", "result", result ? result : json_null()));
 }
 
-/* An action whose handler waits on the loop: what the completion needs, in the request's arena
- * (the request lives until it is answered). */
+/* An action in flight: what its completion needs, in the request's arena (as create_call). */
 typedef struct action_call {
-    mv__job job;                 /* the blocking start on the write pool (action_blocking) */
-    mv_http_later_rounds rounds; /* a saga handler's rounds; rounds.later the answer */
+    mv_http_later_rounds rounds; /* its rounds (a saga handler's too); rounds.later the answer */
     mv_message_routes *r;
-    mv_http_response *res;
     mv_user user;
     mv_action_request ar;
-    mv_action_pending *pending;
-    mv_action_pending *checked; /* read and checked on the I/O thread (mv__action_start_async) */
-    char traceparent[64];       /* the request's: the handler's call forwards it */
     mv_arena *arena;
-    mv_code rc; /* an action answered from its commit: the outcome, for action_render */
+    mv_code rc; /* the outcome, for action_render */
     json_t *result;
     mv_err *err;
 } action_call;
-
-/* On the write pool, once the handler's call finished: record its outcome and answer. */
-static void action_then(mv_http_request *req, mv_http_response *res, void *ctx) {
-    (void)req;
-    action_call *c = ctx;
-    json_t *result = NULL;
-    mv_err err = {0};
-    mv_code rc = mv_action_finish(c->pending, &result, &err);
-    answer_action(c->r, res, rc, result, &err);
-}
-
-/* On the loop's thread: must not block, so it only queues action_then. */
-static void action_wake(void *ctx) {
-    action_call *c = ctx;
-    mv_http_later_done(c->rounds.later, action_then, c);
-}
 
 /* On the connection's I/O thread, once resumed: the answer from what action_done kept. */
 static void action_render(mv_http_request *req, mv_http_response *res, void *ctx) {
     (void)req;
     action_call *c = ctx;
+    if (c->rc == MV_OK && !c->result) {
+        mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
+        return;
+    }
     answer_action(c->r, res, c->rc, json_incref(c->result), c->err);
 }
 
-/* On the store's committing thread (or on the handler's, for a press that failed its checks):
- * an action without a handler, answered from its commit. Keeps the outcome and resumes the
- * connection; its I/O thread renders it (action_render). */
+/* Wherever the action ended: keeps the outcome and resumes the connection (as create_done). */
 static void action_done(void *ctx, mv_code rc, json_t *result, const mv_err *err) {
     action_call *c = ctx;
     c->rc = rc;
-    c->result = result ? mv_arena_json(c->arena, result) : NULL; /* as in commit_create_done */
-    if (rc == MV_OK && !c->result) {
-        mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-        mv_http_later_answered(c->rounds.later);
-        return;
-    }
-    c->err = NULL;
-    if (rc != MV_OK) { /* the request is suspended: nobody else uses its arena now */
-        if (!(c->err = mv_arena_alloc(c->arena, sizeof *c->err))) {
-            mv_http_errorf(c->res, MV_NO_MEMORY, "out of memory");
-            mv_http_later_answered(c->rounds.later);
-            return;
-        }
+    c->result = result ? mv_arena_json(c->arena, result) : NULL;
+    if (rc != MV_OK && (c->err = mv_arena_alloc(c->arena, sizeof *c->err)))
         mv_err_copy(c->err, err);
-    }
+    if (rc != MV_OK && !c->err) c->rc = MV_OK; /* rendered as out of memory */
     mv_http_later_done_io(c->rounds.later, action_render, c);
-}
-
-/* On the write pool, for a press the I/O thread could not start: a handler to call, an approval,
- * or a store that commits on the caller's thread. The request is still suspended. */
-static void action_blocking(mv__job *job) {
-    action_call *c = (action_call *)job;
-    json_t *result = NULL;
-    mv_err err = {0};
-    commit_adopt_trace(c->traceparent);
-    c->ar.submit = mv_http_later_submit;
-    c->ar.submit_ctx = &c->rounds;
-    mv_action_pending *checked = c->checked; /* read and checked already: not read again */
-    c->checked = NULL;
-    mv_code rc =
-        checked
-            ? mv__action_start_checked(checked, action_wake, c, &c->pending, &result, &err)
-            : mv_action_start(c->r->service, &c->ar, action_wake, c, &c->pending, &result, &err);
-    mv_http_later *later = c->rounds.later;
-    if (rc != MV_OK || !c->pending) { /* else answered by action_then */
-        answer_action(c->r, c->res, rc, result, &err);
-        mv_http_later_answered(later);
-    }
-    mv__callctx_reset();          /* nothing of this request stays on the pool thread */
-    mv_http_later_release(later); /* action_then may run now: c->pending is set */
 }
 
 static void handle_action(mv_http_request *req, mv_http_response *res, void *app) {
@@ -561,10 +273,9 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
     }
+    memset(c, 0, sizeof *c);
     c->r = r;
-    c->res = res;
     c->arena = req->arena;
-    mv_strlcpy(c->traceparent, mv__callctx()->traceparent, sizeof c->traceparent);
     mv_http_user_identity(req, &c->user);
     c->ar = (mv_action_request){
         .message_id = mv_http_param(req, "id"),
@@ -573,41 +284,27 @@ static void handle_action(mv_http_request *req, mv_http_response *res, void *app
         .input = req->json,
         .resume_token = mv_http_header_get(req, "X-Resume-Token"),
         .is_admin = mv_principal_has_permission(req->principal, r->admin_permission)};
-    json_t *result = NULL;
-    mv_err err = {0};
-    /* taken before the start: the call may finish before mv_action_start returns */
-    c->rounds.later = mv_http_answer_later(req);
-    /* an action without a handler is answered from its commit; nothing here touches req or res
-     * once it started */
-    c->checked = NULL;
-    if (c->rounds.later && mv__action_start_async(r->service, &c->ar, action_done, c, &c->checked))
-        return;
-    if (c->rounds.later && req->io_thread) {
-        c->job.run = action_blocking;
-        mv_http_later_hold(c->rounds.later); /* released when action_blocking returns */
-        mv_http_later_run(c->rounds.later, &c->job);
+    /* taken before the start: the action may end before it returns; nothing here touches req or
+     * res once it started */
+    if (!(c->rounds.later = mv_http_answer_later(req))) { /* no server: answered now */
+        json_t *result = NULL;
+        mv_err err = {0};
+        mv_code rc = mv_action_handle(r->service, &c->ar, &result, &err);
+        answer_action(r, res, rc, result, &err);
         return;
     }
-    if (c->rounds.later) {
-        c->ar.submit = mv_http_later_submit;
-        c->ar.submit_ctx = &c->rounds;
-    }
-    mv__action_checked_free(c->checked); /* not on an I/O thread: read again here */
-    c->checked = NULL;
-    mv_code rc = c->rounds.later ? mv_action_start(r->service, &c->ar, action_wake, c, &c->pending,
-                                                   &result, &err)
-                                 : mv_action_handle(r->service, &c->ar, &result, &err);
-    if (rc == MV_OK && c->pending) return; /* answered by action_then */
-    if (c->rounds.later) mv_http_later_cancel(c->rounds.later);
-    answer_action(r, res, rc, result, &err);
+    c->ar.submit = mv_http_later_submit; /* a book's saga runs its rounds through them too */
+    c->ar.submit_ctx = &c->rounds;
+    mv__action_env env = {mv_http_later_submit, &c->rounds, action_done, c, false};
+    mv__action_begin(r->service, &c->ar, &env);
 }
 
 mv_code mv_message_routes_add(mv_router *router, mv_message_routes *routes, mv_err *err) {
     const mv_route table[] = {
         {"POST", "/messages/new/{templateCd}", create_message, false, true, check_template_cd,
          routes, .io_thread = true},
-        {"GET", "/messages", list_messages, false, false, NULL, routes},
-        {"GET", "/messages/count", count_messages, false, false, NULL, routes},
+        {"GET", "/messages", mv_http_list_messages, false, false, NULL, routes},
+        {"GET", "/messages/count", mv_http_count_messages, false, false, NULL, routes},
         {"GET", "/messages/{id}", get_message, false, false, check_id, routes},
         {"GET", "/messages/{id}/actions/{usertype}", get_actions, false, false, check_usertype,
          routes},

@@ -13,15 +13,15 @@
  * pool thread returns at once, and the completion queues the answer back on the write pool.
  *
  * A route whose handler never blocks (mv_route.io_thread: the create and the action, whose
- * write joins the group commit without waiting for it) runs on the I/O thread itself, when
- * authentication cannot wait either (headers mode): an error is answered there and then, without
+ * write joins the group commit without waiting for it) runs on the I/O thread itself, whatever
+ * the auth mode (a token needing a key refresh parks): an error is answered there and then, without
  * suspending; otherwise the connection is suspended, and the completion — on the store's
  * committing thread — keeps the outcome and resumes the connection (mv_http_later_done_io); the
  * I/O thread then renders the answer, writes the request log line and sends it: one wake-up of
  * the committing thread per batch and one of the I/O thread per answer, instead of a pool
  * hand-off and a commit wait per request. Anything such a handler finds it must block on (a
  * prepare webhook, a key already reserved, an action's handler) it hands to the write pool
- * (mv_http_later_run).
+ * in rounds (mv_http_later_submit).
  *
  * Everything with meaning (routing, checks, errors) happens in mv_http_dispatch; this file only
  * converts. Bodies are buffered up to MV_HTTP_MAX_BODY: a Content-Length over the limit is
@@ -109,8 +109,7 @@ typedef struct conn_request {
     bool admitted;
     atomic_bool answered;
     /* answering later (mv_http_answer_later): the holds are the handler's return and the
-     * completion's mv_http_later_done (or _answered); whichever comes last queues `then` on the
-     * write pool (or, without `then`, finishes the answer on its own thread) */
+     * completion's mv_http_later_done (or _done_io); whichever comes last queues `then` */
     atomic_int holds;
     mv_http_then then;
     void *then_ctx;
@@ -379,17 +378,12 @@ static void run_later(mv__job *job) {
     finish_later(cr);
 }
 
-/* Without `then` (mv_http_later_answered) the answer is finished on the thread that releases the
- * last hold: no hop through the pool. */
+/* The last hold released: `then` on the I/O thread (mv_http_later_done_io) or the write pool. */
 static void release_later(conn_request *cr) {
     if (atomic_fetch_sub(&cr->holds, 1) != 1) return;
     if (cr->then_io) { /* the I/O thread renders, logs and sends (on_request) */
         atomic_store(&cr->render, true);
         MHD_resume_connection(cr->conn);
-        return;
-    }
-    if (!cr->then) {
-        finish_later(cr);
         return;
     }
     cr->job.run = run_later;
@@ -421,22 +415,6 @@ void mv_http_later_done_io(mv_http_later *later, mv_http_then then, void *ctx) {
     release_later(cr);
 }
 
-void mv_http_later_answered(mv_http_later *later) {
-    conn_request *cr = (conn_request *)later;
-    cr->then = NULL;
-    release_later(cr);
-}
-
-void mv_http_later_hold(mv_http_later *later) {
-    atomic_fetch_add(&((conn_request *)later)->holds, 1);
-}
-
-void mv_http_later_release(mv_http_later *later) { release_later((conn_request *)later); }
-
-void mv_http_later_run(mv_http_later *later, mv__job *job) {
-    mv__work_pool_submit(((conn_request *)later)->srv->writes, job);
-}
-
 static void later_round(mv__job *job) {
     mv_http_later_rounds *l = (mv_http_later_rounds *)job;
     void (*fn)(void *) = l->fn;
@@ -449,7 +427,7 @@ void mv_http_later_submit(void *rounds, void (*fn)(void *arg), void *arg) {
     l->fn = fn;
     l->arg = arg;
     l->job.run = later_round;
-    mv_http_later_run(l->later, &l->job);
+    mv__work_pool_submit(((conn_request *)l->later)->srv->writes, &l->job);
 }
 
 void mv_http_later_cancel(mv_http_later *later) {

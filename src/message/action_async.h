@@ -1,10 +1,13 @@
-/* message/action_async.h — an action answered from its commit.
+/* message/action_async.h — the one action: started, then done.
  *
- * An action without a handler (nothing to call: claim, sender notification and archive in one
- * transaction) needs no thread to wait for its write: the message is read and the checks of
- * handleAction run on the calling thread, the write joins the store's group commit
- * (store/write_async.h), and the completion — on the thread that committed — hands over the
- * result. Same rules and errors as mv_action_start. */
+ * Every press — the daemon's, the library's blocking mv_action_handle — is this one operation:
+ * mv__action_begin reads and checks the press on the calling thread when the store reads locally,
+ * and an action with nothing to call or approve goes no further than its write, queued on the
+ * store's group commit (store/write_async.h). The rest runs in rounds on env->submit's threads:
+ * the read on a remote store, the approval gate, the claim, a C handler; a handler that waits on
+ * the service's loop (a webhook, the webhook payment provider, a book's saga) holds no thread,
+ * its lease kept by the loop's timer, and its completion queues the round that records the
+ * outcome. Same rules and errors as mv_action_handle. */
 #ifndef MISSIVE_MESSAGE_ACTION_ASYNC_H
 #define MISSIVE_MESSAGE_ACTION_ASYNC_H
 
@@ -12,30 +15,22 @@
 
 #include "missive/message.h"
 
-/* The end of an asynchronous action, called exactly once: rc MV_OK with *result a new reference
- * (owned by the callee; JSON null for an action without a result), else the error in err (valid
- * only during the call). Runs on the store's committing thread (must not block on the store), or
- * on the caller's thread before mv__action_start_async returns when a check failed. */
+/* The end of an action, called exactly once: rc MV_OK with result a new reference (owned by the
+ * callee; JSON null for an action without a result), else the error in err (valid only during
+ * the call). Runs on whichever thread ended the work — the store's committing thread, a submit
+ * thread, or the caller's before mv__action_begin returns — and must not block. */
 typedef void (*mv__action_done)(void *ctx, mv_code rc, json_t *result, const mv_err *err);
 
-/* Starts req as an asynchronous action and returns true (done follows), or returns false —
- * nothing written — when it must run as mv_action_start: the action has a handler (or a custom
- * one registered), needs an approval, or the store commits on the caller's thread (PostgreSQL,
- * groupCommit false). Reads the message on the calling thread (SQLite: a local read). req and
- * everything it points to stay valid until done. When it returns false after reading the message
- * and passing the checks, *checked (if checked is not NULL) holds them for
- * mv__action_start_checked, which goes on without reading the message again; else NULL. */
-bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__action_done done,
-                            void *done_ctx, mv_action_pending **checked);
+typedef struct mv__action_env {
+    /* runs fn(arg) soon on a thread that may block, never inline (one round queued at a time) */
+    void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
+    void *submit_ctx;
+    mv__action_done done;
+    void *done_ctx;
+    bool first_here; /* the calling thread may block: the read and first round run on it */
+} mv__action_env;
 
-/* mv_action_start for a press mv__action_start_async read and checked (same req, which stays
- * valid as for mv_action_start): the approval gate, the claim, the handler. Takes checked. The
- * claim's conditional UPDATE decides, as always, so a message changed since the read is refused
- * as it would have been had it been read here. */
-mv_code mv__action_start_checked(mv_action_pending *checked, void (*wake)(void *ctx),
-                                 void *wake_ctx, mv_action_pending **pending, json_t **result,
-                                 mv_err *err);
-/* Frees a checked press that will not be started (NULL is fine). */
-void mv__action_checked_free(mv_action_pending *checked);
+/* Starts req; env->done follows. req and everything it points to stay valid until done ran. */
+void mv__action_begin(mv_service *svc, const mv_action_request *req, const mv__action_env *env);
 
 #endif

@@ -231,59 +231,106 @@ done:
     return rc;
 }
 
-/* While a handler runs, a small thread keeps the claim's lease alive (every lease/3), so a slow
- * but healthy handler is never taken over; a crashed server stops extending and its lease ends. */
-typedef struct {
+/* While a handler runs, its claim's lease is extended every lease/3, so a slow but healthy
+ * handler is never taken over; a crashed server stops extending and its lease ends. With a loop
+ * the loop's timer thread does it (claim_run_archive, claim_and_start); without one, a single
+ * keeper thread serves every handler running in the process: an entry per handler, the thread
+ * started by the first and ending when none is left. */
+typedef struct keep_entry {
     action_job *j;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
-    pthread_t thread;
-} lease_keeper;
+    int64_t due; /* CLOCK_REALTIME ms of the next extension; INT64_MAX: none (lease lost) */
+    bool busy;   /* being extended: not removed until done */
+    struct keep_entry *next;
+} keep_entry;
 
-static void *keep_lease(void *arg) {
-    lease_keeper *k = arg;
-    int64_t period = k->j->svc->o.action_lease_ms / 3;
-    pthread_mutex_lock(&k->mu);
-    while (!k->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + (period % 1000) * 1000000;
-        ts.tv_sec += period / 1000 + ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) != 0 && !k->stop) {
-            pthread_mutex_unlock(&k->mu);
-            bool held = mv_action_extend_lease(k->j->svc, k->j->req->message_id, k->j->attempt_id);
-            pthread_mutex_lock(&k->mu);
-            if (!held) {
-                mv_abort_fire(&k->j->abort, "the action's lease was lost");
-                break;
-            }
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* an entry added or removed, an extension done */
+    keep_entry *head;
+    bool running;
+} keeper = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, false};
+
+static int64_t realtime_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t keep_period(const action_job *j) {
+    int64_t period = j->svc->o.action_lease_ms / 3;
+    return period > 0 ? period : 1;
+}
+
+static void *keep_leases(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&keeper.mu);
+    while (keeper.head) {
+        int64_t now = realtime_ms(), next = INT64_MAX;
+        keep_entry *due = NULL;
+        for (keep_entry *e = keeper.head; e; e = e->next)
+            if (!e->busy && e->due <= now)
+                due = e;
+            else if (!e->busy && e->due < next)
+                next = e->due;
+        if (due) { /* the store write without the lock; the entry stays until it is done */
+            due->busy = true;
+            pthread_mutex_unlock(&keeper.mu);
+            action_job *j = due->j;
+            bool held = mv_action_extend_lease(j->svc, j->req->message_id, j->attempt_id);
+            if (!held) mv_abort_fire(&j->abort, "the action's lease was lost");
+            pthread_mutex_lock(&keeper.mu);
+            due->due = held ? realtime_ms() + keep_period(j) : INT64_MAX;
+            due->busy = false;
+            pthread_cond_broadcast(&keeper.cv);
+            continue;
         }
+        if (next == INT64_MAX) {
+            pthread_cond_wait(&keeper.cv, &keeper.mu);
+            continue;
+        }
+        struct timespec ts = {.tv_sec = (time_t)(next / 1000),
+                              .tv_nsec = (long)(next % 1000) * 1000000};
+        pthread_cond_timedwait(&keeper.cv, &keeper.mu, &ts);
     }
-    pthread_mutex_unlock(&k->mu);
+    keeper.running = false;
+    pthread_mutex_unlock(&keeper.mu);
     return NULL;
 }
 
-static bool keeper_start(lease_keeper *k, action_job *j) {
-    k->j = j;
-    k->stop = false;
-    pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
-    if (pthread_create(&k->thread, NULL, keep_lease, k) == 0) return true;
-    pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cv);
-    return false;
+static bool keep_add(keep_entry *e, action_job *j) {
+    *e = (keep_entry){.j = j, .due = realtime_ms() + keep_period(j)};
+    pthread_mutex_lock(&keeper.mu);
+    e->next = keeper.head;
+    keeper.head = e;
+    bool ok = true;
+    if (!keeper.running) {
+        pthread_attr_t attr;
+        pthread_t t;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &attr, keep_leases, NULL) == 0;
+        pthread_attr_destroy(&attr);
+        if (ok)
+            keeper.running = true;
+        else
+            keeper.head = e->next;
+    }
+    pthread_cond_broadcast(&keeper.cv);
+    pthread_mutex_unlock(&keeper.mu);
+    return ok;
 }
 
-static void keeper_stop(lease_keeper *k) {
-    pthread_mutex_lock(&k->mu);
-    k->stop = true;
-    pthread_cond_signal(&k->cv);
-    pthread_mutex_unlock(&k->mu);
-    pthread_join(k->thread, NULL);
-    pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cv);
+static void keep_remove(keep_entry *e) {
+    pthread_mutex_lock(&keeper.mu);
+    while (e->busy)
+        pthread_cond_wait(&keeper.cv, &keeper.mu);
+    for (keep_entry **p = &keeper.head; *p; p = &(*p)->next)
+        if (*p == e) {
+            *p = e->next;
+            break;
+        }
+    pthread_cond_broadcast(&keeper.cv);
+    pthread_mutex_unlock(&keeper.mu);
 }
 
 typedef struct {
@@ -586,16 +633,28 @@ static mv_code record_outcome(action_job *j, mv_code rc, mv_err *herr, mv_err *e
     return rc;
 }
 
+/* A lease extension on the loop's timer thread; a lost lease aborts the handler. */
+static bool extend_on_timer(void *ctx) {
+    action_job *j = ctx;
+    if (mv_action_extend_lease(j->svc, j->req->message_id, j->attempt_id)) return true;
+    mv_abort_fire(&j->abort, "the action's lease was lost");
+    return false;
+}
+
 /* A handler that runs outside the store, on this thread: claim, run it under a lease kept alive
  * by a keeper thread, then record its outcome. */
 static mv_code claim_run_archive(action_job *j, mv_err *err) {
     mv_code rc = mv_store_write(j->svc->o.store, claim_tx, j, err);
     if (rc != MV_OK) return rc;
     mv_err herr = {0};
-    lease_keeper keeper;
-    bool keeping = keeper_start(&keeper, j);
+    keep_entry keep;
+    /* the loop's timer thread keeps every lease; without a loop, the process's keeper thread */
+    mv_loop_timer *timer =
+        j->svc->o.loop ? mv_loop_every(j->svc->o.loop, keep_period(j), extend_on_timer, j) : NULL;
+    bool keeping = !timer && keep_add(&keep, j);
     rc = run_handler(j, &herr);
-    if (keeping) keeper_stop(&keeper);
+    mv_loop_timer_cancel(timer);
+    if (keeping) keep_remove(&keep);
     return record_outcome(j, rc, &herr, err);
 }
 
@@ -611,16 +670,10 @@ struct mv_action_pending {
     void *wake_ctx;
     mv_code hrc; /* the handler's outcome */
     mv_err herr;
-    mv__action_done async_done; /* mv__action_start_async */
-    void *async_ctx;
+    mv__action_env env; /* mv__action_begin's */
+    int phase;          /* what its next round does */
+    char traceparent[64];
 };
-
-static bool extend_on_timer(void *ctx) {
-    action_job *j = ctx;
-    if (mv_action_extend_lease(j->svc, j->req->message_id, j->attempt_id)) return true;
-    mv_abort_fire(&j->abort, "the action's lease was lost");
-    return false;
-}
 
 static void handler_done(void *ctx, mv_code rc, mv_webhook_response *res, const mv_err *e) {
     mv_action_pending *p = ctx;
@@ -716,6 +769,29 @@ static void pending_free(mv_action_pending *p) {
     free(p);
 }
 
+/* The press's message, read and checked: the user, the id, the message, the action's rules. */
+static mv_code action_load(action_job *j, mv_err *err) {
+    const mv_action_request *req = j->req;
+    mv_code rc = mv__svc_require_user(req->user, j->uid, err);
+    if (rc != MV_OK) return rc;
+    if (!mv_valid_message_id(req->message_id))
+        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
+                          req->message_id ? req->message_id : "");
+    if ((rc = mv_store_read(j->svc->o.store, load_tx, j, err)) != MV_OK) return rc;
+    if (!j->message)
+        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
+    return check_action(j, err);
+}
+
+/* Nothing runs outside: claim, notify and archive in one transaction. */
+static bool inline_only(action_job *j) {
+    mv_action_fn custom;
+    void *custom_ctx;
+    return j->action->handler == MV_HANDLER_NONE &&
+           !mv__svc_find_handler(j->svc, j->tpl->template_cd, j->action->action_cd, &custom,
+                                 &custom_ctx);
+}
+
 /* The rest of mv_action_start once the message is read and the checks passed (p holds both):
  * the approval gate, then the claim and whatever the handler needs. Frees p unless pending. */
 static mv_code start_checked(mv_action_pending *p, void (*wake)(void *ctx), void *wake_ctx,
@@ -726,12 +802,7 @@ static mv_code start_checked(mv_action_pending *p, void (*wake)(void *ctx), void
     p->wake_ctx = wake_ctx;
     mv_code rc = approval_gate(j, err);
     if (rc != MV_OK) goto done;
-    mv_action_fn custom;
-    void *custom_ctx;
-    bool inline_only =
-        j->action->handler == MV_HANDLER_NONE &&
-        !mv__svc_find_handler(svc, j->tpl->template_cd, j->action->action_cd, &custom, &custom_ctx);
-    if (inline_only) { /* nothing runs outside: claim, notify and archive in one transaction */
+    if (inline_only(j)) {
         rc = mv_store_write(svc->o.store, claim_and_archive_tx, j, err);
     } else if (wake && runs_on_loop(j)) {
         rc = claim_and_start(p, err);
@@ -754,39 +825,13 @@ mv_code mv_action_start(mv_service *svc, const mv_action_request *req, void (*wa
     *pending = NULL;
     mv_action_pending *p = calloc(1, sizeof *p);
     if (!p) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    action_job *j = &p->j;
-    j->svc = svc;
-    j->req = req;
-    j->user_id = j->uid;
-    mv_code rc = mv__svc_require_user(req->user, j->uid, err);
-    if (rc != MV_OK) goto fail;
-    if (!mv_valid_message_id(req->message_id)) {
-        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
-                        req->message_id ? req->message_id : "");
-        goto fail;
-    }
-    if ((rc = mv_store_read(svc->o.store, load_tx, j, err)) != MV_OK) goto fail;
-    if (!j->message) {
-        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
-        goto fail;
-    }
-    if ((rc = check_action(j, err)) != MV_OK) goto fail;
-    return start_checked(p, wake, wake_ctx, pending, result, err);
-fail:
+    p->j.svc = svc;
+    p->j.req = req;
+    p->j.user_id = p->j.uid;
+    mv_code rc = action_load(&p->j, err);
+    if (rc == MV_OK) return start_checked(p, wake, wake_ctx, pending, result, err);
     pending_free(p);
     return rc;
-}
-
-mv_code mv__action_start_checked(mv_action_pending *checked, void (*wake)(void *ctx),
-                                 void *wake_ctx, mv_action_pending **pending, json_t **result,
-                                 mv_err *err) {
-    *result = NULL;
-    *pending = NULL;
-    return start_checked(checked, wake, wake_ctx, pending, result, err);
-}
-
-void mv__action_checked_free(mv_action_pending *checked) {
-    if (checked) pending_free(checked);
 }
 
 mv_code mv_action_finish(mv_action_pending *p, json_t **result, mv_err *err) {
@@ -796,40 +841,6 @@ mv_code mv_action_finish(mv_action_pending *p, json_t **result, mv_err *err) {
     mv_code rc = record_outcome(&p->j, p->hrc, &p->herr, err);
     if (rc == MV_OK) *result = p->j.result ? json_incref(p->j.result) : json_null();
     pending_free(p);
-    return rc;
-}
-
-/* The synchronous caller of a handler on the loop waits for its completion here. */
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
-} waiter;
-
-static void wake_waiter(void *ctx) {
-    waiter *w = ctx;
-    pthread_mutex_lock(&w->mu);
-    w->done = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-mv_code mv_action_handle(mv_service *svc, const mv_action_request *req, json_t **result,
-                         mv_err *err) {
-    waiter w = {.done = false};
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
-    mv_action_pending *p = NULL;
-    mv_code rc = mv_action_start(svc, req, wake_waiter, &w, &p, result, err);
-    if (rc == MV_OK && p) {
-        pthread_mutex_lock(&w.mu);
-        while (!w.done)
-            pthread_cond_wait(&w.cv, &w.mu);
-        pthread_mutex_unlock(&w.mu);
-        rc = mv_action_finish(p, result, err);
-    }
-    pthread_cond_destroy(&w.cv);
-    pthread_mutex_destroy(&w.mu);
     return rc;
 }
 
@@ -851,54 +862,96 @@ bool mv_action_extend_lease(mv_service *svc, const char *message_id, const char 
     return mv_store_write(svc->o.store, extend_tx, &a, NULL) == MV_OK && a.changes == 1;
 }
 
-/* ---- an action answered from its commit (action_async.h) ---------------------------------- */
+/* ---- the one action: mv__action_begin (action_async.h) -------------------------------------
+ * The caller's thread (the daemon's I/O thread) reads and checks the press when the store reads
+ * locally, and an action with nothing to call or approve goes no further than its write, queued
+ * on the group commit: the committing thread ends it. Everything else is rounds on env.submit's
+ * threads: the read (a remote store), the approval gate, the claim; a handler that waits on the
+ * loop wakes a last round, which records its outcome; a C handler runs in its round. */
 
-/* On the committing thread, once the batch holding the claim-and-archive committed. */
-static void action_written(mv_code rc, const mv_err *err, void *ctx) {
-    mv_action_pending *p = ctx;
+enum { AP_READ, AP_GO, AP_FINISH };
+
+static void action_end(mv_action_pending *p, mv_code rc, const mv_err *err) {
     json_t *result = rc == MV_OK ? (p->j.result ? json_incref(p->j.result) : json_null()) : NULL;
-    p->async_done(p->async_ctx, rc, result, err);
+    p->env.done(p->env.done_ctx, rc, result, err);
     pending_free(p);
 }
 
-bool mv__action_start_async(mv_service *svc, const mv_action_request *req, mv__action_done done,
-                            void *done_ctx, mv_action_pending **checked) {
-    if (checked) *checked = NULL;
-    if (!mv__store_writes_async(svc->o.store)) return false;
-    mv_action_pending *p = calloc(1, sizeof *p);
-    if (!p) return false;
+/* On the committing thread, once the batch holding the claim-and-archive committed. */
+static void action_written(mv_code rc, const mv_err *err, void *ctx) { action_end(ctx, rc, err); }
+
+static void action_round(void *arg);
+
+/* The handler's outcome is in (on the loop's thread, or a saga's last round): record it in a
+ * round. */
+static void action_woken(void *ctx) {
+    mv_action_pending *p = ctx;
+    p->phase = AP_FINISH;
+    p->env.submit(p->env.submit_ctx, action_round, p);
+}
+
+/* A round: everything after the read up to a call on the loop, or the outcome of that call. */
+static void action_step(mv_action_pending *p) {
     action_job *j = &p->j;
-    j->svc = svc;
-    j->req = req;
-    j->user_id = j->uid;
+    mv_store *store = j->svc->o.store;
     mv_err err = {0};
-    mv_code rc = mv__svc_require_user(req->user, j->uid, &err);
-    if (rc == MV_OK && !mv_valid_message_id(req->message_id))
-        rc = mv_err_set(&err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found",
-                        req->message_id ? req->message_id : "");
-    if (rc == MV_OK) rc = mv_store_read(svc->o.store, load_tx, j, &err);
-    if (rc == MV_OK && !j->message)
-        rc = mv_err_set(&err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", req->message_id);
-    if (rc == MV_OK) rc = check_action(j, &err);
-    mv_action_fn custom;
-    void *custom_ctx;
-    /* as mv_action_start's inline_only, and no approval (its gate writes) */
-    if (rc == MV_OK && (j->action->handler != MV_HANDLER_NONE || j->action->approval_capability ||
-                        mv__svc_find_handler(svc, j->tpl->template_cd, j->action->action_cd,
-                                             &custom, &custom_ctx))) {
-        if (checked) /* read and checked: the blocking start goes on from here */
-            *checked = p;
-        else
-            pending_free(p);
-        return false;
+    mv_code rc = MV_OK;
+    if (p->phase == AP_FINISH) {
+        mv_loop_timer_cancel(p->lease_timer); /* the claim is ours until its outcome is recorded */
+        p->lease_timer = NULL;
+        action_end(p, record_outcome(j, p->hrc, &p->herr, &err), &err);
+        return;
     }
-    if (rc != MV_OK) {
-        done(done_ctx, rc, NULL, &err);
-        pending_free(p);
-        return true;
+    if (p->phase == AP_READ) rc = action_load(j, &err);
+    if (rc == MV_OK) rc = approval_gate(j, &err);
+    if (rc == MV_OK && inline_only(j)) {
+        rc = mv_store_write(store, claim_and_archive_tx, j, &err);
+    } else if (rc == MV_OK && runs_on_loop(j)) {
+        p->wake = action_woken;
+        p->wake_ctx = p;
+        if ((rc = claim_and_start(p, &err)) == MV_OK) return; /* p is action_woken's now */
+    } else if (rc == MV_OK) {
+        rc = claim_run_archive(j, &err);
     }
-    p->async_done = done;
-    p->async_ctx = done_ctx;
-    mv__store_write_async(svc->o.store, claim_and_archive_tx, j, action_written, p);
-    return true;
+    action_end(p, rc, &err);
+}
+
+static void action_round(void *arg) {
+    mv_action_pending *p = arg;
+    mv_callctx saved = *mv__callctx(); /* a blocking caller's own thread keeps its context */
+    mv_strlcpy(mv__callctx()->traceparent, p->traceparent, sizeof mv__callctx()->traceparent);
+    action_step(p);
+    *mv__callctx() = saved;
+}
+
+void mv__action_begin(mv_service *svc, const mv_action_request *req, const mv__action_env *env) {
+    mv_err err = {0};
+    mv_action_pending *p = calloc(1, sizeof *p);
+    if (!p) {
+        mv_err_set(&err, MV_NO_MEMORY, "out of memory");
+        env->done(env->done_ctx, MV_NO_MEMORY, NULL, &err);
+        return;
+    }
+    p->env = *env;
+    p->j.svc = svc;
+    p->j.req = req;
+    p->j.user_id = p->j.uid;
+    mv_strlcpy(p->traceparent, mv__callctx()->traceparent, sizeof p->traceparent);
+    p->phase = AP_READ;
+    if (env->first_here || mv_store_kind_of(svc->o.store) == MV_STORE_SQLITE) { /* reads here */
+        mv_code rc = action_load(&p->j, &err);
+        if (rc != MV_OK) {
+            action_end(p, rc, &err);
+            return;
+        }
+        p->phase = AP_GO;
+        if (inline_only(&p->j) && !p->j.action->approval_capability) {
+            mv__store_write_async(svc->o.store, claim_and_archive_tx, &p->j, action_written, p);
+            return;
+        }
+    }
+    if (env->first_here)
+        action_round(p);
+    else
+        env->submit(env->submit_ctx, action_round, p);
 }

@@ -7,6 +7,7 @@
  * fails are all expired, in order; the prepare and payment calls never run inside a
  * transaction. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,8 +57,6 @@ typedef struct create_job { /* ordered by size and alignment (clang-analyzer's p
     mv_code failed_rc;
     mv_code rc;
     bool build_only;    /* stop when the documents are built (the one-transaction path) */
-    bool on_loop;       /* the daemon's driver: build_and_persist only sets the steps up, */
-    bool deferred;      /* and did */
     bool share_payload; /* the daemon's own copy of the body, read only from here on: the
                          * documents reference its payload and documents instead of copying */
     char lease_owner[37];
@@ -711,21 +710,6 @@ static mv_code build_all(create_job *job, mv_err *err) {
     return job->rc;
 }
 
-/* Builds and persists; on failure compensates payments and (with a reservation) records a
- * definitive failure. On the daemon's loop (job->on_loop) this only sets the steps up: the rounds
- * at the end of this file run them. */
-static mv_code build_and_persist(create_job *job, mv_err *err) {
-    steps_reset(job, false);
-    if (job->on_loop) {
-        job->deferred = true;
-        return MV_OK;
-    }
-    while (step(job))
-        call_here(job);
-    if (job->rc != MV_OK) mv_err_copy(err, &job->err);
-    return job->rc;
-}
-
 /* ---- the reservation loop ----------------------------------------------------------------- */
 
 typedef struct {
@@ -824,67 +808,6 @@ static mv_code one_shot_tx(mv_db *db, void *ctx, mv_err *err) {
     return MV_OK;
 }
 
-static mv_code create_with_reservation(create_job *job, json_t **messages, bool *replayed,
-                                       mv_err *err) {
-    mv_service *svc = job->svc;
-    acquire_arg a = {job, false, NULL, 0};
-    mv_code rc = mv_id_uuid(job->lease_owner, err);
-    if (rc != MV_OK) return rc;
-    if (builds_without_io(job)) {
-        one_shot_arg o = {.a = a};
-        rc = one_shot_build(&o, err);
-        if (rc == MV_OK) rc = mv__store_write_rerunnable(svc->o.store, fresh_key_tx, &o, err);
-        if (rc == MV_OK && o.failure.code != MV_OK) return mv_err_copy(err, &o.failure);
-        if (rc == MV_OK) {
-            *messages = json_incref(job->docs);
-            return MV_OK;
-        }
-        if (rc != MV__REQUEST_KEY_TAKEN) return rc;
-        o = (one_shot_arg){.a = a};
-        if ((rc = mv_store_write(svc->o.store, one_shot_tx, &o, err)) != MV_OK) return rc;
-        if (o.failure.code != MV_OK) return mv_err_copy(err, &o.failure);
-        if (o.a.replay || o.done) {
-            *messages = o.a.replay ? o.a.replay : json_incref(job->docs);
-            *replayed = o.a.replay != NULL;
-            return MV_OK;
-        }
-    } else {
-        if ((rc = mv_store_read(svc->o.store, replay_tx, &a, err)) != MV_OK) return rc;
-        if (a.replay) {
-            *messages = a.replay;
-            *replayed = true;
-            return MV_OK;
-        }
-    }
-    /* Waiting is measured in real time even when the service clock is injected. */
-    int64_t deadline = mv_now_ms() + svc->o.client_request_wait_ms;
-    for (;;) {
-        a.acquired = false;
-        a.replay = NULL;
-        if ((rc = mv_store_write(svc->o.store, acquire_tx, &a, err)) != MV_OK) return rc;
-        if (a.replay) {
-            *messages = a.replay;
-            *replayed = true;
-            return MV_OK;
-        }
-        if (a.acquired) break;
-        int64_t left = deadline - mv_now_ms();
-        if (left <= 0) {
-            mv_err_set(err, MV_CLIENT_REQUEST_PENDING,
-                       "clientRequestId \"%s\" is still pending; retry after the current "
-                       "reservation completes or its lease expires",
-                       job->crid);
-            int secs = (int)((a.lease_left + 999) / 1000);
-            if (err) err->retry_after_s = secs > 0 ? secs : 1;
-            return MV_CLIENT_REQUEST_PENDING;
-        }
-        mv_sleep_ms(left < svc->o.client_request_poll_ms ? left : svc->o.client_request_poll_ms);
-    }
-    if ((rc = build_and_persist(job, err)) != MV_OK) return rc;
-    *messages = json_incref(job->docs);
-    return MV_OK;
-}
-
 /* Everything a create needs before its work: the ids, the payload, the template, the scope. */
 static mv_code create_open(create_job *job, mv_err *err) {
     mv_service *svc = job->svc;
@@ -918,19 +841,6 @@ static mv_code create_open(create_job *job, mv_err *err) {
     return MV_OK;
 }
 
-static mv_code create_body(create_job *job, json_t **messages, bool *replayed, mv_err *err) {
-    if (job->crid[0]) {
-        job->scope.owner = job->user_id;
-        job->scope.template_cd = job->tpl->template_cd;
-        job->scope.id = job->crid;
-        mv_json_fingerprint(job->payload, job->scope.fingerprint);
-        return create_with_reservation(job, messages, replayed, err);
-    }
-    mv_code rc = build_and_persist(job, err);
-    if (rc == MV_OK) *messages = json_incref(job->docs);
-    return rc;
-}
-
 static void create_close(create_job *job) {
     steps_reset(job, false);
     json_decref(job->docs);
@@ -941,35 +851,40 @@ static void create_close(create_job *job) {
     mv_template_release(job->tpl);
 }
 
-mv_code mv_message_create(mv_service *svc, const mv_create_request *req, json_t **messages,
-                          bool *replayed, mv_err *err) {
-    *messages = NULL;
-    bool replay_flag = false;
-    create_job job = {.svc = svc, .req = req};
-    mv_code rc = create_open(&job, err);
-    if (rc == MV_OK) rc = create_body(&job, messages, &replay_flag, err);
-    if (replayed) *replayed = replay_flag;
-    create_close(&job);
-    return rc;
-}
+/* ---- the one create: mv__create_begin (create_async.h) --------------------------------------
+ * The caller's thread (the daemon's I/O thread) goes as far as it can without waiting: the
+ * checks, and for a create that calls nothing outside the documents and the write, queued on the
+ * store's group commit, whose committing thread ends the create. Everything else goes on in
+ * rounds on env.submit's threads, one queued at a time: the reservation of a client request id,
+ * the steps between calls that wait on the loop (a prepare webhook, the webhook payment
+ * provider; a C hook or C provider is called in the round), and a wait on someone else's live
+ * reservation, which is a timer that queues the next attempt — never a thread asleep. */
 
-/* ---- the daemon's rounds: the calls wait on the loop -----------------------------------------
- * The same steps as build_and_persist, driven from the loop: a round (on a submit thread: the
- * server's write pool) steps until a call is needed and posts it when it is a webhook (prepare,
- * the webhook payment provider); the call's completion (on the loop's thread) only classifies the
- * outcome as the synchronous call would and queues the next round. A C hook or C provider is
- * called in the round itself. The last round hands the outcome to env.done. */
+enum { PH_STEPS, PH_REPLAY, PH_TAKEN, PH_ACQUIRE };
 
 typedef struct create_run {
     create_job job; /* first */
-    mv_create_async env;
-    bool expire_here; /* an expire the loop abandoned: made again in the next round */
+    one_shot_arg o; /* the blind write of a fresh key */
+    mv__create_env env;
+    pthread_mutex_t mu;   /* guards timer: armed by a round, cancelled by the round it queues */
+    mv_loop_timer *timer; /* a pending wait's, on the service's loop */
+    int64_t deadline;     /* the end of a pending wait (real time, even with an injected clock) */
+    int phase;            /* what the next round does */
+    bool expire_here;     /* an expire the loop abandoned: made again in the next round */
     char traceparent[64];
 } create_run;
 
-static void run_free(create_run *r) {
+static void finish(create_run *r, mv_code rc, json_t *messages, bool replayed, const mv_err *e) {
+    r->env.done(r->env.done_ctx, rc, messages, replayed, e);
     create_close(&r->job);
+    pthread_mutex_destroy(&r->mu);
     free(r);
+}
+
+static json_t *take_docs(create_job *job) { /* handed over, not shared: done's side owns it */
+    json_t *docs = job->docs;
+    job->docs = NULL;
+    return docs;
 }
 
 /* A call's outcome as call_here would have it (rc, res, e: what the webhook call returned). */
@@ -983,21 +898,10 @@ static void conclude(create_job *job, mv_code rc, mv_webhook_response *res, cons
     job->call = CALL_NONE;
 }
 
-static void rounds(create_run *r);
-
-static void round_job(void *p) {
-    create_run *r = p;
-    mv_strlcpy(mv__callctx()->traceparent, r->traceparent, sizeof mv__callctx()->traceparent);
-    if (r->expire_here) {
-        r->expire_here = false;
-        call_here(&r->job);
-    }
-    rounds(r);
-    mv__callctx_reset();
-}
+static void round_job(void *p);
 
 static void call_done(void *p, mv_code rc, mv_webhook_response *res, const mv_err *e) {
-    create_run *r = p;
+    create_run *r = p; /* on the loop's thread: only classifies and queues the next round */
     if (r->job.call == CALL_EXPIRE && rc == MV_DRAINING) {
         /* a session must not stay open because the server stops: expire it on a thread */
         mv_webhook_response_free(res);
@@ -1015,6 +919,7 @@ static int post_call(create_run *r) {
     mv_service *svc = job->svc;
     mv_err e = {0};
     mv_code rc;
+    if (!svc->o.loop) return 0;
     if (job->call == CALL_PREPARE) {
         mv_prepare_fn fn;
         void *ctx;
@@ -1042,20 +947,122 @@ static int post_call(create_run *r) {
     return -1;
 }
 
-static void rounds(create_run *r) {
+/* The build and persist steps up to the next call on the loop, or to the end. */
+static void steps(create_run *r) {
     create_job *job = &r->job;
     while (step(job)) {
         int posted = post_call(r);
         if (posted > 0) return;
         if (posted == 0) call_here(job);
     }
-    json_t *messages = NULL;
-    if (job->rc == MV_OK) { /* handed over, not shared: done's thread owns it alone */
-        messages = job->docs;
-        job->docs = NULL;
+    finish(r, job->rc, job->rc == MV_OK ? take_docs(job) : NULL, false, &job->err);
+}
+
+static bool timer_fired(void *p) { /* on the loop's timer thread */
+    create_run *r = p;
+    r->env.submit(r->env.submit_ctx, round_job, r);
+    return false;
+}
+
+/* Someone else holds the key: the next attempt in ms, or the pending error once the wait is
+ * over (or when no timer can be had: a loop shutting down). */
+static void wait_or_fail(create_run *r, int64_t lease_left) {
+    create_job *job = &r->job;
+    int64_t left = r->deadline - mv_now_ms(), poll = job->svc->o.client_request_poll_ms;
+    int64_t ms = left < poll ? left : poll;
+    if (left > 0 && r->env.after) {
+        r->env.after(r->env.submit_ctx, ms, round_job, r);
+        return;
     }
-    r->env.done(r->env.done_ctx, job->rc, messages, &job->err);
-    run_free(r);
+    bool armed = false;
+    if (left > 0 && job->svc->o.loop) {
+        pthread_mutex_lock(&r->mu);
+        armed = (r->timer = mv_loop_every(job->svc->o.loop, ms > 0 ? ms : 1, timer_fired, r));
+        pthread_mutex_unlock(&r->mu);
+    }
+    if (armed) return;
+    mv_err err = {0};
+    mv_err_set(&err, MV_CLIENT_REQUEST_PENDING,
+               "clientRequestId \"%s\" is still pending; retry after the current reservation "
+               "completes or its lease expires",
+               job->crid);
+    int secs = (int)((lease_left + 999) / 1000);
+    err.retry_after_s = secs > 0 ? secs : 1;
+    finish(r, MV_CLIENT_REQUEST_PENDING, NULL, false, &err);
+}
+
+/* One round of the client request id's reservation: replay what is complete, take what is free
+ * or expired, else wait. */
+static void reserve(create_run *r) {
+    create_job *job = &r->job;
+    mv_store *store = job->svc->o.store;
+    acquire_arg a = {job, false, NULL, 0};
+    mv_err err = {0};
+    mv_code rc = MV_OK;
+    if (r->phase != PH_ACQUIRE) r->deadline = mv_now_ms() + job->svc->o.client_request_wait_ms;
+    if (r->phase == PH_TAKEN) { /* the blind write met the key: resolve it in one transaction */
+        one_shot_arg o = {.a = a};
+        if ((rc = mv_store_write(store, one_shot_tx, &o, &err)) == MV_OK &&
+            o.failure.code != MV_OK) {
+            finish(r, o.failure.code, NULL, false, &o.failure);
+            return;
+        }
+        if (rc == MV_OK && (o.a.replay || o.done)) {
+            finish(r, MV_OK, o.a.replay ? o.a.replay : take_docs(job), o.a.replay != NULL, NULL);
+            return;
+        }
+    } else if (r->phase == PH_REPLAY) {
+        rc = mv_store_read(store, replay_tx, &a, &err);
+    }
+    r->phase = PH_ACQUIRE;
+    if (rc == MV_OK && !a.replay) rc = mv_store_write(store, acquire_tx, &a, &err);
+    if (rc != MV_OK || a.replay) {
+        finish(r, rc, a.replay, a.replay != NULL, &err);
+        return;
+    }
+    if (!a.acquired) {
+        wait_or_fail(r, a.lease_left);
+        return;
+    }
+    r->phase = PH_STEPS;
+    steps_reset(job, false);
+    steps(r);
+}
+
+static void round_job(void *p) {
+    create_run *r = p;
+    pthread_mutex_lock(&r->mu);
+    mv_loop_timer *timer = r->timer;
+    r->timer = NULL;
+    pthread_mutex_unlock(&r->mu);
+    mv_loop_timer_cancel(timer);       /* fired: this round is what it queued */
+    mv_callctx saved = *mv__callctx(); /* a blocking caller's own thread keeps its context */
+    mv_strlcpy(mv__callctx()->traceparent, r->traceparent, sizeof mv__callctx()->traceparent);
+    if (r->phase != PH_STEPS) {
+        reserve(r);
+    } else {
+        if (r->expire_here) {
+            r->expire_here = false;
+            call_here(&r->job);
+        }
+        steps(r);
+    }
+    *mv__callctx() = saved;
+}
+
+/* On the store's committing thread, once the batch holding the blind write committed. */
+static void written(mv_code rc, const mv_err *err, void *ctx) {
+    create_run *r = ctx;
+    if (rc == MV_OK && r->o.failure.code != MV_OK) { /* a definitive failure, now recorded */
+        finish(r, r->o.failure.code, NULL, false, &r->o.failure);
+    } else if (rc == MV_OK) {
+        finish(r, MV_OK, take_docs(&r->job), false, NULL);
+    } else if (r->job.crid[0] && rc == MV__REQUEST_KEY_TAKEN) { /* replay, take over or wait */
+        r->phase = PH_TAKEN;
+        r->env.submit(r->env.submit_ctx, round_job, r);
+    } else {
+        finish(r, rc, NULL, false, err);
+    }
 }
 
 bool mv_message_create_calls_out(mv_service *svc, const char *template_cd) {
@@ -1072,100 +1079,48 @@ bool mv_message_create_calls_out(mv_service *svc, const char *template_cd) {
     return hook || paid;
 }
 
-mv_code mv_message_create_start(mv_service *svc, const mv_create_request *req,
-                                const mv_create_async *env, bool *started, json_t **messages,
-                                bool *replayed, mv_err *err) {
-    *started = false;
-    *messages = NULL;
-    if (replayed) *replayed = false;
-    if (!svc->o.loop || !env || !env->submit || !env->done)
-        return mv_message_create(svc, req, messages, replayed, err);
-    create_run *r = calloc(1, sizeof *r);
-    if (!r) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    r->env = *env;
-    r->job = (create_job){.svc = svc, .req = req, .on_loop = true};
-    bool replay_flag = false;
-    mv_code rc = create_open(&r->job, err);
-    if (rc == MV_OK) rc = create_body(&r->job, messages, &replay_flag, err);
-    if (rc == MV_OK && r->job.deferred) { /* reserved (or no key): the steps go on in rounds */
-        json_decref(*messages);
-        *messages = NULL;
-        mv_strlcpy(r->traceparent, mv__callctx()->traceparent, sizeof r->traceparent);
-        *started = true;
-        rounds(r);
-        return MV_OK;
-    }
-    if (replayed) *replayed = replay_flag;
-    run_free(r);
-    return rc;
-}
-
-/* ---- the one-shot create, answered from its commit (create_async.h) ----------------------- */
-
-typedef struct async_create {
-    create_job job;
-    one_shot_arg o; /* with a client request id */
-    mv__create_done done;
-    void *done_ctx;
-} async_create;
-
-static void async_free(async_create *c) {
-    create_close(&c->job);
-    free(c);
-}
-
-/* On the committing thread (store/write_async.h), once the batch holding the write committed. */
-static void async_written(mv_code rc, const mv_err *err, void *ctx) {
-    async_create *c = ctx;
-    if (rc == MV_OK && c->o.failure.code != MV_OK) { /* a definitive failure, now recorded */
-        c->done(c->done_ctx, c->o.failure.code, NULL, &c->o.failure, false);
-    } else if (rc == MV_OK) { /* handed over, not shared: done's side owns it alone */
-        json_t *messages = c->job.docs;
-        c->job.docs = NULL;
-        c->done(c->done_ctx, MV_OK, messages, NULL, false);
-    } else { /* a key already reserved: replay, take over or wait — on a thread that may block */
-        c->done(c->done_ctx, rc, NULL, err, c->job.crid[0] && rc == MV__REQUEST_KEY_TAKEN);
-    }
-    async_free(c);
-}
-
-bool mv__message_create_async(mv_service *svc, const mv_create_request *req, mv__create_done done,
-                              void *done_ctx) {
-    if (!mv__store_writes_async(svc->o.store)) return false;
-    async_create *c = calloc(1, sizeof *c);
-    if (!c) return false;
-    /* req->payload: the route's own copy of the body (routes_messages.c), which nothing changes
-     * once the create started */
-    c->job = (create_job){.svc = svc, .req = req, .share_payload = true};
+void mv__create_begin(mv_service *svc, const mv_create_request *req, const mv__create_env *env) {
     mv_err err = {0};
-    mv_code rc = create_open(&c->job, &err);
-    if (rc == MV_OK && !builds_without_io(&c->job)) {
-        async_free(c);
-        return false;
+    create_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        mv_err_set(&err, MV_NO_MEMORY, "out of memory");
+        env->done(env->done_ctx, MV_NO_MEMORY, NULL, false, &err);
+        return;
     }
-    create_job *job = &c->job;
-    c->o.a.job = job;
-    if (rc == MV_OK && job->crid[0]) { /* the reservation's scope, as create_body sets it */
+    pthread_mutex_init(&r->mu, NULL);
+    r->env = *env;
+    /* share_payload: req->payload is the caller's own copy, which nothing changes from now on */
+    r->job = (create_job){.svc = svc, .req = req, .share_payload = env->share_payload};
+    mv_strlcpy(r->traceparent, mv__callctx()->traceparent, sizeof r->traceparent);
+    create_job *job = &r->job;
+    r->o.a.job = job;
+    mv_code rc = create_open(job, &err);
+    if (rc == MV_OK && job->crid[0]) { /* the reservation's scope */
         job->scope.owner = job->user_id;
         job->scope.template_cd = job->tpl->template_cd;
         job->scope.id = job->crid;
         mv_json_fingerprint(job->payload, job->scope.fingerprint);
-        if ((rc = mv_id_uuid(job->lease_owner, &err)) == MV_OK) rc = one_shot_build(&c->o, &err);
-    } else if (rc == MV_OK) {
-        rc = build_all(job, &err); /* no payment session: nothing to compensate */
+        rc = mv_id_uuid(job->lease_owner, &err);
     }
+    if (rc == MV_OK && !builds_without_io(job)) { /* it calls out, or may: in rounds */
+        r->phase = job->crid[0] ? PH_REPLAY : PH_STEPS;
+        steps_reset(job, false);
+        if (env->first_here)
+            round_job(r);
+        else
+            env->submit(env->submit_ctx, round_job, r);
+        return;
+    }
+    if (rc == MV_OK) /* no payment session: nothing to compensate */
+        rc = job->crid[0] ? one_shot_build(&r->o, &err) : build_all(job, &err);
     if (rc != MV_OK) {
-        done(done_ctx, rc, NULL, &err, false);
-        async_free(c);
-        return true;
+        finish(r, rc, NULL, false, &err);
+        return;
     }
-    c->done = done;
-    c->done_ctx = done_ctx;
     if (job->crid[0]) /* rerunnable, as on the blocking path: PostgreSQL batches it */
-        mv__store_write_async_rerunnable(svc->o.store, fresh_key_tx, &c->o, async_written, c);
+        mv__store_write_async_rerunnable(svc->o.store, fresh_key_tx, &r->o, written, r);
     else
-        mv__store_write_async(svc->o.store, persist_tx, job, async_written, c);
-    return true;
+        mv__store_write_async(svc->o.store, persist_tx, job, written, r);
 }
 
 /* ---- notifications ------------------------------------------------------------------------ */

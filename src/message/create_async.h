@@ -1,34 +1,42 @@
-/* message/create_async.h — a create answered from its commit.
+/* message/create_async.h — the one create: started, then done.
  *
- * The daemon's common create (a declarative prepare, no payment session: nothing to call out)
- * needs no thread to wait for its write: the documents are built on the calling thread, the write
- * joins the store's group commit (store/write_async.h), and the completion — on the thread that
- * committed — hands over the messages. Same rules as mv_message_create: idempotency by client
- * request id (a fresh key is written blind together with the messages; a key that exists is
- * resolved by mv_message_create on a thread that may block), definitive failures recorded, the
- * change log and inbox counts in the same transaction. */
+ * Every create — the daemon's, the library's blocking mv_message_create, mv_message_create_start
+ * — is this one operation: mv__create_begin runs what needs no wait on the calling thread (the
+ * checks; for a template that calls nothing outside, the documents and a write queued on the
+ * store's group commit, store/write_async.h) and leaves the rest to rounds on env->submit's
+ * threads: the reservation of a client request id, the prepare and payment calls (they wait on
+ * the service's loop), and a wait on another request's live reservation (a timer on the loop, or
+ * env->after). Same rules as documented for mv_message_create: idempotency by client request id,
+ * definitive failures recorded, the change log and inbox counts in the same transaction. */
 #ifndef MISSIVE_MESSAGE_CREATE_ASYNC_H
 #define MISSIVE_MESSAGE_CREATE_ASYNC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "missive/message.h"
 
-/* The end of an asynchronous create, called exactly once: rc MV_OK with *messages a new array
- * (owned by the callee), else the error in err (valid only during the call). again: the client
- * request id already had a reservation — nothing was written; run mv_message_create (same
- * request) on a thread that may block, which replays, takes over or waits. Runs on the store's
- * committing thread (must not block on the store), or on the caller's thread before
- * mv__message_create_async returns when the request fails its checks. */
-typedef void (*mv__create_done)(void *ctx, mv_code rc, json_t *messages, const mv_err *err,
-                                bool again);
+/* The end of a create, called exactly once: rc MV_OK with messages a new array (owned by the
+ * callee; replayed when it is an earlier request's answer), else the error in err (valid only
+ * during the call). Runs on whichever thread ended the work — the store's committing thread, a
+ * submit thread, or the caller's before mv__create_begin returns — and must not block. */
+typedef void (*mv__create_done)(void *ctx, mv_code rc, json_t *messages, bool replayed,
+                                const mv_err *err);
 
-/* Starts req as an asynchronous create and returns true (done follows), or returns false —
- * nothing started — when this create must run as mv_message_create: it calls out (a prepare
- * hook or webhook, a payment session) or the store commits on the caller's thread (PostgreSQL,
- * groupCommit false). req and everything it points to stay valid until done, and req->payload
- * unchanged for good: the messages reference its payload and documents (no copy). */
-bool mv__message_create_async(mv_service *svc, const mv_create_request *req, mv__create_done done,
-                              void *done_ctx);
+typedef struct mv__create_env {
+    /* runs fn(arg) soon on a thread that may block, never inline (one round queued at a time) */
+    void (*submit)(void *submit_ctx, void (*fn)(void *arg), void *arg);
+    void *submit_ctx;
+    /* as submit, after ms; NULL: a timer on the service's loop, which then submits */
+    void (*after)(void *submit_ctx, int64_t ms, void (*fn)(void *arg), void *arg);
+    mv__create_done done;
+    void *done_ctx;
+    bool share_payload; /* req->payload is the caller's own copy, unchanged for good: the
+                         * messages reference its payload and documents instead of copying */
+    bool first_here;    /* the calling thread may block: the first round runs on it */
+} mv__create_env;
+
+/* Starts req; env->done follows. req and everything it points to stay valid until done ran. */
+void mv__create_begin(mv_service *svc, const mv_create_request *req, const mv__create_env *env);
 
 #endif

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "message/inbox_internal.h"
+#include "message/op_wait.h"
+#include "store/write_async.h"
 
 static const char SQL_VIEWER_OF[] = "SELECT seen_at, read_at, dismissed_at, snoozed_until, "
                                     "reminded_at FROM message_viewers WHERE message_id = ? AND "
@@ -151,23 +153,74 @@ static mv_code mark_tx(mv_db *db, void *ctx, mv_err *err) {
     return mv__change_add_tx(db, tenant, a->id, MV_CHANGE_VIEWER, a->uid, now, err);
 }
 
+/* A mark: its checks on the caller's thread, then one write queued on the group commit; the
+ * committing thread ends it (inbox_internal.h). */
+typedef struct mark_op {
+    mark_arg a;
+    mv__mark_done done;
+    void *done_ctx;
+    char uid[256];
+} mark_op;
+
+static void mark_written(mv_code rc, const mv_err *err, void *ctx) {
+    mark_op *o = ctx;
+    json_t *doc = o->a.doc; /* handed over: done's side owns it */
+    if (rc != MV_OK) {
+        json_decref(doc);
+        doc = NULL;
+    }
+    o->done(o->done_ctx, rc, doc, err);
+    free(o);
+}
+
+void mv__mark_begin(mv_service *svc, const char *id, const mv_user *user, mv_mark mark,
+                    mv__mark_done done, void *done_ctx) {
+    mv_err err = {0};
+    mark_op *o = calloc(1, sizeof *o);
+    mv_code rc = o ? mv__svc_require_user(user, o->uid, &err)
+                   : mv_err_set(&err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK && (unsigned)mark > MV_MARK_UNDISMISS)
+        rc = mv_err_set(&err, MV_INVALID_ARGUMENT, "unknown mark");
+    if (rc == MV_OK && !mv_valid_message_id(id))
+        rc = mv_err_set(&err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
+    if (rc != MV_OK) {
+        free(o);
+        done(done_ctx, rc, NULL, &err);
+        return;
+    }
+    o->a = (mark_arg){.svc = svc, .id = id, .uid = o->uid, .user = user, .mark = mark};
+    o->done = done;
+    o->done_ctx = done_ctx;
+    mv__store_write_async(svc->o.store, mark_tx, &o->a, mark_written, o);
+}
+
+typedef struct mark_wait {
+    mv__waiter w;
+    mv_code rc;
+    json_t *doc;
+    mv_err *err;
+} mark_wait;
+
+static void mark_waited(void *ctx, mv_code rc, json_t *message, const mv_err *err) {
+    mark_wait *m = ctx;
+    m->rc = rc;
+    m->doc = message;
+    if (rc != MV_OK) mv_err_copy(m->err, err);
+    mv__waiter_finish(&m->w);
+}
+
 mv_code mv_message_mark(mv_service *svc, const char *id, const mv_user *user, mv_mark mark,
                         json_t **message, mv_err *err) {
     if (message) *message = NULL;
-    char uid[256];
-    mv_code rc = mv__svc_require_user(user, uid, err);
-    if (rc != MV_OK) return rc;
-    if ((unsigned)mark > MV_MARK_UNDISMISS)
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown mark");
-    if (!mv_valid_message_id(id))
-        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
-    mark_arg a = {.svc = svc, .id = id, .uid = uid, .user = user, .mark = mark};
-    rc = mv_store_write(svc->o.store, mark_tx, &a, err);
-    if (rc == MV_OK && message)
-        *message = a.doc;
+    mark_wait m = {.err = err};
+    mv__waiter_init(&m.w);
+    mv__mark_begin(svc, id, user, mark, mark_waited, &m);
+    mv__waiter_run(&m.w);
+    if (message)
+        *message = m.doc;
     else
-        json_decref(a.doc);
-    return rc;
+        json_decref(m.doc);
+    return m.rc;
 }
 
 /* ---- every message ---------------------------------------------------------------------- */

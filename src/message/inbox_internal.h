@@ -6,6 +6,15 @@
 #include "message/service.h"
 #include "missive/inbox.h"
 
+/* A mark of one message (mv_message_mark) as one operation: the checks on the calling thread,
+ * the write queued on the store's group commit (store/write_async.h). done runs exactly once —
+ * on the committing thread, or on the caller's before this returns when a check failed — with
+ * rc MV_OK and message (owned by the callee) the message as its viewer now sees it, else the
+ * error; it must not block. id and user stay valid until done ran. */
+typedef void (*mv__mark_done)(void *ctx, mv_code rc, json_t *message, const mv_err *err);
+void mv__mark_begin(mv_service *svc, const char *id, const mv_user *user, mv_mark mark,
+                    mv__mark_done done, void *done_ctx);
+
 /* Appends one change-log row in the transaction that made the change: one INSERT, no lock, no
  * NOTIFY, so it may come anywhere in that transaction. On PostgreSQL the row gets its event id
  * after commit (changes.c). viewer_id is stored for MV_CHANGE_VIEWER only. */

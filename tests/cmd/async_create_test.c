@@ -56,6 +56,7 @@ static pid_t start_daemon(const char *name, const char *kind, far_side *fs, cons
 /* n creates of "prep" at once (a fresh Idempotency-Key each), on a thread of their own. */
 typedef struct creates {
     int port, n;
+    const char *key; /* every create with this Idempotency-Key; NULL: "many-<i>" */
     long *status;
     char **body;
     int64_t took_ms;
@@ -70,7 +71,10 @@ static void *create_all(void *arg) {
         paths[i] = "/messages/new/prep";
         bodies[i] = "{}";
         headers[i] = malloc(64);
-        snprintf(headers[i], 64, "X-User-Id: guest\nIdempotency-Key: many-%d", i);
+        if (c->key)
+            snprintf(headers[i], 64, "X-User-Id: guest\nIdempotency-Key: %s", c->key);
+        else
+            snprintf(headers[i], 64, "X-User-Id: guest\nIdempotency-Key: many-%d", i);
     }
     c->took_ms = test_http_many(c->port, c->n, "POST", paths, (const char *const *)headers, bodies,
                                 c->status, c->body);
@@ -254,6 +258,58 @@ STORE_TEST(a_prepare_outlasting_the_drain_is_503_draining_and_a_retry_later_rese
     http_sink_stop(sink);
 }
 
+/* Forty creates waiting on a key another create holds (its prepare takes 1.5 s) wait as timers on
+ * the loop, not on the two write threads: ten creates with fresh keys sent after them reach their
+ * prepare while the key is still held (a thread per wait would hold both until it is released),
+ * and every waiter is then answered the holder's message. */
+STORE_TEST(forty_creates_pending_on_one_key_hold_no_write_thread_while_they_wait) {
+    enum { W = 40, F = 10 };
+    far_side fs = {.delay_ms = 1500};
+    http_sink *sink = NULL;
+    int port;
+    pid_t pid = start_daemon("acreate-pending", kind, &fs, "", &sink, &port);
+    REQUIRE(pid > 0);
+    creates h, w, f;
+    creates_init(&h, port, 1);
+    creates_init(&w, port, W);
+    creates_init(&f, port, F);
+    h.key = w.key = "shared";
+    pthread_t th, tw, tf;
+    REQUIRE(pthread_create(&th, NULL, create_all, &h) == 0);
+    while (http_sink_count(sink) < 1) /* the holder's prepare: the key is reserved */
+        mv_sleep_ms(5);
+    REQUIRE(pthread_create(&tw, NULL, create_all, &w) == 0);
+    mv_sleep_ms(200); /* the waiters are in (each a replay read, then a wait) */
+    REQUIRE(pthread_create(&tf, NULL, create_all, &f) == 0);
+    while (http_sink_count(sink) < 1 + F && !h.took_ms)
+        mv_sleep_ms(5);
+    bool fresh_called_while_held = !h.took_ms;
+    pthread_join(th, NULL);
+    pthread_join(tw, NULL);
+    pthread_join(tf, NULL);
+    CHECK(fresh_called_while_held);
+    CHECK_INT(created(&h), 1);
+    CHECK_INT(created(&w), W);
+    CHECK_INT(created(&f), F);
+    json_t *held = json_loads(h.body[0], 0, NULL);
+    const char *id = mv_json_str(json_array_get(json_object_get(held, "messages"), 0), "id");
+    int same = 0;
+    for (int i = 0; i < W; i++) {
+        json_t *j = json_loads(w.body[i], 0, NULL);
+        const char *got = mv_json_str(json_array_get(json_object_get(j, "messages"), 0), "id");
+        same += id && got && strcmp(id, got) == 0;
+        json_decref(j);
+    }
+    CHECK_INT(same, W);
+    CHECK_INT(http_sink_count(sink), 1 + F); /* the waiters called nothing */
+    json_decref(held);
+    creates_free(&h);
+    creates_free(&w);
+    creates_free(&f);
+    CHECK_INT(test_daemon_stop(pid), 0);
+    http_sink_stop(sink);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -261,7 +317,8 @@ int main(void) {
         fifty_creates_whose_prepare_takes_300_ms_on_two_write_threads_finish_in_about_one_call,
         a_refused_payment_session_is_the_same_502_and_the_earlier_session_is_expired,
         sigterm_with_twenty_prepare_calls_in_flight_finishes_and_answers_every_create,
-        a_prepare_outlasting_the_drain_is_503_draining_and_a_retry_later_resends_its_key);
+        a_prepare_outlasting_the_drain_is_503_draining_and_a_retry_later_resends_its_key,
+        forty_creates_pending_on_one_key_hold_no_write_thread_while_they_wait);
     curl_global_cleanup();
     return rc;
 }

@@ -4,8 +4,8 @@
  * stores; a create that calls out (a prepare webhook) still works from the I/O thread's route;
  * SIGTERM while a few hundred creates wait for their commits answers every request (201 or 503
  * draining, none reset), exits 0, and exactly the answered-201 creates are in the store afterwards;
- * and 16 presses of an action without a handler (answered from its commit as well) archive the
- * message once. */
+ * 16 presses of an action without a handler (answered from its commit as well) archive the
+ * message once; and 16 concurrent marks of one message answer 200 and move its count once. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -356,13 +356,68 @@ STORE_TEST(sixteen_presses_of_an_action_without_handler_archive_the_message_once
     free(p.status);
 }
 
+/* A mark answered from its commit: sixteen concurrent reads of one message by its receiver all
+ * answer 200 with the message read, the unread count moves once, and a stranger's mark and an
+ * unknown message are 404 — the checks' errors from the same route. */
+STORE_TEST(sixteen_concurrent_marks_answer_from_their_commit_and_move_the_count_once) {
+    enum { N = 16 };
+    char label[64];
+    snprintf(label, sizeof label, "async-mark-%s", kind);
+    const char *store = test_store_url(kind, "async_mark");
+    REQUIRE(store);
+    rig r;
+    REQUIRE(rig_start(&r, store, label, NULL));
+    test_reply t = test_http(r.port, "POST", "/messages/new/note", "X-User-Id: ana",
+                             "{\"to\": \"bob\", \"title\": \"hi\"}");
+    REQUIRE(t.status == 201);
+    char id[32], path[128];
+    mv_strlcpy(id, mv_json_str(json_array_get(json_object_get(t.json, "messages"), 0), "id"),
+               sizeof id);
+    test_reply_free(&t);
+    t = test_http(r.port, "GET", "/messages/count", "X-User-Id: bob", NULL);
+    CHECK_INT(json_integer_value(json_object_get(t.json, "unread")), 1);
+    test_reply_free(&t);
+    snprintf(path, sizeof path, "/messages/%s/read", id);
+    t = test_http(r.port, "POST", path, "X-User-Id: eve", NULL);
+    CHECK_INT(t.status, 404);
+    CHECK_STR(test_reply_code(&t), "message_not_found");
+    test_reply_free(&t);
+    t = test_http(r.port, "POST", "/messages/0123456789abcdef01234567/read", "X-User-Id: bob",
+                  NULL);
+    CHECK_INT(t.status, 404);
+    test_reply_free(&t);
+    presses p = {.port = r.port, .n = N, .path = path};
+    p.status = calloc(N, sizeof *p.status);
+    p.body = calloc(N, sizeof *p.body);
+    run_presses(&p);
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        json_t *j = p.body[i] ? json_loads(p.body[i], 0, NULL) : NULL;
+        json_t *read_at = json_object_get(json_object_get(j, "viewer"), "readAt");
+        ok += p.status[i] == 200 && json_integer_value(read_at) > 0 && mv_json_str(j, "id") &&
+              strcmp(mv_json_str(j, "id"), id) == 0;
+        json_decref(j);
+    }
+    CHECK_INT(ok, N);
+    t = test_http(r.port, "GET", "/messages/count", "X-User-Id: bob", NULL);
+    CHECK_INT(json_integer_value(json_object_get(t.json, "count")), 1);
+    CHECK_INT(json_integer_value(json_object_get(t.json, "unread")), 0);
+    test_reply_free(&t);
+    CHECK_INT(test_daemon_stop(r.pid), 0);
+    for (int i = 0; i < N; i++)
+        free(p.body[i]);
+    free(p.body);
+    free(p.status);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = RUN_TESTS(thirty_two_clients_with_one_idempotency_key_create_one_message,
                        a_create_whose_prepare_calls_out_still_answers_from_the_io_threads_route,
                        sigterm_while_creates_wait_for_their_commit_answers_every_request,
-                       sixteen_presses_of_an_action_without_handler_archive_the_message_once);
+                       sixteen_presses_of_an_action_without_handler_archive_the_message_once,
+                       sixteen_concurrent_marks_answer_from_their_commit_and_move_the_count_once);
     curl_global_cleanup();
     return rc;
 }

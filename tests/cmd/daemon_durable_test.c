@@ -125,6 +125,22 @@ TEST(an_action_with_approval_goes_202_then_decision_then_200_and_runs_once) {
     CHECK_STR(mv_json_str(d.json, "decidedBy"), "boss");
     CHECK(json_object_get(d.json, "resumeToken") == NULL);
     test_reply_free(&d);
+    /* decided already: a second decision is refused in the same transaction; an unknown one is
+     * not found (both answered from the decision's commit) */
+    d = test_http(r.port, "POST", apath, "X-User-Id: boss\nX-User-Permissions: approvals.decide",
+                  "{\"decision\": \"denied\"}");
+    CHECK_INT(d.status, 409);
+    CHECK_STR(test_reply_code(&d), "approval_decision_rejected");
+    test_reply_free(&d);
+    char other[256];
+    mv_strlcpy(other, apath, sizeof other);
+    char *last = other + strlen("/approvals/") + strlen(approval) - 1;
+    *last = *last == '0' ? '1' : '0'; /* a well-formed id nobody has */
+    d = test_http(r.port, "POST", other, "X-User-Id: boss\nX-User-Permissions: approvals.decide",
+                  "{\"decision\": \"approved\"}");
+    CHECK_INT(d.status, 404);
+    CHECK_STR(test_reply_code(&d), "approval_not_found");
+    test_reply_free(&d);
 
     snprintf(headers, sizeof headers, "X-User-Id: bob\nX-User-Roles: finance\nX-Resume-Token: %s",
              token);

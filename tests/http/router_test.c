@@ -482,6 +482,36 @@ TEST(arena_serves_small_and_large_allocations_and_runs_cleanups) {
     mv_arena_free(NULL);
 }
 
+/* The write routes marked io_thread run on the I/O thread in every auth mode: JWT takes the same
+ * path as headers (a token needing a key refresh parks instead of waiting). */
+TEST(io_thread_routes_run_on_the_io_thread_in_headers_and_jwt_mode) {
+    static const unsigned char key[32] = "0123456789abcdef0123456789abcdef";
+    mv_auth_options modes[] = {{.mode = MV_AUTH_HEADERS},
+                               {.mode = MV_AUTH_JWT, .secret = key, .secret_len = sizeof key}};
+    for (size_t m = 0; m < 2; m++) {
+        mv_router *r = mv_router_new(NULL);
+        mv_route routes[] = {
+            {.method = "POST", .pattern = "/w", .handler = echo_handler, .io_thread = true},
+            {.method = "POST", .pattern = "/p", .handler = echo_handler},
+        };
+        for (size_t i = 0; i < 2; i++)
+            CHECK_CODE(mv_router_add(r, &routes[i], NULL), MV_OK, (mv_err *)NULL);
+        mv_auth *auth = NULL;
+        mv_err err = {0};
+        REQUIRE(mv_auth_new(&modes[m], &auth, &err) == MV_OK);
+        mv_router_set_auth(r, auth);
+        mv_arena *a = mv_arena_new();
+        mv_http_request req;
+        mv_http_request_init(&req, a, "POST", "/w", NULL);
+        CHECK(mv_router_io_thread(r, &req));
+        mv_http_request_init(&req, a, "POST", "/p", NULL);
+        CHECK(!mv_router_io_thread(r, &req));
+        mv_arena_free(a);
+        mv_router_free(r);
+        mv_auth_free(auth);
+    }
+}
+
 int main(void) {
     return RUN_TESTS(path_parameters_are_captured_and_percent_decoded,
                      literal_segment_beats_parameter, wrong_method_on_a_known_path_is_404_not_found,
@@ -495,5 +525,6 @@ int main(void) {
                      handler_that_answers_nothing_gives_a_masked_500,
                      request_id_is_echoed_when_sane_and_generated_otherwise,
                      dispatch_counts_requests_by_route_pattern_method_and_status,
-                     arena_serves_small_and_large_allocations_and_runs_cleanups);
+                     arena_serves_small_and_large_allocations_and_runs_cleanups,
+                     io_thread_routes_run_on_the_io_thread_in_headers_and_jwt_mode);
 }

@@ -9,8 +9,10 @@
 
 #include "../message/fixture.h"
 #include "http/auth.h"
+#include "http/http_server.h"
 #include "http/routes_reach.h"
 #include "message/reach_internal.h"
+#include "support/daemon_proc.h"
 #include "support/http_call.h"
 
 static const char OFFER[] =
@@ -290,6 +292,57 @@ STORE_TEST(concurrent_posts_of_one_link_run_the_action_exactly_once) {
     env_close(&e);
 }
 
+/* The same race through a real server (two write threads): each press suspends its request and
+ * is answered from its completion (mv__action_begin), exactly one runs the action. */
+typedef struct server_racer {
+    int port;
+    const char *path;
+    long status;
+} server_racer;
+
+static void *race_server(void *arg) {
+    server_racer *r = arg;
+    test_reply t = test_http(r->port, "POST", r->path, NULL, "");
+    r->status = t.status;
+    test_reply_free(&t);
+    return NULL;
+}
+
+STORE_TEST(concurrent_posts_through_the_server_run_the_action_exactly_once) {
+    enum { N = 6 };
+    env e;
+    REQUIRE(env_open(&e, kind, "links_server"));
+    json_t *links = NULL;
+    char *id = create_offer(&e, &links);
+    REQUIRE(id);
+    mv_http_server_options so = {.listen = "127.0.0.1:0", .threads = 2};
+    mv_http_server *srv = NULL;
+    mv_err err = {0};
+    REQUIRE(mv_http_server_start(&so, e.router, &srv, &err) == MV_OK);
+    server_racer rs[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        rs[i] = (server_racer){mv_http_server_port(srv), path_of(links, "accept"), 0};
+        pthread_create(&th[i], NULL, race_server, &rs[i]);
+    }
+    int ok = 0, refused = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ok += rs[i].status == 200;
+        refused += rs[i].status == 409 || rs[i].status == 410;
+    }
+    CHECK_INT(ok, 1);
+    CHECK_INT(refused, N - 1);
+    CHECK_INT(e.runs, 1);
+    CHECK_STR(e.trigger, "link");
+    CHECK_STR(state_of(&e, id), "archived");
+    CHECK(mv_http_server_drain(srv, 5000));
+    mv_http_server_free(srv);
+    json_decref(links);
+    free(id);
+    env_close(&e);
+}
+
 STORE_TEST(a_post_racing_an_in_app_press_runs_the_action_exactly_once) {
     env e;
     REQUIRE(env_open(&e, kind, "links_press"));
@@ -462,6 +515,7 @@ int main(void) {
         get_shows_a_confirmation_page_and_never_runs_the_handler,
         post_runs_the_action_once_as_the_recipient_and_a_second_post_is_410,
         concurrent_posts_of_one_link_run_the_action_exactly_once,
+        concurrent_posts_through_the_server_run_the_action_exactly_once,
         a_post_racing_an_in_app_press_runs_the_action_exactly_once,
         an_altered_spliced_or_expired_token_is_the_link_invalid_page_and_acts_on_nothing,
         the_email_carries_the_same_links_as_the_channel_delivery,

@@ -1,6 +1,8 @@
 /* claim_test.c — handleAction exactly once: claims, conflicts, retries with the same attempt id,
  * lease takeover, archive + sender notification in one transaction (real threads). */
+#include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "fixture.h"
 
@@ -289,6 +291,81 @@ STORE_TEST(a_handler_that_loses_its_claim_cannot_archive) {
     fixture_close(&f);
 }
 
+/* Without a loop, one keeper thread keeps the leases of every handler running in the process:
+ * four C handlers of 900 ms with a 300 ms lease all finish (none taken over: a press of one of
+ * them at 500 ms is still a conflict), and the process gains the four pressing threads and one
+ * keeper, not a keeper each. */
+static mv_code slow_handler(void *ctx, const mv_action_input *in, json_t **result, mv_err *err) {
+    (void)in;
+    (void)err;
+    atomic_fetch_add((atomic_int *)ctx, 1);
+    mv_sleep_ms(900);
+    *result = json_pack("{s:b}", "slow", 1);
+    return MV_OK;
+}
+
+static int threads_now(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+typedef struct slow_press {
+    fixture *f;
+    const char *id;
+    mv_code rc;
+} slow_press;
+
+static void *press_slow(void *arg) {
+    slow_press *p = arg;
+    mv_user u = {.id = "u2"};
+    mv_action_request req = {.message_id = p->id, .action_cd = "approve", .user = &u};
+    json_t *r = NULL;
+    mv_err err = {0};
+    p->rc = mv_action_handle(p->f->svc, &req, &r, &err);
+    json_decref(r);
+    return NULL;
+}
+
+STORE_TEST(one_keeper_thread_keeps_the_leases_of_every_running_handler_without_a_loop) {
+    enum { N = 4 };
+    static const mv_clock real = {0};
+    fixture f;
+    mv_service_options o = {.action_lease_ms = 300, .clock = &real};
+    REQUIRE(fixture_open_opts(&f, kind, "keeper.db", &o));
+    atomic_int calls = 0;
+    mv_service_set_handler(f.svc, "svc-test", "approve", slow_handler, &calls);
+    json_t *msgs[N];
+    slow_press ps[N];
+    mv_code rc;
+    for (int i = 0; i < N; i++) {
+        REQUIRE((msgs[i] = fixture_create(&f, "u1", "u2", NULL, &rc)) != NULL);
+        ps[i] = (slow_press){&f, first_id(msgs[i]), MV_INTERNAL};
+    }
+    int base = threads_now();
+    pthread_t th[N];
+    for (int i = 0; i < N; i++)
+        pthread_create(&th[i], NULL, press_slow, &ps[i]);
+    mv_sleep_ms(500); /* past the first lease: only an extension keeps the claims */
+    int during = threads_now();
+    slow_press again = {&f, ps[0].id, MV_OK};
+    press_slow(&again);
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    CHECK_INT(again.rc, MV_ACTION_CONFLICT);
+    for (int i = 0; i < N; i++)
+        CHECK_CODE(ps[i].rc, MV_OK, (mv_err *)NULL);
+    CHECK_INT(atomic_load(&calls), N);
+    CHECK(during <= base + N + 1); /* a keeper each would be base + 2N */
+    printf("threads: %d idle, %d with %d handlers running\n", base, during, N);
+    for (int i = 0; i < N; i++)
+        json_decref(msgs[i]);
+    fixture_close(&f);
+}
+
 int main(void) {
     return RUN_TESTS(approve_archives_and_notifies_the_sender_in_one_go,
                      an_action_without_a_handler_records_who_archived_it,
@@ -297,5 +374,6 @@ int main(void) {
                      two_different_actions_raced_one_wins,
                      failing_handler_leaves_the_message_retryable_and_the_retry_reuses_the_attempt,
                      processing_with_a_live_lease_is_a_conflict_and_an_expired_lease_is_taken_over,
-                     a_handler_that_loses_its_claim_cannot_archive);
+                     a_handler_that_loses_its_claim_cannot_archive,
+                     one_keeper_thread_keeps_the_leases_of_every_running_handler_without_a_loop);
 }
