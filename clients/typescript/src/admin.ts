@@ -15,11 +15,11 @@ export interface AdminMessage {
   id: string;
   templateCd: string;
   type: string;
-  fromUser?: string;
-  toUser?: string;
+  fromUser: string | null;
+  toUser: string | null;
   toRoles: string[];
   actionState: AdminMessageState;
-  actionCd?: string;
+  actionCd: string | null;
   /** The recipient's title. */
   title: string;
   createdAt: Millis;
