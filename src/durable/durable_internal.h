@@ -15,6 +15,9 @@ static inline bool mv_valid_timestamp(int64_t t) { return t >= 0 && t <= MV_MAX_
 /* Reads the clock; an invalid value fails with MV_INVALID_ARGUMENT
  * "<label> must be a non-negative safe integer timestamp". */
 mv_code mv_durable_now(const mv_clock *clock, const char *label, int64_t *out, mv_err *err);
+/* Waits up to ms (monotonic) on the calling thread, returning at once when abort (may be NULL) is
+ * or becomes set: a condition that mv_abort_fire broadcasts, no polling. */
+void mv__abort_wait(const mv_abort *abort, int64_t ms);
 /* t + d, failing like mv_durable_now with label when the sum is not a valid timestamp. */
 mv_code mv_durable_add(int64_t t, int64_t d, const char *label, int64_t *out, mv_err *err);
 

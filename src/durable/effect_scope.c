@@ -6,17 +6,56 @@
  *
  * Also here: cancellation flags, lifecycle events (token-only, validated, fail-open observers),
  * the evidence a request gathers about its effects, and the clock rules shared by the module. */
+#include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "durable/durable_internal.h"
 
 /* ---- cancellation --------------------------------------------------------------------------- */
 
+/* One condition for every flag (mv__abort_wait): fires are rare, and a waiter woken by another
+ * flag's fire only checks its own and waits on. Monotonic, so a clock step moves no deadline. */
+static pthread_mutex_t abort_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t abort_cv;
+static pthread_once_t abort_once = PTHREAD_ONCE_INIT;
+
+static void abort_cv_init(void) {
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&abort_cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
 void mv_abort_fire(mv_abort *abort, const char *reason) {
     if (!abort || atomic_load(&abort->aborted)) return;
     mv_strlcpy(abort->reason, reason ? reason : "operation aborted", sizeof abort->reason);
     atomic_store(&abort->aborted, 1);
+    pthread_once(&abort_once, abort_cv_init);
+    pthread_mutex_lock(&abort_mu);
+    pthread_cond_broadcast(&abort_cv);
+    pthread_mutex_unlock(&abort_mu);
+}
+
+void mv__abort_wait(const mv_abort *abort, int64_t ms) {
+    if (ms <= 0) return;
+    pthread_once(&abort_once, abort_cv_init);
+    struct timespec at;
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    at.tv_sec += (time_t)(ms / 1000);
+    at.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&abort_mu);
+    /* the flag is read under the mutex that a fire broadcasts under: no fire is missed */
+    for (int rc = 0; rc != ETIMEDOUT && !mv_abort_is_set(abort);)
+        rc = pthread_cond_timedwait(&abort_cv, &abort_mu, &at);
+    pthread_mutex_unlock(&abort_mu);
 }
 
 bool mv_abort_is_set(const mv_abort *abort) {

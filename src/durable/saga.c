@@ -655,21 +655,19 @@ static mv_code create_blind_fn(mv_db *db, void *ctx, mv_err *err) {
                                     t->until);
 }
 
-/* Inserts the saga's row (t->created: it was new). On PostgreSQL the INSERT goes blind first, so
- * the start is one round trip; a taken id is its unique violation (the transaction wrote nothing)
- * and any other failure but a lost connection runs the precise INSERT in a new transaction. The
- * blind INSERT only queues a statement (t is set after the outcome), so concurrent starts share
- * commits (mv__store_write_rerunnable, store/pg_batch.c). */
+/* Inserts the saga's row (t->created: it was new). The INSERT goes blind first, so on PostgreSQL
+ * the start is one round trip (SQLite runs it at once); a taken id is its unique violation (the
+ * transaction wrote nothing) and any other failure but a lost connection runs the precise INSERT
+ * in a new transaction. The blind INSERT only queues a statement (t is set after the outcome), so
+ * concurrent starts share commits (mv__store_write_rerunnable, store/pg_batch.c). */
 static mv_code create_write(mv_saga_engine *e, create_tx *t, mv_err *err) {
-    if (mv_store_kind_of(e->store) == MV_STORE_POSTGRES) {
-        mv_err blind = {0};
-        mv_code rc = mv__store_write_rerunnable(e->store, create_blind_fn, t, &blind);
-        if (rc == MV_OK || rc == MV_SAGA_EXISTS) {
-            t->created = rc == MV_OK;
-            return MV_OK;
-        }
-        if (rc == MV_STORE_UNAVAILABLE) return mv_err_copy(err, &blind);
+    mv_err blind = {0};
+    mv_code rc = mv__store_write_rerunnable(e->store, create_blind_fn, t, &blind);
+    if (rc == MV_OK || rc == MV_SAGA_EXISTS) {
+        t->created = rc == MV_OK;
+        return MV_OK;
     }
+    if (rc == MV_STORE_UNAVAILABLE) return mv_err_copy(err, &blind);
     return mv_store_write(e->store, create_fn, t, err);
 }
 

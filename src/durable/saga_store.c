@@ -6,88 +6,12 @@
 #include "durable/saga_internal.h"
 #include "durable/timer.h"
 #include "store/db.h"
+#include "store/saga_sql.h"
 
-/* Every save: the compare-and-set on the version, setting wake_at (the saga's wakeAt: NULL unless
- * it waits, or runs the step it waited for), extending the runner lease (while one is held) or
- * dropping it when the save ends the run (the fifth and sixth parameters: the runner whose lease
- * ends, or NULL). */
-#define CAS_SAGA                                                                                   \
-    "UPDATE sagas SET state = ?, updated_at = ?, version = ?, wake_at = CAST(? AS BIGINT), "       \
-    "runner_id = CASE WHEN runner_id = ? THEN NULL ELSE runner_id END, "                           \
-    "runner_expires_at = CASE WHEN runner_id IS NULL OR runner_id = ? THEN NULL "                  \
-    "ELSE CAST(? AS BIGINT) END "                                                                  \
-    "WHERE saga_id = ? AND version = ?"
-#define STEP_COLUMNS                                                                               \
-    "saga_id, idx, name, state, effect_id, compensation_effect_id, compensation_args, result, "    \
-    "attempts, error_code, next_attempt_at, created_at, updated_at"
-#define UPDATE_STEP                                                                                \
-    "UPDATE saga_steps SET state = ?, result = ?, attempts = ?, error_code = ?, "                  \
-    "next_attempt_at = ?, updated_at = ? WHERE saga_id = ? AND idx = ?"
 static const char SQL_CAS_SAGA[] = CAS_SAGA;
 static const char SQL_INSERT_STEP[] =
     "INSERT INTO saga_steps (" STEP_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 static const char SQL_UPDATE_STEP[] = UPDATE_STEP;
-/* PostgreSQL: the saves of a running saga as one statement each (data-modifying CTEs, every part
- * conditional on the compare-and-set), so a step transition is BEGIN, one statement, COMMIT.
- * The result row counts what each part changed: s the saga, u the committed step's row, c its
- * effect (executing → committed), i the new step's row, e its effect (inserted executing).
- * c compares the effect's state through an expression (`state || ''`) so that no plan can serve
- * it from effects_state_updated: with the literal 'executing' (rare in the column's statistics)
- * the cached generic plan walked that index's whole 'executing' range — an entry for every
- * effect inserted executing since the table's last vacuum, ≈ 270 pages and 0.8 ms per save after
- * a few thousand sagas — instead of reading the one row through the key. */
-#define PG_S "s AS (" CAS_SAGA " RETURNING 1)"
-#define PG_U "u AS (" UPDATE_STEP " AND EXISTS (SELECT 1 FROM s) RETURNING 1)"
-#define PG_C                                                                                       \
-    "c AS (UPDATE effects SET state = 'committed', updated_at = ?, version = version + 1 "         \
-    "WHERE effect_id = ? AND state || '' = 'executing' AND EXISTS (SELECT 1 FROM s) RETURNING 1)"
-#define PG_I                                                                                       \
-    "i AS (INSERT INTO saga_steps (" STEP_COLUMNS ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER), " \
-    "CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "        \
-    "CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), " \
-    "CAST(? AS BIGINT) FROM s RETURNING 1)"
-#define PG_E_INSERT                                                                                \
-    "e AS (INSERT INTO effects (effect_id, capability, target, digest, tenant_id, principal_id, "  \
-    "state, error_code, created_at, updated_at, version) SELECT CAST(? AS TEXT), CAST(? AS "       \
-    "TEXT), CAST(? AS TEXT), NULL, NULL, NULL, 'executing', NULL, CAST(? AS BIGINT), "             \
-    "CAST(? AS BIGINT), 2 FROM s"
-#define PG_E PG_E_INSERT " ON CONFLICT DO NOTHING RETURNING 1)"
-#define PG_COUNT(x) "(SELECT count(*) FROM " x ")"
-/* a step's start */
-static const char SQL_PG_SAVE_START[] =
-    "WITH " PG_S ", " PG_I ", " PG_E
-    " SELECT " PG_COUNT("s") ", 1, 1, " PG_COUNT("i") ", " PG_COUNT("e");
-/* the previous step's commit and the next step's start */
-static const char SQL_PG_SAVE_COMMIT_START[] =
-    "WITH " PG_S ", " PG_U ", " PG_C ", " PG_I ", " PG_E " SELECT " PG_COUNT("s") ", " PG_COUNT(
-        "u") ", " PG_COUNT("c") ", " PG_COUNT("i") ", " PG_COUNT("e");
-/* the last step's commit and the saga's end (or any save that carries a pending commit) */
-static const char SQL_PG_SAVE_COMMIT[] =
-    "WITH " PG_S ", " PG_U ", " PG_C
-    " SELECT " PG_COUNT("s") ", " PG_COUNT("u") ", " PG_COUNT("c") ", 1, 1";
-/* The same saves sent blind (mv_stmt_exec_later), so BEGIN, the save and COMMIT go in one flush:
- * instead of a result row, the statement's own INSERT fails when any part did not change exactly
- * its one row — it inserts a step row whose saga_id is NULL, a not-null violation that writes
- * nothing and fails the transaction at its COMMIT (saga_steps: the table with the fewest indexes
- * for the executor to open). The caller then rolls back and runs the save again with
- * SQL_PG_SAVE_*, whose result says which part it was. The new effect is a plain INSERT here: an
- * effect id already taken fails the transaction too (its unique violation), and the precise
- * statement's ON CONFLICT DO NOTHING then reports it — no speculative insertion on the hot path. */
-#define PG_GUARD(parts, n)                                                                         \
-    " INSERT INTO saga_steps (saga_id, idx, created_at, updated_at) SELECT CAST(NULL AS TEXT), "   \
-    "0, 0, 0 WHERE " parts " <> " #n
-#define PG_E_BLIND PG_E_INSERT " RETURNING 1)"
-static const char SQL_PG_BLIND_START[] =
-    "WITH " PG_S ", " PG_I
-    ", " PG_E_BLIND PG_GUARD(PG_COUNT("s") " + " PG_COUNT("i") " + " PG_COUNT("e"), 3);
-static const char SQL_PG_BLIND_COMMIT_START[] =
-    "WITH " PG_S ", " PG_U ", " PG_C ", " PG_I
-    ", " PG_E_BLIND PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c") " + " PG_COUNT(
-                                 "i") " + " PG_COUNT("e"),
-                             5);
-static const char SQL_PG_BLIND_COMMIT[] =
-    "WITH " PG_S ", " PG_U
-    ", " PG_C PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("c"), 3);
 /* One runner at a time: resume and compensate take the saga's runner lease first, so a second
  * caller (another thread, process or daemon) answers saga_concurrency at once instead of racing
  * the first through a step that is still running. Every save extends the lease; a crashed
@@ -199,29 +123,28 @@ static void bind_cas(mv_stmt *st, int *i, const cas_tx *t) {
     mv_stmt_bind_int64(st, (*i)++, t->version);
 }
 
-/* The PostgreSQL statement for t when it has one of the shapes of a running saga, else NULL. */
-static const char *pg_save_sql(const cas_tx *t) {
+/* The shape of t's save when it is one of a running saga's (store/saga_sql.h), else -1. */
+static int save_shape(const cas_tx *t) {
     bool start = t->nrows >= 1 && t->rows[t->nrows - 1].insert && t->nnotes >= 1 &&
                  t->notes[t->nnotes - 1]->insert;
-    if (t->wake) return NULL;
-    if (!t->pending && t->nrows == 1 && t->nnotes == 1 && start) return SQL_PG_SAVE_START;
-    if (t->pending && t->nrows == 2 && t->nnotes == 2 && start) return SQL_PG_SAVE_COMMIT_START;
+    if (t->wake) return -1;
+    if (!t->pending && t->nrows == 1 && t->nnotes == 1 && start) return MV__SAGA_SAVE_START;
+    if (t->pending && t->nrows == 2 && t->nnotes == 2 && start) return MV__SAGA_SAVE_COMMIT_START;
     if (t->pending && t->nrows == 1 && t->nnotes == 1 && !t->rows[0].insert)
-        return SQL_PG_SAVE_COMMIT;
-    return NULL;
+        return MV__SAGA_SAVE_COMMIT;
+    return -1;
 }
 
-/* The blind twin of a SQL_PG_SAVE_* statement (same parameters). */
-static const char *pg_blind_sql(const char *sql) {
-    if (sql == SQL_PG_SAVE_START) return SQL_PG_BLIND_START;
-    if (sql == SQL_PG_SAVE_COMMIT_START) return SQL_PG_BLIND_COMMIT_START;
-    return SQL_PG_BLIND_COMMIT;
+/* The store's one-statement form of t's save (blind or precise), or NULL. */
+static const char *save_sql(mv_db *db, const cas_tx *t, bool blind) {
+    int shape = save_shape(t);
+    return shape < 0 ? NULL : mv__saga_save_sql(db, (mv__saga_save_shape)shape, blind);
 }
 
-/* Binds the parameters of a SQL_PG_SAVE_* (or its blind twin) statement; *r is the index of the
- * row of the step started (when one is). */
-static void bind_pg(mv_stmt *st, const cas_tx *t, const journal_note **commit,
-                    const journal_note **start, size_t *r) {
+/* Binds the parameters of a one-statement save (store/saga_sql.h); *r is the index of the row of
+ * the step started (when one is). */
+static void bind_one(mv_stmt *st, const cas_tx *t, const journal_note **commit,
+                     const journal_note **start, size_t *r) {
     int i = 1;
     size_t n = 0;
     *r = 0;
@@ -244,24 +167,26 @@ static void bind_pg(mv_stmt *st, const cas_tx *t, const journal_note **commit,
 }
 
 /* The hot save in one round trip: the blind statement, its answer read with the COMMIT's. */
-static mv_code cas_pg_blind(mv_db *db, void *ctx, mv_err *err) {
+static mv_code cas_blind(mv_db *db, void *ctx, mv_err *err) {
     cas_tx *t = ctx;
+    const char *sql = save_sql(db, t, true);
+    if (!sql) return mv_err_set(err, MV_INTERNAL, "saga %s: no one-statement save", t->id);
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, pg_blind_sql(pg_save_sql(t)), &st, err);
+    mv_code rc = mv_db_prepare(db, sql, &st, err);
     if (rc) return rc;
     const journal_note *commit = NULL, *start = NULL;
     size_t r;
-    bind_pg(st, t, &commit, &start, &r);
+    bind_one(st, t, &commit, &start, &r);
     return mv_stmt_exec_later(st, err);
 }
 
-static mv_code cas_pg(mv_db *db, cas_tx *t, const char *sql, mv_err *err) {
+static mv_code cas_one(mv_db *db, cas_tx *t, const char *sql, mv_err *err) {
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, sql, &st, err);
     if (rc) return rc;
     size_t r;
     const journal_note *commit = NULL, *start = NULL;
-    bind_pg(st, t, &commit, &start, &r);
+    bind_one(st, t, &commit, &start, &r);
     int64_t count[5] = {0};
     int step = mv_stmt_step(st, err);
     for (int k = 0; step == 1 && k < 5; k++)
@@ -285,8 +210,8 @@ static mv_code cas_pg(mv_db *db, cas_tx *t, const char *sql, mv_err *err) {
 
 static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     cas_tx *t = ctx;
-    const char *one = mv_db_kind(db) == MV_STORE_POSTGRES ? pg_save_sql(t) : NULL;
-    if (one) return cas_pg(db, t, one, err);
+    const char *one = save_sql(db, t, false);
+    if (one) return cas_one(db, t, one, err);
     mv_stmt *st;
     mv_code rc = mv_db_prepare(db, SQL_CAS_SAGA, &st, err);
     if (rc) return rc;
@@ -401,16 +326,16 @@ mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int i
         }
         t.lease_until = t.updated_at + e->runner_lease_ms;
         rc = MV_INTERNAL;
-        /* PostgreSQL: a running saga's save is sent blind first; when it fails for any reason
-         * but a lost connection, the transaction rolled back and the save runs again reading
-         * its results, which tells a moved version from a taken effect id as before. The blind
-         * write only queues one statement from t and changes nothing else, so it may be run again:
-         * concurrent sagas' saves share commits (store/pg_batch.c), and one that fails in a
-         * batch is run again alone and fails there as it would have alone; *rec changes below,
-         * only once the outcome is known. */
-        if (mv_store_kind_of(e->store) == MV_STORE_POSTGRES && pg_save_sql(&t)) {
+        /* A store with one-statement saves (PostgreSQL): a running saga's save is sent blind first;
+         * when it fails for any reason but a lost connection, the transaction rolled back and the
+         * save runs again reading its results, which tells a moved version from a taken effect id
+         * as before. The blind write only queues one statement from t and changes nothing else, so
+         * it may be run again: concurrent sagas' saves share commits (store/pg_batch.c), and one
+         * that fails in a batch is run again alone and fails there as it would have alone; *rec
+         * changes below, only once the outcome is known. */
+        if (mv__saga_save_has_sql(e->store) && save_shape(&t) >= 0) {
             mv_err blind = {0};
-            rc = mv__store_write_rerunnable(e->store, cas_pg_blind, &t, &blind);
+            rc = mv__store_write_rerunnable(e->store, cas_blind, &t, &blind);
             if (rc == MV_STORE_UNAVAILABLE) mv_err_copy(err, &blind);
         }
         if (rc != MV_OK && rc != MV_STORE_UNAVAILABLE)

@@ -10,7 +10,8 @@
  * same input without re-reading anything. A definition is validated completely when loaded, so a
  * bad file stops the daemon at start, never a saga halfway. A step declared idempotent is called
  * again with the same key on a 5xx or a timeout (retry_step), the wait on a loop timer when the
- * saga runs on the loop. */
+ * saga runs on the loop, and on a condition that a stop wakes (mv__abort_wait) in the blocking
+ * engine, whose caller waits for the step's outcome. */
 #include <inttypes.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -108,16 +109,6 @@ static mv_code step_outcome(const wh_step *st, const mv_webhook_response *res, i
     return mv_err_set(err, MV_UPSTREAM_FAILED, "saga step %s: %s", st->name, words);
 }
 
-/* Waits ms on the calling thread, cut short by abort (the blocking engine's thread is the
- * caller's: it waits for the calls too). */
-static void wait_abortable(int64_t ms, mv_abort *abort) {
-    for (int64_t until = mv_now_ms() + ms; !mv_abort_is_set(abort);) {
-        int64_t left = until - mv_now_ms();
-        if (left <= 0) break;
-        mv_sleep_ms(left < 50 ? left : 50);
-    }
-}
-
 static mv_code execute_step(mv_saga_step_call *call, void *p, json_t **result, mv_err *err) {
     step_call *sc = p;
     const wh_step *st = sc->step;
@@ -132,7 +123,9 @@ static mv_code execute_step(mv_saga_step_call *call, void *p, json_t **result, m
         mv__callctx_call("saga_step", NULL, NULL, call->saga_id);
         mv_webhook_post(st->def->wh, st->run_url, body, call->effect_id, &res, &werr);
         if (!retry_step(st, &res, attempt)) break;
-        wait_abortable(backoff(attempt, st->def), call->abort);
+        /* the blocking engine answers once the step has an outcome, so its caller's thread (which
+         * waits for the calls too) waits out the backoff, woken at once by a stop */
+        mv__abort_wait(call->abort, backoff(attempt, st->def));
         if (mv_abort_is_set(call->abort)) break; /* the last answer stands */
         mv_webhook_response_free(&res);
     }

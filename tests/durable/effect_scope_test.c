@@ -1,5 +1,9 @@
 /* effect_scope_test.c — the two effect-scope scenarios of SEMANTICS §5 plus the failure paths:
- * transition order, lifecycle events, evidence, error-code rules, abort before any transition. */
+ * transition order, lifecycle events, evidence, error-code rules, abort before any transition, the
+ * abortable wait. */
+#include <pthread.h>
+
+#include "durable/durable_internal.h"
 #include "durable/fixture.h"
 
 typedef struct {
@@ -224,11 +228,48 @@ STORE_TEST(scope_with_journal_records_committed_and_unknown) {
     mv_store_close(s);
 }
 
+static void *fire_later(void *p) {
+    mv_sleep_ms(100);
+    mv_abort_fire(p, "stopping");
+    return NULL;
+}
+
+/* mv__abort_wait lasts its time unless the flag is set, and a fire from another thread ends it. */
+TEST(an_abortable_wait_lasts_its_time_and_a_fire_ends_it_at_once) {
+    mv_abort abort = {0}, other = {0};
+    int64_t t0 = mv_now_ms();
+    mv__abort_wait(&abort, 150);
+    int64_t waited = mv_now_ms() - t0;
+    CHECK(waited >= 149);
+    CHECK(waited < 1500);
+    t0 = mv_now_ms();
+    mv__abort_wait(NULL, 60); /* no flag: the whole time */
+    CHECK(mv_now_ms() - t0 >= 59);
+    pthread_t th;
+    t0 = mv_now_ms();
+    REQUIRE(pthread_create(&th, NULL, fire_later, &other) == 0);
+    mv__abort_wait(&abort, 400); /* another flag's fire does not end this wait */
+    CHECK(mv_now_ms() - t0 >= 399);
+    pthread_join(th, NULL);
+    CHECK(mv_abort_is_set(&other));
+    t0 = mv_now_ms();
+    REQUIRE(pthread_create(&th, NULL, fire_later, &abort) == 0);
+    mv__abort_wait(&abort, 10000);
+    waited = mv_now_ms() - t0;
+    pthread_join(th, NULL);
+    CHECK(waited >= 90);
+    CHECK(waited < 2000); /* not the 10 s */
+    t0 = mv_now_ms();
+    mv__abort_wait(&abort, 10000); /* already set: at once */
+    CHECK(mv_now_ms() - t0 < 1000);
+}
+
 int main(void) {
     return RUN_TESTS(owned_effect_runs_intent_executing_committed_with_one_effect_id,
                      manual_evidence_tracks_began_committed_and_ambiguity,
                      executor_failure_after_began_is_ambiguous_and_keeps_the_original_error,
                      admission_failure_never_executes_and_is_reported_as_admission_failed,
                      invalid_error_code_replaces_the_error_and_abort_stops_before_any_transition,
-                     scope_with_journal_records_committed_and_unknown);
+                     scope_with_journal_records_committed_and_unknown,
+                     an_abortable_wait_lasts_its_time_and_a_fire_ends_it_at_once);
 }

@@ -825,6 +825,53 @@ STORE_TEST(the_wait_before_a_retry_on_the_loop_holds_no_thread_and_a_stop_cuts_i
     env_close(&e);
 }
 
+typedef struct blocking_run {
+    env *e;
+    mv_abort abort;
+    mv_code rc;
+    json_t *rec;
+    mv_err err;
+} blocking_run;
+
+static void *run_blocking(void *p) {
+    blocking_run *b = p;
+    json_t *input = json_object();
+    b->rc = mv_saga_execute(b->e->engine, b->e->def, "saga-b", input, &b->abort, &b->rec, &b->err);
+    json_decref(input);
+    return NULL;
+}
+
+/* The blocking engine waits out the backoff on its caller's thread (its answer is the step's
+ * outcome), woken at once by a stop from another thread: the last answer stands. */
+STORE_TEST(a_stop_during_the_blocking_engines_retry_wait_ends_it_at_once) {
+    env e;
+    REQUIRE(env_open_with(&e, kind, "retry_wait_sync", false, 0,
+                          "{\"maxAttempts\": 3, \"backoffMs\": {\"initial\": 3000, \"max\": 3000}}",
+                          IDEMPOTENT, 0));
+    flaky f = {.fail = 1000, .status = 503};
+    atomic_init(&f.charges, 0);
+    http_sink_set_handler(e.sink, flaky_handler, &f);
+    blocking_run b = {.e = &e};
+    int64_t t0 = mv_now_ms();
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, run_blocking, &b) == 0);
+    REQUIRE(http_sink_wait(e.sink, 2, 5000)); /* reserve, then the first charge answered 503 */
+    mv_sleep_ms(100);
+    CHECK_INT(http_sink_count(e.sink), 2); /* waiting: the retry is not due yet */
+    mv_abort_fire(&b.abort, "stopping");
+    pthread_join(th, NULL);
+    CHECK(mv_now_ms() - t0 < 2500); /* not the 3 s backoff */
+    CHECK_INT(atomic_load(&f.charges), 1);
+    CHECK_INT(http_sink_count(e.sink), 2);
+    CHECK_CODE(b.rc, MV_UPSTREAM_FAILED, &b.err);
+    REQUIRE(b.rec);
+    CHECK_STR(mv_json_str(b.rec, "state"), "manual-review");
+    CHECK_STR(mv_json_str(step_of(b.rec, 1), "state"), "ambiguous");
+    json_decref(b.rec);
+    http_sink_set_handler(e.sink, NULL, NULL);
+    env_close(&e);
+}
+
 /* ---- delays --------------------------------------------------------------------------------- */
 
 static const mv_saga_definition *delay_def;
@@ -903,5 +950,6 @@ int main(void) {
         a_timeout_of_an_idempotent_step_is_retried_like_a_5xx,
         a_4xx_on_a_retry_of_an_idempotent_step_is_conclusive_and_the_saga_compensates,
         the_wait_before_a_retry_on_the_loop_holds_no_thread_and_a_stop_cuts_it_short,
+        a_stop_during_the_blocking_engines_retry_wait_ends_it_at_once,
         a_delayed_step_waits_holding_nothing_and_its_timer_resumes_it_in_either_runner);
 }
