@@ -40,6 +40,7 @@
 #include "http/sse.h"
 #include "http/stream_hub.h"
 #include "message/inbox_internal.h"
+#include "message/service.h"
 #include "store/listen.h"
 
 /* Replay (a stream whose position is behind the live head: it resumed, or its client read
@@ -98,12 +99,12 @@ struct mv_stream_hub {
     sub **part;
     int part_cap;
     uint64_t idle_written; /* mv__changes_written() at the last idle_sequence */
-    /* The store the hub reads and numbers the change log through: on PostgreSQL a private
-     * one-connection store on the same database, so the hub's transactions (the sequencer's among
-     * them) never take a connection a request is about to use, nor wait for one under load; on
-     * SQLite the daemon's store. */
+    /* The store the hub reads and numbers the change log through: the service's (on PostgreSQL
+     * a private one-connection store, mv__service_change_log). */
     mv_store *log;
-    bool own_log;
+    /* Where the streams' sockets go once the server lets them take them (sse.h): its own thread
+     * and epoll set, so an idle stream holds no libmicrohttpd connection. */
+    mv_sse_loop *loop;
 };
 
 static int64_t mono_ms(void) {
@@ -122,6 +123,7 @@ static mv_user sub_user(const sub *s) {
 
 static void sub_free(sub *s) {
     if (!s) return;
+    if (s->s) mv_sse_set_loop(s->s, NULL); /* not taken after this: the loop may go first */
     mv_sse_close(s->s);
     mv_sse_release(s->s);
     free(s->user_id);
@@ -520,16 +522,16 @@ static void *run(void *arg) {
 
 mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out, mv_err *err) {
     *out = NULL;
-    if (!opts->service || !opts->store)
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "stream hub needs a service and a store");
+    if (!opts->service) return mv_err_set(err, MV_INVALID_ARGUMENT, "stream hub needs a service");
     mv_stream_hub *hub = calloc(1, sizeof *hub);
     if (!hub) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     hub->o = *opts;
-    if (hub->o.max_connections <= 0) hub->o.max_connections = 1000;
+    if (!hub->o.store) hub->o.store = opts->service->o.store;
+    if (hub->o.max_connections <= 0) hub->o.max_connections = 20000;
     if (hub->o.max_per_user <= 0) hub->o.max_per_user = 16;
     if (hub->o.heartbeat_ms <= 0) hub->o.heartbeat_ms = 15000;
     if (hub->o.poll_ms <= 0)
-        hub->o.poll_ms = mv_store_kind_of(opts->store) == MV_STORE_POSTGRES ? 500 : 100;
+        hub->o.poll_ms = mv_store_kind_of(hub->o.store) == MV_STORE_POSTGRES ? 500 : 100;
     if (hub->o.ticket_ttl_ms <= 0) hub->o.ticket_ttl_ms = 60000;
     mv_code rc = MV_OK;
     if (opts->secret && opts->secret_len) {
@@ -541,25 +543,20 @@ mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out
         rc = mv_random_bytes(hub->secret, 32, err);
     }
     pthread_mutex_init(&hub->mu, NULL);
-    hub->log = opts->store;
-    if (rc == MV_OK && mv_store_kind_of(opts->store) == MV_STORE_POSTGRES) {
-        mv_err e = {0};
-        mv_store_options lo = {.pool_size = 1};
-        if (mv_store_open(mv__store_url(opts->store), &lo, &hub->log, &e) == MV_OK)
-            hub->own_log = true;
-        else /* the daemon's store just connected: share it rather than fail */
-            hub->log = opts->store;
-    }
-    if (rc == MV_OK) rc = mv_change_waiter_new(opts->store, &hub->waiter, err);
+    hub->log = mv__service_change_log(opts->service);
+    if (rc == MV_OK && !(hub->loop = mv_sse_loop_new()))
+        rc = mv_err_set(err, MV_NO_MEMORY, "cannot start the stream thread");
+    if (rc == MV_OK) rc = mv_change_waiter_new(hub->o.store, &hub->waiter, err);
     if (rc == MV_OK && pthread_create(&hub->thread, NULL, run, hub) != 0)
         rc = mv_err_set(err, MV_INTERNAL, "cannot start the stream thread");
     if (rc != MV_OK) {
         mv_change_waiter_free(hub->waiter);
-        if (hub->own_log) mv_store_close(hub->log);
+        mv_sse_loop_free(hub->loop);
         pthread_mutex_destroy(&hub->mu);
         free(hub);
         return rc;
     }
+    mv_sse_reserve_descriptors(hub->o.max_connections);
     *out = hub;
     return MV_OK;
 }
@@ -585,7 +582,8 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
         sub_free(s);
     }
     mv_change_waiter_free(hub->waiter);
-    if (hub->own_log) mv_store_close(hub->log);
+    mv_sse_loop_free(hub->loop); /* the sockets of streams still sending what was queued */
+    mv_sse_reserve_descriptors(-hub->o.max_connections);
     pthread_mutex_destroy(&hub->mu);
     free(hub->part);
     memset(hub->secret, 0, sizeof hub->secret);
@@ -715,7 +713,7 @@ static mv_code check_stream_query(const mv_http_request *req, mv_err *err) {
     return MV_OK;
 }
 
-static sub *sub_new(const mv_principal *p) {
+static sub *sub_new(mv_stream_hub *hub, const mv_principal *p) {
     sub *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->user_id = strdup(p->user_id);
@@ -730,6 +728,7 @@ static sub *sub_new(const mv_principal *p) {
         sub_free(s);
         return NULL;
     }
+    mv_sse_set_loop(s->s, hub->loop);
     return s;
 }
 
@@ -780,7 +779,7 @@ static void open_stream(mv_http_request *req, mv_http_response *res, void *app) 
         mv_http_error(res, &err);
         return;
     }
-    sub *s = sub_new(req->principal);
+    sub *s = sub_new(hub, req->principal);
     if (!s) {
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
