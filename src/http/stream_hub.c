@@ -88,6 +88,14 @@ struct mv_stream_hub {
     pthread_mutex_t mu; /* guards subs, nsubs, stopping, draining */
     sub *subs;
     int nsubs;
+    /* streams held per tenant and user (closed ones until dropped), so that opening one of
+     * 20,000 does not compare it with all the others: open addressing, keys "tenant\0user" */
+    struct held {
+        char *key;
+        size_t len;
+        int n;
+    } * held;
+    size_t held_cap, held_used;
     bool stopping, draining;
     /* the hub thread's own: */
     int64_t head;    /* every change <= head has been considered for the streams at the head */
@@ -140,6 +148,66 @@ static void warn(mv_stream_hub *hub, const char *what, const mv_err *err) {
     if (hub->last_warn_ms && now - hub->last_warn_ms < WARN_EVERY_MS) return;
     hub->last_warn_ms = now;
     mv_log("warn", what, json_pack("{s:s}", "error", err->message));
+}
+
+/* ---- streams per user ----------------------------------------------------------------------- */
+
+static uint64_t key_hash(const char *k, size_t n) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
+    return h;
+}
+
+/* hub->mu held: the slot of (tenant, user), a new one when absent; NULL when out of memory. */
+static struct held *held_slot(mv_stream_hub *hub, const sub *s) {
+    size_t tl = strlen(s->tenant), ul = strlen(s->user_id), n = tl + 1 + ul;
+    if ((hub->held_used + 1) * 2 > hub->held_cap) { /* rebuild, dropping users with none held */
+        size_t live = 0, ncap = 64;
+        for (size_t i = 0; i < hub->held_cap; i++)
+            live += hub->held[i].key && hub->held[i].n > 0;
+        while (ncap < 4 * (live + 1))
+            ncap *= 2;
+        struct held *nt = calloc(ncap, sizeof *nt);
+        if (!nt) return NULL;
+        size_t used = 0;
+        for (size_t i = 0; i < hub->held_cap; i++) {
+            struct held *o = &hub->held[i];
+            if (!o->key) continue;
+            if (o->n == 0) {
+                free(o->key);
+                continue;
+            }
+            size_t j = key_hash(o->key, o->len) & (ncap - 1);
+            while (nt[j].key)
+                j = (j + 1) & (ncap - 1);
+            nt[j] = *o;
+            used++;
+        }
+        free(hub->held);
+        hub->held = nt;
+        hub->held_cap = ncap;
+        hub->held_used = used;
+    }
+    char *key = malloc(n);
+    if (!key) return NULL;
+    memcpy(key, s->tenant, tl + 1);
+    memcpy(key + tl + 1, s->user_id, ul);
+    size_t j = key_hash(key, n) & (hub->held_cap - 1);
+    for (; hub->held[j].key; j = (j + 1) & (hub->held_cap - 1))
+        if (hub->held[j].len == n && memcmp(hub->held[j].key, key, n) == 0) {
+            free(key);
+            return &hub->held[j];
+        }
+    hub->held[j] = (struct held){.key = key, .len = n, .n = 0};
+    hub->held_used++;
+    return &hub->held[j];
+}
+
+static void held_free(mv_stream_hub *hub) {
+    for (size_t i = 0; i < hub->held_cap; i++)
+        free(hub->held[i].key);
+    free(hub->held);
 }
 
 /* ---- sending ------------------------------------------------------------------------------ */
@@ -308,6 +376,8 @@ static sub **snapshot(mv_stream_hub *hub, int *n) {
         if (!mv_sse_is_open(s->s)) {
             *pp = s->next;
             hub->nsubs--;
+            struct held *h = held_slot(hub, s);
+            if (h && h->n > 0) h->n--;
             sub_free(s);
             hub->freed++;
             continue;
@@ -584,6 +654,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     mv_change_waiter_free(hub->waiter);
     mv_sse_loop_free(hub->loop); /* the sockets of streams still sending what was queued */
     mv_sse_reserve_descriptors(-hub->o.max_connections);
+    held_free(hub);
     pthread_mutex_destroy(&hub->mu);
     free(hub->part);
     memset(hub->secret, 0, sizeof hub->secret);
@@ -732,16 +803,24 @@ static sub *sub_new(mv_stream_hub *hub, const mv_principal *p) {
     return s;
 }
 
-/* Adds s unless a limit says no. Streams closed but not yet dropped by the hub do not count. */
+/* Adds s unless a limit says no. Streams closed but not yet dropped by the hub do not count.
+ * With 20,000 streams open this runs once per stream opened: a walk of plain string comparisons,
+ * and a stream's own lock only taken where it may decide (its user's, or every one when the
+ * streams held, closed ones included, reach the limit). */
 static mv_code attach(mv_stream_hub *hub, sub *s, mv_err *err) {
     pthread_mutex_lock(&hub->mu);
-    int open = 0, mine = 0;
-    for (sub *o = hub->subs; o; o = o->next)
-        if (mv_sse_is_open(o->s)) {
-            open++;
-            mine += strcmp(o->user_id, s->user_id) == 0 && strcmp(o->tenant, s->tenant) == 0;
-        }
-    mv_code rc = MV_OK;
+    struct held *h = held_slot(hub, s);
+    bool full = hub->nsubs >= hub->o.max_connections;
+    bool user_full = !h || h->n >= hub->o.max_per_user;
+    int open = full ? 0 : hub->nsubs, mine = user_full ? 0 : h->n;
+    for (sub *o = full || user_full ? hub->subs : NULL; o; o = o->next) {
+        bool same = strcmp(o->user_id, s->user_id) == 0 && strcmp(o->tenant, s->tenant) == 0;
+        if (!same && !full) continue;
+        bool live = mv_sse_is_open(o->s);
+        open += full && live;
+        mine += user_full && same && live;
+    }
+    mv_code rc = h ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (hub->draining)
         rc =
             mv_err_set(err, MV_STREAM_CAPACITY, "the server is shutting down; reconnect elsewhere");
@@ -754,6 +833,7 @@ static mv_code attach(mv_stream_hub *hub, sub *s, mv_err *err) {
         s->next = hub->subs;
         hub->subs = s;
         hub->nsubs++;
+        h->n++;
     }
     pthread_mutex_unlock(&hub->mu);
     return rc;
