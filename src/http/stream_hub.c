@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@
 typedef struct sub {
     mv_sse_stream *s;
     char *user_id, *tenant;
+    char uid[512]; /* user_id trimmed, as the visibility rules compare it ("" when it cannot be) */
     char **roles;
     size_t nroles;
     json_t *permissions;
@@ -97,6 +99,7 @@ struct mv_stream_hub {
     } * held;
     size_t held_cap, held_used;
     bool stopping, draining;
+    atomic_bool stop_now; /* mv_stream_hub_free: end the turn at the next page */
     /* the hub thread's own: */
     int64_t head;    /* every change <= head has been considered for the streams at the head */
     bool head_known; /* false while no stream is open */
@@ -272,31 +275,38 @@ static bool send_message(mv_stream_hub *hub, sub *s, const mv_change *c, const c
  * comparisons rather than a thousand JSON walks. Every role counts: a member of the last of 256
  * roles gets the message as a member of the first does (lists check all of them too). */
 typedef struct audience {
-    const char *from, *to;
+    char from[512], to[512]; /* the stored ids trimmed, "" when absent */
     const char **roles;
     size_t nroles;
+    bool roles_known; /* false only when the role list could not be copied (out of memory) */
 } audience;
 
 static void audience_of(const json_t *doc, audience *a) {
     memset(a, 0, sizeof *a);
-    a->from = mv_json_str(doc, "fromUser");
-    a->to = mv_json_str(doc, "toUser");
+    json_t *from = json_object_get(doc, "fromUser"), *to = json_object_get(doc, "toUser");
+    if ((from && !json_is_string(from) && !json_is_null(from)) ||
+        (to && !json_is_string(to) && !json_is_null(to)))
+        return; /* a stored number: only the exact rule knows; everyone may */
+    mv_user f = {.id = json_string_value(from)}, t = {.id = json_string_value(to)};
+    if (!f.id || !mv_user_id(&f, a->from, sizeof a->from)) a->from[0] = '\0';
+    if (!t.id || !mv_user_id(&t, a->to, sizeof a->to)) a->to[0] = '\0';
     json_t *roles = json_object_get(doc, "toRoles");
     size_t i, n = json_array_size(roles);
     json_t *r;
     a->roles = n ? malloc(n * sizeof *a->roles) : NULL;
-    if (!a->roles) return;
+    if (n && !a->roles) return;
+    a->roles_known = true;
     json_array_foreach(roles, i, r) {
         if (json_is_string(r)) a->roles[a->nroles++] = json_string_value(r);
     }
 }
 
 /* A quick "maybe": the exact rule (mv_user_is_sender / _receiver, trimming included) runs only
- * for the streams this lets through. Without the role list (out of memory) everyone may. */
+ * for the streams this lets through: the trimmed ids equal, or a role in common. Without the role
+ * list (out of memory), or with an id stored as a number, everyone may. */
 static bool may_see(const audience *a, const sub *s) {
-    if ((a->from && strstr(a->from, s->user_id)) || (a->to && strstr(a->to, s->user_id)))
-        return true;
-    if (!a->roles) return true;
+    if (!a->roles_known) return true;
+    if (s->uid[0] && (strcmp(a->from, s->uid) == 0 || strcmp(a->to, s->uid) == 0)) return true;
     for (size_t i = 0; i < a->nroles; i++)
         for (size_t k = 0; k < s->nroles; k++)
             if (strcmp(a->roles[i], s->roles[k]) == 0) return true;
@@ -421,7 +431,8 @@ static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_
     }
     int np = 0;
     for (int i = 0; i < n; i++)
-        if (subs[i]->cursor >= from && subs[i]->cursor < until) {
+        if (subs[i]->cursor >= from && subs[i]->cursor < until &&
+            mv_sse_is_open(subs[i]->s)) { /* a closed one is dropped on the next turn */
             subs[i]->held = false;
             hub->part[np++] = subs[i];
         }
@@ -519,7 +530,9 @@ static int turn(mv_stream_hub *hub) {
     int result = 0;
     bool stuck = !page; /* the store failed: wait for the next wake-up or timeout, not spin */
     /* live first: the streams at the head */
-    for (int round = 0; !stuck && round < LIVE_PAGES_PER_TURN && hub->head < latest; round++) {
+    for (int round = 0; !stuck && round < LIVE_PAGES_PER_TURN && hub->head < latest &&
+                        !atomic_load(&hub->stop_now);
+         round++) {
         int64_t upto = page_pass(hub, hub->head, latest, latest, subs, n, page, PAGE);
         result = 1;
         stuck = upto <= hub->head;
@@ -645,6 +658,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     pthread_mutex_lock(&hub->mu);
     hub->stopping = true;
     pthread_mutex_unlock(&hub->mu);
+    atomic_store(&hub->stop_now, true);
     mv_change_waiter_wake(hub->waiter);
     pthread_join(hub->thread, NULL);
     for (sub *s = hub->subs, *next; s; s = next) {
@@ -790,6 +804,8 @@ static sub *sub_new(mv_stream_hub *hub, const mv_principal *p) {
     s->user_id = strdup(p->user_id);
     s->tenant = strdup(p->tenant ? p->tenant : "default");
     s->roles = calloc(p->nroles + 1, sizeof *s->roles);
+    mv_user u = {.id = p->user_id};
+    if (!mv_user_id(&u, s->uid, sizeof s->uid)) s->uid[0] = '\0';
     s->permissions = json_deep_copy(p->permissions ? p->permissions : json_object());
     bool ok = s->user_id && s->tenant && s->roles && s->permissions;
     for (size_t i = 0; ok && i < p->nroles; i++)
