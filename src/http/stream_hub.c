@@ -109,6 +109,19 @@ struct mv_stream_hub {
     int freed; /* streams freed since the last trim */
     sub **part;
     int part_cap;
+    /* A page's index of its streams by trimmed user id and by role (page_index), so a change is
+     * offered to the streams that may see it instead of every stream. */
+    struct ix_slot {
+        const char *key;
+        int kind, head;
+    } * ix;
+    size_t ix_cap;
+    struct ix_node {
+        int sub, next;
+    } * ix_nodes;
+    size_t ix_nodes_cap;
+    int *ix_mark; /* per part entry: the last change it was picked for */
+    sub **cand;
     uint64_t idle_written; /* mv__changes_written() at the last idle_sequence */
     /* The store the hub reads and numbers the change log through: the service's (on PostgreSQL
      * a private one-connection store, mv__service_change_log). */
@@ -313,15 +326,79 @@ static bool may_see(const audience *a, const sub *s) {
     return false;
 }
 
+/* ---- a page's index ---------------------------------------------------------------------- */
+
+enum { IX_USER, IX_ROLE };
+
+static struct ix_slot *ix_find(mv_stream_hub *hub, const char *key, int kind, bool add) {
+    size_t mask = hub->ix_cap - 1, j = key_hash(key, strlen(key)) * 2654435761u & mask;
+    for (; hub->ix[j].key; j = (j + 1) & mask)
+        if (hub->ix[j].kind == kind && strcmp(hub->ix[j].key, key) == 0) return &hub->ix[j];
+    if (!add) return NULL;
+    hub->ix[j] = (struct ix_slot){.key = key, .kind = kind, .head = -1};
+    return &hub->ix[j];
+}
+
+/* Indexes hub->part[0..np) by trimmed user id and role; false when out of memory (every stream
+ * is then offered every change, as without an index). */
+static bool page_index(mv_stream_hub *hub, int np) {
+    size_t keys = 0;
+    for (int i = 0; i < np; i++)
+        keys += 1 + hub->part[i]->nroles;
+    size_t cap = 64;
+    while (cap < 2 * keys)
+        cap *= 2;
+    if (cap > hub->ix_cap) {
+        free(hub->ix);
+        hub->ix = malloc(cap * sizeof *hub->ix);
+        hub->ix_cap = hub->ix ? cap : 0;
+    }
+    if (keys > hub->ix_nodes_cap) {
+        free(hub->ix_nodes);
+        free(hub->ix_mark);
+        free(hub->cand);
+        hub->ix_nodes = malloc(keys * sizeof *hub->ix_nodes);
+        hub->ix_mark = malloc(keys * sizeof *hub->ix_mark);
+        hub->cand = malloc(keys * sizeof *hub->cand);
+        hub->ix_nodes_cap = hub->ix_nodes && hub->ix_mark && hub->cand ? keys : 0;
+    }
+    if (!hub->ix_cap || hub->ix_nodes_cap < keys) return false;
+    memset(hub->ix, 0, hub->ix_cap * sizeof *hub->ix);
+    size_t nn = 0;
+    for (int i = 0; i < np; i++) {
+        sub *s = hub->part[i];
+        hub->ix_mark[i] = -1;
+        for (size_t k = 0; k <= s->nroles; k++) {
+            struct ix_slot *slot = k == 0 ? ix_find(hub, s->uid, IX_USER, true)
+                                          : ix_find(hub, s->roles[k - 1], IX_ROLE, true);
+            hub->ix_nodes[nn] = (struct ix_node){.sub = i, .next = slot->head};
+            slot->head = (int)nn++;
+        }
+    }
+    return true;
+}
+
+/* Appends the part streams under key to hub->cand (each once per change `mark`). */
+static void pick(mv_stream_hub *hub, const char *key, int kind, int mark, int *nc) {
+    struct ix_slot *slot = key && *key ? ix_find(hub, key, kind, false) : NULL;
+    for (int j = slot ? slot->head : -1; j >= 0; j = hub->ix_nodes[j].next) {
+        int i = hub->ix_nodes[j].sub;
+        if (hub->ix_mark[i] == mark) continue;
+        hub->ix_mark[i] = mark;
+        hub->cand[(*nc)++] = hub->part[i];
+    }
+}
+
 /* Offers change c to every stream of subs not yet past it and not held. False, with no stream
  * moved past c, when the store could not say who may see it (it is offered again on a later
  * turn): a change a stream's user may see is never passed over without being sent. Store errors
  * other than "unavailable" are not retried forever (they would wedge every stream): the change
  * is then passed over, with a warning. */
-static bool deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, int n) {
-    json_t *doc = NULL; /* loaded once, for the visibility check of every stream */
-    bool loaded = false;
+static bool deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, int n, json_t *doc,
+                    bool loaded) {
+    /* doc: loaded once (here, or by the caller), for the visibility check of every stream */
     audience aud = {0};
+    if (doc) audience_of(doc, &aud);
     for (int i = 0; i < n; i++) {
         sub *s = subs[i];
         if (s->held || s->cursor >= c->id) continue;
@@ -416,6 +493,48 @@ static bool idle_sequence(mv_stream_hub *hub) {
     return true;
 }
 
+/* Streams in a page from which a change is offered through the page's index. */
+#define INDEX_FROM 64
+
+/* Offers change c (the k-th of its page) to the part streams that may see it: with the index, the
+ * streams of its viewer, or of its message's sender, receiver and roles (the message is loaded
+ * first); without, all of them. The others are not visited: their position moves past c at the
+ * end of the page (a held one's stays before it, and c is looked at again for it later). */
+static bool offer(mv_stream_hub *hub, const mv_change *c, int np, bool indexed, int k) {
+    if (!indexed) return deliver(hub, c, hub->part, np, NULL, false);
+    int nc = 0;
+    if (c->kind == MV_CHANGE_VIEWER || c->kind == MV_CHANGE_REMINDED) {
+        mv_user v = {.id = c->viewer_id};
+        char vid[512];
+        if (mv_user_id(&v, vid, sizeof vid)) pick(hub, vid, IX_USER, k, &nc);
+        return deliver(hub, c, hub->cand, nc, NULL, true);
+    }
+    json_t *doc = NULL;
+    mv_err err = {0};
+    mv_code rc = mv_message_get(hub->o.service, c->message_id, NULL, &doc, &err);
+    if (rc == MV_STORE_UNAVAILABLE) {
+        warn(hub, "stream: cannot read a message", &err);
+        return false;
+    }
+    if (rc != MV_OK && rc != MV_MESSAGE_NOT_FOUND)
+        warn(hub, "stream: a change's message cannot be read; passed over", &err);
+    if (!doc) return true; /* nobody can see it */
+    audience a = {0};
+    audience_of(doc, &a);
+    bool ok;
+    if (!a.roles_known) {
+        ok = deliver(hub, c, hub->part, np, doc, true);
+    } else {
+        pick(hub, a.from, IX_USER, k, &nc);
+        pick(hub, a.to, IX_USER, k, &nc);
+        for (size_t i = 0; i < a.nroles; i++)
+            pick(hub, a.roles[i], IX_ROLE, k, &nc);
+        ok = deliver(hub, c, hub->cand, nc, doc, true);
+    }
+    free(a.roles);
+    return ok; /* deliver released doc */
+}
+
 /* One page of the log after `from` (changes above `until` are left for later), offered to the
  * streams of subs whose position is in [from, until): each of them has had every change up to
  * its own position, so this page is exactly what it lacks next. Returns the position every such
@@ -447,8 +566,9 @@ static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_
     }
     int64_t upto = from;
     bool whole = true;
+    bool indexed = np > INDEX_FROM && page_index(hub, np);
     for (int k = 0; k < got && page[k].id <= until; k++) {
-        if (!deliver(hub, &page[k], hub->part, np)) {
+        if (!offer(hub, &page[k], np, indexed, k)) {
             whole = false;
             break;
         }
@@ -671,6 +791,10 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     held_free(hub);
     pthread_mutex_destroy(&hub->mu);
     free(hub->part);
+    free(hub->ix);
+    free(hub->ix_nodes);
+    free(hub->ix_mark);
+    free(hub->cand);
     memset(hub->secret, 0, sizeof hub->secret);
     free(hub);
 }

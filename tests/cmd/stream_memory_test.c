@@ -3,7 +3,8 @@
  * them keep coming and their clients never read: within 32 MiB in all (each stream's queue stops
  * at 16 KiB, plus one event), given back once they close. And because an idle stream over plain
  * HTTP is no longer one of the HTTP server's connections, a daemon with maxConnections 64 and
- * maxConnectionsPerIp 32 holds 200 streams from one address and still answers requests. A real
+ * maxConnectionsPerIp 32 holds 200 streams from one address and still answers requests (and a
+ * note to one of them reaches that one only). A real
  * missived; the clients are raw sockets with a small receive buffer that are never read. The
  * figures are printed to stderr. (SQLite: the bounds are the streams' own, the same on both
  * stores.) */
@@ -144,6 +145,14 @@ TEST(idle_streams_do_not_count_against_the_http_servers_connection_limits) {
     for (int i = 0; i < MANY; i++)
         got += sse_wait(c[i], "message.created", 5000, &ev);
     CHECK_INT(got, MANY);
+    /* a note to one of them reaches that stream, and not its neighbours' (the hub picks the
+     * streams a change may concern from an index of user ids and roles) */
+    char id[64];
+    snprintf(id, sizeof id, "%s", sse_send_note(port, "u77", 1));
+    CHECK(id[0] != '\0');
+    CHECK(sse_wait(c[77], "message.created", 5000, &ev) && sse_data_has_id(&ev, id));
+    CHECK(!sse_wait(c[76], "message.created", 300, &ev));
+    CHECK(!sse_wait(c[78], "message.created", 300, &ev));
     for (int i = 0; i < MANY; i++)
         sse_close(c[i]);
     free(c);
