@@ -51,7 +51,8 @@ struct mv_sse_stream {
     pthread_mutex_t mu;
     char *buf;
     size_t off, len, cap, max;
-    bool closed, suspended;
+    atomic_bool closed; /* written under mu; read without it by mv_sse_is_open */
+    bool suspended;
     int refs;
     int fd;     /* the connection's socket while the server streams it, or the taken one; else -1 */
     bool taken; /* fd is the stream's own (mv_sse_take_connection), watched by loop */
@@ -248,10 +249,7 @@ void mv_sse_close_hung_up(mv_sse_stream *const *s, int n) {
 }
 
 bool mv_sse_is_open(mv_sse_stream *s) {
-    pthread_mutex_lock(&s->mu);
-    bool open = !s->closed;
-    pthread_mutex_unlock(&s->mu);
-    return open;
+    return !atomic_load(&s->closed); /* the hub asks for every stream on every turn */
 }
 
 int64_t mv_sse_last_write_ms(mv_sse_stream *s) {
