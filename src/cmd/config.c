@@ -713,7 +713,7 @@ static void set_defaults(mv_config *c) {
     c->recovery_interval_ms = 5000;
     c->retention.client_requests_ms = 86400000;
     c->retention.stream_events_ms = 86400000;
-    c->stream.max_connections = 1000;
+    c->stream.max_connections = 20000;
     c->stream.heartbeat_ms = 15000;
     c->cors.max_age_s = 600;
 }

@@ -135,7 +135,7 @@ typedef struct mv_config {
         int64_t stream_events_ms;   /* 86400000 */
     } retention;
     struct {
-        int max_connections;     /* 1000: beyond → 503 stream_capacity */
+        int max_connections;     /* 20000: beyond → 503 stream_capacity */
         int64_t heartbeat_ms;    /* 15000 */
         mv_config_secret secret; /* stream tickets; else approvals.secretEnv's */
     } stream;

@@ -107,6 +107,7 @@ typedef struct conn_request {
     const char *content_length; /* while collecting headers: the first Content-Length */
     bool framing_conflict;      /* two different Content-Lengths */
     bool admitted;
+    bool taken; /* an event stream took the socket (sse.h): libmicrohttpd drops the connection */
     atomic_bool answered;
     /* answering later (mv_http_answer_later): the holds are the handler's return and the
      * completion's mv_http_later_done (or _done_io); whichever comes last queues `then` */
@@ -291,6 +292,7 @@ static enum MHD_Result queue(mv_http_server *srv, struct MHD_Connection *c, conn
      * no copy of what may be a page of messages. A HEAD answer keeps the body (libmicrohttpd sends
      * its Content-Length and not the bytes), but an event stream is closed at once. */
     struct MHD_Response *r;
+    if (cr->taken) return MHD_NO; /* closes the stand-in socket; the stream has the real one */
     if (res->stream && strcmp(cr->req.method, "HEAD") == 0) {
         mv_sse_close(res->stream); /* HEAD: the stream's headers, no stream */
         mv_sse_release(res->stream);
@@ -346,6 +348,14 @@ static void run_request(mv__job *job) {
     if (cr->req.answer_later) {
         release_later(cr); /* cr may be answered and gone once this returns */
         return;
+    }
+    /* an event stream takes its socket while the connection is still suspended */
+    mv_http_response *res = &cr->res;
+    if (res->stream && strcmp(cr->req.method, "GET") == 0 && !atomic_load(&cr->srv->stopping) &&
+        mv_sse_take_connection(res->stream, cr->conn, res->status, res->headers, res->nheaders)) {
+        mv_sse_release(res->stream);
+        res->stream = NULL;
+        cr->taken = true;
     }
     atomic_store(&cr->answered, true);
     MHD_resume_connection(cr->conn);
@@ -720,6 +730,7 @@ mv_code mv_http_server_start(const mv_http_server_options *opts, mv_router *rout
         (rlim_t)limit + 256 > rl.rlim_cur)
         limit =
             rl.rlim_cur > 512 ? (int)(rl.rlim_cur - 256) : 256; /* room for store and webhooks */
+    limit = mv_sse_share_descriptors(limit); /* and for event streams, which are not ours */
     int timeout_ms = opts->connection_timeout_ms > 0 ? opts->connection_timeout_ms : 30000;
     unsigned timeout_s = (unsigned)((timeout_ms + 999) / 1000);
 

@@ -1,11 +1,13 @@
 /* http/sse.h — one Server-Sent Events response: a byte queue a producer thread appends to and
- * the server drains to the socket, without a thread per stream.
+ * that reaches the socket without a thread per stream.
  *
- * server.c hands the connection to mv_sse_mhd_response(); when the queue is empty the
- * connection is suspended (libmicrohttpd stops polling it) and the next write resumes it, so an
- * idle stream costs its queue and libmicrohttpd's connection state, nothing else. A stream has
- * two owners — the producer (the stream hub) and the server — and is freed when both released it.
- */
+ * Plain HTTP: server.c gives the stream the socket itself (mv_sse_take_connection) once the head
+ * is decided; libmicrohttpd lets the connection go, and the stream's loop (one thread, one epoll
+ * for all of them) writes what the socket does not take at once and notices hang-ups. An idle
+ * stream then costs this struct, no buffer and no libmicrohttpd state. TLS (or a stream without
+ * a loop): mv_sse_mhd_response, and libmicrohttpd keeps the connection, suspended while the queue
+ * is empty. A stream has up to three owners — the producer (the stream hub), the server, the loop
+ * — and is freed when all released it. */
 #ifndef MISSIVE_HTTP_SSE_H
 #define MISSIVE_HTTP_SSE_H
 
@@ -47,8 +49,36 @@ void mv_sse_retain(mv_sse_stream *s);
 /* Drops one reference; the last one frees the stream. NULL-safe. */
 void mv_sse_release(mv_sse_stream *s);
 
+/* The thread and epoll set that serve taken streams. NULL when out of memory or descriptors.
+ * Freeing it closes every socket it still holds. */
+typedef struct mv_sse_loop mv_sse_loop;
+mv_sse_loop *mv_sse_loop_new(void);
+void mv_sse_loop_free(mv_sse_loop *loop); /* NULL-safe */
+/* Taken streams whose socket is still open. */
+int mv_sse_loop_streams(mv_sse_loop *loop);
+/* The loop s goes to when the server lets it take its socket (borrowed; it must outlive s's
+ * socket: free the loop before the producer's last use of it). */
+void mv_sse_set_loop(mv_sse_stream *s, mv_sse_loop *loop);
+
+/* Descriptors: a hub reserves room for n taken streams (negative n gives it back), raising
+ * RLIMIT_NOFILE toward n + a server at its default limit, as far as the hard limit allows; the
+ * server passes its connection limit through mv_sse_share_descriptors, which lowers it when the
+ * descriptor limit cannot hold both (the server keeping at least half). */
+void mv_sse_reserve_descriptors(int n);
+int mv_sse_share_descriptors(int server_limit);
+
 struct MHD_Response;
 struct MHD_Connection;
+struct mv_http_header;
+/* server.c, on a pool thread while libmicrohttpd holds connection c suspended (out of its epoll
+ * set) and before any byte of the answer went out: s takes the socket, with the answer's head
+ * (status and headers, plus Date and Connection: close; the body is delimited by the close). The
+ * connection's descriptor number is left on an unconnected socket, so libmicrohttpd closes that
+ * instead: the caller must make libmicrohttpd drop the connection when it resumes it (return
+ * MHD_NO from the access handler). False — nothing changed, serve it with mv_sse_mhd_response —
+ * when s has no loop, c is TLS, or no descriptor is left. */
+bool mv_sse_take_connection(mv_sse_stream *s, struct MHD_Connection *c, int status,
+                            const struct mv_http_header *headers, size_t nheaders);
 /* server.c: a libmicrohttpd response that streams s over connection c. Takes a reference for the
  * server (released when libmicrohttpd frees the response). NULL when out of memory. */
 struct MHD_Response *mv_sse_mhd_response(mv_sse_stream *s, struct MHD_Connection *c);

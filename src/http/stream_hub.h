@@ -22,7 +22,7 @@ typedef struct mv_stream_hub mv_stream_hub;
 typedef struct mv_stream_hub_options {
     mv_service *service;  /* borrowed */
     mv_store *store;      /* borrowed: the change log */
-    int max_connections;  /* 0 → 1000; beyond → 503 stream_capacity */
+    int max_connections;  /* 0 → 20000; beyond → 503 stream_capacity */
     int max_per_user;     /* 0 → 16 */
     int64_t heartbeat_ms; /* 0 → 15000: a ": ping" comment line this often */
     int poll_ms;          /* 0 → 100 on SQLite, 500 on PostgreSQL (a fallback to NOTIFY) */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "message/service.h"
+#include "store/listen.h"
 
 int64_t mv__svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); }
 
@@ -142,8 +143,27 @@ const struct mv_reach *mv_service_reach(const mv_service *svc) {
     return svc ? atomic_load(&((mv_service *)svc)->reach) : NULL;
 }
 
+mv_store *mv__service_change_log(mv_service *svc) {
+    pthread_mutex_lock(&svc->mu);
+    if (!svc->change_log) {
+        svc->change_log = svc->o.store;
+        mv_store_options lo = {.pool_size = 1};
+        mv_store *own = NULL;
+        mv_err e = {0};
+        if (mv_store_kind_of(svc->o.store) == MV_STORE_POSTGRES &&
+            mv_store_open(mv__store_url(svc->o.store), &lo, &own, &e) == MV_OK) {
+            svc->change_log = own;
+            svc->own_change_log = true;
+        } /* else the service's store just connected: share it rather than fail */
+    }
+    mv_store *log = svc->change_log;
+    pthread_mutex_unlock(&svc->mu);
+    return log;
+}
+
 void mv_service_free(mv_service *svc) {
     if (!svc) return;
+    if (svc->own_change_log) mv_store_close(svc->change_log);
     for (size_t i = 0; i < svc->nadmin_roles; i++)
         free(svc->admin_roles[i]);
     free(svc->admin_roles);

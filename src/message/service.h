@@ -64,7 +64,18 @@ struct mv_service {
     _Atomic int64_t max_message_bytes;
     /* o.reach as it is now: a reload swaps the channels, preference defaults and link settings */
     _Atomic(const struct mv_reach *) reach;
+    /* mv__service_change_log's store (guarded by mu): on PostgreSQL the service's own
+     * one-connection store, opened at the first call and closed with the service */
+    mv_store *change_log;
+    bool own_change_log;
 };
+
+/* The store the live-update change log is read and numbered through, for the one reader that
+ * reads it all day (the stream hub): on PostgreSQL a private one-connection store on the same
+ * database, so that reader's transactions (the sequencer's among them) never take a connection a
+ * request is about to use, nor wait for one under load; on SQLite (or when that store cannot
+ * connect) the service's store. Owned by the service; never NULL. */
+mv_store *mv__service_change_log(mv_service *svc);
 
 #define MV_PAGES_IN_FLIGHT 2
 

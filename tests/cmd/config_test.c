@@ -556,7 +556,7 @@ TEST(stream_retention_and_cors_load_with_defaults_and_checks) {
     path = write_config("live0.json", "{}");
     CHECK_CODE(mv_config_load(path, NULL, &cfg, &err), MV_OK, &err);
     if (cfg) {
-        CHECK_INT(cfg->stream.max_connections, 1000);
+        CHECK_INT(cfg->stream.max_connections, 20000);
         CHECK_INT(cfg->stream.heartbeat_ms, 15000);
         CHECK_INT(cfg->retention.stream_events_ms, 86400000);
         CHECK_INT((int64_t)cfg->cors.n_origins, 0);
