@@ -68,7 +68,7 @@
 typedef struct sub {
     mv_sse_stream *s;
     char *user_id, *tenant;
-    char *locale; /* the reader's language (routes_reach.c), NULL: the default content */
+    char *locale;  /* the reader's language (routes_reach.c), NULL: the default content */
     char uid[512]; /* user_id trimmed, as the visibility rules compare it ("" when it cannot be) */
     char **roles;
     size_t nroles;
