@@ -4,7 +4,7 @@
 // step, the outcome), and bulk actions behind a confirmation (resume / compensate sagas, approve /
 // deny approvals). It uses only the public HTTP routes, puts data on the page as text only, and
 // speaks the console's language (console-strings.js).
-import { explain, h } from './missive-inbox.js';
+import { catalogue, explain, h } from './missive-inbox.js';
 import { consoleLocale, strings } from './console-strings.js';
 
 const KINDS = {
@@ -51,12 +51,13 @@ const KINDS = {
   },
 };
 
-const errorText = (err) => `${explain(err)} (${err.message})`;
 
 /** Builds the "Lists" panel into root; getApi() gives the current client. Returns {reload}. */
 export function setupLists(root, getApi) {
   const locale = consoleLocale();
   const t = strings(locale);
+  const et = catalogue(locale).t; // the inbox's words for errors, in the same language
+  const errorText = (err) => `${explain(err, et)} (${err.message})`;
   const when = (ms) => (ms ? new Date(ms).toLocaleString(locale) : '—');
   const label = (k) => t(`k_${k}`);
   const noun = (k) => (locale === 'de' ? label(k) : label(k).toLowerCase()); // German nouns keep their capital
@@ -157,11 +158,10 @@ export function setupLists(root, getApi) {
   }
 
   function confirmBulk(what, name, ids) {
-    const many = noun(kind);
-    const one = ids.length === 1 ? many.replace(/s$/, '') : many;
-    const ok = h('button', { type: 'button', class: 'confirm-ok primary' }, `${name} ${ids.length}`);
+    const items = ids.length === 1 ? t(`one_${kind}`) : noun(kind);
+    const ok = h('button', { type: 'button', class: 'confirm-ok primary' }, t('confirmOk', { action: name, n: ids.length }));
     const cancel = h('button', { type: 'button', class: 'confirm-cancel' }, t('cancel'));
-    dialog.replaceChildren(h('h3', { id: 'bulk-title' }, `${name} ${ids.length} ${one}?`),
+    dialog.replaceChildren(h('h3', { id: 'bulk-title' }, t(`cf_${what}`, { n: ids.length, what: items })),
       h('ul', { class: 'bulk-ids' }, ids.map((id) => h('li', null, id))),
       h('p', null, t('eachOnItsOwn')), h('div', { class: 'row' }, cancel, ok));
     cancel.addEventListener('click', () => dialog.close());
@@ -181,11 +181,12 @@ export function setupLists(root, getApi) {
         else await getApi().post(`/approvals/${encodeURIComponent(id)}/decision`, { decision: what });
         good++;
       } catch (err) {
-        bad.push(`${id}: ${explain(err)}`);
+        bad.push(`${id}: ${explain(err, et)}`);
       }
     }
     await load();
-    say(`${good} ${done}${bad.length ? `, ${bad.length} not: ${bad.join('; ')}` : '.'}`, bad.length ? 'error' : 'ok');
+    const doneText = t(`d_${done}`, { n: good });
+    say(bad.length ? t('bulkSome', { done: doneText, n: bad.length, list: bad.join('; ') }) : t('bulkAll', { done: doneText }), bad.length ? 'error' : 'ok');
   }
 
   /** One timeline entry as words: when, what, by whom, which step and attempt, the outcome. */
@@ -212,7 +213,7 @@ export function setupLists(root, getApi) {
         empty = err.code === 'forbidden' || err.status === 404 ? t('timelineAbsent') : errorText(err);
       }
     } else {
-      events = approvalEvents(r);
+      events = approvalEvents(r, t);
     }
     const name = kind === 'messages' ? r.title || id : id;
     timeline.hidden = false;
@@ -228,9 +229,11 @@ export function setupLists(root, getApi) {
   return { reload: load };
 }
 
-function approvalEvents(a) {
-  const ev = [{ at: a.createdAt, what: 'asked', detail: `by ${a.principalId || '?'} for ${a.capability || '?'}${a.target ? ` on ${a.target}` : ''}` }];
-  if (a.decidedAt || (a.state && a.state !== 'pending')) ev.push({ at: a.decidedAt, what: a.state, detail: a.decidedBy ? `by ${a.decidedBy}` : '' });
-  else ev.push({ at: a.expiresAt, what: 'expires', detail: '' });
+function approvalEvents(a, t) {
+  const who = a.principalId || t('unknown');
+  const what = a.capability || t('unknown');
+  const ev = [{ at: a.createdAt, what: t('a_asked'), event: 'asked', detail: a.target ? t('askedOn', { who, what, target: a.target }) : t('askedFor', { who, what }) }];
+  if (a.decidedAt || (a.state && a.state !== 'pending')) ev.push({ at: a.decidedAt, what: t(`a_${a.state}`), event: a.state, detail: a.decidedBy ? t('by', { who: a.decidedBy }) : '' });
+  else ev.push({ at: a.expiresAt, what: t('a_expires'), event: 'expires', detail: '' });
   return ev;
 }

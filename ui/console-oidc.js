@@ -8,7 +8,10 @@
 const PENDING = 'missive-console-oidc-pending';
 
 /** A sign-in that did not work, in words for the operator. */
-export class SignInError extends Error {}
+export class SignInError extends Error {
+  /** key names the words in console-strings.js; the message is the English of them. */
+  constructor(key, message) { super(message); this.key = key; }
+}
 
 /** {issuer, clientId} when the daemon has "ui.oidc", else null. */
 export async function oidcSettings() {
@@ -30,8 +33,8 @@ async function discover(issuer) {
   } catch {
     d = null;
   }
-  if (!d || !d.authorization_endpoint || !d.token_endpoint) throw new SignInError('The identity provider cannot be reached or does not describe itself; try again later.');
-  if (d.issuer && d.issuer.replace(/\/+$/, '') !== issuer.replace(/\/+$/, '')) throw new SignInError('The identity provider names another issuer than the one configured.');
+  if (!d || !d.authorization_endpoint || !d.token_endpoint) throw new SignInError('o_unreachable', 'The identity provider cannot be reached or does not describe itself; try again later.');
+  if (d.issuer && d.issuer.replace(/\/+$/, '') !== issuer.replace(/\/+$/, '')) throw new SignInError('o_otherIssuer', 'The identity provider names another issuer than the one configured.');
   return d;
 }
 
@@ -81,8 +84,8 @@ export async function completeSignIn(settings) {
   try { pending = JSON.parse(sessionStorage.getItem(PENDING) || 'null'); } catch { pending = null; }
   sessionStorage.removeItem(PENDING);
   history.replaceState(null, '', location.pathname);
-  if (q.has('error')) throw new SignInError('The identity provider did not sign you in.');
-  if (!pending || pending.state !== q.get('state')) throw new SignInError('This sign-in answer does not belong to this page. Sign in again.');
+  if (q.has('error')) throw new SignInError('o_refused', 'The identity provider did not sign you in.');
+  if (!pending || pending.state !== q.get('state')) throw new SignInError('o_foreign', 'This sign-in answer does not belong to this page. Sign in again.');
   const d = await discover(settings.issuer);
   let t = null;
   try {
@@ -95,9 +98,9 @@ export async function completeSignIn(settings) {
   } catch {
     t = null;
   }
-  if (!t || (!t.access_token && !t.id_token)) throw new SignInError('The identity provider did not issue a token. Sign in again.');
+  if (!t || (!t.access_token && !t.id_token)) throw new SignInError('o_noToken', 'The identity provider did not issue a token. Sign in again.');
   const id = t.id_token ? jwtClaims(t.id_token) : null;
-  if (id && id.nonce !== pending.nonce) throw new SignInError('The identity provider answered for another sign-in. Sign in again.');
+  if (id && id.nonce !== pending.nonce) throw new SignInError('o_otherNonce', 'The identity provider answered for another sign-in. Sign in again.');
   const token = t.access_token && jwtClaims(t.access_token) ? t.access_token : t.id_token;
   const claims = jwtClaims(token) || {};
   const who = (id && (id.preferred_username || id.name)) || claims.preferred_username || claims.name || claims.sub || '';

@@ -2,13 +2,28 @@
 // manual review (steps, states, record an outcome, then resume or compensate) and a message lookup
 // by id. It uses only the public HTTP API, through the same client as <missive-inbox>, and like it
 // puts data on the page as text only.
-import { MissiveApi, explain, h } from './missive-inbox.js';
+import { MissiveApi, catalogue, explain, h } from './missive-inbox.js';
 import { SignInError, completeSignIn, oidcSettings, signIn } from './console-oidc.js';
 import { setupLists } from './console-lists.js';
+import { consoleLocale, strings } from './console-strings.js';
 
 const $ = (id) => document.getElementById(id);
 const KEY = 'missive-console-identity';
 const FIELDS = ['user', 'roles', 'permissions', 'tenant', 'token'];
+const locale = consoleLocale();
+const t = strings(locale);
+const et = catalogue(locale).t; // the inbox's words for errors, in the same language
+
+/** The page's fixed words (index.html marks them with data-t, data-t-placeholder, data-t-aria-label). */
+function localizePage() {
+  document.documentElement.lang = locale;
+  document.title = t('title');
+  for (const el of document.querySelectorAll('[data-t]')) el.textContent = t(el.dataset.t);
+  for (const el of document.querySelectorAll('[data-t-placeholder]')) el.setAttribute('placeholder', t(el.dataset.tPlaceholder));
+  for (const el of document.querySelectorAll('[data-t-aria-label]')) el.setAttribute('aria-label', t(el.dataset.tAriaLabel));
+  $('inbox').setAttribute('locale', locale);
+}
+localizePage();
 
 function loadIdentity() {
   const q = new URLSearchParams(location.search);
@@ -52,9 +67,9 @@ function say(id, text, kind = '') {
   el.className = `status ${kind}`;
 }
 
-function errorText(err) { return `${explain(err)} (${err.message})`; }
+function errorText(err) { return `${explain(err, et)} (${err.message})`; }
 
-function when(ms) { return ms ? new Date(ms).toLocaleString() : '—'; }
+function when(ms) { return ms ? new Date(ms).toLocaleString(locale) : '—'; }
 
 /** Replaces ul's cards with one per item, keeping a card whose item has not changed (so a form
  * being filled in survives the periodic refresh). */
@@ -78,15 +93,15 @@ function meta(pairs) {
 // ---- approvals ----------------------------------------------------------------------------------
 
 async function loadApprovals() {
-  if (!who.user && !who.token) { say('approvals-status', 'Say who you are above.'); $('approvals').replaceChildren(); return; }
+  if (!who.user && !who.token) { say('approvals-status', t('sayWho')); $('approvals').replaceChildren(); return; }
   try {
     const { body } = await api.get('/approvals', { state: 'pending', limit: 50 });
     const list = body.approvals || [];
     reconcile($('approvals'), list, (a) => a.approvalId, (a) => a.state, approvalCard);
-    say('approvals-status', list.length ? '' : 'No approvals are waiting.');
+    say('approvals-status', list.length ? '' : t('noApprovals'));
   } catch (err) {
     $('approvals').replaceChildren();
-    say('approvals-status', err.status === 404 && err.code === 'not_found' ? 'This daemon does not offer the approval list.' : errorText(err), 'error');
+    say('approvals-status', err.status === 404 && err.code === 'not_found' ? t('noApprovalList') : errorText(err), 'error');
   }
 }
 
@@ -96,7 +111,7 @@ function approvalCard(a) {
     buttons.forEach((b) => { b.disabled = true; });
     try {
       const { body } = await api.post(`/approvals/${encodeURIComponent(a.approvalId)}/decision`, { decision });
-      out.textContent = `${body.state === 'approved' ? 'Approved' : 'Denied'}. The requester can now ${body.state === 'approved' ? 'continue' : 'see the answer'}.`;
+      out.textContent = t(body.state === 'approved' ? 'decidedApproved' : 'decidedDenied');
       out.className = 'status ok';
       setTimeout(loadApprovals, 1500);
     } catch (err) {
@@ -105,15 +120,15 @@ function approvalCard(a) {
       buttons.forEach((b) => { b.disabled = false; });
     }
   };
-  const approve = h('button', { type: 'button', class: 'primary approve' }, 'Approve');
-  const deny = h('button', { type: 'button', class: 'danger deny' }, 'Deny');
+  const approve = h('button', { type: 'button', class: 'primary approve' }, t('b_approved'));
+  const deny = h('button', { type: 'button', class: 'danger deny' }, t('b_denied'));
   approve.addEventListener('click', () => decide('approved', [approve, deny]));
   deny.addEventListener('click', () => decide('denied', [approve, deny]));
-  const target = h('button', { type: 'button', class: 'link' }, 'Show message');
+  const target = h('button', { type: 'button', class: 'link' }, t('showMessage'));
   target.addEventListener('click', () => { $('search-id').value = a.target || ''; findMessage(); });
   return h('li', { class: 'card approval', 'data-approval-id': a.approvalId },
-    h('h3', {}, a.capability || 'approval'),
-    meta([['asked by', a.principalId], ['message', a.target], ['created', when(a.createdAt)], ['expires', when(a.expiresAt)]]),
+    h('h3', {}, a.capability || t('one_approvals')),
+    meta([[t('m_askedBy'), a.principalId], [t('m_message'), a.target], [t('m_created'), when(a.createdAt)], [t('m_expires'), when(a.expiresAt)]]),
     h('div', { class: 'row' }, approve, deny, a.target ? target : null), out);
 }
 
@@ -124,7 +139,7 @@ $('approvals-refresh').addEventListener('click', loadApprovals);
 const touched = new Set(); // sagas the operator acted on: their cards stay until Refresh
 
 async function loadSagas() {
-  if (!who.user && !who.token) { say('sagas-status', 'Say who you are above.'); $('sagas').replaceChildren(); return; }
+  if (!who.user && !who.token) { say('sagas-status', t('sayWho')); $('sagas').replaceChildren(); return; }
   try {
     const { body } = await api.get('/sagas', { state: 'manual-review', limit: 50 });
     const list = body.sagas || [];
@@ -132,11 +147,11 @@ async function loadSagas() {
     const keep = [...$('sagas').children].filter((li) => touched.has(li.dataset.key) && !full.some((s) => s.sagaId === li.dataset.key));
     reconcile($('sagas'), full, (s) => s.sagaId, (s) => `${s.state}/${s.updatedAt}`, sagaCard);
     $('sagas').append(...keep);
-    say('sagas-status', list.length || keep.length ? '' : 'No saga needs review.');
+    say('sagas-status', list.length || keep.length ? '' : t('noSagas'));
   } catch (err) {
     $('sagas').replaceChildren();
-    if (err.code === 'forbidden') say('sagas-status', 'Only admins see sagas.', '');
-    else say('sagas-status', err.status === 404 && err.code === 'not_found' ? 'This daemon does not offer the saga list.' : errorText(err), 'error');
+    if (err.code === 'forbidden') say('sagas-status', t('onlyAdmins'), '');
+    else say('sagas-status', err.status === 404 && err.code === 'not_found' ? t('noSagaList') : errorText(err), 'error');
   }
 }
 
@@ -158,29 +173,29 @@ function resolveForm(saga, s, card) {
   } else {
     return null;
   }
-  const outcome = h('select', { class: 'outcome', 'aria-label': `Outcome of ${s.name}` }, outcomes.map((o) => h('option', { value: o }, o)));
-  const result = h('textarea', { class: 'result', rows: 1, placeholder: '{"receipt": "…"}', 'aria-label': `Result of ${s.name} (JSON, optional)` });
-  const code = h('input', { type: 'text', class: 'error-code', placeholder: 'not_committed', 'aria-label': `Error code for ${s.name}` });
-  const record = h('button', { type: 'button', class: 'primary record' }, 'Record outcome');
+  const outcome = h('select', { class: 'outcome', 'aria-label': t('outcomeOf', { name: s.name }) }, outcomes.map((o) => h('option', { value: o }, o)));
+  const result = h('textarea', { class: 'result', rows: 1, placeholder: '{"receipt": "…"}', 'aria-label': t('resultOf', { name: s.name }) });
+  const code = h('input', { type: 'text', class: 'error-code', placeholder: 'not_committed', 'aria-label': t('errorCodeFor', { name: s.name }) });
+  const record = h('button', { type: 'button', class: 'primary record' }, t('recordOutcome'));
   record.addEventListener('click', async () => {
     const body = { kind, step: s.name, effectId, outcome: outcome.value };
     if (result.value.trim()) {
-      try { body.result = JSON.parse(result.value); } catch { card.say('The result must be JSON.', 'error'); result.focus(); return; }
+      try { body.result = JSON.parse(result.value); } catch { card.say(t('resultJson'), 'error'); result.focus(); return; }
     }
     if (code.value.trim()) body.errorCode = code.value.trim();
     record.disabled = true;
     try {
       const { body: saga2 } = await api.post(`/sagas/${encodeURIComponent(saga.sagaId)}/resolve`, body);
-      card.update(saga2, `Recorded: ${s.name} ${outcome.value}. Now resume or compensate.`);
+      card.update(saga2, t('recorded', { name: s.name, outcome: outcome.value }));
     } catch (err) {
       card.say(errorText(err), 'error');
       record.disabled = false;
     }
   });
   return h('div', { class: 'resolve', 'data-step': s.name },
-    h('span', {}, `${s.name}: ${kind}`), h('label', {}, 'Outcome', outcome),
-    kind === 'execution' ? h('label', {}, 'Result (JSON)', result) : null,
-    h('label', {}, 'Error code', code), record);
+    h('span', {}, `${s.name}: ${t(`r_${kind}`)}`), h('label', {}, t('outcomeLabel'), outcome),
+    kind === 'execution' ? h('label', {}, t('resultLabel'), result) : null,
+    h('label', {}, t('errorCodeLabel'), code), record);
 }
 
 function sagaCard(saga) {
@@ -195,7 +210,7 @@ function sagaCard(saga) {
     try {
       const { body } = await api.post(`/sagas/${encodeURIComponent(saga.sagaId)}/${what}`);
       render(body);
-      card.say(`${what === 'resume' ? 'Resumed' : 'Compensated'}: the saga is now ${body.state}.`, 'ok');
+      card.say(t(what === 'resume' ? 'resumedNow' : 'compensatedNow', { state: body.state }), 'ok');
     } catch (err) {
       card.say(errorText(err), 'error');
       button.disabled = false;
@@ -203,16 +218,16 @@ function sagaCard(saga) {
   };
   function render(s) {
     saga = s;
-    const resume = h('button', { type: 'button', class: 'resume' }, 'Resume');
-    const compensate = h('button', { type: 'button', class: 'danger compensate' }, 'Compensate');
+    const resume = h('button', { type: 'button', class: 'resume' }, t('b_resume'));
+    const compensate = h('button', { type: 'button', class: 'danger compensate' }, t('b_compensate'));
     resume.addEventListener('click', () => run('resume', resume));
     compensate.addEventListener('click', () => run('compensate', compensate));
     const steps = s.steps || [];
     li.dataset.state = s.state || '';
     li.replaceChildren(...[ // replaceChildren() writes null as the text "null": left out
       h('h3', {}, s.sagaId),
-      meta([['definition', s.definition], ['state', s.state], ['updated', when(s.updatedAt)]]),
-      h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'step'), h('th', {}, 'state'), h('th', {}, 'attempts'), h('th', {}, 'result / error'))),
+      meta([[t('m_definition'), s.definition], [t('m_state'), s.state], [t('m_updated'), when(s.updatedAt)]]),
+      h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, t('h_step')), h('th', {}, t('h_state')), h('th', {}, t('h_attempts')), h('th', {}, t('h_result')))),
         h('tbody', {}, steps.map(stepRow))),
       ...steps.map((st) => resolveForm(s, st, card)).filter(Boolean),
       s.state === 'completed' || s.state === 'compensated' ? null : h('div', { class: 'row' }, resume, compensate),
@@ -229,38 +244,42 @@ $('sagas-refresh').addEventListener('click', () => { touched.clear(); loadSagas(
 async function findMessage() {
   const id = $('search-id').value.trim();
   $('search-result').replaceChildren();
-  if (!/^[0-9a-f]{24}$/.test(id)) { say('search-status', 'A message id is 24 hexadecimal characters.', 'error'); return; }
-  say('search-status', 'Looking…');
+  if (!/^[0-9a-f]{24}$/.test(id)) { say('search-status', t('idFormat'), 'error'); return; }
+  say('search-status', t('looking'));
   try {
     const m = await api.message(id);
     const c = m.receiverContent || {};
     say('search-status', '');
     $('search-result').replaceChildren(h('div', { class: 'card message', 'data-id': m.id },
       h('h3', {}, c.title || m.templateCd),
-      meta([['template', m.templateCd], ['state', m.actionState], ['from', m.fromUser], ['to', m.toUser || (m.toRoles || []).join(', ')],
-        ['action', m.actionCd], ['attempt', m.actionAttemptId], ['created', when(m.createdAt)], ['archived', m.archivedAt ? `${when(m.archivedAt)} by ${m.archivedBy || '?'}` : ''],
-        ['last failure', m.lastFailure ? `${m.lastFailure.code}: ${m.lastFailure.message}` : '']]),
+      meta([[t('m_template'), m.templateCd], [t('m_state'), m.actionState], [t('m_from'), m.fromUser], [t('m_to'), m.toUser || (m.toRoles || []).join(', ')],
+        [t('m_action'), m.actionCd], [t('m_attempt'), m.actionAttemptId], [t('m_created'), when(m.createdAt)],
+        [t('m_archived'), m.archivedAt ? t('archivedAtBy', { when: when(m.archivedAt), who: m.archivedBy || t('unknown') }) : ''],
+        [t('m_lastFailure'), m.lastFailure ? `${m.lastFailure.code}: ${m.lastFailure.message}` : '']]),
       c.short ? h('p', {}, c.short) : null,
-      h('h4', {}, 'Timeline'),
+      h('h4', {}, t('timeline')),
       h('ol', { class: 'events message-events' }, messageEvents(m).map((e) => h('li', { 'data-what': e.what },
-        h('span', { class: 'when' }, e.at ? when(e.at) : ''), ' ', h('strong', {}, e.what), ' ', e.detail))),
-      h('details', {}, h('summary', {}, 'JSON'), h('pre', {}, JSON.stringify(m, null, 2)))));
+        h('span', { class: 'when' }, e.at ? when(e.at) : ''), ' ', h('strong', {}, t(`me_${e.what}`)), ' ', e.detail))),
+      h('details', {}, h('summary', {}, t('json')), h('pre', {}, JSON.stringify(m, null, 2)))));
   } catch (err) {
-    say('search-status', err.code === 'message_not_found' ? 'No message with this id is visible to you.' : errorText(err), 'error');
+    say('search-status', err.code === 'message_not_found' ? t('noMessage') : errorText(err), 'error');
   }
 }
 
 /** A message's story from its record, oldest first: who created it, its action, its end. */
 function messageEvents(m) {
-  const ev = [{ at: m.createdAt, what: 'created', detail: `by ${m.fromUser || '?'} for ${m.toUser || (m.toRoles || []).join(', ') || '?'}` }];
-  if (m.sendAt) ev.push({ at: m.sendAt, what: 'sent', detail: '(scheduled)' });
-  if (m.escalatedAt) ev.push({ at: m.escalatedAt, what: 'escalated', detail: `to ${(m.toRoles || []).join(', ')}` });
+  const q = t('unknown');
+  const roles = (m.toRoles || []).join(', ');
+  const attempt = (n) => (n ? ` (${t('attempts', { n })})` : '');
+  const ev = [{ at: m.createdAt, what: 'created', detail: t('createdFor', { who: m.fromUser || q, to: m.toUser || roles || q }) }];
+  if (m.sendAt) ev.push({ at: m.sendAt, what: 'sent', detail: t('scheduled') });
+  if (m.escalatedAt) ev.push({ at: m.escalatedAt, what: 'escalated', detail: t('escalatedTo', { roles }) });
   const v = m.viewer || {};
-  if (v.seenAt) ev.push({ at: v.seenAt, what: 'seen', detail: 'by you' });
-  if (v.readAt) ev.push({ at: v.readAt, what: 'read', detail: 'by you' });
-  if (m.actionState === 'processing') ev.push({ at: m.updatedAt, what: 'processing', detail: `${m.actionCd || ''} (attempt ${m.actionAttemptId || '?'})` });
-  if (m.lastFailure) ev.push({ at: m.lastFailure.at, what: 'failed', detail: `${m.lastFailure.code}: ${m.lastFailure.message} (attempt ${m.lastFailure.actionAttemptId || m.actionAttemptId || '?'})` });
-  if (m.archivedAt) ev.push({ at: m.archivedAt, what: 'archived', detail: `by ${m.archivedBy || '?'}${m.actionCd ? ` with ${m.actionCd}` : ''}${m.actionAttemptId ? ` (attempt ${m.actionAttemptId})` : ''}` });
+  if (v.seenAt) ev.push({ at: v.seenAt, what: 'seen', detail: t('byYou') });
+  if (v.readAt) ev.push({ at: v.readAt, what: 'read', detail: t('byYou') });
+  if (m.actionState === 'processing') ev.push({ at: m.updatedAt, what: 'processing', detail: t('withAttempt', { what: m.actionCd || '', n: m.actionAttemptId || q }) });
+  if (m.lastFailure) ev.push({ at: m.lastFailure.at, what: 'failed', detail: t('withAttempt', { what: `${m.lastFailure.code}: ${m.lastFailure.message}`, n: m.lastFailure.actionAttemptId || m.actionAttemptId || q }) });
+  if (m.archivedAt) ev.push({ at: m.archivedAt, what: 'archived', detail: `${m.actionCd ? t('archivedWith', { who: m.archivedBy || q, action: m.actionCd }) : t('by', { who: m.archivedBy || q })}${attempt(m.actionAttemptId)}` });
   return ev.sort((a, b) => (a.at || 0) - (b.at || 0));
 }
 
@@ -288,7 +307,7 @@ async function start() {
         say('signin-status', '');
       }
     } catch (err) {
-      say('signin-status', err instanceof SignInError ? err.message : 'The sign-in did not work. Try again.', 'error');
+      say('signin-status', err instanceof SignInError ? t(err.key) : t('signInFailed'), 'error');
     }
   }
   showSignedIn();
@@ -297,11 +316,11 @@ async function start() {
 
 $('signin').addEventListener('click', async () => {
   $('signin').disabled = true;
-  say('signin-status', 'Going to the sign-in page…');
+  say('signin-status', t('goingToSignIn'));
   try {
     await signIn(oidc);
   } catch (err) {
-    say('signin-status', err instanceof SignInError ? err.message : 'The sign-in did not work. Try again.', 'error');
+    say('signin-status', err instanceof SignInError ? t(err.key) : t('signInFailed'), 'error');
     $('signin').disabled = false;
   }
 });
@@ -311,7 +330,7 @@ $('signout').addEventListener('click', () => {
   sessionStorage.removeItem(KEY);
   showSignedIn();
   applyIdentity();
-  say('signin-status', 'Signed out.');
+  say('signin-status', t('signedOut'));
 });
 
 start();

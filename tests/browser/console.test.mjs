@@ -195,6 +195,100 @@ export function register(c) {
     await page.context().close();
   });
 
+  test('the_console_bulk_resumes_sagas_and_decides_approvals_in_german_with_confirmation_and_result_in_german', ['ops'], async () => {
+    const admin = { user: 'root', permissions: 'is.admin' };
+    const sagas = [];
+    for (const n of [51, 52]) {
+      const o = curlCreate('order', { host: 'vic', guest: 'G', listing: `Bestellung ${n}`, note: '', long: '' });
+      const r = await api('POST', `/messages/${o.id}/action/charge`, { user: 'vic' });
+      eq(r.body.error.code, 'action_needs_review', 'a saga waits for review');
+      sagas.push(r.body.error.sagaId);
+    }
+    // the first saga's charge did happen: recorded, so a resume finishes it; the second stays in review
+    const first = (await api('GET', `/sagas/${sagas[0]}`, admin)).body;
+    const charge = first.steps.find((st) => st.name === 'charge');
+    const resolved = await api('POST', `/sagas/${sagas[0]}/resolve`, { ...admin,
+      body: { kind: 'execution', step: 'charge', effectId: charge.effectId, outcome: 'committed', result: { receipt: 'r-51' } } });
+    eq(resolved.status, 200, `the charge is resolved: ${resolved.text}`);
+    const approvals = [];
+    for (const n of [17, 18]) {
+      const m = curlCreate('refund', { host: 'vic', guest: 'G', listing: `Zimmer ${n}`, note: '', long: '' });
+      const r = await api('POST', `/messages/${m.id}/action/refund`, { user: 'vic' });
+      eq(r.status, 202, 'an approval is asked');
+      approvals.push(r.body.approvalId);
+    }
+    const page = await newPage({ width: 1280, height: 900 });
+    await page.goto(`${c.daemon().base}/ui/?user=root&permissions=is.admin,approvals.decide&locale=de`);
+    // the page's own words are German too
+    eq(await page.evaluate(() => document.documentElement.lang), 'de', 'the page says its language');
+    eq(await page.title(), 'missive-Konsole', 'the title');
+    eq(await page.locator('#approvals-h').textContent(), 'Offene Freigaben', 'the approvals panel');
+    eq(await page.locator('#sagas-h').textContent(), 'Sagas zur manuellen Prüfung', 'the sagas panel');
+    eq(await page.locator('#who-apply').textContent(), 'Übernehmen', 'the identity form');
+    await page.locator(`#sagas li[data-saga-id="${sagas[1]}"] button.resume`).waitFor();
+    eq(await page.locator(`#sagas li[data-saga-id="${sagas[1]}"] button.resume`).textContent(), 'Fortsetzen', 'a saga card');
+    eq(await page.locator(`#approvals li[data-approval-id="${approvals[0]}"] button.approve`).textContent(), 'Freigeben', 'an approval card');
+    const table = page.locator('#lists table');
+    const dialog = page.locator('#lists dialog[open]');
+    const status = page.locator('#lists-status');
+    // bulk resume (a retry of what is due) of both sagas: the resolved one is running again, so any state
+    await page.locator('#lists-state').selectOption('');
+    await page.locator('#lists-definition').fill('pay');
+    await page.locator('#lists form button[type=submit]').click();
+    for (const id of sagas) await table.locator(`tr[data-key="${id}"] input.pick`).check();
+    eq(await page.locator('#lists .bulk .count').textContent(), '2 ausgewählt', 'the selection is counted');
+    await page.locator('#lists button.bulk-resume').click();
+    eq(await dialog.locator('h3').textContent(), '2 Sagas fortsetzen?', 'the confirmation names what and how many, in German');
+    eq(await dialog.locator('p').textContent(), 'Jede wird einzeln gesendet; die Liste zeigt, wie es ausging.', 'the note');
+    eq(await dialog.locator('.confirm-ok').textContent(), 'Fortsetzen (2)', 'the confirm button');
+    eq(await dialog.locator('.confirm-cancel').textContent(), 'Abbrechen', 'the cancel button');
+    await person.axe(page, 'console bulk resume confirmation (de)');
+    await dialog.locator('.confirm-ok').click();
+    await waitFor('the bulk resume result', async () => (await status.textContent()) === '2 fortgesetzt.');
+    eq(await status.getAttribute('class'), 'status ok', 'said as a success');
+    eq((await api('GET', `/sagas/${sagas[0]}`, admin)).body.state, 'completed', 'the resolved saga finished');
+    eq((await api('GET', `/sagas/${sagas[1]}`, admin)).body.state, 'manual-review', 'the other still waits for review');
+    await person.axe(page, 'console bulk resume result (de)');
+    // one saga that cannot go on: the result says which and why, in German
+    await page.locator('#lists form button[type=submit]').click();
+    await table.locator(`tr[data-key="${sagas[1]}"] input.pick`).check();
+    await page.locator('#lists button.bulk-compensate').click();
+    eq(await dialog.locator('h3').textContent(), '1 Saga kompensieren?', 'one saga, in the singular');
+    await dialog.locator('.confirm-ok').click();
+    await waitFor('the bulk compensate result', async () => /^0 kompensiert/.test(await status.textContent()));
+    // its charge is still unknown: the daemon refuses (409 saga_ambiguous_step), said in the console's words
+    eq(await status.textContent(), `0 kompensiert, 1 nicht: ${sagas[1]}: Das hat nicht funktioniert.`, 'the failure, in German');
+    eq(await status.getAttribute('class'), 'status error', 'said as an error');
+    eq((await api('GET', `/sagas/${sagas[1]}`, admin)).body.state, 'manual-review', 'nothing changed in the store');
+    await person.axe(page, 'console bulk compensate result (de)');
+    // bulk approve (the decision that resolves the approvals) of both approvals
+    await page.locator('#lists-kind').selectOption('approvals');
+    for (const id of approvals) await table.locator(`tr[data-key="${id}"] input.pick`).check();
+    await page.locator('#lists button.bulk-approved').click();
+    eq(await dialog.locator('h3').textContent(), '2 Freigaben erteilen?', 'the approval confirmation, in German');
+    eq(await dialog.locator('.confirm-ok').textContent(), 'Freigeben (2)', 'its confirm button');
+    eq(JSON.stringify((await dialog.locator('li').allTextContents()).sort()), JSON.stringify([...approvals].sort()), 'and which');
+    await person.axe(page, 'console bulk approve confirmation (de)');
+    await dialog.locator('.confirm-cancel').click();
+    eq((await api('GET', `/approvals/${approvals[0]}`, admin)).body.state, 'pending', 'Abbrechen decides nothing');
+    await page.locator('#lists button.bulk-approved').click();
+    await page.locator('#lists dialog[open] .confirm-ok').focus();
+    await page.keyboard.press('Enter');
+    await waitFor('the bulk approve result', async () => (await status.textContent()) === '2 freigegeben.');
+    for (const id of approvals) eq((await api('GET', `/approvals/${id}`, admin)).body.state, 'approved', 'approved in the store');
+    await person.axe(page, 'console bulk approve result (de)');
+    // the decided approval's timeline, in German
+    await page.locator('#lists-state').selectOption('approved');
+    await page.locator('#lists form button[type=submit]').click();
+    await table.locator(`tr[data-key="${approvals[0]}"] button.open`).click();
+    await page.locator('#timeline h3').waitFor();
+    const lines = await page.locator('#timeline li').allTextContents();
+    assert(/angefragt von vic für refunds\.large/.test(lines[0]), `asked, in German: ${lines.join(' | ')}`);
+    assert(/freigegeben( von root)?$/.test(lines[1]), `decided, in German: ${lines.join(' | ')}`);
+    await person.axe(page, 'console approval timeline (de)');
+    await page.context().close();
+  });
+
   /** What an operator reads in the lists panel: its text and accessible names, checked for ids and JSON. */
   async function scanLists(page, state) {
     const text = await page.locator('#lists').evaluate((el) => {
