@@ -279,6 +279,19 @@ static mv_strbuf *thread_line(void) {
     return b;
 }
 
+void mv_http_json_page(mv_http_response *res, mv_code rc, const char *key, json_t *items,
+                       char *next, const mv_err *err) {
+    if (rc != MV_OK) {
+        json_decref(items);
+        mv_http_error(res, err);
+    } else {
+        mv_http_json(res, 200,
+                     json_pack("{s:o,s:o}", key, items, "nextCursor",
+                               next ? json_string(next) : json_null()));
+    }
+    free(next);
+}
+
 void mv_http_json(mv_http_response *res, int status, json_t *body) {
     if (!body) {
         mv_http_text(res, status, "application/json", "null", 4);

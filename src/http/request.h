@@ -43,6 +43,10 @@ const char *mv_http_response_header(const mv_http_response *res, const char *nam
 /* Sets status and a JSON body (compact), with Content-Type: application/json. Steals body (a
  * NULL body answers "null"). */
 void mv_http_json(mv_http_response *res, int status, json_t *body);
+/* A page of a list route: 200 {key: items, "nextCursor": next or null} when rc is MV_OK, else
+ * the error. Takes items (a reference) and next (malloc'd) in both cases. */
+void mv_http_json_page(mv_http_response *res, mv_code rc, const char *key, json_t *items,
+                       char *next, const mv_err *err);
 /* Sets status and body, taking a malloc'd body of len bytes without copying it: it is freed
  * with the request, after the server has sent it (the way large bodies avoid a second copy). */
 void mv_http_adopt(mv_http_response *res, int status, const char *content_type, char *body,

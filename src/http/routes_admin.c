@@ -148,20 +148,6 @@ static mv_code check_saga_timeline(const mv_http_request *req, mv_err *err) {
 /* ---- handlers ---------------------------------------------------------------------------------
  */
 
-static void answer_page(mv_http_response *res, mv_code rc, const char *key, json_t *items,
-                        char *next, const mv_err *err) {
-    if (rc != MV_OK) {
-        free(next);
-        json_decref(items);
-        mv_http_error(res, err);
-        return;
-    }
-    mv_http_json(
-        res, 200,
-        json_pack("{s:o,s:o}", key, items, "nextCursor", next ? json_string(next) : json_null()));
-    free(next);
-}
-
 static void list_messages(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     mv_list_routes *r = req->route_ctx;
@@ -170,7 +156,7 @@ static void list_messages(mv_http_request *req, mv_http_response *res, void *app
     char *next = NULL;
     mv_err err = {0};
     mv_code rc = mv_message_admin_list(r->store, &q, &items, &next, &err);
-    answer_page(res, rc, "messages", items, next, &err);
+    mv_http_json_page(res, rc, "messages", items, next, &err);
 }
 
 static void list_outbox(mv_http_request *req, mv_http_response *res, void *app) {
@@ -181,7 +167,7 @@ static void list_outbox(mv_http_request *req, mv_http_response *res, void *app) 
     char *next = NULL;
     mv_err err = {0};
     mv_code rc = mv_outbox_admin_list(r->store, &q, &items, &next, &err);
-    answer_page(res, rc, "outbox", items, next, &err);
+    mv_http_json_page(res, rc, "outbox", items, next, &err);
 }
 
 static void list_timers(mv_http_request *req, mv_http_response *res, void *app) {

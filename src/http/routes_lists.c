@@ -72,19 +72,6 @@ static mv_code check_approvals(const mv_http_request *req, mv_err *err) {
     return MV_OK;
 }
 
-static void answer_page(mv_http_response *res, mv_code rc, const char *key, json_t *items,
-                        char *next, const mv_err *err) {
-    if (rc != MV_OK) {
-        free(next);
-        mv_http_error(res, err);
-        return;
-    }
-    mv_http_json(
-        res, 200,
-        json_pack("{s:o,s:o}", key, items, "nextCursor", next ? json_string(next) : json_null()));
-    free(next);
-}
-
 static void list_sagas(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     mv_list_routes *r = req->route_ctx;
@@ -117,7 +104,7 @@ static void list_sagas(mv_http_request *req, mv_http_response *res, void *app) {
         json_decref(sagas);
         sagas = NULL;
     }
-    answer_page(res, rc, "sagas", sagas, next, &err);
+    mv_http_json_page(res, rc, "sagas", sagas, next, &err);
 }
 
 static void list_approvals(mv_http_request *req, mv_http_response *res, void *app) {
@@ -136,7 +123,7 @@ static void list_approvals(mv_http_request *req, mv_http_response *res, void *ap
     json_t *approvals = NULL;
     char *next = NULL;
     mv_code rc = mv_approval_list(r->store, &q, &approvals, &next, &err);
-    answer_page(res, rc, "approvals", approvals, next, &err);
+    mv_http_json_page(res, rc, "approvals", approvals, next, &err);
 }
 
 mv_code mv_list_routes_add(mv_router *router, mv_list_routes *routes, mv_err *err) {
