@@ -90,7 +90,7 @@ static mv_code read_window(mv_db *db, const mv__timer *t, window *w, json_t **he
     if (rc != MV_OK) return rc;
     mv_stmt_bindf(st, "s", t->id);
     *held = json_array();
-    int s;
+    int s = 0;
     while (*held && (s = mv_stmt_step(st, err)) == 1) {
         mv_strlcpy(w->user, mv_stmt_text(st, 1), sizeof w->user);
         mv_strlcpy(w->channel, mv_stmt_text(st, 2), sizeof w->channel);
