@@ -321,7 +321,8 @@ STORE_TEST(a_server_on_the_loop_killed_mid_handler_is_completed_by_another_after
         press(cf.svc, id, &e);
         _exit(0);
     }
-    REQUIRE(http_sink_wait(sink, 1, 10000));
+    /* the victim opens its own store and loop first: slow under a sanitizer beside other tests */
+    REQUIRE(http_sink_wait(sink, 1, 30000));
     mv_sleep_ms(700); /* the victim's timer has extended the lease meanwhile */
     mv_err err = {0};
     CHECK_CODE(press(f.svc, id, &err), MV_ACTION_CONFLICT, &err);
