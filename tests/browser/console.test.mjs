@@ -334,7 +334,9 @@ export function register(c) {
       eq(await page.locator('#lists-kind option:checked').textContent(), w.kind, `${locale}: the kind`);
       await page.locator('#lists-recipient').fill(host);
       await page.locator('#lists form button[type=submit]').click();
-      for (const m of made) await table.locator(`tr[data-key="${m.id}"]`).waitFor();
+      // the filtered page replaces the unfiltered one: wait for it, not for rows both pages hold
+      await waitFor(`${locale}: the host's messages`, async () => (await table.locator('tbody tr').count()) === made.length &&
+        (await Promise.all(made.map((m) => table.locator(`tr[data-key="${m.id}"]`).count()))).every((n) => n === 1));
       eq((await table.locator('thead th').allTextContents()).join('|'), w.cols, `${locale}: the columns`);
       eq(await table.locator(`tr[data-key="${made[1].id}"] td.title`).textContent(), 'Gina 2 wants Studio 2', `${locale}: newest first, by its title`);
       eq(await table.locator(`tr[data-key="${made[0].id}"] td.state`).textContent(), 'archived', `${locale}: the accepted one is archived`);
