@@ -36,7 +36,7 @@ json_t *mv__timeline_sorted(json_t *entries) {
         v[i] = json_array_get(entries, i);
         json_object_set_new(v[i], "_n", json_integer((json_int_t)i));
     }
-    qsort(v, n, sizeof *v, by_time);
+    if (n) qsort(v, n, sizeof *v, by_time);
     for (size_t i = 0; i < n; i++) {
         json_object_del(v[i], "_n");
         json_array_append(out, v[i]);

@@ -155,7 +155,7 @@ static void sub_free(sub *s) {
     free(s->user_id);
     free(s->tenant);
     free(s->locale);
-    for (size_t i = 0; i < s->nroles; i++)
+    for (size_t i = 0; s->roles && i < s->nroles; i++)
         free(s->roles[i]);
     free(s->roles);
     json_decref(s->permissions);
@@ -327,6 +327,7 @@ static void audience_of(const json_t *doc, audience *a) {
     a->roles = n ? malloc(n * sizeof *a->roles) : NULL;
     if (n && !a->roles) return;
     a->roles_known = true;
+    if (!a->roles) return; /* no roles: nothing to keep */
     json_array_foreach(roles, i, r) {
         if (json_is_string(r)) a->roles[a->nroles++] = json_string_value(r);
     }
