@@ -18,10 +18,6 @@
 #include "missive/operations.h"
 #include "missive/timers.h"
 
-static const char *admin_permission(const mv_list_routes *r) {
-    return r->admin_permission ? r->admin_permission : "is.admin";
-}
-
 static const char *tenant_of(const mv_http_request *req) {
     return req->principal->tenant ? req->principal->tenant : "default";
 }
@@ -43,28 +39,11 @@ static mv_code known_params(const mv_http_request *req, const char *const *allow
     return MV_OK;
 }
 
-/* limit: absent → default; an integer → clamped to 1..max; anything else → 400. */
-static mv_code page_limit(const mv_http_request *req, int *out, mv_err *err) {
-    const mv_list_routes *r = req->route_ctx;
-    int max = r->max_limit > 0 ? r->max_limit : 100;
-    const char *v = mv_http_query_get(req, "limit");
-    *out = r->default_limit > 0 ? r->default_limit : 50;
-    if (*out > max) *out = max;
-    if (!v) return MV_OK;
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (!*v || *end || errno || !isfinite(d) || d != floor(d))
-        return mv_err_set(err, MV_INVALID_PAGINATION, "limit must be a finite integer");
-    *out = d < 1 ? 1 : d > max ? max : (int)d;
-    return MV_OK;
-}
-
 static mv_code need_admin(const mv_http_request *req, mv_err *err) {
     const mv_list_routes *r = req->route_ctx;
-    if (!mv_principal_has_permission(req->principal, admin_permission(r)))
+    if (!mv_principal_has_permission(req->principal, mv_http_list_admin_permission(r)))
         return mv_err_set(err, MV_FORBIDDEN, "admin routes need the admin permission \"%s\"",
-                          admin_permission(r));
+                          mv_http_list_admin_permission(r));
     return MV_OK;
 }
 
@@ -78,7 +57,7 @@ static mv_message_admin_query messages_query(const mv_http_request *req) {
                                 .recipient = mv_http_query_get(req, "recipient"),
                                 .text = mv_http_query_get(req, "q"),
                                 .cursor = mv_http_query_get(req, "cursor")};
-    page_limit(req, &q.limit, NULL);
+    mv_http_list_limit(req, &q.limit, NULL);
     return q;
 }
 
@@ -87,7 +66,7 @@ static mv_outbox_admin_query outbox_query(const mv_http_request *req) {
                                .state = mv_http_query_get(req, "state"),
                                .channel = mv_http_query_get(req, "channel"),
                                .cursor = mv_http_query_get(req, "cursor")};
-    page_limit(req, &q.limit, NULL);
+    mv_http_list_limit(req, &q.limit, NULL);
     return q;
 }
 
@@ -96,7 +75,7 @@ static mv_timers_filter timers_query(const mv_http_request *req) {
                           .state = mv_http_query_get(req, "state"),
                           .kind = mv_http_query_get(req, "kind"),
                           .cursor = mv_http_query_get(req, "cursor")};
-    page_limit(req, &f.limit, NULL);
+    mv_http_list_limit(req, &f.limit, NULL);
     return f;
 }
 
@@ -106,7 +85,8 @@ static mv_timers_filter timers_query(const mv_http_request *req) {
 static mv_code check_list(const mv_http_request *req, const char *const *allowed, mv_err *err) {
     int limit;
     mv_code rc;
-    if ((rc = known_params(req, allowed, err)) || (rc = page_limit(req, &limit, err))) return rc;
+    if ((rc = known_params(req, allowed, err)) || (rc = mv_http_list_limit(req, &limit, err)))
+        return rc;
     const char *cursor = mv_http_query_get(req, "cursor");
     if (cursor && !*cursor) return mv_err_set(err, MV_INVALID_PAGINATION, "cursor is empty");
     return need_admin(req, err);

@@ -16,7 +16,7 @@
 #include "http/routes_lists.h"
 #include "missive/operations.h"
 
-static const char *admin_permission(const mv_list_routes *r) {
+const char *mv_http_list_admin_permission(const mv_list_routes *r) {
     return r->admin_permission ? r->admin_permission : "is.admin";
 }
 
@@ -34,11 +34,12 @@ static mv_code known_params(const mv_http_request *req, const char *const *allow
 }
 
 /* limit: absent → default; an integer → clamped to 1..max; anything else → 400. */
-static mv_code page_limit(const mv_http_request *req, int *out, mv_err *err) {
+mv_code mv_http_list_limit(const mv_http_request *req, int *out, mv_err *err) {
     const mv_list_routes *r = req->route_ctx;
     int max = r->max_limit > 0 ? r->max_limit : 100;
     const char *v = mv_http_query_get(req, "limit");
     *out = r->default_limit > 0 ? r->default_limit : 50;
+    if (*out > max) *out = max;
     if (!v) return MV_OK;
     char *end;
     errno = 0;
@@ -55,10 +56,11 @@ static mv_code check_sagas(const mv_http_request *req, mv_err *err) {
     int limit;
     mv_code rc;
     if (!r->engine) return mv_err_set(err, MV_NOT_FOUND, "sagas are not configured");
-    if ((rc = known_params(req, allowed, err)) || (rc = page_limit(req, &limit, err))) return rc;
-    if (!mv_principal_has_permission(req->principal, admin_permission(r)))
+    if ((rc = known_params(req, allowed, err)) || (rc = mv_http_list_limit(req, &limit, err)))
+        return rc;
+    if (!mv_principal_has_permission(req->principal, mv_http_list_admin_permission(r)))
         return mv_err_set(err, MV_FORBIDDEN, "saga routes need the admin permission \"%s\"",
-                          admin_permission(r));
+                          mv_http_list_admin_permission(r));
     return MV_OK;
 }
 
@@ -68,7 +70,8 @@ static mv_code check_approvals(const mv_http_request *req, mv_err *err) {
     int limit;
     mv_code rc;
     if (!r->approvals) return mv_err_set(err, MV_NOT_FOUND, "approvals are not configured");
-    if ((rc = known_params(req, allowed, err)) || (rc = page_limit(req, &limit, err))) return rc;
+    if ((rc = known_params(req, allowed, err)) || (rc = mv_http_list_limit(req, &limit, err)))
+        return rc;
     return MV_OK;
 }
 
@@ -81,7 +84,7 @@ static void list_sagas(mv_http_request *req, mv_http_response *res, void *app) {
                             .definition = mv_http_query_get(req, "definition"),
                             .cursor = mv_http_query_get(req, "cursor")};
     mv_err err = {0};
-    page_limit(req, &q.limit, &err); /* checked before */
+    mv_http_list_limit(req, &q.limit, &err); /* checked before */
     json_t *page = NULL, *sagas = json_array();
     char *next = NULL;
     mv_code rc = sagas ? mv_saga_list(r->store, &q, &page, &next, &err)
@@ -111,7 +114,7 @@ static void list_approvals(mv_http_request *req, mv_http_response *res, void *ap
     (void)app;
     mv_list_routes *r = req->route_ctx;
     const mv_principal *p = req->principal;
-    bool everyone = mv_principal_has_permission(p, admin_permission(r)) ||
+    bool everyone = mv_principal_has_permission(p, mv_http_list_admin_permission(r)) ||
                     mv_principal_has_permission(p, MV_APPROVALS_DECIDE_PERMISSION);
     mv_approval_list_query q = {.tenant_id = p->tenant ? p->tenant : "default",
                                 .principal_id = everyone ? NULL : p->user_id,
@@ -119,7 +122,7 @@ static void list_approvals(mv_http_request *req, mv_http_response *res, void *ap
                                 .now = mv_now_ms(),
                                 .cursor = mv_http_query_get(req, "cursor")};
     mv_err err = {0};
-    page_limit(req, &q.limit, &err);
+    mv_http_list_limit(req, &q.limit, &err);
     json_t *approvals = NULL;
     char *next = NULL;
     mv_code rc = mv_approval_list(r->store, &q, &approvals, &next, &err);

@@ -25,4 +25,11 @@ typedef struct mv_list_routes {
  * every approval as GET /approvals/{id}. routes must outlive the router. */
 mv_code mv_list_routes_add(mv_router *router, mv_list_routes *routes, mv_err *err);
 
+/* The permission the operator routes need (routes->admin_permission, default "is.admin"). */
+const char *mv_http_list_admin_permission(const mv_list_routes *routes);
+
+/* A list route's page size from ?limit: absent → the default, an integer → clamped to 1..max,
+ * anything else → 400 invalid_pagination. */
+mv_code mv_http_list_limit(const mv_http_request *req, int *out, mv_err *err);
+
 #endif
