@@ -938,7 +938,7 @@ void mv__action_begin(mv_service *svc, const mv_action_request *req, const mv__a
     p->j.user_id = p->j.uid;
     mv_strlcpy(p->traceparent, mv__callctx()->traceparent, sizeof p->traceparent);
     p->phase = AP_READ;
-    if (env->first_here || mv_store_kind_of(svc->o.store) == MV_STORE_SQLITE) { /* reads here */
+    if (env->first_here || mv__store_reads_locally(svc->o.store)) { /* reads here */
         mv_code rc = action_load(&p->j, &err);
         if (rc != MV_OK) {
             action_end(p, rc, &err);

@@ -268,6 +268,7 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
 /* ---- writes: the group-commit engine (group_commit.c) ----------------------------------- */
 
 bool mv__store_writes_async(const mv_store *store) { return store->gc != NULL; }
+bool mv__store_reads_locally(const mv_store *store) { return store->kind == MV_STORE_SQLITE; }
 
 static void write_async(mv_store *store, mv_tx_fn fn, void *ctx, bool rerunnable,
                         mv__write_done done, void *done_ctx) {

@@ -42,4 +42,8 @@ void mv__store_write_async_rerunnable(mv_store *store, mv_tx_fn fn, void *ctx, m
 /* True when mv__store_write_async returns before the commit (group commit on, either store). */
 bool mv__store_writes_async(const mv_store *store);
 
+/* True when a read costs no round trip (SQLite: a local file), so a caller that must not wait on
+ * a server (an I/O thread) may still read on its own thread before it queues the write. */
+bool mv__store_reads_locally(const mv_store *store);
+
 #endif
