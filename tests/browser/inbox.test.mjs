@@ -554,8 +554,11 @@ test('the_host_page_themes_the_inbox_with_css_custom_properties', [], async () =
   await accept.waitFor();
   // as a host page's stylesheet would (this page's CSP allows no inline <style>, so set them from script)
   await page.locator('missive-inbox').evaluate((el) => { el.style.setProperty('--missive-accent', 'rgb(200, 30, 120)'); el.style.setProperty('--missive-radius', '0px'); });
-  eq(await accept.evaluate((b) => getComputedStyle(b).backgroundColor), 'rgb(200, 30, 120)', 'the accent colours the primary action');
-  eq(await page.locator('missive-inbox').evaluate((el) => getComputedStyle(el.shadowRoot.querySelector('.panel')).borderTopLeftRadius), '0px', 'the radius shapes the box');
+  // read on open redraws the row, so a button read mid-redraw is detached (its style is ""): ask
+  // again until the row has settled, then compare what it shows
+  const settled = async (what, read) => waitFor(what, async () => { const v = await read(); return v !== '' ? v : null; });
+  eq(await settled('the primary action drawn', () => accept.evaluate((b) => getComputedStyle(b).backgroundColor)), 'rgb(200, 30, 120)', 'the accent colours the primary action');
+  eq(await settled('the panel drawn', () => page.locator('missive-inbox').evaluate((el) => getComputedStyle(el.shadowRoot.querySelector('.panel')).borderTopLeftRadius)), '0px', 'the radius shapes the box');
   await page.context().close();
 });
 
