@@ -299,7 +299,8 @@ static void victim_main(int in, const mv_webhook_config *wh) {
     char buf[4096];
     size_t n = 0;
     ssize_t r;
-    while (n < sizeof buf - 1 && (r = read(in, buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)r;
+    while (n < sizeof buf - 1 && (r = read(in, buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)r;
     buf[n] = '\0';
     char *store_url = strtok(buf, "\n"), *sink_url = strtok(NULL, "\n"), *id = strtok(NULL, "\n");
     if (!store_url || !sink_url || !id) _exit(2);
