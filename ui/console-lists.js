@@ -99,7 +99,10 @@ export function setupLists(root, getApi) {
   all.addEventListener('change', () => { for (const b of table.querySelectorAll('tbody input[type=checkbox]')) b.checked = all.checked; renderBulk(); });
   setupFilters();
 
+  // Only the latest load may draw: a slow answer for the kind shown before must not overwrite it.
+  let loads = 0;
   async function load() {
+    const mine = ++loads;
     const k = KINDS[kind];
     const query = { limit: 100 };
     if (stateSel.value) query.state = stateSel.value;
@@ -108,9 +111,11 @@ export function setupLists(root, getApi) {
     const what = noun(kind);
     try {
       const { body } = await getApi().get(k.path, query);
+      if (mine !== loads) return;
       rows = body[k.field] || [];
       say(rows.length ? '' : t('none', { what }));
     } catch (err) {
+      if (mine !== loads) return;
       rows = [];
       if (err.code === 'forbidden') say(t('forbidden', { what }), 'error');
       else say(err.status === 404 && err.code === 'not_found' ? t('absent', { what }) : errorText(err), 'error');
