@@ -205,7 +205,9 @@ export function setupLists(root, getApi) {
     return parts.join(', ');
   }
 
+  let timelines = 0; // as with lists: only the timeline asked for last is drawn
   async function showTimeline(r) {
+    const mine = ++timelines;
     const k = KINDS[kind];
     const id = r[k.key];
     let events = [];
@@ -220,6 +222,7 @@ export function setupLists(root, getApi) {
     } else {
       events = approvalEvents(r, t);
     }
+    if (mine !== timelines) return;
     const name = kind === 'messages' ? r.title || id : id;
     timeline.hidden = false;
     timeline.replaceChildren(h('h3', { id: 'timeline-h' }, t('timelineOf', { id: name })),
