@@ -135,16 +135,18 @@ export function setupLists(root, getApi) {
     return v;
   }
 
+  // A redraw (a reload, the search box) keeps the rows a person has ticked; a bulk run clears them.
   function render() {
     const k = KINDS[kind];
     const list = shown();
     const picks = k.bulk.length > 0;
+    const ticked = new Set(picked());
     all.checked = false;
     table.replaceChildren(
       h('caption', { class: 'sr' }, t('shown', { what: label(kind), n: list.length })),
       h('thead', null, h('tr', null, picks ? h('th', { scope: 'col' }, all) : null, k.columns.map((f) => h('th', { scope: 'col' }, t(`c_${f}`))))),
       h('tbody', null, list.map((r) => h('tr', { 'data-key': r[k.key], 'data-state': r[k.stateField || 'state'] || '' },
-        picks ? h('td', null, h('input', { type: 'checkbox', class: 'pick', 'aria-label': t('select', { id: r[k.key] }), onchange: renderBulk })) : null,
+        picks ? h('td', null, h('input', { type: 'checkbox', class: 'pick', checked: ticked.has(r[k.key]), 'aria-label': t('select', { id: r[k.key] }), onchange: renderBulk })) : null,
         k.columns.map((f, i) => h('td', { class: f === 'state' || f === 'actionState' ? `state state-${r[f]}` : f }, cell(k, r, f, i)))))));
     renderBulk();
   }
@@ -189,6 +191,7 @@ export function setupLists(root, getApi) {
         bad.push(`${id}: ${explain(err, et)}`);
       }
     }
+    for (const box of table.querySelectorAll('tbody input.pick')) box.checked = false;
     await load();
     const doneText = t(`d_${done}`, { n: good });
     say(bad.length ? t('bulkSome', { done: doneText, n: bad.length, list: bad.join('; ') }) : t('bulkAll', { done: doneText }), bad.length ? 'error' : 'ok');
