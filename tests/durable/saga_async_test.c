@@ -495,8 +495,10 @@ static void slow_handler(void *ctx, const http_sink_request *req, http_sink_resp
 
 STORE_TEST(a_step_slower_than_the_runner_lease_keeps_it_on_the_loop) {
     env e;
-    REQUIRE(env_open(&e, kind, "async_lease", true, 300, NULL));
-    slow_far f = {.e = &e, .delay_ms = 1200, .slow_path = "/charge"};
+    /* a lease long enough that its renewal (every third of it) survives a commit stalled by a
+     * loaded machine; the step is three leases long */
+    REQUIRE(env_open(&e, kind, "async_lease", true, 1000, NULL));
+    slow_far f = {.e = &e, .delay_ms = 3000, .slow_path = "/charge"};
     http_sink_set_handler(e.sink, slow_handler, &f);
     json_t *input = json_object();
     outcome o;
@@ -509,9 +511,9 @@ STORE_TEST(a_step_slower_than_the_runner_lease_keeps_it_on_the_loop) {
                MV_OK, &err);
     REQUIRE(started);
     REQUIRE(http_sink_wait(e.sink, 2, 5000)); /* charge is in flight */
-    /* four leases later another runner (the recovery loop, another daemon) still finds it held */
+    /* two leases later another runner (the recovery loop, another daemon) still finds it held */
     for (int i = 0; i < 4; i++) {
-        mv_sleep_ms(250);
+        mv_sleep_ms(500);
         json_t *rec = NULL;
         CHECK_CODE(mv_saga_resume(e.engine, e.def, "saga-l", NULL, &rec, &err), MV_SAGA_CONCURRENCY,
                    &err);
