@@ -26,16 +26,7 @@
 
 #include "durable/saga_internal.h"
 #include "store/db.h"
-
-/* A new saga holds its runner lease from the first statement. */
-#define INSERT_SAGA                                                                                \
-    "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, "             \
-    "max_attempts, created_at, updated_at, version, tenant_id, runner_id, runner_expires_at) "     \
-    "VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1, ?, ?, ?)"
-static const char SQL_INSERT_SAGA[] = INSERT_SAGA " ON CONFLICT DO NOTHING";
-/* PostgreSQL: the same INSERT sent blind (BEGIN, INSERT and COMMIT in one flush); a saga id
- * already taken is its unique violation, answered as MV_SAGA_EXISTS by the commit. */
-static const char SQL_INSERT_SAGA_BLIND[] = INSERT_SAGA;
+#include "store/saga_sql.h"
 
 /* ---- definitions ------------------------------------------------------------------------- */
 
@@ -643,17 +634,17 @@ typedef struct {
 static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiissi", t->id, t->definition,
-                             t->input, t->fingerprint, (int64_t)t->max_attempts, t->now, t->now,
-                             t->tenant, t->runner, t->until);
+    mv_code rc = mv_db_execf(db, mv__sql_saga_insert, &changes, err, "ssssiiissi", t->id,
+                             t->definition, t->input, t->fingerprint, (int64_t)t->max_attempts,
+                             t->now, t->now, t->tenant, t->runner, t->until);
     t->created = changes == 1;
     return rc;
 }
 
 static mv_code create_blind_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
-    return mv_db_execf_later_unique(db, SQL_INSERT_SAGA_BLIND, MV_SAGA_EXISTS, err, "ssssiiissi",
-                                    t->id, t->definition, t->input, t->fingerprint,
+    return mv_db_execf_later_unique(db, mv__sql_saga_insert_blind, MV_SAGA_EXISTS, err,
+                                    "ssssiiissi", t->id, t->definition, t->input, t->fingerprint,
                                     (int64_t)t->max_attempts, t->now, t->now, t->tenant, t->runner,
                                     t->until);
 }

@@ -6,13 +6,7 @@
 
 #include "durable/saga_internal.h"
 #include "store/db.h"
-
-static const char SQL_GET_SAGA[] =
-    "SELECT saga_id, definition, state, input, input_fingerprint, max_attempts, "
-    "created_at, updated_at, version, wake_at, tenant_id FROM sagas WHERE saga_id = ?";
-static const char SQL_GET_STEPS[] =
-    "SELECT name, state, effect_id, compensation_effect_id, compensation_args, result, attempts, "
-    "error_code, next_attempt_at FROM saga_steps WHERE saga_id = ? ORDER BY idx";
+#include "store/saga_sql.h"
 
 /* ---- the two state machines: names and transitions ------------------------------------- */
 
@@ -248,7 +242,7 @@ static json_t *stored_value(const mv_saga_engine *e, const char *saga_id, const 
     return v;
 }
 
-/* One row of SQL_GET_STEPS into *s; false when a column is not what a step holds. */
+/* One row of mv__sql_saga_steps into *s; false when a column is not what a step holds. */
 static bool parse_step(mv_stmt *st, load_tx *t, mv__saga_step *s, bool *undecryptable) {
     const char *args = mv_stmt_text(st, 4), *result = mv_stmt_text(st, 5),
                *code = mv_stmt_text(st, 7);
@@ -279,7 +273,7 @@ static bool parse_step(mv_stmt *st, load_tx *t, mv__saga_step *s, bool *undecryp
 /* Appends the step rows of t->id to t->rec. */
 static mv_code load_steps(mv_db *db, load_tx *t, mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_GET_STEPS, &st, err);
+    mv_code rc = mv_db_prepare(db, mv__sql_saga_steps, &st, err);
     if (rc) return rc;
     mv_stmt_bind_text(st, 1, t->id);
     int r;
@@ -298,7 +292,7 @@ static mv_code load_steps(mv_db *db, load_tx *t, mv_err *err) {
     return MV_OK;
 }
 
-/* The saga row (SQL_GET_SAGA) into rec; false when a column is not what a saga holds. */
+/* The saga row (mv__sql_saga_get) into rec; false when a column is not what a saga holds. */
 static bool parse_saga(mv_stmt *st, const char *id, mv__saga_record *rec) {
     const char *sid = mv_stmt_text(st, 0), *fp = mv_stmt_text(st, 4),
                *tenant = mv_stmt_text(st, 10);
@@ -327,7 +321,7 @@ static bool parse_saga(mv_stmt *st, const char *id, mv__saga_record *rec) {
 static mv_code load_fn(mv_db *db, void *ctx, mv_err *err) {
     load_tx *t = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_GET_SAGA, &st, err, "s", t->id);
+    mv_code rc = mv_db_row(db, mv__sql_saga_get, &st, err, "s", t->id);
     if (rc) return rc;
     if (!st) return mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", t->id);
     mv__saga_record_free(t->rec); /* a read run again starts over */

@@ -4,8 +4,7 @@
 
 #include "durable/saga_internal.h"
 #include "store/db.h"
-
-static const char SQL_SAGA_TENANT[] = "SELECT tenant_id FROM sagas WHERE saga_id = ?";
+#include "store/saga_sql.h"
 
 /* ---- resolution ---------------------------------------------------------------------------- */
 
@@ -122,7 +121,7 @@ typedef struct {
 static mv_code tenant_fn(mv_db *db, void *ctx, mv_err *err) {
     tenant_tx *t = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_SAGA_TENANT, &st, err, "s", t->id);
+    mv_code rc = mv_db_row(db, mv__sql_saga_tenant, &st, err, "s", t->id);
     if (st) {
         t->found = true;
         mv_strlcpy(t->out, mv_stmt_text(st, 0), 256);

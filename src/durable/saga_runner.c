@@ -5,6 +5,7 @@
 
 #include "durable/saga_internal.h"
 #include "store/db.h"
+#include "store/saga_sql.h"
 
 /* ---- the runner in halves (durable_internal.h) -------------------------------------------------
  * The same run as as_runner + resume_loaded + mv_saga_step + compensate_loaded, cut where the
@@ -124,9 +125,6 @@ json_t *mv__saga_runner_results(const mv__saga_runner *r) { return mv_saga_ctx_r
 
 int64_t mv__saga_runner_lease_ms(const mv__saga_runner *r) { return r->e->runner_lease_ms; }
 
-static const char SQL_EXTEND_RUNNER[] =
-    "UPDATE sagas SET runner_expires_at = ? WHERE saga_id = ? AND runner_id = ?";
-
 typedef struct {
     const char *id, *runner;
     int64_t until, changes;
@@ -134,7 +132,8 @@ typedef struct {
 
 static mv_code extend_fn(mv_db *db, void *ctx, mv_err *err) {
     extend_tx *t = ctx;
-    return mv_db_execf(db, SQL_EXTEND_RUNNER, &t->changes, err, "iss", t->until, t->id, t->runner);
+    return mv_db_execf(db, mv__sql_saga_extend_runner, &t->changes, err, "iss", t->until, t->id,
+                       t->runner);
 }
 
 bool mv__saga_runner_extend(const mv__saga_runner *r) {

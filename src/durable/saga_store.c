@@ -8,19 +8,10 @@
 #include "store/db.h"
 #include "store/saga_sql.h"
 
-static const char SQL_CAS_SAGA[] = CAS_SAGA;
-static const char SQL_INSERT_STEP[] =
-    "INSERT INTO saga_steps (" STEP_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-static const char SQL_UPDATE_STEP[] = UPDATE_STEP;
-/* One runner at a time: resume and compensate take the saga's runner lease first, so a second
- * caller (another thread, process or daemon) answers saga_concurrency at once instead of racing
- * the first through a step that is still running. Every save extends the lease; a crashed
- * runner's lease simply expires. */
-static const char SQL_TAKE_RUNNER[] =
-    "UPDATE sagas SET runner_id = ?, runner_expires_at = ? "
-    "WHERE saga_id = ? AND (runner_id IS NULL OR runner_expires_at <= ?)";
-static const char SQL_DROP_RUNNER[] = "UPDATE sagas SET runner_id = NULL, runner_expires_at = NULL "
-                                      "WHERE saga_id = ? AND runner_id = ?";
+/* The statements are the store layer's (store/saga_sql.h). One runner at a time: resume and
+ * compensate take the saga's runner lease first, so a second caller (another thread, process or
+ * daemon) answers saga_concurrency at once instead of racing the first through a step that is
+ * still running. Every save extends the lease; a crashed runner's lease simply expires. */
 
 /* One saga_steps row a save writes: the whole row when it is new, its mutable columns otherwise. */
 typedef struct {
@@ -58,7 +49,7 @@ static mv_code note_fn(mv_db *db, const journal_note *n, int64_t now, mv_err *er
                                err);
 }
 
-/* Binds a step row from *i on, in the order of SQL_INSERT_STEP or SQL_UPDATE_STEP. */
+/* Binds a step row from *i on, in the order of mv__sql_saga_insert_step or _update_step. */
 static void bind_row(mv_stmt *st, int *i, const char *saga_id, const step_row *r, int64_t now) {
     if (r->insert) {
         mv_stmt_bind_text(st, (*i)++, saga_id);
@@ -97,7 +88,8 @@ static mv_code no_row(const char *saga_id, const step_row *r, mv_err *err) {
 static mv_code write_row(mv_db *db, const char *saga_id, const step_row *r, int64_t now,
                          mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, r->insert ? SQL_INSERT_STEP : SQL_UPDATE_STEP, &st, err);
+    mv_code rc = mv_db_prepare(db, r->insert ? mv__sql_saga_insert_step : mv__sql_saga_update_step,
+                               &st, err);
     if (rc) return rc;
     int i = 1;
     bind_row(st, &i, saga_id, r, now);
@@ -132,6 +124,9 @@ static int save_shape(const cas_tx *t) {
     if (t->pending && t->nrows == 2 && t->nnotes == 2 && start) return MV__SAGA_SAVE_COMMIT_START;
     if (t->pending && t->nrows == 1 && t->nnotes == 1 && !t->rows[0].insert)
         return MV__SAGA_SAVE_COMMIT;
+    if (!t->pending && t->nnotes == 0 && t->nrows == 1 && !t->rows[0].insert)
+        return MV__SAGA_SAVE_STEP;
+    if (!t->pending && t->nnotes == 0 && t->nrows == 0) return MV__SAGA_SAVE_STATE;
     return -1;
 }
 
@@ -157,6 +152,7 @@ static void bind_one(mv_stmt *st, const cas_tx *t, const journal_note **commit,
     }
     if (*r < t->nrows) {
         bind_row(st, &i, t->id, &t->rows[*r], t->updated_at);
+        if (!t->rows[*r].insert) return; /* MV__SAGA_SAVE_STEP: the row alone */
         *start = t->notes[n];
         mv_stmt_bind_text(st, i++, (*start)->effect_id);
         mv_stmt_bind_text(st, i++, (*start)->capability);
@@ -213,7 +209,7 @@ static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     const char *one = save_sql(db, t, false);
     if (one) return cas_one(db, t, one, err);
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_CAS_SAGA, &st, err);
+    mv_code rc = mv_db_prepare(db, mv__sql_saga_cas, &st, err);
     if (rc) return rc;
     int i = 1;
     bind_cas(st, &i, t);
@@ -381,9 +377,9 @@ typedef struct {
 static mv_code runner_fn(mv_db *db, void *ctx, mv_err *err) {
     runner_tx *t = ctx;
     if (t->take)
-        return mv_db_execf(db, SQL_TAKE_RUNNER, &t->changes, err, "sisi", t->runner, t->until,
-                           t->id, t->now);
-    return mv_db_execf(db, SQL_DROP_RUNNER, &t->changes, err, "ss", t->id, t->runner);
+        return mv_db_execf(db, mv__sql_saga_take_runner, &t->changes, err, "sisi", t->runner,
+                           t->until, t->id, t->now);
+    return mv_db_execf(db, mv__sql_saga_drop_runner, &t->changes, err, "ss", t->id, t->runner);
 }
 
 /* Takes the runner lease of saga_id for runner (37 bytes, filled). A saga that does not exist is
