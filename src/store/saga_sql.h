@@ -15,10 +15,10 @@
  *
  * The precise form answers one row of five counts: what each part changed (the saga, the
  * committed step's row, its effect, the new step's row, its effect; 1 for a part the shape does
- * not have; STEP counts its row as the second) — 0 for the effect when it was not executing or, for the new one, when its id is
- * taken. The blind form (for mv_stmt_exec_later) answers nothing and fails the transaction when
- * any part did not change exactly its one row; the caller then runs the precise form in a new
- * transaction to learn which. */
+ * not have; STEP counts its row as the second) — 0 for the effect when it was not executing or, for
+ * the new one, when its id is taken. The blind form (for mv_stmt_exec_later) answers nothing and
+ * fails the transaction when any part did not change exactly its one row; the caller then runs the
+ * precise form in a new transaction to learn which. */
 #ifndef MISSIVE_STORE_SAGA_SQL_H
 #define MISSIVE_STORE_SAGA_SQL_H
 
