@@ -302,6 +302,11 @@ mv_code mv__saga_save_noted(mv_saga_engine *e, mv__saga_record **rec, mv__saga_r
     step_row rows[2];
     size_t nrows = 0;
     mv_code rc = MV_OK;
+    if (index >= (int)next->nsteps || pidx >= (int)next->nsteps) {
+        mv__saga_record_free(next);
+        return mv_err_set(err, MV_INTERNAL, "saga %s: no step %d to save", id,
+                          index > pidx ? index : pidx);
+    }
     if (pidx >= 0 && pidx != index)
         rc = fill_row(e, id, &next->steps[pidx], pidx, false, &rows[nrows++], err);
     if (rc == MV_OK && index >= 0)
