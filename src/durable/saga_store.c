@@ -126,6 +126,9 @@ static int save_shape(const cas_tx *t) {
         return MV__SAGA_SAVE_COMMIT;
     if (!t->pending && t->nnotes == 0 && t->nrows == 1 && !t->rows[0].insert)
         return MV__SAGA_SAVE_STEP;
+    if (!t->pending && t->nnotes == 1 && t->nrows == 1 && !t->rows[0].insert &&
+        !t->notes[0]->insert && (t->notes[0]->from_mask & MV__EFFECT_MASK(MV_EFFECT_EXECUTING)))
+        return MV__SAGA_SAVE_STEP_MOVE;
     if (!t->pending && t->nnotes == 0 && t->nrows == 0) return MV__SAGA_SAVE_STATE;
     return -1;
 }
@@ -152,7 +155,16 @@ static void bind_one(mv_stmt *st, const cas_tx *t, const journal_note **commit,
     }
     if (*r < t->nrows) {
         bind_row(st, &i, t->id, &t->rows[*r], t->updated_at);
-        if (!t->rows[*r].insert) return; /* MV__SAGA_SAVE_STEP: the row alone */
+        if (!t->rows[*r].insert) { /* MV__SAGA_SAVE_STEP: the row, and its effect's move */
+            if (n < t->nnotes) {
+                *commit = t->notes[n];
+                mv_stmt_bind_text(st, i++, mv_effect_state_name((*commit)->to));
+                mv_stmt_bind_int64(st, i++, t->updated_at);
+                mv_stmt_bind_text(st, i++, (*commit)->error_code);
+                mv_stmt_bind_text(st, i++, (*commit)->effect_id);
+            }
+            return;
+        }
         *start = t->notes[n];
         mv_stmt_bind_text(st, i++, (*start)->effect_id);
         mv_stmt_bind_text(st, i++, (*start)->capability);
@@ -194,8 +206,8 @@ static mv_code cas_one(mv_db *db, cas_tx *t, const char *sql, mv_err *err) {
                           t->id);
     if (count[1] != 1) return no_row(t->id, &t->rows[0], err);
     if (count[2] != 1 && /* not executing: the full transition says why (or finds no row) */
-        (rc = mv__journal_move_tx(db, commit->effect_id, commit->from_mask, commit->to, NULL,
-                                  t->updated_at, true, err)))
+        (rc = mv__journal_move_tx(db, commit->effect_id, commit->from_mask, commit->to,
+                                  commit->error_code, t->updated_at, true, err)))
         return rc;
     if (count[3] != 1) return no_row(t->id, &t->rows[r], err);
     if (count[4] != 1)

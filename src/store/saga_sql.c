@@ -68,6 +68,16 @@ static const char SQL_PG_SAVE_COMMIT[] =
 /* one step row's change (a compensation's executing, compensated and failed: no journal row) */
 static const char SQL_PG_SAVE_STEP[] =
     "WITH " PG_S ", " PG_U " SELECT " PG_COUNT("s") ", " PG_COUNT("u") ", 1, 1, 1";
+/* a step row's change and its effect's move from executing (a step failed or ambiguous, an
+ * operator's outcome): an effect in another state (or none) counts 0, and the caller's full
+ * journal transition in the same transaction decides */
+#define PG_M                                                                                       \
+    "m AS (UPDATE effects SET state = CAST(? AS TEXT), updated_at = CAST(? AS BIGINT), "           \
+    "version = version + 1, error_code = COALESCE(CAST(? AS TEXT), error_code) "                   \
+    "WHERE effect_id = ? AND state || '' = 'executing' AND EXISTS (SELECT 1 FROM s) RETURNING 1)"
+static const char SQL_PG_SAVE_STEP_MOVE[] =
+    "WITH " PG_S ", " PG_U ", " PG_M
+    " SELECT " PG_COUNT("s") ", " PG_COUNT("u") ", " PG_COUNT("m") ", 1, 1";
 /* the saga's state alone */
 static const char SQL_PG_SAVE_STATE[] = "WITH " PG_S " SELECT " PG_COUNT("s") ", 1, 1, 1, 1";
 /* The same saves sent blind (mv_stmt_exec_later), so BEGIN, the save and COMMIT go in one flush:
@@ -96,6 +106,9 @@ static const char SQL_PG_BLIND_COMMIT[] =
 
 static const char SQL_PG_BLIND_STEP[] =
     "WITH " PG_S ", " PG_U PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u"), 2);
+static const char SQL_PG_BLIND_STEP_MOVE[] =
+    "WITH " PG_S ", " PG_U
+    ", " PG_M PG_GUARD(PG_COUNT("s") " + " PG_COUNT("u") " + " PG_COUNT("m"), 3);
 static const char SQL_PG_BLIND_STATE[] = "WITH " PG_S PG_GUARD(PG_COUNT("s"), 1);
 
 const char *mv__saga_save_sql(mv_db *db, mv__saga_save_shape shape, bool blind) {
@@ -106,6 +119,7 @@ const char *mv__saga_save_sql(mv_db *db, mv__saga_save_shape shape, bool blind) 
         return blind ? SQL_PG_BLIND_COMMIT_START : SQL_PG_SAVE_COMMIT_START;
     case MV__SAGA_SAVE_COMMIT: return blind ? SQL_PG_BLIND_COMMIT : SQL_PG_SAVE_COMMIT;
     case MV__SAGA_SAVE_STEP: return blind ? SQL_PG_BLIND_STEP : SQL_PG_SAVE_STEP;
+    case MV__SAGA_SAVE_STEP_MOVE: return blind ? SQL_PG_BLIND_STEP_MOVE : SQL_PG_SAVE_STEP_MOVE;
     case MV__SAGA_SAVE_STATE: return blind ? SQL_PG_BLIND_STATE : SQL_PG_SAVE_STATE;
     }
     return NULL;

@@ -8,14 +8,16 @@
  * a statement costs no round trip) and the caller runs the statements one by one.
  *
  * Its parameters, in order: CAS_SAGA's nine; for a shape with a commit or a step (STEP: the
- * changed step's row, no effect), UPDATE_STEP's eight and
+ * changed step's row; STEP_MOVE: then (state, updated_at, error_code, effect_id) of its effect,
+ * moved from executing), UPDATE_STEP's eight and
  * then (updated_at, effect_id) of the committed step's effect (executing → committed); for a
  * shape with a start, the new step row's thirteen (STEP_COLUMNS) and then (effect_id, capability,
  * target, created_at, updated_at) of its effect, inserted executing.
  *
  * The precise form answers one row of five counts: what each part changed (the saga, the
  * committed step's row, its effect, the new step's row, its effect; 1 for a part the shape does
- * not have; STEP counts its row as the second) — 0 for the effect when it was not executing or, for
+ * not have; STEP counts its row as the second, STEP_MOVE its effect as the third) — 0 for the
+ * effect when it was not executing or, for
  * the new one, when its id is taken. The blind form (for mv_stmt_exec_later) answers nothing and
  * fails the transaction when any part did not change exactly its one row; the caller then runs the
  * precise form in a new transaction to learn which. */
@@ -49,6 +51,7 @@ typedef enum {
     MV__SAGA_SAVE_COMMIT_START, /* the previous step's commit and the next step's start */
     MV__SAGA_SAVE_COMMIT,       /* a step's commit (the saga's end, or a save carrying it) */
     MV__SAGA_SAVE_STEP,         /* one step row's change alone (a compensation's transitions) */
+    MV__SAGA_SAVE_STEP_MOVE,    /* a step row's change and its effect's move from executing */
     MV__SAGA_SAVE_STATE         /* the saga row alone (its state) */
 } mv__saga_save_shape;
 

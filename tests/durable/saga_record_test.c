@@ -218,8 +218,71 @@ STORE_TEST(a_compensations_step_transition_is_one_write) {
     rig_close(&r);
 }
 
+static mv_effect_record effect_of(mv_store *store, const char *id) {
+    mv_journal *j = NULL;
+    mv_journal_options o = {0};
+    mv_effect_record rec = {0};
+    if (mv_journal_new(store, &o, &j, NULL) != MV_OK || mv_journal_get(j, id, &rec, NULL) != MV_OK)
+        rec.state = (mv_effect_state)-1;
+    mv_journal_free(j);
+    return rec;
+}
+
+/* A step that fails: its row and its effect move in one statement on PostgreSQL; an operator's
+ * outcome for an ambiguous step (its effect `unknown`, not `executing`) takes the journal's full
+ * transition in the same transaction, and both rows still move together. */
+STORE_TEST(a_failed_steps_row_and_effect_move_in_one_write) {
+    rig r;
+    REQUIRE(rig_open(&r, kind, "rec_fail.db"));
+    mv_saga_definition def = def_with("declined");
+    mv_err err = {0};
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "typed-4-warm", NULL, NULL, NULL, &err),
+               MV_SAGA_STEP_FAILED, &err);
+    uint64_t t0 = mv__store_round_trips(r.store);
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "typed-4", NULL, NULL, NULL, &err),
+               MV_SAGA_STEP_FAILED, &err);
+    uint64_t trips = mv__store_round_trips(r.store) - t0;
+    printf("[%s] round trips of a 2-step saga whose second step fails, compensated: %llu\n", kind,
+           (unsigned long long)trips);
+    /* start, step 1's start, its commit with step 2's start, step 2 failed, step 1 compensating,
+     * compensated, the saga compensated: seven writes, one round trip each */
+    if (strcmp(kind, "postgres") == 0) CHECK_INT((int64_t)trips, 7);
+    mv__saga_record *rec = NULL;
+    REQUIRE(mv__saga_load(r.engine, "typed-4", &rec, &err) == MV_OK);
+    REQUIRE(rec->nsteps == 2);
+    CHECK_INT(rec->steps[1].state, MV_STEP_FAILED);
+    mv_effect_record fx = effect_of(r.store, rec->steps[1].effect_id);
+    CHECK_INT(fx.state, MV_EFFECT_FAILED);
+    CHECK_STR(fx.error_code, "card_declined");
+    mv__saga_record_free(rec);
+    /* the fallback: an ambiguous step resolved not-committed */
+    def = def_with("lost");
+    CHECK_CODE(mv_saga_execute(r.engine, &def, "typed-5", NULL, NULL, NULL, &err),
+               MV_UPSTREAM_FAILED, &err);
+    REQUIRE(mv__saga_load(r.engine, "typed-5", &rec, &err) == MV_OK);
+    CHECK_INT(effect_of(r.store, rec->steps[1].effect_id).state, MV_EFFECT_UNKNOWN);
+    mv_saga_resolution res = {.kind = "execution",
+                              .outcome = "not-committed",
+                              .step = "lost",
+                              .effect_id = rec->steps[1].effect_id,
+                              .error_code = "gave_up"};
+    CHECK_CODE(mv_saga_resolve(r.engine, &def, "typed-5", &res, NULL, &err), MV_OK, &err);
+    mv__saga_record *now = NULL;
+    REQUIRE(mv__saga_load(r.engine, "typed-5", &now, &err) == MV_OK);
+    CHECK_INT(now->state, MV_SAGA_COMPENSATING);
+    CHECK_INT(now->steps[1].state, MV_STEP_FAILED);
+    CHECK_STR(now->steps[1].error_code, "gave_up");
+    fx = effect_of(r.store, rec->steps[1].effect_id);
+    CHECK_INT(fx.state, MV_EFFECT_FAILED);
+    CHECK_STR(fx.error_code, "gave_up");
+    mv__saga_record_free(now);
+    mv__saga_record_free(rec);
+    rig_close(&r);
+}
+
 int main(void) {
     RUN_TESTS(a_load_parses_the_rows_into_fields_and_the_public_shape_is_unchanged,
               a_transition_from_a_stale_version_is_refused_and_changes_no_row,
-              a_compensations_step_transition_is_one_write);
+              a_compensations_step_transition_is_one_write,
+              a_failed_steps_row_and_effect_move_in_one_write);
 }
