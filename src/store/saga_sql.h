@@ -1,26 +1,26 @@
-/* store/saga_sql.h — the statements of a saga's save that the store may write in its own dialect.
+/* store/saga_sql.h — the saga engine's statements, and the saves the store may write in its own
+ * dialect.
  *
  * A save is a compare-and-set on the saga's version (CAS_SAGA) with the rows of its steps
  * (UPDATE_STEP, or an INSERT of STEP_COLUMNS) and its journal rows, each a statement of its own
- * that both stores accept. A store may also have a form of the saves of a running saga that does
- * all of it in one statement (PostgreSQL: data-modifying CTEs, so a step transition is BEGIN, one
- * statement, COMMIT); mv__saga_save_sql gives it, or NULL when the store has none (SQLite, where
- * a statement costs no round trip) and the caller runs the statements one by one.
+ * that both stores accept. A store may also have a form of a save that does all of it in one
+ * statement (PostgreSQL: data-modifying CTEs, so a step transition is BEGIN, one statement,
+ * COMMIT); mv__saga_save_sql gives it, or NULL when the store has none (SQLite, where a statement
+ * costs no round trip) and the caller runs the statements one by one.
  *
- * Its parameters, in order: CAS_SAGA's nine; for a shape with a commit or a step (STEP: the
- * changed step's row; STEP_MOVE: then (state, updated_at, error_code, effect_id) of its effect,
- * moved from executing), UPDATE_STEP's eight and
- * then (updated_at, effect_id) of the committed step's effect (executing → committed); for a
- * shape with a start, the new step row's thirteen (STEP_COLUMNS) and then (effect_id, capability,
- * target, created_at, updated_at) of its effect, inserted executing.
+ * Its parameters, in order: CAS_SAGA's nine; for a shape with a commit, UPDATE_STEP's eight and
+ * then (updated_at, effect_id) of the committed step's effect (executing → committed); for STEP,
+ * the changed step's UPDATE_STEP eight, and for STEP_MOVE then (state, updated_at, error_code,
+ * effect_id) of its effect, moved from executing; for a shape with a start, the new step row's
+ * thirteen (STEP_COLUMNS) and then (effect_id, capability, target, created_at, updated_at) of its
+ * effect, inserted executing.
  *
  * The precise form answers one row of five counts: what each part changed (the saga, the
- * committed step's row, its effect, the new step's row, its effect; 1 for a part the shape does
- * not have; STEP counts its row as the second, STEP_MOVE its effect as the third) — 0 for the
- * effect when it was not executing or, for
- * the new one, when its id is taken. The blind form (for mv_stmt_exec_later) answers nothing and
- * fails the transaction when any part did not change exactly its one row; the caller then runs the
- * precise form in a new transaction to learn which. */
+ * committed (or, for STEP and STEP_MOVE, the changed) step's row, its effect, the new step's row,
+ * its effect; 1 for a part the shape does not have) — 0 for the effect when it was not executing
+ * or, for the new one, when its id is taken. The blind form (for mv_stmt_exec_later) answers
+ * nothing and fails the transaction when any part did not change exactly its one row; the caller
+ * then runs the precise form in a new transaction to learn which. */
 #ifndef MISSIVE_STORE_SAGA_SQL_H
 #define MISSIVE_STORE_SAGA_SQL_H
 
