@@ -193,6 +193,9 @@ pg_bench_all() {
     BR1=$(field "$B1" rate)
     BR32=$(field "$B32" rate)
 
+    local PG_C1= PG_CREATE= PG_CREATE_CPU=0 PG_SERVER_CPU=0 PG_COMMITS=0 PG_LAT= PG_CWS= PG_HSAGA=
+    local PG_STREAMS=${BENCH_PG_STREAMS:-100} CR=
+    if [ "${BENCH_ONLY:-}" != pg-saga ]; then
     # create over HTTP: missived on the cluster, one pooled connection per client
     STORE=$(pg_url missive_http) start_daemon pg "{\"poolSize\": $CLIENTS}"
     sleep 1
@@ -211,7 +214,6 @@ pg_bench_all() {
     fi
     # one client, no statement log: the latency of one create's round trips
     log "PostgreSQL: create, 1 client, $SHORT s"
-    local PG_C1
     PG_C1=$(run_load --mode create --threads 1 --seconds "$SHORT" --label pg-create-c1)
     log "$PG_C1"
     log "PostgreSQL: create, $CLIENTS clients, $SHORT s"
@@ -221,8 +223,8 @@ pg_bench_all() {
     X0=$(pg_commits missive_http)
     pg_waits_start missive_http
     PG_CREATE=$(run_load --mode create --threads "$CLIENTS" --seconds "$SHORT" --label pg-create)
-    local PG_CREATE_CPU=$(( $(cpu_ticks "$DPID") - T0 ))
-    local PG_SERVER_CPU=$(( $(pg_server_ticks) - S0 )) PG_COMMITS=$(( $(pg_commits missive_http) - X0 ))
+    PG_CREATE_CPU=$(( $(cpu_ticks "$DPID") - T0 ))
+    PG_SERVER_CPU=$(( $(pg_server_ticks) - S0 )); PG_COMMITS=$(( $(pg_commits missive_http) - X0 ))
     pg_waits_stop "create, $CLIENTS clients"
     stop_daemon
 
@@ -230,7 +232,7 @@ pg_bench_all() {
     # on a stream (the change log's NOTIFY, the hub's read and the sequencer of message/changes.c on
     # the way), then creates while PG_STREAMS idle streams are open (the hub reads and numbers the
     # log all the time)
-    local PG_STREAMS=${BENCH_PG_STREAMS:-100} PG_LAT= PG_CWS= PG_HOLD
+    local PG_HOLD
     STORE=$(pg_url missive_http) start_daemon pg-streams "{\"poolSize\": $CLIENTS}" \
         ", \"maxConnections\": $(( PG_STREAMS + 256 )), \"maxConnectionsPerIp\": 0, \"stream\": {\"maxConnections\": $(( PG_STREAMS + 16 ))}"
     sleep 1
@@ -250,7 +252,7 @@ pg_bench_all() {
 
     # saga3 over HTTP: POST /sagas/bench-saga3, three webhook steps against a receiver that
     # answers 200 at once (bench/slow_hook --delay-ms 0)
-    local HOOK0 HOOK0_PORT PG_HSAGA=
+    local HOOK0 HOOK0_PORT
     "$BIN/slow_hook" --delay-ms 0 >"$DATA/hook0.port" &
     HOOK0=$!
     for _ in $(seq 50); do [ -s "$DATA/hook0.port" ] && break; sleep 0.1; done
@@ -271,6 +273,8 @@ EOF
     kill "$HOOK0" 2>/dev/null
     wait "$HOOK0" 2>/dev/null
 
+    fi
+
     # saga3 through the library: sequential (latency) and CLIENTS in flight (throughput)
     log "PostgreSQL: saga3 sequential, $SHORT s"
     [ "$stats" = 1 ] && pg_reset_statements
@@ -289,10 +293,25 @@ EOF
     pg_waits_stop "saga3, $CLIENTS in flight"
     log "$PG_SAGA"
     log "COMMITs per saga3 ($CLIENTS in flight): $SAGA_COMMITS"
+    # BENCH_SAGA3_B=PATH: another build's saga3 (e.g. the branch point's) on the same cluster, right
+    # after this one, for an A/B in one run
+    local PG_SAGA_B= PG_SAGA1_B= SAGA_COMMITS_B=n/a
+    if [ -n "${BENCH_SAGA3_B:-}" ]; then
+        pg_sql postgres "create database missive_saga_b" || FAILED=1
+        log "PostgreSQL: saga3 (B: $BENCH_SAGA3_B) sequential, $SHORT s"
+        PG_SAGA1_B=$("$BENCH_SAGA3_B" "$(pg_url missive_saga_b)" "$SHORT" 1 1) || { FAILED=1; log "saga3 B failed"; }
+        log "$PG_SAGA1_B"
+        log "PostgreSQL: saga3 (B), $CLIENTS in flight, $SHORT s"
+        local SXB=$(pg_commits missive_saga_b)
+        PG_SAGA_B=$("$BENCH_SAGA3_B" "$(pg_url missive_saga_b)" "$SHORT" "$CLIENTS" "$CLIENTS") || { FAILED=1; log "saga3 B failed"; }
+        SAGA_COMMITS_B=$(awk -v c="$(( $(pg_commits missive_saga_b) - SXB ))" -v n="$(field "$PG_SAGA_B" ops)" 'BEGIN { if (n > 0 && c > 0) printf "%.2f", c / n; else print "n/a" }')
+        log "$PG_SAGA_B"
+    fi
+    local PG_TIMERS= PG_TIMERS_BASE= PG_GC=
+    if [ "${BENCH_ONLY:-}" != pg-saga ]; then
     # the timer engine on PostgreSQL (bench/timers.c; SKIP LOCKED claims by two engines), and the
     # group-commit engine alone through the library (1-row asynchronous jobs: bench/group_commit.c)
     log "PostgreSQL: timers, 100000 pending, 10000 due in one second"
-    local PG_TIMERS PG_TIMERS_BASE PG_GC
     PG_TIMERS=$("$BIN/timers" "$(pg_url missive_timers)" 100000 10000 2) || { FAILED=1; log "timers failed"; }
     log "$PG_TIMERS"
     PG_TIMERS_BASE=$("$BIN/timers" "$(pg_url missive_timers_base)" 10000 10000 2) || { FAILED=1; log "timers (baseline) failed"; }
@@ -300,9 +319,10 @@ EOF
     log "PostgreSQL: group commit alone, 1-row asynchronous jobs, $CLIENTS threads, $SHORT s"
     PG_GC=$("$BIN/group_commit" "$(pg_url missive_gc)" async "$SHORT" "$CLIENTS") || { FAILED=1; log "group_commit failed"; }
     log "$PG_GC"
+    fi
     pg_stop
 
-    CR=$(field "$PG_CREATE" rate)
+    [ -n "$PG_CREATE" ] && CR=$(field "$PG_CREATE" rate)
     S32=$(field "$PG_SAGA" rate)
     SEQ=$(field "$PG_SAGA1" p50_ms)
     PG_ROWS="| PostgreSQL: 1-row INSERT autocommit (pgbench, prepared), 1 client, ${SHORT} s | $(fmt "$BR1") tx/s, $(lat "$B1") | — | — |
@@ -319,4 +339,13 @@ EOF
 | PostgreSQL: timers: $(field "$PG_TIMERS" pending) pending, $(field "$PG_TIMERS" due) due in one second (2 engines), each fired once: $(field "$PG_TIMERS" once) | fire lag $(lat "$PG_TIMERS"); CPU $(field "$PG_TIMERS" cpu_us_per_fire) µs per fire | $(field "$PG_TIMERS_BASE" pending) pending: p99 $(fmt "$(field "$PG_TIMERS_BASE" p99_ms)") ms; target p99 ≤ 1000 ms | $(ratio "$(field "$PG_TIMERS" p99_ms)" "$(field "$PG_TIMERS_BASE" p99_ms)") |
 | PostgreSQL: group commit alone (1-row asynchronous jobs, $CLIENTS threads, library, ${SHORT} s) | $(fmt "$(field "$PG_GC" rate)") writes/s, $(lat "$PG_GC"); CPU $(field "$PG_GC" cpu_us_per_op) µs per write | INSERT c$CLIENTS $(fmt "$BR32") tx/s | $(ratio "$(field "$PG_GC" rate)" "$BR32") |
 | PostgreSQL: create (1 keep-alive client, ${SHORT} s) | $(fmt "$(field "$PG_C1" rate)") msg/s, $(lat "$PG_C1") | INSERT c1 p50 $(fmt "$(field "$B1" p50_ms)") ms | $(ratio "$(field "$PG_C1" p50_ms)" "$(field "$B1" p50_ms)") |"
+    if [ "${BENCH_ONLY:-}" = pg-saga ]; then # only the INSERT baselines and the library saga3 rows
+        PG_ROWS=$(grep -E '1-row INSERT|saga3 \(3 no-op|saga3 sequential' <<<"$PG_ROWS")
+        PG_TARGETS="saga3 c$CLIENTS ≥ 0.2×: $(met "$S32 >= 0.2 * $BR32"); saga3 sequential p50 ≤ 1.5 ms: $(met "$SEQ <= 1.5")."
+    fi
+    if [ -n "$PG_SAGA_B" ]; then
+        PG_ROWS="$PG_ROWS
+| PostgreSQL: saga3 B (3 no-op steps, library, $CLIENTS threads, pool $CLIENTS, ${SHORT} s) | $(fmt "$(field "$PG_SAGA_B" rate)") sagas/s, $(lat "$PG_SAGA_B"); library CPU $(field "$PG_SAGA_B" cpu_us_per_op) µs per saga; $SAGA_COMMITS_B COMMITs per saga | INSERT c$CLIENTS $(fmt "$BR32") tx/s; A $(fmt "$S32") sagas/s | $(ratio "$(field "$PG_SAGA_B" rate)" "$BR32") (A/B $(ratio "$S32" "$(field "$PG_SAGA_B" rate)")) |
+| PostgreSQL: saga3 B sequential (library, 1 thread, ${SHORT} s) | $(fmt "$(field "$PG_SAGA1_B" rate)") sagas/s, $(lat "$PG_SAGA1_B") | A p50 $(fmt "$SEQ") ms | $(ratio "$(field "$PG_SAGA1_B" p50_ms)" 1.5) |"
+    fi
 }

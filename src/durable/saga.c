@@ -26,16 +26,7 @@
 
 #include "durable/saga_internal.h"
 #include "store/db.h"
-
-/* A new saga holds its runner lease from the first statement. */
-#define INSERT_SAGA                                                                                \
-    "INSERT INTO sagas (saga_id, definition, state, input, input_fingerprint, steps, "             \
-    "max_attempts, created_at, updated_at, version, tenant_id, runner_id, runner_expires_at) "     \
-    "VALUES (?, ?, 'running', ?, ?, '[]', ?, ?, ?, 1, ?, ?, ?)"
-static const char SQL_INSERT_SAGA[] = INSERT_SAGA " ON CONFLICT DO NOTHING";
-/* PostgreSQL: the same INSERT sent blind (BEGIN, INSERT and COMMIT in one flush); a saga id
- * already taken is its unique violation, answered as MV_SAGA_EXISTS by the commit. */
-static const char SQL_INSERT_SAGA_BLIND[] = INSERT_SAGA;
+#include "store/saga_sql.h"
 
 /* ---- definitions ------------------------------------------------------------------------- */
 
@@ -82,12 +73,15 @@ const mv_saga_compensator *mv__saga_find_compensator(const mv_saga_definition *d
     return NULL;
 }
 
-int mv__saga_find_step(const json_t *rec, const char *key, const char *value) {
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(rec, "steps"), i, s) {
-        if (is(s, key, value)) return (int)i;
-    }
+int mv__saga_find_step(const mv__saga_record *rec, const char *name) {
+    for (size_t i = 0; i < rec->nsteps; i++)
+        if (strcmp(rec->steps[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+int mv__saga_find_effect(const mv__saga_record *rec, const char *effect_id) {
+    for (size_t i = 0; i < rec->nsteps; i++)
+        if (strcmp(rec->steps[i].effect_id, effect_id) == 0) return (int)i;
     return -1;
 }
 
@@ -103,8 +97,9 @@ mv_code mv__saga_check_call(const mv_saga_definition *def, const char *saga_id, 
     return MV_OK;
 }
 
-mv_code mv__saga_check_definition(const mv_saga_definition *def, const json_t *rec, mv_err *err) {
-    if (def && !is(rec, "definition", def->name))
+mv_code mv__saga_check_definition(const mv_saga_definition *def, const mv__saga_record *rec,
+                                  mv_err *err) {
+    if (def && strcmp(rec->definition, def->name) != 0)
         return mv_err_set(err, MV_SAGA_MISMATCH, "saga definition mismatch");
     return MV_OK;
 }
@@ -133,37 +128,44 @@ const char *mv__saga_step_error_code(const mv_err *error, bool began, void *p) {
 
 mv_code mv__saga_step_intent(const mv_effect_context *c, void *p, mv_err *err) {
     step_run *r = p;
-    json_t *next;
+    mv__saga_record *next;
     mv_code rc = mv__saga_with(r->ctx->e, *r->ctx->rec, KEEP_STATE, 0, NULL, &next, err);
     if (rc) return rc;
-    json_t *steps = json_object_get(next, "steps");
-    json_array_append(steps, r->step);
-    json_object_del(next, "wakeAt"); /* the wait before this step, if any, is over */
+    mv__saga_step step;
+    mv__saga_step_copy(&step, &r->step);
+    if (!mv__saga_record_append(next, &step)) {
+        mv__saga_record_free(next);
+        return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    }
+    next->has_wake_at = false; /* the wait before this step, if any, is over */
     journal_note note = {.insert = true,
                          .effect_id = c->effect_id,
                          .capability = c->capability,
                          .target = r->ctx->saga_id};
-    return mv__saga_save_noted(r->ctx->e, r->ctx->rec, next, (int)json_array_size(steps) - 1, true,
-                               &note, err);
+    return mv__saga_save_noted(r->ctx->e, r->ctx->rec, next, (int)next->nsteps - 1, true, &note,
+                               err);
 }
 
-/* The commit is recorded in memory and written with the saga's next save (K_PENDING): the next
+/* The commit is recorded in memory and written with the saga's next save (rec->pending): the next
  * step's intent, the saga's end or its compensation, whichever comes first. */
 mv_code mv__saga_step_committed(const mv_effect_context *c, const json_t *result, void *p,
                                 mv_err *err) {
     (void)c;
     step_run *r = p;
-    int index = mv__saga_find_step(*r->ctx->rec, "effectId", r->effect_id);
+    int index = mv__saga_find_effect(*r->ctx->rec, r->effect_id);
     if (index < 0) return mv__saga_concurrency(r->ctx->saga_id, err);
-    json_t *step =
-        json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
-    set_step_state(step, MV_STEP_COMMITTED);
-    if (result) json_object_set_new(step, "result", json_deep_copy(result));
-    json_t *next;
-    mv_code rc = mv__saga_with(r->ctx->e, *r->ctx->rec, KEEP_STATE, index, step, &next, err);
+    mv__saga_step step;
+    mv__saga_step_copy(&step, &(*r->ctx->rec)->steps[index]);
+    step.state = MV_STEP_COMMITTED;
+    if (result) {
+        json_decref(step.result);
+        step.result = json_deep_copy(result);
+    }
+    mv__saga_record *next;
+    mv_code rc = mv__saga_with(r->ctx->e, *r->ctx->rec, KEEP_STATE, index, &step, &next, err);
     if (rc) return rc;
-    json_object_set_new(next, K_PENDING, json_integer(index));
-    json_decref(*r->ctx->rec);
+    next->pending = index;
+    mv__saga_record_free(*r->ctx->rec);
     *r->ctx->rec = next;
     return MV_OK;
 }
@@ -171,13 +173,13 @@ mv_code mv__saga_step_committed(const mv_effect_context *c, const json_t *result
 mv_code mv__saga_step_failed(const mv_effect_context *c, const mv_effect_failure *f, void *p,
                              mv_err *err) {
     step_run *r = p;
-    int index = mv__saga_find_step(*r->ctx->rec, "effectId", r->effect_id);
+    int index = mv__saga_find_effect(*r->ctx->rec, r->effect_id);
     if (index < 0) return mv__saga_concurrency(r->ctx->saga_id, err);
     bool known = f->error->code == MV_SAGA_STEP_FAILED || !f->began;
-    json_t *step =
-        json_deep_copy(json_array_get(json_object_get(*r->ctx->rec, "steps"), (size_t)index));
-    set_step_state(step, known ? MV_STEP_FAILED : MV_STEP_AMBIGUOUS);
-    json_object_set_new(step, "errorCode", json_string(f->error_code));
+    mv__saga_step step;
+    mv__saga_step_copy(&step, &(*r->ctx->rec)->steps[index]);
+    step.state = known ? MV_STEP_FAILED : MV_STEP_AMBIGUOUS;
+    mv_strlcpy(step.error_code, f->error_code ? f->error_code : "", sizeof step.error_code);
     journal_note note = {.effect_id = c->effect_id,
                          .from_mask = MV__EFFECT_MASK(MV_EFFECT_ADMISSION) |
                                       MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
@@ -185,7 +187,7 @@ mv_code mv__saga_step_failed(const mv_effect_context *c, const mv_effect_failure
                          .error_code = f->error_code};
     return mv__saga_save_with_noted(r->ctx->e, r->ctx->rec,
                                     known ? MV_SAGA_COMPENSATING : MV_SAGA_MANUAL_REVIEW, index,
-                                    step, &note, err);
+                                    &step, &note, err);
 }
 
 static mv_code step_execute(const mv_effect_context *c, void *p, json_t **result, mv_err *err) {
@@ -217,25 +219,25 @@ mv_code mv_saga_delay(mv_saga_ctx *ctx, const char *step, int64_t delay_ms, mv_e
                           "saga step %s delayMs must be an integer from 0 to %" PRId64, step,
                           MV_SAGA_MAX_DELAY_MS);
     /* a step already started waited before (or needed no wait): nothing to do */
-    if (delay_ms == 0 || mv__saga_find_step(*ctx->rec, "name", step) >= 0) return MV_OK;
+    if (delay_ms == 0 || mv__saga_find_step(*ctx->rec, step) >= 0) return MV_OK;
     int64_t now, wake_at;
     mv_code rc = mv__saga_now_ms(ctx->e, &now, err);
     if (rc) return rc;
-    json_t *wake = json_object_get(*ctx->rec, "wakeAt");
-    if (wake) { /* this step's wait: resumed by its timer, too early, or after it */
-        if (now < json_integer_value(wake)) return delayed(ctx->saga_id, step, err);
+    if ((*ctx->rec)
+            ->has_wake_at) { /* this step's wait: resumed by its timer, too early, or after */
+        if (now < (*ctx->rec)->wake_at) return delayed(ctx->saga_id, step, err);
         if (!saga_is(*ctx->rec, MV_SAGA_WAITING)) return MV_OK; /* woken before */
         return mv__saga_save_with(ctx->e, ctx->rec, MV_SAGA_RUNNING, 0, NULL, err);
     }
-    json_t *next;
+    mv__saga_record *next;
     if ((rc = mv__saga_with(ctx->e, *ctx->rec, MV_SAGA_WAITING, 0, NULL, &next, err))) return rc;
     /* from the save's own time, so wakeAt − updatedAt is the delay */
-    if ((rc = mv_durable_add(json_integer_value(json_object_get(next, "updatedAt")), delay_ms,
-                             "saga wakeAt", &wake_at, err))) {
-        json_decref(next);
+    if ((rc = mv_durable_add(next->updated_at, delay_ms, "saga wakeAt", &wake_at, err))) {
+        mv__saga_record_free(next);
         return rc;
     }
-    json_object_set_new(next, "wakeAt", json_integer(wake_at));
+    next->has_wake_at = true;
+    next->wake_at = wake_at;
     /* the wait, its timer and a commit still pending: one transaction, and the lease dropped */
     if ((rc = mv__saga_save_noted(ctx->e, ctx->rec, next, -1, false, NULL, err))) return rc;
     return delayed(ctx->saga_id, step, err);
@@ -245,13 +247,11 @@ const char *mv_saga_ctx_id(const mv_saga_ctx *ctx) { return ctx->saga_id; }
 
 json_t *mv_saga_ctx_results(const mv_saga_ctx *ctx) {
     json_t *out = json_object();
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(*ctx->rec, "steps"), i, s) {
+    const mv__saga_record *rec = *ctx->rec;
+    for (size_t i = 0; out && i < rec->nsteps; i++) {
+        const mv__saga_step *s = &rec->steps[i];
         if (step_is(s, MV_STEP_COMMITTED))
-            json_object_set(out, mv_json_str(s, "name"),
-                            json_object_get(s, "result") ? json_object_get(s, "result")
-                                                         : json_null());
+            json_object_set_new(out, s->name, s->result ? json_incref(s->result) : json_null());
     }
     return out;
 }
@@ -272,13 +272,12 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step %s has no compensator", name);
     /* The runner's record is the stored one (it holds the lease, and every save is a
      * compare-and-set on the version): a step already in it is not run again. */
-    json_t *rec = *ctx->rec;
-    int index = mv__saga_find_step(rec, "name", name);
+    mv__saga_record *rec = *ctx->rec;
+    int index = mv__saga_find_step(rec, name);
     if (index >= 0) {
-        json_t *existing = json_array_get(json_object_get(rec, "steps"), (size_t)index);
+        const mv__saga_step *existing = &rec->steps[index];
         if (step_is(existing, MV_STEP_COMMITTED)) {
-            json_t *r = json_object_get(existing, "result");
-            if (result && r) *result = json_deep_copy(r);
+            if (result && existing->result) *result = json_deep_copy(existing->result);
             return MV_OK;
         }
         if (step_is(existing, MV_STEP_EXECUTING) || step_is(existing, MV_STEP_AMBIGUOUS)) {
@@ -288,7 +287,7 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
             return mv__saga_ambiguous(ctx->saga_id, name, err);
         }
         return mv_err_set(err, MV_SAGA_RESOLUTION, "saga %s: step %s cannot resume from %s",
-                          ctx->saga_id, name, mv_json_str(existing, "state"));
+                          ctx->saga_id, name, mv_saga_step_state_name(existing->state));
     }
     /* a new step waits while the saga does (a run that went on past mv_saga_delay's answer) */
     if (saga_is(rec, MV_SAGA_WAITING)) return delayed(ctx->saga_id, name, err);
@@ -296,15 +295,8 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
     if ((rc = mv_id_uuid(effect_id, err)) || (rc = mv_id_uuid(comp_id, err))) return rc;
     step_run r = {
         .ctx = ctx, .name = name, .execute = execute, .cb_ctx = cb_ctx, .effect_id = effect_id};
-    r.step =
-        json_pack("{s:s, s:s, s:s, s:s, s:O, s:i}", "name", name, "effectId", effect_id,
-                  "compensationEffectId", comp_id, "state",
-                  mv_saga_step_state_name(MV_STEP_EXECUTING), "compensationArgs",
-                  compensation_args ? (json_t *)compensation_args : json_null(), "attempts", 0);
-    if (!r.step) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    if (compensation_args) { /* a private copy: the caller may change theirs */
-        json_object_set_new(r.step, "compensationArgs", json_deep_copy(compensation_args));
-    }
+    if ((rc = mv__saga_new_step(&r.step, name, effect_id, comp_id, compensation_args, err)))
+        return rc;
     mv_effect_scope scope = {.observer = e->observer, .clock = e->clock};
     mv_effect_input in = {.effect_id = effect_id,
                           .capability =
@@ -319,7 +311,7 @@ mv_code mv_saga_step(mv_saga_ctx *ctx, const char *name, const json_t *compensat
                                           .failed = mv__saga_step_failed,
                                           .ctx = &r}};
     rc = mv_effect_run(&scope, &in, step_execute, &r, result, err);
-    json_decref(r.step);
+    mv__saga_step_clear(&r.step);
     if (rc) {
         if (err) mv_strlcpy(err->saga_id, ctx->saga_id, sizeof err->saga_id);
     }
@@ -338,7 +330,9 @@ static mv_effect_phase always_failed(const mv_err *error, bool began, void *p) {
 mv_code mv__saga_comp_executing(const mv_effect_context *c, void *p, mv_err *err) {
     (void)c;
     comp_run *r = p;
-    return mv__saga_save_with(r->e, r->rec, KEEP_STATE, r->index, json_deep_copy(r->step), err);
+    mv__saga_step step;
+    mv__saga_step_copy(&step, &r->step);
+    return mv__saga_save_with(r->e, r->rec, KEEP_STATE, r->index, &step, err);
 }
 
 mv_code mv__saga_comp_committed(const mv_effect_context *c, const json_t *result, void *p,
@@ -346,8 +340,10 @@ mv_code mv__saga_comp_committed(const mv_effect_context *c, const json_t *result
     (void)c;
     (void)result;
     comp_run *r = p;
-    set_step_state(r->step, MV_STEP_COMPENSATED);
-    return mv__saga_save_with(r->e, r->rec, KEEP_STATE, r->index, json_deep_copy(r->step), err);
+    r->step.state = MV_STEP_COMPENSATED;
+    mv__saga_step step;
+    mv__saga_step_copy(&step, &r->step);
+    return mv__saga_save_with(r->e, r->rec, KEEP_STATE, r->index, &step, err);
 }
 
 mv_code mv__saga_comp_failed(const mv_effect_context *c, const mv_effect_failure *f, void *p,
@@ -357,9 +353,10 @@ mv_code mv__saga_comp_failed(const mv_effect_context *c, const mv_effect_failure
     comp_run *r = p;
     bool exhausted = r->attempt >= r->max;
     mv_code rc = MV_OK;
-    json_t *failed = json_deep_copy(r->step);
-    set_step_state(failed, MV_STEP_COMPENSATION_FAILED);
-    json_object_set_new(failed, "errorCode", json_string("compensation_failed"));
+    mv__saga_step failed;
+    mv__saga_step_copy(&failed, &r->step);
+    failed.state = MV_STEP_COMPENSATION_FAILED;
+    mv_strlcpy(failed.error_code, "compensation_failed", sizeof failed.error_code);
     if (!exhausted) {
         int64_t delay = r->def->backoff ? r->def->backoff(r->attempt, r->def->ctx)
                                         : default_backoff(r->attempt);
@@ -369,31 +366,35 @@ mv_code mv__saga_comp_failed(const mv_effect_context *c, const mv_effect_failure
                             "saga backoff must return a non-negative safe integer");
         else if (!(rc = mv__saga_now_ms(r->e, &now, &r->transition_error)))
             rc = mv_durable_add(now, delay, "saga next retry", &next, &r->transition_error);
-        if (!rc) json_object_set_new(failed, "nextAttemptAt", json_integer(next));
+        if (!rc) {
+            failed.has_next = true;
+            failed.next_at = next;
+        }
     }
     if (!rc)
         rc = mv__saga_save_with(r->e, r->rec,
                                 exhausted ? MV_SAGA_MANUAL_REVIEW : MV_SAGA_COMPENSATING, r->index,
-                                failed, &r->transition_error);
+                                &failed, &r->transition_error);
     else
-        json_decref(failed);
+        mv__saga_step_clear(&failed);
     if (!rc) return MV_OK;
     r->has_transition_error = true;
-    json_t *invalid = json_deep_copy(r->step);
-    set_step_state(invalid, MV_STEP_COMPENSATION_FAILED);
-    json_object_set_new(invalid, "errorCode", json_string("invalid_retry_policy"));
-    return mv__saga_save_with(r->e, r->rec, MV_SAGA_MANUAL_REVIEW, r->index, invalid, err);
+    mv__saga_step invalid;
+    mv__saga_step_copy(&invalid, &r->step);
+    invalid.state = MV_STEP_COMPENSATION_FAILED;
+    mv_strlcpy(invalid.error_code, "invalid_retry_policy", sizeof invalid.error_code);
+    return mv__saga_save_with(r->e, r->rec, MV_SAGA_MANUAL_REVIEW, r->index, &invalid, err);
 }
 
 static mv_code comp_execute(const mv_effect_context *c, void *p, json_t **result, mv_err *err) {
     (void)result;
     comp_run *r = p;
-    json_t *args = json_deep_copy(json_object_get(r->step, "compensationArgs"));
-    mv_saga_compensation_call call = {.saga_id = mv_json_str(*r->rec, "sagaId"),
-                                      .step = mv_json_str(r->step, "name"),
+    json_t *args = json_deep_copy(r->step.args);
+    mv_saga_compensation_call call = {.saga_id = (*r->rec)->id,
+                                      .step = r->step.name,
                                       .effect_id = c->effect_id,
                                       .attempt = r->attempt,
-                                      .result = json_object_get(r->step, "result"),
+                                      .result = r->step.result,
                                       .abort = c->abort};
     mv_code rc = r->comp->fn(args ? args : json_null(), &call, r->comp->ctx, err);
     json_decref(args);
@@ -403,18 +404,17 @@ static mv_code comp_execute(const mv_effect_context *c, void *p, json_t **result
 /* The start of a compensation (the synchronous engine's and the loop's): a saga already over
  * needs none (*go false); a step whose outcome is unknown sends it to manual review
  * (MV_SAGA_AMBIGUOUS_STEP); otherwise the saga is saved compensating and *go is true. */
-mv_code mv__saga_comp_prelude(mv_saga_engine *e, json_t **rec, const char *saga_id, bool *go,
-                              mv_err *err) {
+mv_code mv__saga_comp_prelude(mv_saga_engine *e, mv__saga_record **rec, const char *saga_id,
+                              bool *go, mv_err *err) {
     mv_code rc;
     *go = false;
     if (saga_is(*rec, MV_SAGA_COMPLETED) || saga_is(*rec, MV_SAGA_COMPENSATED)) return MV_OK;
-    json_t *steps = json_object_get(*rec, "steps");
-    for (size_t i = 0; i < json_array_size(steps); i++) {
-        json_t *s = json_array_get(steps, i);
+    for (size_t i = 0; i < (*rec)->nsteps; i++) {
+        const mv__saga_step *s = &(*rec)->steps[i];
         if (step_is(s, MV_STEP_AMBIGUOUS) || step_is(s, MV_STEP_EXECUTING) ||
             step_is(s, MV_STEP_COMPENSATING)) {
             char name[129];
-            mv_strlcpy(name, mv_json_str(s, "name"), sizeof name);
+            mv_strlcpy(name, s->name, sizeof name);
             if (!saga_is(*rec, MV_SAGA_MANUAL_REVIEW) &&
                 (rc = mv__saga_save_with(e, rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err)))
                 return rc;
@@ -432,19 +432,18 @@ mv_code mv__saga_comp_prelude(mv_saga_engine *e, json_t **rec, const char *saga_
  * PICK_SKIP — nothing to undo there; PICK_STOP — the compensation stops here for now, *rc being
  * the result (a retry not due yet, or the saga sent to manual review: no compensator, attempts
  * exhausted); PICK_RUN — *r is the attempt to make (its step copy compensating, attempts + 1). */
-int mv__saga_comp_pick(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec, int index,
-                       comp_run *r, mv_code *rc, mv_err *err) {
+int mv__saga_comp_pick(mv_saga_engine *e, const mv_saga_definition *def, mv__saga_record **rec,
+                       int index, comp_run *r, mv_code *rc, mv_err *err) {
     *rc = MV_OK;
-    json_t *step = json_array_get(json_object_get(*rec, "steps"), (size_t)index);
+    const mv__saga_step *step = &(*rec)->steps[index];
     if (!step_is(step, MV_STEP_COMMITTED) && !step_is(step, MV_STEP_COMPENSATION_FAILED))
         return PICK_SKIP;
     int64_t now;
     if ((*rc = mv__saga_now_ms(e, &now, err))) return PICK_STOP;
-    json_t *next_at = json_object_get(step, "nextAttemptAt");
-    if (next_at && json_integer_value(next_at) > now) return PICK_STOP; /* not due yet */
-    const mv_saga_compensator *comp = mv__saga_find_compensator(def, mv_json_str(step, "name"));
+    if (step->has_next && step->next_at > now) return PICK_STOP; /* not due yet */
+    const mv_saga_compensator *comp = mv__saga_find_compensator(def, step->name);
     int max = mv__saga_max_attempts(def);
-    int attempts = (int)json_integer_value(json_object_get(step, "attempts"));
+    int attempts = (int)step->attempts;
     if (!comp || attempts >= max) {
         if (!comp || !saga_is(*rec, MV_SAGA_MANUAL_REVIEW))
             *rc = mv__saga_save_with(e, rec, MV_SAGA_MANUAL_REVIEW, 0, NULL, err);
@@ -457,31 +456,26 @@ int mv__saga_comp_pick(mv_saga_engine *e, const mv_saga_definition *def, json_t 
                     .index = index,
                     .attempt = attempts + 1,
                     .max = max};
-    if (!(r->step = json_deep_copy(step))) {
-        *rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
-        return PICK_STOP;
-    }
-    json_object_del(r->step, "errorCode");
-    json_object_del(r->step, "nextAttemptAt");
-    set_step_state(r->step, MV_STEP_COMPENSATING);
-    json_object_set_new(r->step, "attempts", json_integer(r->attempt));
+    mv__saga_step_copy(&r->step, step);
+    r->step.error_code[0] = '\0';
+    r->step.has_next = false;
+    r->step.state = MV_STEP_COMPENSATING;
+    r->step.attempts = r->attempt;
     return PICK_RUN;
 }
 
 /* Compensates *rec (loaded, definition checked). */
-static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
-                                 mv_abort *abort, mv_err *err) {
+static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *def,
+                                 mv__saga_record **rec, mv_abort *abort, mv_err *err) {
     mv_code rc;
-    const char *id = mv_json_str(*rec, "sagaId");
     char saga_id[129];
-    mv_strlcpy(saga_id, id, sizeof saga_id);
+    mv_strlcpy(saga_id, (*rec)->id, sizeof saga_id);
     if (mv_abort_is_set(abort))
         return mv_err_set(err, MV_ABORTED, "%s",
                           abort->reason[0] ? abort->reason : "saga execution aborted");
     bool go = false;
     if ((rc = mv__saga_comp_prelude(e, rec, saga_id, &go, err)) || !go) return rc;
-    for (int index = (int)json_array_size(json_object_get(*rec, "steps")) - 1; index >= 0;
-         index--) {
+    for (int index = (int)(*rec)->nsteps - 1; index >= 0; index--) {
         if (mv_abort_is_set(abort))
             return mv_err_set(err, MV_ABORTED, "%s",
                               abort->reason[0] ? abort->reason : "saga execution aborted");
@@ -490,7 +484,7 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
         if (pick == PICK_SKIP) continue;
         if (pick == PICK_STOP) return rc;
         mv_effect_scope scope = {.observer = e->observer, .clock = e->clock};
-        mv_effect_input in = {.effect_id = mv_json_str(r.step, "compensationEffectId"),
+        mv_effect_input in = {.effect_id = r.step.comp_id,
                               .capability = def->capability ? def->capability : "saga.compensate",
                               .stage = MV_STAGE_COMPENSATION,
                               .attempt = r.attempt,
@@ -503,7 +497,7 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
                                               .ctx = &r}};
         mv_err run_err = {0};
         rc = mv_effect_run(&scope, &in, comp_execute, &r, NULL, &run_err);
-        json_decref(r.step);
+        mv__saga_step_clear(&r.step);
         if (rc) {
             if (r.has_transition_error) return mv_err_copy(err, &r.transition_error);
             return MV_OK; /* the failed attempt is recorded; the next call retries when due */
@@ -514,26 +508,27 @@ static mv_code compensate_loaded(mv_saga_engine *e, const mv_saga_definition *de
 
 /* The end of a run: a commit still pending is written and the runner lease dropped, in one
  * transaction; otherwise the lease is dropped unless the last save already did. */
-void mv__saga_end_run(mv_saga_engine *e, const char *saga_id, json_t **rec, const char *runner) {
+void mv__saga_end_run(mv_saga_engine *e, const char *saga_id, mv__saga_record **rec,
+                      const char *runner) {
     /* (after a failed save too: the compare-and-set succeeds only if the store is still at the
      * version this record has, i.e. holds exactly this record) */
-    if (*rec && json_object_get(*rec, K_PENDING)) {
-        json_t *next;
+    if (*rec && (*rec)->pending >= 0) {
+        mv__saga_record *next;
         if (mv__saga_with(e, *rec, KEEP_STATE, 0, NULL, &next, NULL) == MV_OK) {
             /* this save ends the run whatever the state: it drops the lease like a final one */
-            json_object_set_new(next, K_END, json_true());
+            next->end_run = true;
             if (mv__saga_save_noted(e, rec, next, -1, false, NULL, NULL) == MV_OK) return;
         }
     }
-    if (!*rec || json_object_get(*rec, K_RUNNER) || json_object_get(*rec, K_STALE))
+    if (!*rec || (*rec)->runner[0] || (*rec)->stale)
         mv__saga_drop_runner(e, saga_id, runner); /* failing here only delays the next runner */
 }
 
 /* Fills *record with the saga: the runner's record when it is what the store holds, else as
  * stored now. */
-mv_code mv__saga_finish_run(mv_saga_engine *e, const char *saga_id, json_t *rec, json_t **record,
-                            mv_code rc) {
-    if (!record || !rec || json_object_get(rec, K_STALE) || json_object_get(rec, K_PENDING))
+mv_code mv__saga_finish_run(mv_saga_engine *e, const char *saga_id, const mv__saga_record *rec,
+                            json_t **record, mv_code rc) {
+    if (!record || !rec || rec->stale || rec->pending >= 0)
         return mv__saga_finish(e, saga_id, record, rc);
     *record = mv__saga_public_json(rec);
     return rc;
@@ -542,13 +537,13 @@ mv_code mv__saga_finish_run(mv_saga_engine *e, const char *saga_id, json_t *rec,
 /* The frame of resume and compensate: validate, hold the runner lease, load, run, release. A saga
  * just created arrives as created (owned, lease held, runner named in it): nothing is read. */
 static mv_code as_runner(mv_saga_engine *e, const mv_saga_definition *def, const char *saga_id,
-                         mv_abort *abort, json_t *created, json_t **record, mv_err *err,
+                         mv_abort *abort, mv__saga_record *created, json_t **record, mv_err *err,
                          loaded_fn run) {
     mv_code rc;
-    json_t *rec = created;
+    mv__saga_record *rec = created;
     char runner[37];
     if (created) {
-        mv_strlcpy(runner, mv_json_str(created, K_RUNNER), sizeof runner);
+        mv_strlcpy(runner, created->runner, sizeof runner);
         rc = run(e, def, &rec, abort, err);
     } else {
         if ((rc = mv__saga_check_call(def, saga_id, abort, err)) ||
@@ -556,13 +551,13 @@ static mv_code as_runner(mv_saga_engine *e, const mv_saga_definition *def, const
             return mv__saga_finish(e, saga_id, record, rc);
         if (!(rc = mv__saga_load(e, saga_id, &rec, err)) &&
             !(rc = mv__saga_check_definition(def, rec, err))) {
-            json_object_set_new(rec, K_RUNNER, json_string(runner));
+            mv_strlcpy(rec->runner, runner, sizeof rec->runner);
             rc = run(e, def, &rec, abort, err);
         }
     }
     mv__saga_end_run(e, saga_id, &rec, runner);
     rc = mv__saga_finish_run(e, saga_id, rec, record, rc);
-    json_decref(rec);
+    mv__saga_record_free(rec);
     return rc;
 }
 
@@ -574,38 +569,37 @@ mv_code mv_saga_compensate(mv_saga_engine *e, const mv_saga_definition *def, con
 /* ---- resume and execute ------------------------------------------------------------------- */
 
 /* The runner's record after a failed save: what the store holds now. */
-mv_code mv__saga_refresh(mv_saga_engine *e, const char *saga_id, json_t **rec, mv_err *err) {
-    if (!json_object_get(*rec, K_STALE)) return MV_OK;
-    json_t *fresh;
+mv_code mv__saga_refresh(mv_saga_engine *e, const char *saga_id, mv__saga_record **rec,
+                         mv_err *err) {
+    if (!(*rec)->stale) return MV_OK;
+    mv__saga_record *fresh;
     mv_code rc = mv__saga_load(e, saga_id, &fresh, err);
     if (rc) return rc;
-    json_t *runner = json_object_get(*rec, K_RUNNER);
-    if (runner) json_object_set(fresh, K_RUNNER, runner);
+    mv_strlcpy(fresh->runner, (*rec)->runner, sizeof fresh->runner);
     /* a commit this runner holds and the store does not have yet stays pending */
-    json_t *pending = json_object_get(*rec, K_PENDING);
-    if (pending) {
-        size_t idx = (size_t)json_integer_value(pending);
-        json_t *mine = json_array_get(json_object_get(*rec, "steps"), idx),
-               *stored = json_array_get(json_object_get(fresh, "steps"), idx);
-        const char *id = mv_json_str(mine, "effectId");
-        if (stored && step_is(stored, MV_STEP_EXECUTING) && id && is(stored, "effectId", id)) {
-            json_array_set(json_object_get(fresh, "steps"), idx, mine);
-            json_object_set(fresh, K_PENDING, pending);
+    int idx = (*rec)->pending;
+    if (idx >= 0 && (size_t)idx < (*rec)->nsteps && (size_t)idx < fresh->nsteps) {
+        const mv__saga_step *mine = &(*rec)->steps[idx];
+        mv__saga_step *stored = &fresh->steps[idx];
+        if (step_is(stored, MV_STEP_EXECUTING) && strcmp(stored->effect_id, mine->effect_id) == 0) {
+            mv__saga_step_clear(stored);
+            mv__saga_step_copy(stored, mine);
+            fresh->pending = idx;
         }
     }
-    json_decref(*rec);
+    mv__saga_record_free(*rec);
     *rec = fresh;
     return MV_OK;
 }
 
-static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
-                             mv_abort *abort, mv_err *err) {
+static mv_code resume_loaded(mv_saga_engine *e, const mv_saga_definition *def,
+                             mv__saga_record **rec, mv_abort *abort, mv_err *err) {
     mv_code rc;
     if (!saga_is(*rec, MV_SAGA_RUNNING) && !saga_is(*rec, MV_SAGA_WAITING)) return MV_OK;
     char saga_id[129];
-    mv_strlcpy(saga_id, mv_json_str(*rec, "sagaId"), sizeof saga_id);
+    mv_strlcpy(saga_id, (*rec)->id, sizeof saga_id);
     mv_saga_ctx ctx = {.e = e, .def = def, .saga_id = saga_id, .rec = rec, .abort = abort};
-    json_t *input = json_deep_copy(json_object_get(*rec, "input"));
+    json_t *input = json_deep_copy((*rec)->input);
     mv_err run_err = {0};
     rc = def->run(&ctx, input, def->ctx, &run_err);
     json_decref(input);
@@ -640,17 +634,17 @@ typedef struct {
 static mv_code create_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_INSERT_SAGA, &changes, err, "ssssiiissi", t->id, t->definition,
-                             t->input, t->fingerprint, (int64_t)t->max_attempts, t->now, t->now,
-                             t->tenant, t->runner, t->until);
+    mv_code rc = mv_db_execf(db, mv__sql_saga_insert, &changes, err, "ssssiiissi", t->id,
+                             t->definition, t->input, t->fingerprint, (int64_t)t->max_attempts,
+                             t->now, t->now, t->tenant, t->runner, t->until);
     t->created = changes == 1;
     return rc;
 }
 
 static mv_code create_blind_fn(mv_db *db, void *ctx, mv_err *err) {
     create_tx *t = ctx;
-    return mv_db_execf_later_unique(db, SQL_INSERT_SAGA_BLIND, MV_SAGA_EXISTS, err, "ssssiiissi",
-                                    t->id, t->definition, t->input, t->fingerprint,
+    return mv_db_execf_later_unique(db, mv__sql_saga_insert_blind, MV_SAGA_EXISTS, err,
+                                    "ssssiiissi", t->id, t->definition, t->input, t->fingerprint,
                                     (int64_t)t->max_attempts, t->now, t->now, t->tenant, t->runner,
                                     t->until);
 }
@@ -674,7 +668,8 @@ static mv_code create_write(mv_saga_engine *e, create_tx *t, mv_err *err) {
 /* Creates the row with this caller as its runner; *created (owned: the record as stored, with the
  * runner named) is NULL when the id is taken. */
 static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_definition *def,
-                      const char *saga_id, const json_t *input, json_t **created, mv_err *err) {
+                      const char *saga_id, const json_t *input, mv__saga_record **created,
+                      mv_err *err) {
     mv_code rc;
     *created = NULL;
     char runner[37];
@@ -695,12 +690,22 @@ static mv_code create(mv_saga_engine *e, const char *tenant, const mv_saga_defin
     rc = create_write(e, &t, err);
     free(text);
     if (rc || !t.created) return rc;
-    *created = json_pack(
-        "{s:s, s:s, s:s, s:o, s:s, s:[], s:i, s:I, s:I, s:i, s:s, s:s}", "sagaId", saga_id,
-        "definition", def->name, "state", mv_saga_state_name(MV_SAGA_RUNNING), "input",
-        input ? json_deep_copy(input) : json_null(), "inputFingerprint", fp, "steps", "maxAttempts",
-        t.max_attempts, "createdAt", (json_int_t)t.now, "updatedAt", (json_int_t)t.now, "version",
-        1, K_RUNNER, runner, K_TENANT, t.tenant);
+    mv__saga_record *rec = *created = mv__saga_record_new();
+    if (rec) {
+        mv_strlcpy(rec->id, saga_id, sizeof rec->id);
+        mv_strlcpy(rec->definition, def->name, sizeof rec->definition);
+        mv_strlcpy(rec->tenant, t.tenant, sizeof rec->tenant);
+        mv_strlcpy(rec->fingerprint, fp, sizeof rec->fingerprint);
+        mv_strlcpy(rec->runner, runner, sizeof rec->runner);
+        rec->state = MV_SAGA_RUNNING;
+        rec->max_attempts = t.max_attempts;
+        rec->created_at = rec->updated_at = t.now;
+        rec->version = 1;
+        if (!(rec->input = input ? json_deep_copy(input) : json_null())) {
+            mv__saga_record_free(rec);
+            *created = NULL;
+        }
+    }
     if (!*created) { /* the row exists and holds our lease: let it expire rather than lie */
         mv__saga_drop_runner(e, saga_id, runner);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
@@ -717,7 +722,7 @@ mv_code mv_saga_execute_in(mv_saga_engine *e, const char *tenant, const mv_saga_
                            const char *saga_id, const json_t *input, mv_abort *abort,
                            json_t **record, mv_err *err) {
     mv_code rc;
-    json_t *created = NULL;
+    mv__saga_record *created = NULL;
     if (record) *record = NULL;
     if (tenant && !mv_valid_token(tenant, MV_MAX_ID_BYTES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
@@ -742,7 +747,7 @@ mv_code mv_saga_start(mv_saga_engine *e, const mv_saga_definition *def, const ch
  * NULL when the id already exists (the caller answers as a replay). */
 mv_code mv__saga_checked_create(mv_saga_engine *e, const char *tenant,
                                 const mv_saga_definition *def, const char *saga_id,
-                                const json_t *input, mv_abort *abort, json_t **created,
+                                const json_t *input, mv_abort *abort, mv__saga_record **created,
                                 mv_err *err) {
     mv_code rc;
     if (tenant && !mv_valid_token(tenant, MV_MAX_ID_BYTES))
@@ -756,7 +761,7 @@ mv_code mv_saga_start_in(mv_saga_engine *e, const char *tenant, const mv_saga_de
                          const char *saga_id, const json_t *input, mv_abort *abort, json_t **record,
                          bool *replayed, mv_err *err) {
     mv_code rc;
-    json_t *created = NULL;
+    mv__saga_record *created = NULL;
     if (record) *record = NULL;
     if (replayed) *replayed = false;
     if ((rc = mv__saga_checked_create(e, tenant, def, saga_id, input, abort, &created, err)))
@@ -766,20 +771,20 @@ mv_code mv_saga_start_in(mv_saga_engine *e, const char *tenant, const mv_saga_de
     if ((rc = mv_saga_tenant(e, saga_id, owner, err))) return rc;
     if (strcmp(owner, tenant ? tenant : "default") != 0) /* another tenant's id does not exist */
         return mv_err_set(err, MV_SAGA_NOT_FOUND, "saga %s: not found", saga_id);
-    json_t *rec;
+    mv__saga_record *rec;
     if ((rc = mv__saga_load(e, saga_id, &rec, err))) return rc;
     char fp[65];
     json_t *null_input = input ? NULL : json_null();
     mv__saga_input_fingerprint(e, input ? input : null_input, fp);
-    if (!is(rec, "definition", def->name))
+    if (strcmp(rec->definition, def->name) != 0)
         rc = mv_err_set(err, MV_SAGA_MISMATCH, "saga %s: belongs to another definition", saga_id);
-    else if (!is(rec, "inputFingerprint", fp))
+    else if (strcmp(rec->fingerprint, fp) != 0)
         rc = mv_err_set(err, MV_SAGA_MISMATCH, "saga %s: was started with a different input",
                         saga_id);
     else if (replayed)
         *replayed = true;
     if (rc && err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
     if (record && rc == MV_OK) *record = mv__saga_public_json(rec);
-    json_decref(rec);
+    mv__saga_record_free(rec);
     return rc;
 }

@@ -4,8 +4,7 @@
 
 #include "durable/saga_internal.h"
 #include "store/db.h"
-
-static const char SQL_SAGA_TENANT[] = "SELECT tenant_id FROM sagas WHERE saga_id = ?";
+#include "store/saga_sql.h"
 
 /* ---- resolution ---------------------------------------------------------------------------- */
 
@@ -16,13 +15,14 @@ static mv_code resolution_error(const char *saga_id, const char *step, const cha
     return MV_SAGA_RESOLUTION;
 }
 
-static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, json_t **rec,
-                              const mv_saga_resolution *res, mv_err *err) {
-    const char *saga_id = mv_json_str(*rec, "sagaId");
-    int index = mv__saga_find_step(*rec, "name", res->step);
+static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def,
+                              mv__saga_record **rec, const mv_saga_resolution *res, mv_err *err) {
+    const char *saga_id = (*rec)->id;
+    int index = mv__saga_find_step(*rec, res->step);
     if (index < 0) return resolution_error(saga_id, res->step, "does not exist", err);
-    json_t *step = json_deep_copy(json_array_get(json_object_get(*rec, "steps"), (size_t)index));
-    const char *state_now = mv_json_str(step, "state");
+    mv__saga_step step;
+    mv__saga_step_copy(&step, &(*rec)->steps[index]);
+    const char *state_now = mv_saga_step_state_name(step.state);
     char what[160];
     mv_saga_state saga_state;
     mv_code rc = MV_OK;
@@ -32,18 +32,19 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
                                       MV__EFFECT_MASK(MV_EFFECT_UNKNOWN)};
     const journal_note *noted = NULL;
     if (strcmp(res->kind, "execution") == 0) {
-        if (!is(step, "effectId", res->effect_id))
+        if (strcmp(step.effect_id, res->effect_id) != 0)
             rc = resolution_error(saga_id, res->step, "execution effect id does not match", err);
-        else if (!step_is(step, MV_STEP_EXECUTING) && !step_is(step, MV_STEP_AMBIGUOUS)) {
+        else if (!step_is(&step, MV_STEP_EXECUTING) && !step_is(&step, MV_STEP_AMBIGUOUS)) {
             snprintf(what, sizeof what, "is not awaiting an execution resolution (%s)", state_now);
             rc = resolution_error(saga_id, res->step, what, err);
         }
         if (rc) goto done;
-        json_object_del(step, "errorCode");
-        json_object_del(step, "result");
+        step.error_code[0] = '\0';
+        json_decref(step.result);
+        step.result = NULL;
         if (strcmp(res->outcome, "committed") == 0) {
-            set_step_state(step, MV_STEP_COMMITTED);
-            if (res->result) json_object_set_new(step, "result", json_deep_copy(res->result));
+            step.state = MV_STEP_COMMITTED;
+            if (res->result) step.result = json_deep_copy(res->result);
             saga_state = MV_SAGA_RUNNING;
             note.to = MV_EFFECT_COMMITTED;
         } else {
@@ -52,36 +53,34 @@ static mv_code resolve_loaded(mv_saga_engine *e, const mv_saga_definition *def, 
                 rc = mv_err_set(err, MV_INVALID_ARGUMENT, "saga resolution errorCode is invalid");
                 goto done;
             }
-            set_step_state(step, MV_STEP_FAILED);
-            json_object_set_new(step, "errorCode", json_string(code));
+            step.state = MV_STEP_FAILED;
+            mv_strlcpy(step.error_code, code, sizeof step.error_code);
             saga_state = MV_SAGA_COMPENSATING;
             note.to = MV_EFFECT_FAILED;
             note.error_code = code;
         }
         noted = &note;
     } else {
-        if (!is(step, "compensationEffectId", res->effect_id))
+        if (strcmp(step.comp_id, res->effect_id) != 0)
             rc = resolution_error(saga_id, res->step, "compensation effect id does not match", err);
-        else if (!step_is(step, MV_STEP_COMPENSATING)) {
+        else if (!step_is(&step, MV_STEP_COMPENSATING)) {
             snprintf(what, sizeof what, "is not awaiting a compensation resolution (%s)",
                      state_now);
             rc = resolution_error(saga_id, res->step, what, err);
         }
         if (rc) goto done;
-        json_object_del(step, "errorCode");
-        json_object_del(step, "nextAttemptAt");
+        step.error_code[0] = '\0';
+        step.has_next = false;
         bool compensated = strcmp(res->outcome, "compensated") == 0;
-        set_step_state(step, compensated ? MV_STEP_COMPENSATED : MV_STEP_COMPENSATION_FAILED);
-        int max = def ? mv__saga_max_attempts(def)
-                      : (int)json_integer_value(json_object_get(*rec, "maxAttempts"));
+        step.state = compensated ? MV_STEP_COMPENSATED : MV_STEP_COMPENSATION_FAILED;
+        int max = def ? mv__saga_max_attempts(def) : (int)(*rec)->max_attempts;
         if (max < 1) max = MV_DEFAULT_SAGA_MAX_ATTEMPTS;
-        saga_state = !compensated && json_integer_value(json_object_get(step, "attempts")) >= max
-                         ? MV_SAGA_MANUAL_REVIEW
-                         : MV_SAGA_COMPENSATING;
+        saga_state =
+            !compensated && step.attempts >= max ? MV_SAGA_MANUAL_REVIEW : MV_SAGA_COMPENSATING;
     }
-    return mv__saga_save_with_noted(e, rec, saga_state, index, step, noted, err);
+    return mv__saga_save_with_noted(e, rec, saga_state, index, &step, noted, err);
 done:
-    json_decref(step);
+    mv__saga_step_clear(&step);
     return rc;
 }
 
@@ -105,11 +104,11 @@ mv_code mv_saga_resolve(mv_saga_engine *e, const mv_saga_definition *def, const 
     if (!mv_valid_token(res->effect_id, 64))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "saga resolution effect id must be a bounded printable token");
-    json_t *rec = NULL;
+    mv__saga_record *rec = NULL;
     if (!(rc = mv__saga_load(e, saga_id, &rec, err)) &&
         !(rc = mv__saga_check_definition(def, rec, err)))
         rc = resolve_loaded(e, def, &rec, res, err);
-    json_decref(rec);
+    mv__saga_record_free(rec);
     return mv__saga_finish(e, saga_id, record, rc);
 }
 
@@ -122,7 +121,7 @@ typedef struct {
 static mv_code tenant_fn(mv_db *db, void *ctx, mv_err *err) {
     tenant_tx *t = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_SAGA_TENANT, &st, err, "s", t->id);
+    mv_code rc = mv_db_row(db, mv__sql_saga_tenant, &st, err, "s", t->id);
     if (st) {
         t->found = true;
         mv_strlcpy(t->out, mv_stmt_text(st, 0), 256);
@@ -146,10 +145,10 @@ mv_code mv_saga_get(mv_saga_engine *e, const char *saga_id, json_t **record, mv_
     *record = NULL;
     if (!mv_valid_token(saga_id, 128))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga id must be a bounded printable token");
-    json_t *rec;
+    mv__saga_record *rec;
     mv_code rc = mv__saga_load(e, saga_id, &rec, err);
     if (rc) return rc;
     *record = mv__saga_public_json(rec);
-    json_decref(rec);
+    mv__saga_record_free(rec);
     return *record ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
 }

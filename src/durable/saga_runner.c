@@ -5,6 +5,7 @@
 
 #include "durable/saga_internal.h"
 #include "store/db.h"
+#include "store/saga_sql.h"
 
 /* ---- the runner in halves (durable_internal.h) -------------------------------------------------
  * The same run as as_runner + resume_loaded + mv_saga_step + compensate_loaded, cut where the
@@ -17,10 +18,11 @@ struct mv__saga_runner {
     mv_saga_engine *e;
     const mv_saga_definition *def;
     char saga_id[129], runner[37];
-    json_t *rec;
+    mv__saga_record *rec;
     mv_saga_ctx ctx;
-    /* the step in flight */
+    /* the step in flight (step.step owned while step_live) */
     step_run step;
+    bool step_live;
     char step_name[129], effect_id[37];
     mv_effect_context c;
     int64_t started;
@@ -48,7 +50,7 @@ static void runner_emit(mv__saga_runner *r, mv_effect_phase phase, int64_t since
 }
 
 static mv__saga_runner *runner_new(mv_saga_engine *e, const mv_saga_definition *def,
-                                   const char *saga_id, const char *runner, json_t *rec) {
+                                   const char *saga_id, const char *runner, mv__saga_record *rec) {
     mv__saga_runner *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->e = e;
@@ -64,17 +66,17 @@ mv_code mv__saga_runner_start(mv_saga_engine *e, const char *tenant, const mv_sa
                               const char *saga_id, const json_t *input, mv__saga_runner **out,
                               json_t **record, bool *replayed, mv_err *err) {
     mv_code rc;
-    json_t *created = NULL;
+    mv__saga_record *created = NULL;
     *out = NULL;
     if (record) *record = NULL;
     if (replayed) *replayed = false;
     if ((rc = mv__saga_checked_create(e, tenant, def, saga_id, input, NULL, &created, err)))
         return rc;
     if (created) {
-        *out = runner_new(e, def, saga_id, mv_json_str(created, K_RUNNER), created);
+        *out = runner_new(e, def, saga_id, created->runner, created);
         if (*out) return MV_OK;
-        mv__saga_drop_runner(e, saga_id, mv_json_str(created, K_RUNNER));
-        json_decref(created);
+        mv__saga_drop_runner(e, saga_id, created->runner);
+        mv__saga_record_free(created);
         return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     }
     /* taken: what mv_saga_start_in answers (nothing runs) */
@@ -85,7 +87,7 @@ mv_code mv__saga_runner_take(mv_saga_engine *e, const mv_saga_definition *def, c
                              mv__saga_runner **out, json_t **record, mv_err *err) {
     mv_code rc;
     char runner[37];
-    json_t *rec = NULL;
+    mv__saga_record *rec = NULL;
     *out = NULL;
     if (record) *record = NULL;
     if ((rc = mv__saga_check_call(def, saga_id, NULL, err)) ||
@@ -93,13 +95,13 @@ mv_code mv__saga_runner_take(mv_saga_engine *e, const mv_saga_definition *def, c
         return mv__saga_finish(e, saga_id, record, rc);
     if (!(rc = mv__saga_load(e, saga_id, &rec, err)) &&
         !(rc = mv__saga_check_definition(def, rec, err))) {
-        json_object_set_new(rec, K_RUNNER, json_string(runner));
+        mv_strlcpy(rec->runner, runner, sizeof rec->runner);
         if ((*out = runner_new(e, def, saga_id, runner, rec))) return MV_OK;
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     }
     mv__saga_end_run(e, saga_id, &rec, runner);
     rc = mv__saga_finish_run(e, saga_id, rec, record, rc);
-    json_decref(rec);
+    mv__saga_record_free(rec);
     return rc;
 }
 
@@ -117,16 +119,11 @@ bool mv__saga_runner_compensating(const mv__saga_runner *r) {
     return saga_is(r->rec, MV_SAGA_COMPENSATING);
 }
 
-json_t *mv__saga_runner_input(const mv__saga_runner *r) {
-    return json_deep_copy(json_object_get(r->rec, "input"));
-}
+json_t *mv__saga_runner_input(const mv__saga_runner *r) { return json_deep_copy(r->rec->input); }
 
 json_t *mv__saga_runner_results(const mv__saga_runner *r) { return mv_saga_ctx_results(&r->ctx); }
 
 int64_t mv__saga_runner_lease_ms(const mv__saga_runner *r) { return r->e->runner_lease_ms; }
-
-static const char SQL_EXTEND_RUNNER[] =
-    "UPDATE sagas SET runner_expires_at = ? WHERE saga_id = ? AND runner_id = ?";
 
 typedef struct {
     const char *id, *runner;
@@ -135,7 +132,8 @@ typedef struct {
 
 static mv_code extend_fn(mv_db *db, void *ctx, mv_err *err) {
     extend_tx *t = ctx;
-    return mv_db_execf(db, SQL_EXTEND_RUNNER, &t->changes, err, "iss", t->until, t->id, t->runner);
+    return mv_db_execf(db, mv__sql_saga_extend_runner, &t->changes, err, "iss", t->until, t->id,
+                       t->runner);
 }
 
 bool mv__saga_runner_extend(const mv__saga_runner *r) {
@@ -160,9 +158,9 @@ mv_code mv__saga_runner_step_begin(mv__saga_runner *r, const char *name,
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step must be a bounded printable token");
     if (!mv__saga_find_compensator(r->def, name))
         return mv_err_set(err, MV_INVALID_ARGUMENT, "saga step %s has no compensator", name);
-    int index = mv__saga_find_step(r->rec, "name", name);
+    int index = mv__saga_find_step(r->rec, name);
     if (index >= 0) {
-        json_t *existing = json_array_get(json_object_get(r->rec, "steps"), (size_t)index);
+        const mv__saga_step *existing = &r->rec->steps[index];
         if (step_is(existing, MV_STEP_COMMITTED)) return MV_OK;
         if (step_is(existing, MV_STEP_EXECUTING) || step_is(existing, MV_STEP_AMBIGUOUS)) {
             if (!saga_is(r->rec, MV_SAGA_MANUAL_REVIEW) &&
@@ -171,20 +169,16 @@ mv_code mv__saga_runner_step_begin(mv__saga_runner *r, const char *name,
             return mv__saga_ambiguous(r->saga_id, name, err);
         }
         return mv_err_set(err, MV_SAGA_RESOLUTION, "saga %s: step %s cannot resume from %s",
-                          r->saga_id, name, mv_json_str(existing, "state"));
+                          r->saga_id, name, mv_saga_step_state_name(existing->state));
     }
     char comp_id[37];
     if ((rc = mv_id_uuid(r->effect_id, err)) || (rc = mv_id_uuid(comp_id, err))) return rc;
     mv_strlcpy(r->step_name, name, sizeof r->step_name);
     r->step = (step_run){.ctx = &r->ctx, .name = r->step_name, .effect_id = r->effect_id};
-    r->step.step =
-        json_pack("{s:s, s:s, s:s, s:s, s:O, s:i}", "name", name, "effectId", r->effect_id,
-                  "compensationEffectId", comp_id, "state",
-                  mv_saga_step_state_name(MV_STEP_EXECUTING), "compensationArgs",
-                  compensation_args ? (json_t *)compensation_args : json_null(), "attempts", 0);
-    if (!r->step.step) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    if (compensation_args)
-        json_object_set_new(r->step.step, "compensationArgs", json_deep_copy(compensation_args));
+    if ((rc =
+             mv__saga_new_step(&r->step.step, name, r->effect_id, comp_id, compensation_args, err)))
+        return rc;
+    r->step_live = true;
     /* mv_effect_run up to the executor: the intent, then "started" */
     r->c =
         (mv_effect_context){.effect_id = r->effect_id,
@@ -197,8 +191,8 @@ mv_code mv__saga_runner_step_begin(mv__saga_runner *r, const char *name,
         runner_emit(
             r, MV_PHASE_FAILED, r->started,
             mv__saga_step_error_code(&orig, false, &r->step)); /* aborted_before_execution */
-        json_decref(r->step.step);
-        r->step.step = NULL;
+        mv__saga_step_clear(&r->step.step);
+        r->step_live = false;
         mv_err_copy(err, &orig);
         if (err) mv_strlcpy(err->saga_id, r->saga_id, sizeof err->saga_id);
         return orig.code;
@@ -225,8 +219,8 @@ mv_code mv__saga_runner_step_end(mv__saga_runner *r, mv_code call_rc, json_t *re
     if (rc == MV_OK && !(rc = mv__saga_step_committed(&r->c, result, &r->step, &orig))) {
         runner_emit(r, MV_PHASE_SUCCEEDED, r->started, NULL);
         json_decref(result);
-        json_decref(r->step.step);
-        r->step.step = NULL;
+        mv__saga_step_clear(&r->step.step);
+        r->step_live = false;
         return MV_OK;
     }
     json_decref(result);
@@ -237,8 +231,8 @@ mv_code mv__saga_runner_step_end(mv__saga_runner *r, mv_code call_rc, json_t *re
     mv_effect_failure f = {.began = true, .error_code = code, .error = &orig};
     (void)mv__saga_step_failed(&r->c, &f, &r->step, &ignored);
     runner_emit(r, phase, r->started, code);
-    json_decref(r->step.step);
-    r->step.step = NULL;
+    mv__saga_step_clear(&r->step.step);
+    r->step_live = false;
     mv_err_copy(err, &orig);
     if (err) mv_strlcpy(err->saga_id, r->saga_id, sizeof err->saga_id);
     return orig.code;
@@ -255,7 +249,7 @@ static mv_code comp_advance(mv__saga_runner *r, const mv__saga_comp_call **call,
         if (pick == PICK_STOP) return rc;
         const mv_saga_compensator *comp = r->comp.comp;
         r->comp_live = true;
-        r->c = (mv_effect_context){.effect_id = mv_json_str(r->comp.step, "compensationEffectId"),
+        r->c = (mv_effect_context){.effect_id = r->comp.step.comp_id,
                                    .capability =
                                        r->def->capability ? r->def->capability : "saga.compensate",
                                    .stage = MV_STAGE_COMPENSATION,
@@ -270,21 +264,20 @@ static mv_code comp_advance(mv__saga_runner *r, const mv__saga_comp_call **call,
                 .began = false, .error_code = "compensation_failed", .error = &orig};
             (void)mv__saga_comp_failed(&r->c, &f, &r->comp, &ignored);
             runner_emit(r, MV_PHASE_FAILED, r->started, "compensation_failed");
-            json_decref(r->comp.step);
+            mv__saga_step_clear(&r->comp.step);
             r->comp_live = false;
             if (r->comp.has_transition_error) return mv_err_copy(err, &r->comp.transition_error);
             return MV_OK;
         }
         r->started = mv_clock_now(e->clock);
         runner_emit(r, MV_PHASE_STARTED, -1, NULL);
-        r->comp_call =
-            (mv__saga_comp_call){.comp = comp,
-                                 .args = json_object_get(r->comp.step, "compensationArgs"),
-                                 .call = {.saga_id = r->saga_id,
-                                          .step = mv_json_str(r->comp.step, "name"),
-                                          .effect_id = r->c.effect_id,
-                                          .attempt = r->comp.attempt,
-                                          .result = json_object_get(r->comp.step, "result")}};
+        r->comp_call = (mv__saga_comp_call){.comp = comp,
+                                            .args = r->comp.step.args,
+                                            .call = {.saga_id = r->saga_id,
+                                                     .step = r->comp.step.name,
+                                                     .effect_id = r->c.effect_id,
+                                                     .attempt = r->comp.attempt,
+                                                     .result = r->comp.step.result}};
         *call = &r->comp_call;
         return MV_OK;
     }
@@ -302,7 +295,7 @@ static mv_code comp_begin(mv__saga_runner *r, const mv__saga_comp_call **call, m
     bool go = false;
     mv_code rc = mv__saga_comp_prelude(r->e, &r->rec, r->saga_id, &go, err);
     if (rc || !go) return rc;
-    r->comp_index = (int)json_array_size(json_object_get(r->rec, "steps")) - 1;
+    r->comp_index = (int)r->rec->nsteps - 1;
     return comp_advance(r, call, err);
 }
 
@@ -341,7 +334,7 @@ mv_code mv__saga_runner_comp_end(mv__saga_runner *r, mv_code call_rc, const mv_e
     if (rc != MV_OK && call_err) mv_err_copy(&orig, call_err);
     if (rc == MV_OK && !(rc = mv__saga_comp_committed(&r->c, NULL, &r->comp, &orig))) {
         runner_emit(r, MV_PHASE_SUCCEEDED, r->started, NULL);
-        json_decref(r->comp.step);
+        mv__saga_step_clear(&r->comp.step);
         r->comp_live = false;
         r->comp_index--;
         rc = comp_advance(r, call, err);
@@ -352,7 +345,7 @@ mv_code mv__saga_runner_comp_end(mv__saga_runner *r, mv_code call_rc, const mv_e
     mv_effect_failure f = {.began = true, .error_code = "compensation_failed", .error = &orig};
     (void)mv__saga_comp_failed(&r->c, &f, &r->comp, &ignored);
     runner_emit(r, MV_PHASE_FAILED, r->started, "compensation_failed");
-    json_decref(r->comp.step);
+    mv__saga_step_clear(&r->comp.step);
     r->comp_live = false;
     /* the failed attempt is recorded; the next call retries when due */
     return comp_over(
@@ -361,11 +354,11 @@ mv_code mv__saga_runner_comp_end(mv__saga_runner *r, mv_code call_rc, const mv_e
 
 mv_code mv__saga_runner_finish(mv__saga_runner *r, mv_code rc, json_t **record) {
     if (!r) return rc;
-    if (r->step.step) json_decref(r->step.step);
-    if (r->comp_live) json_decref(r->comp.step);
+    if (r->step_live) mv__saga_step_clear(&r->step.step);
+    if (r->comp_live) mv__saga_step_clear(&r->comp.step);
     mv__saga_end_run(r->e, r->saga_id, &r->rec, r->runner);
     rc = mv__saga_finish_run(r->e, r->saga_id, r->rec, record, rc);
-    json_decref(r->rec);
+    mv__saga_record_free(r->rec);
     free(r);
     return rc;
 }

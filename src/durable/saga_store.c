@@ -8,19 +8,10 @@
 #include "store/db.h"
 #include "store/saga_sql.h"
 
-static const char SQL_CAS_SAGA[] = CAS_SAGA;
-static const char SQL_INSERT_STEP[] =
-    "INSERT INTO saga_steps (" STEP_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-static const char SQL_UPDATE_STEP[] = UPDATE_STEP;
-/* One runner at a time: resume and compensate take the saga's runner lease first, so a second
- * caller (another thread, process or daemon) answers saga_concurrency at once instead of racing
- * the first through a step that is still running. Every save extends the lease; a crashed
- * runner's lease simply expires. */
-static const char SQL_TAKE_RUNNER[] =
-    "UPDATE sagas SET runner_id = ?, runner_expires_at = ? "
-    "WHERE saga_id = ? AND (runner_id IS NULL OR runner_expires_at <= ?)";
-static const char SQL_DROP_RUNNER[] = "UPDATE sagas SET runner_id = NULL, runner_expires_at = NULL "
-                                      "WHERE saga_id = ? AND runner_id = ?";
+/* The statements are the store layer's (store/saga_sql.h). One runner at a time: resume and
+ * compensate take the saga's runner lease first, so a second caller (another thread, process or
+ * daemon) answers saga_concurrency at once instead of racing the first through a step that is
+ * still running. Every save extends the lease; a crashed runner's lease simply expires. */
 
 /* One saga_steps row a save writes: the whole row when it is new, its mutable columns otherwise. */
 typedef struct {
@@ -58,7 +49,7 @@ static mv_code note_fn(mv_db *db, const journal_note *n, int64_t now, mv_err *er
                                err);
 }
 
-/* Binds a step row from *i on, in the order of SQL_INSERT_STEP or SQL_UPDATE_STEP. */
+/* Binds a step row from *i on, in the order of mv__sql_saga_insert_step or _update_step. */
 static void bind_row(mv_stmt *st, int *i, const char *saga_id, const step_row *r, int64_t now) {
     if (r->insert) {
         mv_stmt_bind_text(st, (*i)++, saga_id);
@@ -97,7 +88,8 @@ static mv_code no_row(const char *saga_id, const step_row *r, mv_err *err) {
 static mv_code write_row(mv_db *db, const char *saga_id, const step_row *r, int64_t now,
                          mv_err *err) {
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, r->insert ? SQL_INSERT_STEP : SQL_UPDATE_STEP, &st, err);
+    mv_code rc = mv_db_prepare(db, r->insert ? mv__sql_saga_insert_step : mv__sql_saga_update_step,
+                               &st, err);
     if (rc) return rc;
     int i = 1;
     bind_row(st, &i, saga_id, r, now);
@@ -132,6 +124,12 @@ static int save_shape(const cas_tx *t) {
     if (t->pending && t->nrows == 2 && t->nnotes == 2 && start) return MV__SAGA_SAVE_COMMIT_START;
     if (t->pending && t->nrows == 1 && t->nnotes == 1 && !t->rows[0].insert)
         return MV__SAGA_SAVE_COMMIT;
+    if (!t->pending && t->nnotes == 0 && t->nrows == 1 && !t->rows[0].insert)
+        return MV__SAGA_SAVE_STEP;
+    if (!t->pending && t->nnotes == 1 && t->nrows == 1 && !t->rows[0].insert &&
+        !t->notes[0]->insert && (t->notes[0]->from_mask & MV__EFFECT_MASK(MV_EFFECT_EXECUTING)))
+        return MV__SAGA_SAVE_STEP_MOVE;
+    if (!t->pending && t->nnotes == 0 && t->nrows == 0) return MV__SAGA_SAVE_STATE;
     return -1;
 }
 
@@ -157,6 +155,16 @@ static void bind_one(mv_stmt *st, const cas_tx *t, const journal_note **commit,
     }
     if (*r < t->nrows) {
         bind_row(st, &i, t->id, &t->rows[*r], t->updated_at);
+        if (!t->rows[*r].insert) { /* MV__SAGA_SAVE_STEP: the row, and its effect's move */
+            if (n < t->nnotes) {
+                *commit = t->notes[n];
+                mv_stmt_bind_text(st, i++, mv_effect_state_name((*commit)->to));
+                mv_stmt_bind_int64(st, i++, t->updated_at);
+                mv_stmt_bind_text(st, i++, (*commit)->error_code);
+                mv_stmt_bind_text(st, i++, (*commit)->effect_id);
+            }
+            return;
+        }
         *start = t->notes[n];
         mv_stmt_bind_text(st, i++, (*start)->effect_id);
         mv_stmt_bind_text(st, i++, (*start)->capability);
@@ -198,8 +206,8 @@ static mv_code cas_one(mv_db *db, cas_tx *t, const char *sql, mv_err *err) {
                           t->id);
     if (count[1] != 1) return no_row(t->id, &t->rows[0], err);
     if (count[2] != 1 && /* not executing: the full transition says why (or finds no row) */
-        (rc = mv__journal_move_tx(db, commit->effect_id, commit->from_mask, commit->to, NULL,
-                                  t->updated_at, true, err)))
+        (rc = mv__journal_move_tx(db, commit->effect_id, commit->from_mask, commit->to,
+                                  commit->error_code, t->updated_at, true, err)))
         return rc;
     if (count[3] != 1) return no_row(t->id, &t->rows[r], err);
     if (count[4] != 1)
@@ -213,7 +221,7 @@ static mv_code cas_fn(mv_db *db, void *ctx, mv_err *err) {
     const char *one = save_sql(db, t, false);
     if (one) return cas_one(db, t, one, err);
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_CAS_SAGA, &st, err);
+    mv_code rc = mv_db_prepare(db, mv__sql_saga_cas, &st, err);
     if (rc) return rc;
     int i = 1;
     bind_cas(st, &i, t);
@@ -244,119 +252,115 @@ mv_code mv__saga_concurrency(const char *id, mv_err *err) {
 }
 
 /* The row of step `idx` as stored (values sealed when encryption is on). */
-static mv_code fill_row(const mv_saga_engine *e, const char *saga_id, const json_t *step,
+static mv_code fill_row(const mv_saga_engine *e, const char *saga_id, const mv__saga_step *step,
                         int64_t idx, bool insert, step_row *r, mv_err *err) {
     memset(r, 0, sizeof *r);
     r->insert = insert;
     r->idx = idx;
-    r->name = mv_json_str(step, "name");
-    r->state = mv_json_str(step, "state");
-    r->effect_id = mv_json_str(step, "effectId");
-    r->comp_id = mv_json_str(step, "compensationEffectId");
-    r->error_code = mv_json_str(step, "errorCode");
-    json_t *v;
-    if ((v = json_object_get(step, "attempts"))) {
-        r->has_attempts = true;
-        r->attempts = json_integer_value(v);
-    }
-    if ((v = json_object_get(step, "nextAttemptAt"))) {
-        r->has_next = true;
-        r->next_at = json_integer_value(v);
-    }
-    if ((v = json_object_get(step, "result")) && !(r->result = mv__saga_seal_value(e, saga_id, v)))
+    r->name = step->name;
+    r->state = mv_saga_step_state_name(step->state);
+    r->effect_id = step->effect_id;
+    r->comp_id = step->comp_id;
+    r->error_code = step->error_code[0] ? step->error_code : NULL;
+    r->has_attempts = true;
+    r->attempts = step->attempts;
+    r->has_next = step->has_next;
+    r->next_at = step->next_at;
+    if (step->result && !(r->result = mv__saga_seal_value(e, saga_id, step->result)))
         return mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", saga_id);
     if (insert) {
-        v = json_object_get(step, "compensationArgs");
-        json_t *null = v ? NULL : json_null();
-        r->args = mv__saga_seal_value(e, saga_id, v ? v : null);
+        json_t *null = step->args ? NULL : json_null();
+        r->args = mv__saga_seal_value(e, saga_id, step->args ? step->args : null);
         if (!r->args)
             return mv_err_set(err, MV_INTERNAL, "saga %s: cannot encrypt a value", saga_id);
     }
     return MV_OK;
 }
 
-static bool ends_run(const json_t *rec) {
-    int state = mv_saga_state_parse(mv_json_str(rec, "state"));
-    return state == MV_SAGA_COMPLETED || state == MV_SAGA_COMPENSATED ||
-           state == MV_SAGA_MANUAL_REVIEW || state == MV_SAGA_WAITING;
+static bool ends_run(const mv__saga_record *rec) {
+    return rec->end_run || rec->state == MV_SAGA_COMPLETED || rec->state == MV_SAGA_COMPENSATED ||
+           rec->state == MV_SAGA_MANUAL_REVIEW || rec->state == MV_SAGA_WAITING;
+}
+
+/* Writes t: on a store with one-statement saves (PostgreSQL), a running saga's save is sent blind
+ * first; when it fails for any reason but a lost connection, the transaction rolled back and the
+ * save runs again reading its results, which tells a moved version from a taken effect id as
+ * before. The blind write only queues one statement from t and changes nothing else, so it may be
+ * run again: concurrent sagas' saves share commits (store/pg_batch.c), and one that fails in a
+ * batch is run again alone and fails there as it would have alone. */
+static mv_code cas_write(mv_saga_engine *e, cas_tx *t, mv_err *err) {
+    mv_code rc = MV_INTERNAL;
+    if (mv__saga_save_has_sql(e->store) && save_shape(t) >= 0) {
+        mv_err blind = {0};
+        rc = mv__store_write_rerunnable(e->store, cas_blind, t, &blind);
+        if (rc == MV_STORE_UNAVAILABLE) mv_err_copy(err, &blind);
+    }
+    if (rc != MV_OK && rc != MV_STORE_UNAVAILABLE) rc = mv_store_write(e->store, cas_fn, t, err);
+    if (rc == MV_SAGA_CONCURRENCY) mv__saga_concurrency(t->id, err);
+    return rc;
 }
 
 /* Saves next (owned) over *rec with a compare-and-set on *rec's version, in one transaction with:
  * step `index` of next (-1: none; insert: a new row), a committed step still pending in next
- * (K_PENDING), and note (may be NULL) in the journal. A save that ends the run (completed,
- * compensated, manual review, waiting) drops the runner
- * lease in the same statement. On success *rec becomes next (version + 1); on failure *rec is
- * marked stale. */
-mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int index, bool insert,
-                            const journal_note *note, mv_err *err) {
-    const char *id = mv_json_str(*rec, "sagaId");
-    int64_t version = json_integer_value(json_object_get(*rec, "version"));
-    json_t *steps = json_object_get(next, "steps");
-    json_t *pending = json_object_get(next, K_PENDING);
-    int pidx = pending ? (int)json_integer_value(pending) : -1;
-    bool ends = ends_run(next) || json_object_get(next, K_END);
+ * (next->pending), and note (may be NULL) in the journal. A save that ends the run (completed,
+ * compensated, manual review, waiting, or next->end_run) drops the runner lease in the same
+ * statement. On success *rec becomes next (version + 1); on failure *rec is marked stale. */
+mv_code mv__saga_save_noted(mv_saga_engine *e, mv__saga_record **rec, mv__saga_record *next,
+                            int index, bool insert, const journal_note *note, mv_err *err) {
+    const char *id = (*rec)->id;
+    int64_t version = (*rec)->version;
+    int pidx = next->pending;
+    bool ends = ends_run(next);
     step_row rows[2];
     size_t nrows = 0;
     mv_code rc = MV_OK;
+    if (index >= (int)next->nsteps || pidx >= (int)next->nsteps) {
+        mv__saga_record_free(next);
+        return mv_err_set(err, MV_INTERNAL, "saga %s: no step %d to save", id,
+                          index > pidx ? index : pidx);
+    }
     if (pidx >= 0 && pidx != index)
-        rc = fill_row(e, id, json_array_get(steps, (size_t)pidx), pidx, false, &rows[nrows++], err);
+        rc = fill_row(e, id, &next->steps[pidx], pidx, false, &rows[nrows++], err);
     if (rc == MV_OK && index >= 0)
-        rc = fill_row(e, id, json_array_get(steps, (size_t)index), index, insert, &rows[nrows++],
-                      err);
-    journal_note commit = {.effect_id =
-                               mv_json_str(json_array_get(steps, (size_t)pidx), "effectId"),
+        rc = fill_row(e, id, &next->steps[index], index, insert, &rows[nrows++], err);
+    journal_note commit = {.effect_id = pidx >= 0 ? next->steps[pidx].effect_id : NULL,
                            .from_mask = MV__EFFECT_MASK(MV_EFFECT_EXECUTING),
                            .to = MV_EFFECT_COMMITTED};
     if (rc == MV_OK) {
         cas_tx t = {.id = id,
-                    .state = mv_json_str(next, "state"),
-                    .release = ends ? mv_json_str(next, K_RUNNER) : NULL,
-                    .updated_at = json_integer_value(json_object_get(next, "updatedAt")),
+                    .state = mv_saga_state_name(next->state),
+                    .release = ends && next->runner[0] ? next->runner : NULL,
+                    .updated_at = next->updated_at,
                     .version = version,
                     .rows = rows,
                     .nrows = nrows};
-        if (pidx >= 0 && commit.effect_id) t.notes[t.nnotes++] = &commit;
-        t.pending = pidx >= 0 && pidx != index && commit.effect_id;
+        if (commit.effect_id) t.notes[t.nnotes++] = &commit;
+        t.pending = pidx >= 0 && pidx != index;
         if (note) t.notes[t.nnotes++] = note;
-        if (json_object_get(next, "wakeAt")) {
+        if (next->has_wake_at) {
             t.has_wake_at = true;
-            t.wake_at = json_integer_value(json_object_get(next, "wakeAt"));
+            t.wake_at = next->wake_at;
             t.wake = saga_is(next, MV_SAGA_WAITING);
-            t.tenant = mv_json_str(next, K_TENANT);
+            t.tenant = next->tenant[0] ? next->tenant : NULL;
         }
         t.lease_until = t.updated_at + e->runner_lease_ms;
-        rc = MV_INTERNAL;
-        /* A store with one-statement saves (PostgreSQL): a running saga's save is sent blind first;
-         * when it fails for any reason but a lost connection, the transaction rolled back and the
-         * save runs again reading its results, which tells a moved version from a taken effect id
-         * as before. The blind write only queues one statement from t and changes nothing else, so
-         * it may be run again: concurrent sagas' saves share commits (store/pg_batch.c), and one
-         * that fails in a batch is run again alone and fails there as it would have alone; *rec
-         * changes below, only once the outcome is known. */
-        if (mv__saga_save_has_sql(e->store) && save_shape(&t) >= 0) {
-            mv_err blind = {0};
-            rc = mv__store_write_rerunnable(e->store, cas_blind, &t, &blind);
-            if (rc == MV_STORE_UNAVAILABLE) mv_err_copy(err, &blind);
-        }
-        if (rc != MV_OK && rc != MV_STORE_UNAVAILABLE)
-            rc = mv_store_write(e->store, cas_fn, &t, err);
-        if (rc == MV_SAGA_CONCURRENCY) mv__saga_concurrency(id, err);
+        rc = cas_write(e, &t, err); /* *rec changes below, only once the outcome is known */
     }
     for (size_t i = 0; i < nrows; i++) {
         free(rows[i].args);
         free(rows[i].result);
     }
     if (rc) {
-        json_decref(next);
-        json_object_set_new(*rec, K_STALE, json_true());
+        mv__saga_record_free(next);
+        (*rec)->stale = true;
         return rc;
     }
-    json_object_set_new(next, "version", json_integer(version + 1));
-    json_object_del(next, K_PENDING);
-    json_object_del(next, K_STALE);
-    json_object_del(next, K_END);
-    if (ends) json_object_del(next, K_RUNNER);
-    json_decref(*rec);
+    next->version = version + 1;
+    next->pending = -1;
+    next->stale = false;
+    next->end_run = false;
+    if (ends) next->runner[0] = '\0';
+    mv__saga_record_free(*rec);
     *rec = next;
     if (e->on_save) {
         json_t *pub = mv__saga_public_json(next);
@@ -366,15 +370,16 @@ mv_code mv__saga_save_noted(mv_saga_engine *e, json_t **rec, json_t *next, int i
     return MV_OK;
 }
 
-mv_code mv__saga_save_with_noted(mv_saga_engine *e, json_t **rec, int state, int index,
-                                 json_t *step, const journal_note *note, mv_err *err) {
-    json_t *next;
+mv_code mv__saga_save_with_noted(mv_saga_engine *e, mv__saga_record **rec, int state, int index,
+                                 mv__saga_step *step, const journal_note *note, mv_err *err) {
+    mv__saga_record *next;
+    bool has_step = step != NULL;
     mv_code rc = mv__saga_with(e, *rec, state, index, step, &next, err);
-    return rc ? rc : mv__saga_save_noted(e, rec, next, step ? index : -1, false, note, err);
+    return rc ? rc : mv__saga_save_noted(e, rec, next, has_step ? index : -1, false, note, err);
 }
 
-mv_code mv__saga_save_with(mv_saga_engine *e, json_t **rec, int state, int index, json_t *step,
-                           mv_err *err) {
+mv_code mv__saga_save_with(mv_saga_engine *e, mv__saga_record **rec, int state, int index,
+                           mv__saga_step *step, mv_err *err) {
     return mv__saga_save_with_noted(e, rec, state, index, step, NULL, err);
 }
 
@@ -389,9 +394,9 @@ typedef struct {
 static mv_code runner_fn(mv_db *db, void *ctx, mv_err *err) {
     runner_tx *t = ctx;
     if (t->take)
-        return mv_db_execf(db, SQL_TAKE_RUNNER, &t->changes, err, "sisi", t->runner, t->until,
-                           t->id, t->now);
-    return mv_db_execf(db, SQL_DROP_RUNNER, &t->changes, err, "ss", t->id, t->runner);
+        return mv_db_execf(db, mv__sql_saga_take_runner, &t->changes, err, "sisi", t->runner,
+                           t->until, t->id, t->now);
+    return mv_db_execf(db, mv__sql_saga_drop_runner, &t->changes, err, "ss", t->id, t->runner);
 }
 
 /* Takes the runner lease of saga_id for runner (37 bytes, filled). A saga that does not exist is
@@ -403,9 +408,9 @@ mv_code mv__saga_take_runner(mv_saga_engine *e, const char *saga_id, char runner
     if ((rc = mv__saga_now_ms(e, &t.now, err))) return rc;
     t.until = t.now + e->runner_lease_ms;
     if ((rc = mv_store_write(e->store, runner_fn, &t, err))) return rc;
-    json_t *existing = NULL;
+    mv__saga_record *existing = NULL;
     if (t.changes == 0 && mv__saga_load(e, saga_id, &existing, NULL) == MV_OK) {
-        json_decref(existing);
+        mv__saga_record_free(existing);
         mv_err_set(err, MV_SAGA_CONCURRENCY, "saga %s: another runner is working on it", saga_id);
         if (err) mv_strlcpy(err->saga_id, saga_id, sizeof err->saga_id);
         return MV_SAGA_CONCURRENCY;

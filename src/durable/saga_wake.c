@@ -24,13 +24,13 @@ typedef struct pending {
 static mv_code what(mv_saga_engine *e, const mv__timer *t, const mv_saga_definition **def,
                     mv_err *err) {
     *def = NULL;
-    json_t *rec = NULL;
+    mv__saga_record *rec = NULL;
     mv_code rc = mv__saga_load(e, t->ref, &rec, err);
     if (rc) return rc == MV_SAGA_NOT_FOUND ? MV_OK : rc;
     bool go = saga_is(rec, MV_SAGA_WAITING) || saga_is(rec, MV_SAGA_RUNNING);
     char definition[129];
-    mv_strlcpy(definition, mv_json_str(rec, "definition"), sizeof definition);
-    json_decref(rec);
+    mv_strlcpy(definition, rec->definition, sizeof definition);
+    mv__saga_record_free(rec);
     if (!go) return MV_OK;
     if (!(*def = e->find ? e->find(e->find_ctx, definition) : NULL))
         return mv_err_set(err, MV_SAGA_DEFINITION_NOT_FOUND,
@@ -45,13 +45,12 @@ static mv_code what(mv_saga_engine *e, const mv__timer *t, const mv_saga_definit
  * the next claim). */
 static mv_code after(mv_saga_engine *e, const mv__timer *t, mv_code run_rc, const mv_err *run_err,
                      mv_err *err) {
-    json_t *rec = NULL;
+    mv__saga_record *rec = NULL;
     mv_code rc = mv__saga_load(e, t->ref, &rec, err);
     if (rc) return rc == MV_SAGA_NOT_FOUND ? MV_OK : rc;
-    bool still = (saga_is(rec, MV_SAGA_WAITING) &&
-                  json_integer_value(json_object_get(rec, "wakeAt")) <= t->due_at) ||
+    bool still = (saga_is(rec, MV_SAGA_WAITING) && rec->has_wake_at && rec->wake_at <= t->due_at) ||
                  (saga_is(rec, MV_SAGA_RUNNING) && run_rc == MV_SAGA_CONCURRENCY);
-    json_decref(rec);
+    mv__saga_record_free(rec);
     if (!still) return MV_OK;
     if (run_rc != MV_OK) return mv_err_copy(err, run_err);
     return mv_err_set(err, MV_SAGA_DELAYED, "saga %s: not due yet", t->ref);
