@@ -139,8 +139,8 @@ static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
         return rc;
     }
     if (every) return hold(svc, db, t, doc, tenant, to, ch->name, every, content, links, err);
-    char *row = channel_row_text(url, ch->name, id, to, doc, t, kind, content ? content : fixed,
-                                 links);
+    char *row =
+        channel_row_text(url, ch->name, id, to, doc, t, kind, content ? content : fixed, links);
     rc = row ? mv__outbox_add_text_tx(db, MV_OUTBOX_WEBHOOK, row, mv__schedule_due(svc, doc), err)
              : mv_err_set(err, MV_NO_MEMORY, "out of memory");
     free(row);

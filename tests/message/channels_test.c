@@ -198,7 +198,8 @@ static mv_code payloads_tx(mv_db *db, void *ctx, mv_err *err) {
     mv_code rc = mv_db_prepare(db, "SELECT kind, payload FROM outbox ORDER BY kind", &st, err);
     if (rc != MV_OK) return rc;
     while (mv_stmt_step(st, err) == 1)
-        json_array_append_new(a->rows, json_pack("[s,s]", mv_stmt_text(st, 0), mv_stmt_text(st, 1)));
+        json_array_append_new(a->rows,
+                              json_pack("[s,s]", mv_stmt_text(st, 0), mv_stmt_text(st, 1)));
     mv_stmt_done(st);
     return MV_OK;
 }
