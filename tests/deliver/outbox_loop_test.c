@@ -3,9 +3,12 @@
  * verdict (sent, given up on 4xx, retried on 5xx), racing workers deliver each row once, and a
  * loop that stops leaves its rows to be retried — on both stores. */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #include "missive/deliver.h"
 #include "store/db.h"
+#include "store/write_async.h"
 #include "support/http_sink.h"
 #include "support/stores.h"
 
@@ -419,6 +422,93 @@ STORE_TEST(two_workers_racing_over_emails_and_webhooks_send_each_exactly_once) {
     mv_store_close(s);
 }
 
+/* ---- the daemon's worker while requests write --------------------------------------------- */
+
+typedef struct writer_load {
+    mv_store *store;
+    atomic_bool stop;
+    atomic_int done;
+} writer_load;
+
+static mv_code nothing_tx(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    return mv_db_exec(db, "CREATE TEMP TABLE IF NOT EXISTS load_probe (x INTEGER)", err);
+}
+
+static void load_done(mv_code rc, const mv_err *err, void *ctx) {
+    (void)rc;
+    (void)err;
+    atomic_fetch_add(&((writer_load *)ctx)->done, 1);
+}
+
+/* Requests' writes, as creates queue them: asynchronous, back to back, a few in flight. */
+static void *write_load(void *arg) {
+    writer_load *l = arg;
+    int queued = 0;
+    while (!atomic_load(&l->stop)) {
+        if (queued - atomic_load(&l->done) < 8) {
+            mv__store_write_async(l->store, nothing_tx, NULL, load_done, l);
+            queued++;
+        } else {
+            usleep(200);
+        }
+    }
+    while (atomic_load(&l->done) < queued)
+        usleep(1000);
+    return NULL;
+}
+
+/* While requests keep writing, the worker pauses after each full batch (it leaves the writer and
+ * the cores to them) but never stops: a backlog of several batches is still sent, each row once,
+ * and with the writes gone it finishes at full speed. */
+STORE_TEST(the_worker_keeps_delivering_each_row_once_while_requests_write) {
+    mv_store *s = open_store(kind, "olyield.db");
+    http_sink *hook = http_sink_start();
+    REQUIRE(s && hook);
+    mv_loop *loop = NULL;
+    REQUIRE(mv_loop_new(NULL, &loop, NULL) == MV_OK);
+    enum { N = 400 };
+    static char ids[N][37];
+    char url[128];
+    snprintf(url, sizeof url, "%s/events", http_sink_url(hook));
+    for (int i = 0; i < N; i++)
+        REQUIRE(add_row(s, url, i, mv_now_ms(), ids[i]));
+    writer_load l = {.store = s};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, write_load, &l) == 0);
+    uint64_t writes0 = mv__store_async_writes(s);
+    mv_outbox_config cfg = {.loop = loop};
+    mv_outbox_worker *w = NULL;
+    mv_err err = {0};
+    CHECK_CODE(mv_outbox_worker_start(s, &cfg, 50, &w, &err), MV_OK, &err);
+    bool all = http_sink_wait(hook, N, 30000); /* with the writes still going on */
+    atomic_store(&l.stop, true);
+    pthread_join(t, NULL);
+    mv_outbox_worker_stop(w);
+    CHECK(all);
+    CHECK(mv__store_async_writes(s) - writes0 > 100); /* the requests did write meanwhile */
+    CHECK_INT(http_sink_count(hook), N);
+    static int seen[N];
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < http_sink_count(hook); i++) {
+        http_sink_request q;
+        REQUIRE(http_sink_get(hook, i, &q));
+        json_t *b = json_loads(q.body, 0, NULL);
+        int n = (int)json_integer_value(json_object_get(b, "n"));
+        if (n >= 0 && n < N) seen[n]++;
+        json_decref(b);
+        http_sink_request_free(&q);
+    }
+    int once = 0;
+    for (int i = 0; i < N; i++)
+        once += seen[i] == 1;
+    CHECK_INT(once, N);
+    CHECK_INT(in_state(s, ids, N, "sent"), N);
+    mv_loop_free(loop);
+    http_sink_stop(hook);
+    mv_store_close(s);
+}
+
 int main(void) {
     return RUN_TESTS(
         ten_slow_webhook_rows_are_sent_at_once_each_with_its_key_and_verdict,
@@ -426,5 +516,6 @@ int main(void) {
         rows_of_a_loop_that_stops_mid_delivery_are_retried_later_with_the_same_key,
         a_batch_claims_its_emails_with_its_webhooks_at_once_and_records_them_together,
         emails_left_when_half_the_lease_is_spent_go_back_untried_and_are_sent_once_later,
-        two_workers_racing_over_emails_and_webhooks_send_each_exactly_once);
+        two_workers_racing_over_emails_and_webhooks_send_each_exactly_once,
+        the_worker_keeps_delivering_each_row_once_while_requests_write);
 }
