@@ -42,6 +42,9 @@ mv_clock mv_manual_clock(int64_t *now_ms);
 void mv_id_message(char out[25]);
 /* Random UUID v4 from the OS source, lowercase with dashes. out must hold 37 bytes. */
 mv_code mv_id_uuid(char out[37], mv_err *err);
+/* UUID v7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. Ids drawn later sort
+ * after earlier ones (to the millisecond), so an index on them grows at its end. */
+mv_code mv_id_uuid7(char out[37], mv_err *err);
 
 /* ---- crypto (OpenSSL libcrypto) ---------------------------------------------------------- */
 

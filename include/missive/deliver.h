@@ -291,9 +291,11 @@ typedef struct mv_outbox_config {
     int64_t lease_ms;        /* 0 → 60000; must exceed one delivery's timeout */
     void (*on_event)(void *ctx, const mv_outbox_event *ev); /* optional; never inside a tx */
     void *on_event_ctx;
-    /* Optional, borrowed (must outlive every run): the webhook rows of one run are sent at once
-     * on this loop instead of one after another; emails are still sent one by one. A row whose
-     * call the loop refuses or abandons (shutting down) is retried later. */
+    /* Optional, borrowed (must outlive every run): the rows of one run are claimed in one
+     * transaction and recorded in another, and its webhook rows are sent at once on this loop
+     * instead of one after another; emails are still sent one by one, each only while half of
+     * the lease is left (the rest go back untried, their claim not counted as an attempt). A row
+     * whose call the loop refuses or abandons (shutting down) is retried later. */
     mv_loop *loop;
     /* Optional, borrowed: a webhook row with "contactOf": USER (a channel delivery) gets the
      * directory's answer for USER as body.to.contact when it is sent. NULL: left as stored. */

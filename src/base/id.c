@@ -55,26 +55,46 @@ static _Thread_local struct {
     bool filled;
 } uuid_pool;
 
-mv_code mv_id_uuid(char out[37], mv_err *err) {
-    unsigned char b[16];
-    if (!uuid_pool.filled || uuid_pool.used + sizeof b > UUID_POOL) {
+static mv_code uuid_bytes(unsigned char b[16], mv_err *err) {
+    if (!uuid_pool.filled || uuid_pool.used + 16 > UUID_POOL) {
         mv_code rc = mv_random_bytes(uuid_pool.bytes, UUID_POOL, err);
         if (rc != MV_OK) return rc;
         uuid_pool.filled = true;
         uuid_pool.used = 0;
     }
-    memcpy(b, uuid_pool.bytes + uuid_pool.used, sizeof b);
-    memset(uuid_pool.bytes + uuid_pool.used, 0, sizeof b); /* never handed out twice */
-    uuid_pool.used += sizeof b;
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    memcpy(b, uuid_pool.bytes + uuid_pool.used, 16);
+    memset(uuid_pool.bytes + uuid_pool.used, 0, 16); /* never handed out twice */
+    uuid_pool.used += 16;
+    return MV_OK;
+}
+
+static void uuid_text(unsigned char b[16], unsigned version, char out[37]) {
+    b[6] = (unsigned char)((b[6] & 0x0f) | (version << 4));
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
     static const char hex[] = "0123456789abcdef";
     size_t o = 0;
-    for (size_t i = 0; i < sizeof b; i++) {
+    for (size_t i = 0; i < 16; i++) {
         if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
         out[o++] = hex[b[i] >> 4];
         out[o++] = hex[b[i] & 15];
     }
     out[o] = '\0';
+}
+
+mv_code mv_id_uuid(char out[37], mv_err *err) {
+    unsigned char b[16];
+    mv_code rc = uuid_bytes(b, err);
+    if (rc == MV_OK) uuid_text(b, 4, out);
+    return rc;
+}
+
+mv_code mv_id_uuid7(char out[37], mv_err *err) {
+    unsigned char b[16];
+    mv_code rc = uuid_bytes(b, err);
+    if (rc != MV_OK) return rc;
+    uint64_t ms = (uint64_t)mv_now_ms();
+    for (int i = 0; i < 6; i++)
+        b[i] = (unsigned char)(ms >> (40 - 8 * i));
+    uuid_text(b, 7, out);
     return MV_OK;
 }

@@ -14,9 +14,11 @@
 #include <time.h>
 
 #include "base/callctx.h"
+#include "deliver/outbox_text.h"
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 #include "store/db.h"
+#include "store/write_async.h"
 
 #define MAX_DURATION_MS INT64_C(9007199254740991) /* 2^53 - 1: any clock value plus it fits */
 
@@ -45,6 +47,12 @@ static const char SQL_RETRY[] =
     "UPDATE outbox SET state = 'pending', next_attempt_at = ?, lease_owner = NULL, "
     "lease_expires_at = NULL, last_error = ?, failure_stage = ?, updated_at = ? "
     "WHERE id = ? AND state = 'delivering' AND lease_owner = ?";
+/* A claimed row handed back untried (its worker ran out of lease to try it in): due again at
+ * once, its claim not counted as an attempt. */
+static const char SQL_RELEASE[] =
+    "UPDATE outbox SET state = 'pending', attempts = attempts - 1, lease_owner = NULL, "
+    "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND state = 'delivering' AND "
+    "lease_owner = ?";
 static const char SQL_DEPTH[] =
     "SELECT (SELECT COUNT(*) FROM outbox WHERE state IN ('pending', 'delivering')), "
     "(SELECT COUNT(*) FROM outbox WHERE state = 'failed')";
@@ -91,22 +99,36 @@ static mv_code check_payload(mv_outbox_kind kind, const json_t *p, mv_err *err) 
     return MV_OK;
 }
 
+static mv_code insert_row(mv_db *db, mv_outbox_kind kind, const char *text, int64_t now,
+                          char id_out[37], mv_err *err) {
+    /* time-ordered (v7): the primary key's index grows at its end instead of taking a write on a
+     * random page of it per row, inside the create's transaction */
+    char id[37];
+    mv_code rc = mv_id_uuid7(id, err);
+    if (rc) return rc;
+    /* deferred (store/db.h): nothing reads its result, so on PostgreSQL it rides with the next
+     * statement or the commit instead of costing a round trip of its own */
+    rc = mv_db_execf_later(db, SQL_INSERT, err, "sssiii", id, kind_name(kind), text, now, now, now);
+    if (rc == MV_OK && id_out) memcpy(id_out, id, 37);
+    return rc;
+}
+
 mv_code mv_outbox_add_tx_id(mv_db *db, mv_outbox_kind kind, const json_t *payload, int64_t now,
                             char id_out[37], mv_err *err) {
     if (kind != MV_OUTBOX_EMAIL && kind != MV_OUTBOX_WEBHOOK)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "unknown outbox kind %d", (int)kind);
     mv_code rc = check_payload(kind, payload, err);
     if (rc) return rc;
-    char id[37];
-    if ((rc = mv_id_uuid(id, err))) return rc;
     char *text = mv_json_compact(payload);
     if (!text) return mv_err_set(err, MV_NO_MEMORY, "out of memory serialising an outbox payload");
-    /* deferred (store/db.h): nothing reads its result, so on PostgreSQL it rides with the next
-     * statement or the commit instead of costing a round trip of its own */
-    rc = mv_db_execf_later(db, SQL_INSERT, err, "sssiii", id, kind_name(kind), text, now, now, now);
+    rc = insert_row(db, kind, text, now, id_out, err);
     free(text);
-    if (rc == MV_OK && id_out) memcpy(id_out, id, 37);
     return rc;
+}
+
+mv_code mv__outbox_add_text_tx(mv_db *db, mv_outbox_kind kind, const char *payload, int64_t now,
+                               mv_err *err) {
+    return insert_row(db, kind, payload, now, NULL, err);
 }
 
 mv_code mv_outbox_add_tx(mv_db *db, mv_outbox_kind kind, const json_t *payload, int64_t now,
@@ -185,7 +207,8 @@ static mv_code claim_row(mv_db *db, void *ctx, mv_err *err) {
 
 typedef struct finish_ctx {
     const char *id, *owner;
-    const char *state; /* sent, skipped, failed; NULL → retry */
+    const char *state; /* sent, skipped, failed; NULL → retry (or release) */
+    bool release;      /* not tried: pending again, the attempt not counted */
     const char *error, *stage;
     int64_t now, next_at;
     bool kept; /* false: our lease was taken over, nothing written */
@@ -195,7 +218,9 @@ static mv_code finish_row(mv_db *db, void *ctx, mv_err *err) {
     finish_ctx *c = ctx;
     int64_t changes = 0;
     mv_code rc;
-    if (c->state)
+    if (c->release)
+        rc = mv_db_execf(db, SQL_RELEASE, &changes, err, "iss", c->now, c->id, c->owner);
+    else if (c->state)
         rc = mv_db_execf(db, SQL_FINISH, &changes, err, "sssiss", c->state, c->error, c->stage,
                          c->now, c->id, c->owner);
     else
@@ -207,7 +232,7 @@ static mv_code finish_row(mv_db *db, void *ctx, mv_err *err) {
 
 /* ---- delivering one row ------------------------------------------------------------------ */
 
-typedef enum verdict { DONE_SENT, DONE_SKIPPED, RETRY, GIVE_UP } verdict;
+typedef enum verdict { DONE_SENT, DONE_SKIPPED, RETRY, GIVE_UP, UNTRIED } verdict;
 
 typedef struct attempt {
     verdict v;
@@ -340,7 +365,7 @@ typedef struct row_job {
     claim_ctx cc;
     attempt a;
     struct batch *batch; /* deliveries waiting on the loop */
-    bool alone;          /* an email: claimed, delivered and recorded on its own */
+    bool alone;          /* an email: delivered on the worker's thread, not on the loop */
 } row_job;
 
 /* Claims row id for r. Only store failures are errors; r->cc.won says whether we got it. */
@@ -385,6 +410,7 @@ static finish_ctx finish_of(const mv_outbox_config *cfg, row_job *r) {
     finish_ctx fc = {.id = r->id, .owner = r->owner, .now = mv_clock_now(cfg->clock)};
     switch (a->v) {
     case DONE_SENT: fc.state = "sent"; break;
+    case UNTRIED: fc.release = true; break;
     case DONE_SKIPPED:
         fc.state = "skipped";
         fc.error = "no_address: the recipient has no email address";
@@ -452,11 +478,12 @@ static mv_code process_row(mv_store *store, const mv_outbox_config *cfg, const c
 }
 
 /* ---- a batch of webhook deliveries on the loop -------------------------------------------
- * With a loop, the webhook rows of one batch are claimed in one transaction, then all sent at
- * once, then recorded in one transaction: N slow receivers cost one delivery's wait instead of N
- * in a row, and N rows cost two commits instead of 2N, still on the worker's one thread. Emails
- * (directory lookup, SMTP) are claimed and delivered one by one as before, and recorded with the
- * batch. */
+ * With a loop, the rows of one batch are claimed in one transaction, the webhooks then all sent
+ * at once, then everything recorded in one transaction: N slow receivers cost one delivery's wait
+ * instead of N in a row, and N rows cost two commits instead of 2N, still on the worker's one
+ * thread — two writes per batch that the creates' writer has to make room for, not two per row.
+ * Emails (directory lookup, SMTP) are sent one by one meanwhile, each only while half of the
+ * batch's lease is left; the others go back untried (SQL_RELEASE) with the batch's verdicts. */
 
 typedef struct batch {
     pthread_mutex_t mu;
@@ -484,7 +511,6 @@ typedef struct claims_ctx {
 static mv_code claim_rows(mv_db *db, void *ctx, mv_err *err) {
     claims_ctx *c = ctx;
     for (int i = 0; i < c->n; i++) {
-        if (c->rows[i].alone) continue;
         json_decref(c->rows[i].cc.payload); /* a rerun of the transaction claims anew */
         c->rows[i].cc.payload = NULL;
         c->rows[i].cc.won = false;
@@ -542,6 +568,7 @@ static mv_code finish_rows(mv_db *db, void *ctx, mv_err *err) {
 
 static mv_code finish_all(mv_store *store, const mv_outbox_config *cfg, row_job *rows, int n,
                           int *delivered, mv_err *err) {
+    if (n <= 0) return MV_OK;
     finish_ctx *fc = calloc((size_t)n, sizeof *fc);
     mv_code rc = fc ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
     for (int i = 0; fc && i < n; i++)
@@ -575,6 +602,7 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
         row_job *r = &rows[i];
         if (!r->cc.won) continue;
         (*claimed)++;
+        if (r->alone) continue; /* an email: below, on this thread */
         if (!json_is_object(r->cc.payload)) {
             deliver_one(cfg, r);
             continue;
@@ -599,16 +627,18 @@ static mv_code run_batch_on_loop(mv_store *store, const mv_outbox_config *cfg, c
             r->a.v = permanent(sent) ? GIVE_UP : RETRY;
         }
     }
-    /* emails one by one (directory, SMTP) while the webhooks are on the wire: each is claimed
-     * only when its turn comes, so its lease starts then; recorded with the rest of the batch */
+    /* emails one by one (directory, SMTP) while the webhooks are on the wire, claimed with the
+     * batch (one commit for all its claims). One is tried only while at least half of the
+     * batch's lease is left, so that it ends before the lease does (a lookup and a send each
+     * have a timeout well below it); the rest are handed back untried with the batch's verdicts
+     * and picked up by the next pass */
+    int64_t try_until = got ? rows[0].cc.lease_until - cfg->lease_ms / 2 : 0; /* claimed + ½ */
     for (int i = 0; rc == MV_OK && i < got; i++) {
-        if (!rows[i].alone) continue;
-        char id[37];
-        mv_strlcpy(id, rows[i].id, sizeof id);
-        rc = claim_one(store, cfg, id, &rows[i], err);
-        if (rc != MV_OK || !rows[i].cc.won) continue;
-        (*claimed)++;
-        deliver_one(cfg, &rows[i]);
+        if (!rows[i].alone || !rows[i].cc.won) continue;
+        if (mv_clock_now(cfg->clock) > try_until)
+            rows[i].a.v = UNTRIED;
+        else
+            deliver_one(cfg, &rows[i]);
     }
     pthread_mutex_lock(&b.mu);
     while (b.waiting > 0)
@@ -796,6 +826,8 @@ mv_code mv_outbox_scan(mv_store *store, int64_t now, int64_t stale_ms, const cha
 
 /* rows per pass: with the loop, webhooks on the wire at once and the rows one commit records */
 #define WORKER_BATCH 128
+/* while requests write: a pause of this many times the last pass after each full batch */
+#define YIELD_FACTOR 3
 
 struct mv_outbox_worker {
     mv_store *store;
@@ -807,6 +839,34 @@ struct mv_outbox_worker {
     bool stop, wake;
 };
 
+static int64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits ms (or until woken or stopped). */
+static void worker_wait(mv_outbox_worker *w, int64_t ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(ms / 1000);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->mu);
+    while (!w->stop && !w->wake)
+        if (pthread_cond_timedwait(&w->cv, &w->mu, &until) != 0) break;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* A full batch means more rows are due at once. Then the worker goes on right away — unless
+ * requests wrote to the store during the pass (creates queue deliveries, and they share the
+ * store's one writer and the machine's cores with the outbox): then it first waits as long as
+ * the pass took, so that a backlog is drained at up to half of the worker's full speed while the
+ * requests go on, in batches as large as before (two commits each), and at full speed once they
+ * stop. Rows are never lost or delayed beyond that: they stay pending and due. */
 static void *worker_main(void *arg) {
     mv_outbox_worker *w = arg;
     for (;;) {
@@ -817,22 +877,18 @@ static void *worker_main(void *arg) {
         if (stop) break;
         int claimed = 0;
         mv_err err = {0};
+        uint64_t writes = mv__store_async_writes(w->store);
+        int64_t t0 = monotonic_ms();
         /* A store error is retried on the next poll; the rows themselves are safe. */
         mv_code rc = run_due(w->store, &w->cfg, WORKER_BATCH, &claimed, NULL, &err);
-        if (rc == MV_OK && claimed == WORKER_BATCH) continue; /* more may be due right now */
-
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += w->poll_ms / 1000;
-        until.tv_nsec += (long)(w->poll_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
+        int64_t wait_ms = w->poll_ms;
+        if (rc == MV_OK && claimed == WORKER_BATCH) {
+            if (mv__store_async_writes(w->store) == writes) continue; /* more may be due now */
+            int64_t took = monotonic_ms() - t0;
+            int64_t pause = took * YIELD_FACTOR;
+            wait_ms = pause < 1 ? 1 : pause < w->poll_ms ? pause : w->poll_ms;
         }
-        pthread_mutex_lock(&w->mu);
-        while (!w->stop && !w->wake)
-            if (pthread_cond_timedwait(&w->cv, &w->mu, &until) != 0) break;
-        pthread_mutex_unlock(&w->mu);
+        worker_wait(w, wait_ms);
     }
     return NULL;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "deliver/outbox_text.h"
 #include "message/reach_internal.h"
 #include "message/service.h"
 #include "missive/mustache.h"
@@ -88,6 +89,35 @@ static mv_code hold(mv_service *svc, mv_db *db, const mv_template *t, const json
     return rc;
 }
 
+static bool put_str(mv_strbuf *b, const char *key, const char *value) {
+    return value && mv_strbuf_adds(b, key) && mv_json_write_string(b, value, strlen(value));
+}
+
+/* A channel delivery's webhook outbox payload, as the compact JSON text of
+ * {"url", "body": {"channel", "deliveryId", "to": {"userId", "contact": null}, "messageId",
+ * "templateCd", "category", "kind", "content", "links"}, "idempotencyKey", "contactOf",
+ * "channel"}, written straight into one buffer: a delivery is queued inside the create's
+ * transaction, on the store's one writer, where a jansson tree per row (built, dumped, freed)
+ * cost more than the row's insert. NULL when out of memory or a string is not UTF-8. */
+static char *channel_row_text(const char *url, const char *channel, const char *id, const char *to,
+                              const json_t *doc, const mv_template *t, const char *kind,
+                              const json_t *content, const json_t *links) {
+    mv_strbuf b = {0};
+    bool ok = put_str(&b, "{\"url\":", url) && put_str(&b, ",\"body\":{\"channel\":", channel) &&
+              put_str(&b, ",\"deliveryId\":", id) && put_str(&b, ",\"to\":{\"userId\":", to) &&
+              put_str(&b, ",\"contact\":null},\"messageId\":", mv_json_str(doc, "id")) &&
+              put_str(&b, ",\"templateCd\":", t->template_cd) &&
+              put_str(&b, ",\"category\":", t->category) && put_str(&b, ",\"kind\":", kind) &&
+              mv_strbuf_adds(&b, ",\"content\":") && mv_json_write(&b, content) &&
+              mv_strbuf_adds(&b, ",\"links\":") && mv_json_write(&b, links) &&
+              put_str(&b, "},\"idempotencyKey\":", id) && put_str(&b, ",\"contactOf\":", to) &&
+              put_str(&b, ",\"channel\":", channel) && mv_strbuf_adds(&b, "}");
+    char *text = mv_strbuf_take(&b, NULL);
+    if (ok) return text;
+    free(text);
+    return NULL;
+}
+
 /* One delivery row of kind ("message" or "reminder"), or its digest entry when every > 0;
  * content NULL: the channel's own. */
 static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
@@ -99,7 +129,7 @@ static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
     char id[37];
     json_t *content = NULL, *links = NULL;
     mv_code rc = every ? MV_OK : mv_id_uuid(id, err);
-    if (rc == MV_OK && fixed && !(content = json_deep_copy(fixed)))
+    if (rc == MV_OK && fixed && every && !(content = json_deep_copy(fixed))) /* hold takes it */
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK && !fixed) rc = channel_content(ch, doc, data, &content, err);
     if (rc == MV_OK) rc = action_links(svc, t, doc, tenant, to, &links, err);
@@ -109,16 +139,13 @@ static mv_code queue_channel(mv_service *svc, mv_db *db, const mv_template *t,
         return rc;
     }
     if (every) return hold(svc, db, t, doc, tenant, to, ch->name, every, content, links, err);
-    json_t *body = json_pack("{s:s,s:s,s:{s:s,s:n},s:s,s:s,s:s,s:s,s:o,s:o}", "channel", ch->name,
-                             "deliveryId", id, "to", "userId", to, "contact", "messageId",
-                             mv_json_str(doc, "id"), "templateCd", t->template_cd, "category",
-                             t->category, "kind", kind, "content", content, "links", links);
-    json_t *row = body ? json_pack("{s:s,s:o,s:s,s:s,s:s}", "url", url, "body", body,
-                                   "idempotencyKey", id, "contactOf", to, "channel", ch->name)
-                       : NULL;
-    rc = row ? mv_outbox_add_tx(db, MV_OUTBOX_WEBHOOK, row, mv__schedule_due(svc, doc), err)
+    char *row =
+        channel_row_text(url, ch->name, id, to, doc, t, kind, content ? content : fixed, links);
+    rc = row ? mv__outbox_add_text_tx(db, MV_OUTBOX_WEBHOOK, row, mv__schedule_due(svc, doc), err)
              : mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    json_decref(row);
+    free(row);
+    json_decref(content);
+    json_decref(links);
     return rc;
 }
 

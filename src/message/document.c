@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "deliver/outbox_text.h"
 #include "message/inbox_internal.h"
 
 static json_t *json_or(const char *text, json_t *fallback) {
@@ -370,6 +371,17 @@ mv_code mv__doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc
     return rc;
 }
 
+/* The email row through a jansson tree: what a row that cannot be written as text (a missing
+ * field, a string that is not UTF-8) becomes, so its error is mv_outbox_add_tx's. */
+static mv_code enqueue_email_tree(mv_db *db, const char *id, const char *to, const char *title,
+                                  size_t n, const char *body, int64_t due, mv_err *err) {
+    json_t *row = json_pack("{s:s,s:s,s:s%,s:s}", "messageId", id, "toUser", to, "title", title, n,
+                            "body", body);
+    mv_code rc = mv_outbox_add_tx(db, MV_OUTBOX_EMAIL, row, due, err);
+    json_decref(row);
+    return rc;
+}
+
 mv_code mv__doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_err *err) {
     if (!svc->o.email) return MV_OK;
     const json_t *content = json_object_get(doc, "receiverContent");
@@ -380,10 +392,20 @@ mv_code mv__doc_enqueue_email(mv_service *svc, mv_db *db, const json_t *doc, mv_
     size_t n = strlen(title);
     while (n && strchr(" \t\r\n", title[n - 1]))
         n--;
-    json_t *row = json_pack(
-        "{s:s,s:s,s:s%,s:s}", "messageId", mv_json_str(doc, "id"), "toUser", to, "title", title, n,
-        "body", mv_email_body(mv_json_str(content, "long"), mv_json_str(content, "short")));
-    mv_code rc = mv_outbox_add_tx(db, MV_OUTBOX_EMAIL, row, mv__schedule_due(svc, doc), err);
-    json_decref(row);
+    const char *id = mv_json_str(doc, "id");
+    const char *body = mv_email_body(mv_json_str(content, "long"), mv_json_str(content, "short"));
+    int64_t due = mv__schedule_due(svc, doc);
+    /* {"messageId", "toUser", "title", "body"} written straight into one buffer, as a channel's
+     * row is (channels.c) */
+    mv_strbuf b = {0};
+    bool ok = id && to && *to && body && mv_strbuf_adds(&b, "{\"messageId\":") &&
+              mv_json_write_string(&b, id, strlen(id)) && mv_strbuf_adds(&b, ",\"toUser\":") &&
+              mv_json_write_string(&b, to, strlen(to)) && mv_strbuf_adds(&b, ",\"title\":") &&
+              mv_json_write_string(&b, title, n) && mv_strbuf_adds(&b, ",\"body\":") &&
+              mv_json_write_string(&b, body, strlen(body)) && mv_strbuf_adds(&b, "}");
+    char *row = mv_strbuf_take(&b, NULL);
+    mv_code rc = ok ? mv__outbox_add_text_tx(db, MV_OUTBOX_EMAIL, row, due, err)
+                    : enqueue_email_tree(db, id, to, title, n, body, due, err);
+    free(row);
     return rc;
 }

@@ -42,6 +42,7 @@ struct mv_store {
      * PostgreSQL gc batches the rerunnable writes and gc_plain runs the other asynchronous ones,
      * each alone (pg_batch.c). */
     mv_gc *gc, *gc_plain;
+    atomic_uint_fast64_t async_writes; /* mv__store_async_writes */
     /* The last write transaction failed because the store could not take it (a full disk, an
      * I/O error, a lost server) and none has committed since: health checks then probe. */
     atomic_bool write_failing;
@@ -269,9 +270,13 @@ static mv_code run_tx(mv_store *s, bool write, mv_tx_fn fn, void *ctx, mv_err *e
 
 bool mv__store_writes_async(const mv_store *store) { return store->gc != NULL; }
 bool mv__store_reads_locally(const mv_store *store) { return store->kind == MV_STORE_SQLITE; }
+uint64_t mv__store_async_writes(mv_store *store) {
+    return (uint64_t)atomic_load_explicit(&store->async_writes, memory_order_relaxed);
+}
 
 static void write_async(mv_store *store, mv_tx_fn fn, void *ctx, bool rerunnable,
                         mv__write_done done, void *done_ctx) {
+    atomic_fetch_add_explicit(&store->async_writes, 1, memory_order_relaxed);
     mv_gc *g = store->gc_plain && !rerunnable ? store->gc_plain : store->gc;
     if (!g || !mv__gc_write_async(g, fn, ctx, rerunnable, done, done_ctx)) {
         /* no group commit (or no memory for the job, or no thread): on this thread */

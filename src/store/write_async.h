@@ -46,4 +46,9 @@ bool mv__store_writes_async(const mv_store *store);
  * a server (an I/O thread) may still read on its own thread before it queues the write. */
 bool mv__store_reads_locally(const mv_store *store);
 
+/* How many asynchronous writes (a request's: a create, an action) were queued on store so far: a
+ * background worker compares two readings to tell whether requests wrote in between, and then
+ * leaves them room (deliver/outbox.c). */
+uint64_t mv__store_async_writes(mv_store *store);
+
 #endif

@@ -111,6 +111,25 @@ STORE_TEST(row_added_in_a_rolled_back_transaction_does_not_exist) {
     mv_store_close(s);
 }
 
+/* Row ids are UUID v7: a row added a millisecond later sorts after every earlier one, so the
+ * primary key's index grows at its end (a random id cost a write on a random page of it). */
+STORE_TEST(rows_added_later_get_uuid_v7_ids_that_sort_after_earlier_ones) {
+    mv_store *s = open_store(kind, "ids.db");
+    REQUIRE(s);
+    char prev[37] = "";
+    for (int i = 0; i < 20; i++) {
+        const char *id = add_row(s, MV_OUTBOX_WEBHOOK, webhook_payload("http://x.test/h", i), 1000);
+        REQUIRE(id);
+        CHECK(mv_valid_uuid(id));
+        CHECK_INT(id[14], '7');
+        CHECK(strchr("89ab", id[19]) != NULL);
+        if (*prev) CHECK(strcmp(prev, id) < 0);
+        memcpy(prev, id, 37);
+        usleep(1500); /* the next id's millisecond is a later one */
+    }
+    mv_store_close(s);
+}
+
 STORE_TEST(payloads_of_the_wrong_shape_are_refused_naming_the_field) {
     mv_store *s = open_store(kind, "shape.db");
     REQUIRE(s);
@@ -750,6 +769,7 @@ STORE_TEST(huge_lease_and_backoff_settings_neither_wrap_nor_crash) {
 
 int main(void) {
     return RUN_TESTS(row_added_in_a_rolled_back_transaction_does_not_exist,
+                     rows_added_later_get_uuid_v7_ids_that_sort_after_earlier_ones,
                      payloads_of_the_wrong_shape_are_refused_naming_the_field,
                      email_row_is_sent_once_with_trimmed_subject_and_stable_message_id,
                      recipient_without_address_is_skipped_without_sending,

@@ -91,9 +91,10 @@ static void world_close(world *w) {
     http_sink_stop(w->sink);
 }
 
-static mv_code create(world *w, const char *template_cd, const char *tenant, const char *to) {
+static mv_code create_for(world *w, const char *template_cd, const char *tenant, const char *to,
+                          const char *guest) {
     mv_user u = {.id = "alice", .tenant = tenant};
-    json_t *payload = json_pack("{s:s,s:s}", "to", to, "guest", "Ann");
+    json_t *payload = json_pack("{s:s,s:s}", "to", to, "guest", guest);
     mv_create_request req = {.template_cd = template_cd, .user = &u, .payload = payload};
     json_t *msgs = NULL;
     mv_err err = {0};
@@ -102,6 +103,10 @@ static mv_code create(world *w, const char *template_cd, const char *tenant, con
     json_decref(msgs);
     json_decref(payload);
     return rc;
+}
+
+static mv_code create(world *w, const char *template_cd, const char *tenant, const char *to) {
+    return create_for(w, template_cd, tenant, to, "Ann");
 }
 
 static const char SQL_ROWS_OF_KIND[] = "SELECT COUNT(*) FROM outbox WHERE kind = ?";
@@ -181,6 +186,68 @@ STORE_TEST(a_channel_receiver_gets_each_delivery_once_with_the_documented_body_a
     CHECK(json_is_object(json_object_get(body, "links")));
     json_decref(body);
     http_sink_request_free(&r);
+    world_close(&w);
+}
+
+typedef struct payloads_arg {
+    json_t *rows; /* [[kind, payload text], …] */
+} payloads_arg;
+static mv_code payloads_tx(mv_db *db, void *ctx, mv_err *err) {
+    payloads_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, "SELECT kind, payload FROM outbox ORDER BY kind", &st, err);
+    if (rc != MV_OK) return rc;
+    while (mv_stmt_step(st, err) == 1)
+        json_array_append_new(a->rows,
+                              json_pack("[s,s]", mv_stmt_text(st, 0), mv_stmt_text(st, 1)));
+    mv_stmt_done(st);
+    return MV_OK;
+}
+
+/* The rows' payloads are written as text straight from the create (no jansson tree): each must be
+ * exactly jansson's compact JSON of the documented object, escapes included. */
+STORE_TEST(queued_payloads_are_compact_json_with_escaped_strings) {
+    world w;
+    REQUIRE(world_open(&w, kind, "ch_text", NULL));
+    const char *guest = "An\"n\\ \u00e9\u2603\n\t/<x>";
+    REQUIRE(create_for(&w, "booking", NULL, "bob", guest) == MV_OK);
+    payloads_arg a = {json_array()};
+    REQUIRE(mv_store_read(w.f.store, payloads_tx, &a, NULL) == MV_OK);
+    REQUIRE(json_array_size(a.rows) == 2);
+    char want[200];
+    for (size_t i = 0; i < 2; i++) {
+        const char *k = json_string_value(json_array_get(json_array_get(a.rows, i), 0));
+        const char *text = json_string_value(json_array_get(json_array_get(a.rows, i), 1));
+        json_t *p = json_loads(text, 0, NULL);
+        REQUIRE(p);
+        char *again = json_dumps(p, JSON_COMPACT);
+        CHECK_STR(again, text);
+        free(again);
+        if (!strcmp(k, "email")) {
+            CHECK_INT((int)json_object_size(p), 4);
+            snprintf(want, sizeof want, "%s booked", guest);
+            CHECK_STR(mv_json_str(p, "title"), want);
+            CHECK_STR(mv_json_str(p, "toUser"), "bob");
+            snprintf(want, sizeof want, "short %s", guest); /* the longer of short and long */
+            CHECK_STR(mv_json_str(p, "body"), want);
+            CHECK(mv_valid_message_id(mv_json_str(p, "messageId")));
+        } else {
+            CHECK_INT((int)json_object_size(p), 5);
+            json_t *body = json_object_get(p, "body");
+            CHECK_STR(mv_json_str(p, "idempotencyKey"), mv_json_str(body, "deliveryId"));
+            CHECK_STR(mv_json_str(p, "contactOf"), "bob");
+            CHECK_STR(mv_json_str(p, "channel"), "sms");
+            CHECK(!strncmp(mv_json_str(p, "url"), http_sink_url(w.sink), 10));
+            CHECK_INT((int)json_object_size(body), 9);
+            CHECK(json_is_null(json_object_get(json_object_get(body, "to"), "contact")));
+            snprintf(want, sizeof want, "SMS: %s", guest);
+            CHECK_STR(mv_json_str(json_object_get(body, "content"), "title"), want);
+            snprintf(want, sizeof want, "short %s", guest);
+            CHECK_STR(mv_json_str(json_object_get(body, "content"), "short"), want);
+        }
+        json_decref(p);
+    }
+    json_decref(a.rows);
     world_close(&w);
 }
 
@@ -340,6 +407,7 @@ TEST(a_template_naming_an_unconfigured_channel_is_refused_naming_it) {
 int main(void) {
     return RUN_TESTS(
         a_channel_receiver_gets_each_delivery_once_with_the_documented_body_and_signature,
+        queued_payloads_are_compact_json_with_escaped_strings,
         a_receiver_answering_500_is_retried_with_the_same_delivery_id,
         preferences_turn_a_channel_off_for_one_category_but_not_for_a_critical_template,
         tenant_defaults_apply_in_their_tenant_only,
