@@ -3,9 +3,12 @@
  * One thread per daemon. Each turn it asks the store for the newest change id (one index lookup;
  * on PostgreSQL that first gives committed changes their event ids when some have none — the
  * sequencer of message/changes.c — so the hub's wake-ups and timer drive it), reads the log from
- * the lowest position any stream still needs, in pages, and for every change decides per stream:
- * same tenant; a viewer change only for that viewer; a message change only when the stream's user
- * can see the message (loaded once per change, not once per stream). The message is then sent as
+ * the lowest position any stream still needs, in pages, and for every change finds the streams it
+ * is for through an index kept across turns (stream_index.c: by tenant and user, tenant and role):
+ * a viewer change only for that viewer; a message change only when the stream's user can see the
+ * message (loaded once per change, not once per stream). A turn never walks every open stream:
+ * the streams at the head move with it untouched, closes are reported by the stream, heartbeats
+ * come off a timer wheel. The message is then sent as
  * that user sees it (with their "viewer"), and after each page a `counts` event goes to every
  * stream whose counts moved. Because each stream remembers its own position, a resumed stream
  * replays from the log exactly what it missed, in order, and a slow reader only ever delays itself:
@@ -23,9 +26,8 @@
  * other way a position could jump a change: a page whose snapshot shows retention removed rows it
  * should hold gives the streams concerned a `reset` instead.
  *
- * Tickets (`v1.<base64url claims>.<base64url HMAC-SHA256>`) let a browser's EventSource, which
- * cannot send headers, authenticate this one route: they carry user, roles, permissions, tenant
- * and expiry, are checked in constant time, and no other route accepts them. */
+ * Tickets (stream_ticket.c) let a browser's EventSource, which cannot send headers, authenticate
+ * this one route; no other route accepts them. */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -42,6 +44,7 @@
 #include "http/sse.h"
 #include "http/stream_hub.h"
 #include "http/stream_index.h"
+#include "http/stream_ticket.h"
 #include "message/inbox_internal.h"
 #include "message/service.h"
 #include "store/listen.h"
@@ -134,7 +137,8 @@ struct mv_stream_hub {
         size_t n, cap;
     } cand, touched, part; /* a change's streams; a live page's; a replay page's */
     bool short_of_memory;  /* a page could not list its streams: it stops, and is read again */
-    uint64_t idle_written; /* mv__changes_written() at the last idle_sequence */
+    atomic_size_t index_entries; /* mv__stream_index_nodes(ix), for other threads */
+    uint64_t idle_written;       /* mv__changes_written() at the last idle_sequence */
     /* The store the hub reads and numbers the change log through: the service's (on PostgreSQL
      * a private one-connection store, mv__service_change_log). */
     mv_store *log;
@@ -578,6 +582,7 @@ static void absorb(mv_stream_hub *hub, int64_t now) {
         next = s->closed_next;
         drop(hub, s);
     }
+    atomic_store(&hub->index_entries, mv__stream_index_nodes(hub->ix));
 }
 
 /* The head is known: each stream opened since goes to the head or behind it. */
@@ -914,6 +919,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     atomic_store(&hub->stop_now, true);
     mv_change_waiter_wake(hub->waiter);
     pthread_join(hub->thread, NULL);
+    mv__stream_index_free(hub->ix); /* first: it lets go of the streams' nodes */
     for (sub *s = hub->subs, *next; s; s = next) {
         next = s->next;
         sub_free(s);
@@ -922,7 +928,6 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     mv_sse_loop_free(hub->loop); /* the sockets of streams still sending what was queued */
     mv_sse_reserve_descriptors(-hub->o.max_connections);
     held_free(hub);
-    mv__stream_index_free(hub->ix);
     pthread_mutex_destroy(&hub->mu);
     pthread_mutex_destroy(&hub->closed_mu);
     free(hub->cand.v);
@@ -931,6 +936,8 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     memset(hub->secret, 0, sizeof hub->secret);
     free(hub);
 }
+
+size_t mv_stream_hub_index_entries(mv_stream_hub *hub) { return atomic_load(&hub->index_entries); }
 
 int mv_stream_hub_connections(mv_stream_hub *hub) {
     pthread_mutex_lock(&hub->mu);
@@ -941,85 +948,19 @@ int mv_stream_hub_connections(mv_stream_hub *hub) {
 
 /* ---- tickets ------------------------------------------------------------------------------- */
 
-static void ticket_mac(const mv_stream_hub *hub, const char *signed_part, size_t n, char out[44]) {
-    unsigned char mac[32];
-    mv_hmac_sha256(hub->secret, hub->secret_len, signed_part, n, mac);
-    mv_b64url_encode(mac, 32, out);
-}
-
-static char *ticket_new(const mv_stream_hub *hub, const mv_principal *p, const char *locale,
-                        int64_t expires_at) {
-    json_t *claims =
-        json_pack("{s:s,s:o,s:O,s:s,s:I,s:s,s:s?}", "sub", p->user_id, "roles",
-                  mv_principal_roles_json(p), "perms", p->permissions, "tenant", p->tenant, "exp",
-                  (json_int_t)expires_at, "use", "stream", "locale", locale);
-    char *text = claims ? json_dumps(claims, JSON_COMPACT) : NULL;
-    json_decref(claims);
-    if (!text) return NULL;
-    size_t tn = strlen(text), bn = mv_b64url_len(tn);
-    char *out = malloc(3 + bn + 1 + 44 + 1);
-    if (out) {
-        memcpy(out, "v1.", 3);
-        mv_b64url_encode(text, tn, out + 3);
-        char mac[44];
-        ticket_mac(hub, out, 3 + bn, mac);
-        out[3 + bn] = '.';
-        strcpy(out + 3 + bn + 1, mac);
-    }
-    free(text);
-    return out;
-}
-
-static mv_code bad_ticket(mv_err *err, const char *why) {
-    return mv_err_set(err, MV_UNAUTHENTICATED, "stream ticket %s", why);
-}
-
 static mv_code ticket_auth(void *ctx, mv_http_request *req, const char *ticket, mv_principal *p,
                            mv_err *err) {
     mv_stream_hub *hub = ctx;
-    size_t len = strlen(ticket);
-    const char *dot =
-        len > 3 && len < 8192 && strncmp(ticket, "v1.", 3) == 0 ? strrchr(ticket, '.') : NULL;
-    if (!dot || dot < ticket + 3) return bad_ticket(err, "is malformed");
-    char mac[44];
-    ticket_mac(hub, ticket, (size_t)(dot - ticket), mac);
-    if (!mv_ct_equal(mac, strlen(mac), dot + 1, strlen(dot + 1)))
-        return bad_ticket(err, "is not valid");
-    size_t bn = (size_t)(dot - ticket - 3);
-    unsigned char *raw = mv_arena_alloc(req->arena, bn * 3 / 4 + 2);
-    size_t rn = 0;
-    if (!raw || !mv_b64url_decode(ticket + 3, bn, raw, &rn)) return bad_ticket(err, "is malformed");
-    json_t *claims = mv_arena_json(req->arena, json_loadb((const char *)raw, rn, 0, NULL));
-    json_t *exp = json_object_get(claims, "exp"), *roles = json_object_get(claims, "roles");
-    const char *use = mv_json_str(claims, "use"), *user = mv_json_str(claims, "sub"),
-               *tenant = mv_json_str(claims, "tenant");
-    if (!claims || !use || strcmp(use, "stream") != 0 || !user || !tenant ||
-        !json_is_integer(exp) || !json_is_array(roles))
-        return bad_ticket(err, "is malformed");
-    if (json_integer_value(exp) <= mv_clock_now(hub->o.clock))
-        return bad_ticket(err, "has expired");
-    *p = (mv_principal){.user_id = mv_arena_strdup(req->arena, user),
-                        .tenant = mv_arena_strdup(req->arena, tenant)};
-    p->roles = mv_arena_alloc(req->arena, (json_array_size(roles) + 1) * sizeof *p->roles);
-    if (!p->roles) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    size_t i;
-    json_t *r;
-    json_array_foreach(roles, i, r) {
-        if (json_is_string(r))
-            p->roles[p->nroles++] = mv_arena_strdup(req->arena, json_string_value(r));
-    }
-    json_t *perms = json_object_get(claims, "perms");
-    p->permissions = json_is_object(perms) ? perms : mv_arena_json(req->arena, json_object());
-    p->identity = claims;
-    return MV_OK;
+    return mv__stream_ticket_check(hub->secret, hub->secret_len, mv_clock_now(hub->o.clock), req,
+                                   ticket, p, err);
 }
 
 static void create_ticket(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     mv_stream_hub *hub = req->route_ctx;
     int64_t expires = mv_clock_now(hub->o.clock) + hub->o.ticket_ttl_ms;
-    char *t =
-        ticket_new(hub, req->principal, mv_http_reader_locale(req, hub->o.locale_claim), expires);
+    char *t = mv__stream_ticket_new(hub->secret, hub->secret_len, req->principal,
+                                    mv_http_reader_locale(req, hub->o.locale_claim), expires);
     if (!t) {
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
