@@ -428,6 +428,7 @@ static void on_socket(mv_sse_loop *l, mv_sse_stream *s, uint32_t events) {
 
 static void *loop_run(void *arg) {
     mv_sse_loop *l = arg;
+    pthread_setname_np(pthread_self(), "mv-sse-loop");
     struct epoll_event ev[LOOP_EVENTS];
     for (;;) {
         int n = epoll_wait(l->ep, ev, LOOP_EVENTS, -1);

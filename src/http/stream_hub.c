@@ -829,6 +829,7 @@ static int turn(mv_stream_hub *hub) {
 
 static void *run(void *arg) {
     mv_stream_hub *hub = arg;
+    pthread_setname_np(pthread_self(), "mv-stream-hub"); /* top -H, perf */
     for (;;) {
         pthread_mutex_lock(&hub->mu);
         bool stop = hub->stopping;
