@@ -138,6 +138,7 @@ struct mv_stream_hub {
     } cand, touched, part; /* a change's streams; a live page's; a replay page's */
     bool short_of_memory;  /* a page could not list its streams: it stops, and is read again */
     atomic_size_t index_entries; /* mv__stream_index_nodes(ix), for other threads */
+    mv_change *page;             /* PAGE changes: the page being read */
     uint64_t idle_written;       /* mv__changes_written() at the last idle_sequence */
     /* The store the hub reads and numbers the change log through: the service's (on PostgreSQL
      * a private one-connection store, mv__service_change_log). */
@@ -799,7 +800,8 @@ static int turn(mv_stream_hub *hub) {
         hub->head_known = true;
     }
     place_fresh(hub);
-    mv_change *page = malloc(PAGE * sizeof *page);
+    if (!hub->page) hub->page = malloc(PAGE * sizeof *hub->page);
+    mv_change *page = hub->page; /* kept: 110 KiB freed per turn made malloc consolidate its heap */
     int result = 0;
     bool stuck = !page; /* the store failed: wait for the next wake-up or timeout, not spin */
     /* live first: the streams at the head */
@@ -814,7 +816,6 @@ static int turn(mv_stream_hub *hub) {
     }
     if (!stuck && hub->head < latest) result = 2; /* more live changes than one turn takes */
     if (!stuck && replay(hub, latest, page)) result = 2;
-    free(page);
     return result;
 }
 
@@ -934,6 +935,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     free(hub->cand.v);
     free(hub->touched.v);
     free(hub->part.v);
+    free(hub->page);
     memset(hub->secret, 0, sizeof hub->secret);
     free(hub);
 }
