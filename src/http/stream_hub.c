@@ -467,6 +467,21 @@ static void reset_sub(sub *s, int64_t latest) {
     s->cursor = s->last_sent_id = latest;
 }
 
+/* Loads change c's message (or only who may see it): false when the store is unavailable (the
+ * change is offered again later); other errors pass it over with a warning (*out NULL). */
+static bool load(mv_stream_hub *hub, const mv_change *c, bool audience_only, json_t **out) {
+    mv_err err = {0};
+    mv_code rc = audience_only ? mv__message_audience(hub->o.service, c->message_id, out, &err)
+                               : mv_message_get(hub->o.service, c->message_id, NULL, out, &err);
+    if (rc == MV_STORE_UNAVAILABLE) {
+        warn(hub, "stream: cannot read a message", &err);
+        return false;
+    }
+    if (rc != MV_OK && rc != MV_MESSAGE_NOT_FOUND)
+        warn(hub, "stream: a change's message cannot be read; passed over", &err);
+    return true;
+}
+
 /* Offers change c to the page's streams that may see it, found through the index: the streams of
  * its viewer, or of its message's sender, receiver and roles (the message is loaded first), in
  * its tenant. The others are not visited: their position moves past c with the page's (a held
@@ -482,17 +497,13 @@ static bool offer(mv_stream_hub *hub, const mv_change *c, bool live, int64_t fro
         char vid[512];
         if (mv_user_id(&v, vid, sizeof vid)) pick(hub, c->tenant, KEY_USER, vid, live, from);
     } else {
-        mv_err err = {0};
-        mv_code rc = mv_message_get(hub->o.service, c->message_id, NULL, &doc, &err);
-        if (rc == MV_STORE_UNAVAILABLE) {
-            warn(hub, "stream: cannot read a message", &err);
-            return false;
-        }
-        if (rc != MV_OK && rc != MV_MESSAGE_NOT_FOUND)
-            warn(hub, "stream: a change's message cannot be read; passed over", &err);
-        if (!doc) return true; /* nobody can see it */
+        /* who may see it first (a few columns); the message itself only when a stream here is
+         * for it: most changes of a busy daemon are for users with no stream open */
+        json_t *who = NULL;
+        if (!load(hub, c, true, &who)) return false;
+        if (!who) return true; /* nobody can see it */
         audience a = {0};
-        audience_of(doc, &a);
+        audience_of(who, &a);
         if (!a.roles_known) {
             pick_all(hub, live, from);
         } else {
@@ -502,6 +513,10 @@ static bool offer(mv_stream_hub *hub, const mv_change *c, bool live, int64_t fro
                 pick(hub, c->tenant, KEY_ROLE, a.roles[i], live, from);
         }
         free(a.roles);
+        json_decref(who);
+        if (hub->cand.n == 0 && !hub->short_of_memory) return true;
+        if (!hub->short_of_memory && !load(hub, c, false, &doc)) return false;
+        if (!doc && !hub->short_of_memory) return true; /* removed meanwhile */
     }
     if (hub->short_of_memory) {
         json_decref(doc);
