@@ -52,6 +52,8 @@ static const struct {
     {"missive_sagas", "gauge", "Sagas in the store by state."},
     {"missive_approvals_total", "counter", "Approval decisions made through this daemon."},
     {"missive_stream_connections", "gauge", "Open live-update streams."},
+    {"missive_stream_index_entries", "gauge",
+     "Entries of the live-update streams' index: one per open stream and one per role of it."},
     {"missive_actions_total", "counter", "Action requests by outcome (ok or the error code)."},
     {"missive_outbox_rows", "gauge",
      "Outbox rows not yet delivered (pending) or given up (failed)."},
@@ -167,6 +169,9 @@ static void collect(mv_metrics *m, void *ctx) {
     if (d->streams)
         mv_metrics_gauge_set(m, "missive_stream_connections", NULL,
                              (double)mv_stream_hub_connections(d->streams));
+    if (d->streams)
+        mv_metrics_gauge_set(m, "missive_stream_index_entries", NULL,
+                             (double)mv_stream_hub_index_entries(d->streams));
     collect_timers(m, d);
 }
 
@@ -194,6 +199,7 @@ void mv_daemon_metrics_init(mv_daemon *d) {
         mv_metrics_counter_add(m, "missive_recovered_sagas_total", l, 0);
     }
     mv_metrics_gauge_set(m, "missive_stream_connections", NULL, 0);
+    mv_metrics_gauge_set(m, "missive_stream_index_entries", NULL, 0);
     for (size_t k = 0; k < NTIMER_KINDS; k++) {
         const char *l[] = {"kind", TIMER_KINDS[k], NULL};
         mv_metrics_histogram_declare(m, "missive_timer_lag_seconds", l);

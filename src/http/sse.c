@@ -66,6 +66,8 @@ struct mv_sse_stream {
     size_t low_water;
     void (*on_room)(void *ctx);
     void *room_ctx;
+    void (*on_close)(void *ctx); /* called once, when closed turns true */
+    void *close_ctx;
 };
 
 static int64_t mono_ms(void) {
@@ -83,6 +85,14 @@ mv_sse_stream *mv_sse_stream_new(size_t max_queued) {
     s->fd = -1;
     s->last_write_ms = mono_ms();
     return s;
+}
+
+/* mu held: the stream is closed from now on; the producer hears of it once (mv_sse_on_close). */
+static void mark_closed(mv_sse_stream *s) {
+    bool was = atomic_exchange(&s->closed, true);
+    void (*fn)(void *) = s->on_close;
+    s->on_close = NULL;
+    if (!was && fn) fn(s->close_ctx);
 }
 
 /* mu held: wake the connection if the reader parked it. */
@@ -128,7 +138,7 @@ static void flush(mv_sse_stream *s) {
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             break;
         } else { /* the client is gone */
-            s->closed = true;
+            mark_closed(s);
             s->off = s->len;
             break;
         }
@@ -141,7 +151,7 @@ bool mv_sse_write(mv_sse_stream *s, const char *data, size_t n) {
     pthread_mutex_lock(&s->mu);
     bool ok = !s->closed;
     if (ok && s->len - s->off + n > s->max) {
-        s->closed = true; /* too far behind: let it reconnect and replay from the log */
+        mark_closed(s); /* too far behind: let it reconnect and replay from the log */
         ok = false;
     }
     if (ok && s->len + n > s->cap) {
@@ -156,7 +166,7 @@ bool mv_sse_write(mv_sse_stream *s, const char *data, size_t n) {
                 ncap *= 2;
             char *nb = realloc(s->buf, ncap);
             if (!nb) {
-                s->closed = true;
+                mark_closed(s);
                 ok = false;
             } else {
                 s->buf = nb;
@@ -189,7 +199,7 @@ bool mv_sse_event(mv_sse_stream *s, int64_t id, const char *event, const char *d
 void mv_sse_close(mv_sse_stream *s) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
-    s->closed = true;
+    mark_closed(s);
     s->want_room = false; /* the producer may be gone once it closed the stream */
     wake(s);
     flush(s);
@@ -240,12 +250,28 @@ void mv_sse_close_hung_up(mv_sse_stream *const *s, int n) {
             if (p[i].fd >= 0 && (p[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
                 pthread_mutex_lock(&s[i]->mu);
                 if (s[i]->fd == p[i].fd) { /* still the same connection */
-                    s[i]->closed = true;
+                    mark_closed(s[i]);
                     wake(s[i]);
                 }
                 pthread_mutex_unlock(&s[i]->mu);
             }
     free(p);
+}
+
+void mv_sse_on_close(mv_sse_stream *s, void (*fn)(void *ctx), void *ctx) {
+    pthread_mutex_lock(&s->mu);
+    bool closed = atomic_load(&s->closed);
+    s->on_close = closed ? NULL : fn;
+    s->close_ctx = ctx;
+    if (closed && fn) fn(ctx);
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool mv_sse_is_taken(mv_sse_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    bool taken = s->taken;
+    pthread_mutex_unlock(&s->mu);
+    return taken;
 }
 
 bool mv_sse_is_open(mv_sse_stream *s) {
@@ -306,7 +332,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
 static void reader_done(void *cls) {
     mv_sse_stream *s = cls;
     pthread_mutex_lock(&s->mu);
-    s->closed = true; /* the client went away or the response ended */
+    mark_closed(s); /* the client went away or the response ended */
     s->conn = NULL;
     s->fd = -1;
     s->want_room = false;
@@ -388,7 +414,7 @@ static void on_socket(mv_sse_loop *l, mv_sse_stream *s, uint32_t events) {
         epoll_ctl(l->ep, EPOLL_CTL_DEL, s->fd, NULL);
         close(s->fd);
         s->fd = -1;
-        s->closed = true;
+        mark_closed(s);
         s->want_room = false;
         s->off = s->len;
         consumed(s);
@@ -402,6 +428,7 @@ static void on_socket(mv_sse_loop *l, mv_sse_stream *s, uint32_t events) {
 
 static void *loop_run(void *arg) {
     mv_sse_loop *l = arg;
+    pthread_setname_np(pthread_self(), "mv-sse-loop");
     struct epoll_event ev[LOOP_EVENTS];
     for (;;) {
         int n = epoll_wait(l->ep, ev, LOOP_EVENTS, -1);
@@ -446,7 +473,7 @@ void mv_sse_loop_free(mv_sse_loop *l) {
         pthread_mutex_lock(&s->mu);
         if (s->fd >= 0) close(s->fd);
         s->fd = -1;
-        s->closed = true;
+        mark_closed(s);
         s->want_room = false;
         pthread_mutex_unlock(&s->mu);
         loop_unlink(l, s);
@@ -545,7 +572,7 @@ bool mv_sse_take_connection(mv_sse_stream *s, struct MHD_Connection *c, int stat
         pthread_mutex_lock(&s->mu); /* not watched: closed here, the client reconnects */
         close(s->fd);
         s->fd = -1;
-        s->closed = true;
+        mark_closed(s);
         pthread_mutex_unlock(&s->mu);
         loop_unlink(l, s);
         mv_sse_release(s);

@@ -42,6 +42,13 @@ bool mv_sse_event(mv_sse_stream *s, int64_t id, const char *event, const char *d
 void mv_sse_close(mv_sse_stream *s);
 /* False once closed by either side (the client went away, or mv_sse_close). */
 bool mv_sse_is_open(mv_sse_stream *s);
+/* fn(ctx) is called once when the stream closes, whoever closes it (at once when it is closed
+ * already); NULL stops it. It runs under the stream's lock on whichever thread closed it: it must
+ * be quick and not call back into the stream. After mv_sse_on_close(s, NULL, NULL) returns, the
+ * old fn is not running and will not run. */
+void mv_sse_on_close(mv_sse_stream *s, void (*fn)(void *ctx), void *ctx);
+/* True once the stream's loop took the socket (it then notices a hang-up itself). */
+bool mv_sse_is_taken(mv_sse_stream *s);
 /* Milliseconds (monotonic) of the last write, for heartbeats. */
 int64_t mv_sse_last_write_ms(mv_sse_stream *s);
 /* Takes one more reference. */

@@ -3,9 +3,12 @@
  * One thread per daemon. Each turn it asks the store for the newest change id (one index lookup;
  * on PostgreSQL that first gives committed changes their event ids when some have none — the
  * sequencer of message/changes.c — so the hub's wake-ups and timer drive it), reads the log from
- * the lowest position any stream still needs, in pages, and for every change decides per stream:
- * same tenant; a viewer change only for that viewer; a message change only when the stream's user
- * can see the message (loaded once per change, not once per stream). The message is then sent as
+ * the lowest position any stream still needs, in pages, and for every change finds the streams it
+ * is for through an index kept across turns (stream_index.c: by tenant and user, tenant and role):
+ * a viewer change only for that viewer; a message change only when the stream's user can see the
+ * message (loaded once per change, not once per stream). A turn never walks every open stream:
+ * the streams at the head move with it untouched, closes are reported by the stream, heartbeats
+ * come off a timer wheel. The message is then sent as
  * that user sees it (with their "viewer"), and after each page a `counts` event goes to every
  * stream whose counts moved. Because each stream remembers its own position, a resumed stream
  * replays from the log exactly what it missed, in order, and a slow reader only ever delays itself:
@@ -23,9 +26,8 @@
  * other way a position could jump a change: a page whose snapshot shows retention removed rows it
  * should hold gives the streams concerned a `reset` instead.
  *
- * Tickets (`v1.<base64url claims>.<base64url HMAC-SHA256>`) let a browser's EventSource, which
- * cannot send headers, authenticate this one route: they carry user, roles, permissions, tenant
- * and expiry, are checked in constant time, and no other route accepts them. */
+ * Tickets (stream_ticket.c) let a browser's EventSource, which cannot send headers, authenticate
+ * this one route; no other route accepts them. */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -41,6 +43,8 @@
 #include "http/routes_reach.h"
 #include "http/sse.h"
 #include "http/stream_hub.h"
+#include "http/stream_index.h"
+#include "http/stream_ticket.h"
 #include "message/inbox_internal.h"
 #include "message/service.h"
 #include "store/listen.h"
@@ -80,7 +84,17 @@ typedef struct sub {
     bool held; /* in this page: offered nothing more (its queue is full, or its read failed) */
     uint64_t full_turn; /* the turn replay last found it without room (not asked again in it) */
     mv_inbox_counts counts;
-    struct sub *next;
+    mv_stream_hub *hub;
+    struct sub *prev, *next; /* hub->subs (under hub->mu) */
+    struct sub *in_next;     /* hub->incoming (under hub->mu) */
+    struct sub *closed_next; /* hub->closed (under hub->closed_mu) */
+    /* the hub thread's, kept across turns (stream_index.h): */
+    mv__sx_node place;  /* in hub->at_head, hub->behind or hub->fresh */
+    mv__sx_node parked; /* in hub->parked until the loop took its socket */
+    mv__sx_node timer;  /* in hub->wheel: its next heartbeat or expiry check */
+    mv__sx_node *keys;  /* 1 + nroles, in hub->ix under its user id and each of its roles */
+    uint64_t mark;      /* the change (hub->marks) it was last picked for */
+    uint64_t page;      /* the page (hub->pages) it was last offered a change in, or part of */
 } sub;
 
 struct mv_stream_hub {
@@ -89,9 +103,12 @@ struct mv_stream_hub {
     size_t secret_len;
     mv_change_waiter *waiter;
     pthread_t thread;
-    pthread_mutex_t mu; /* guards subs, nsubs, stopping, draining */
+    pthread_mutex_t mu; /* guards subs, incoming, nsubs, held, stopping, draining */
     sub *subs;
     int nsubs;
+    sub *incoming;             /* attached, not yet filed by the hub thread */
+    pthread_mutex_t closed_mu; /* guards closed (taken under a stream's lock: see stream_closed) */
+    sub *closed;               /* closed, not yet dropped by the hub thread */
     /* streams held per tenant and user (closed ones until dropped), so that opening one of
      * 20,000 does not compare it with all the others: open addressing, keys "tenant\0user" */
     struct held {
@@ -105,26 +122,24 @@ struct mv_stream_hub {
     /* the hub thread's own: */
     int64_t head;    /* every change <= head has been considered for the streams at the head */
     bool head_known; /* false while no stream is open */
-    int replay_next; /* round robin over the streams behind */
-    uint64_t turns;
+    uint64_t turns, marks, pages;
     int64_t last_hangup_ms, last_trim_ms, last_warn_ms;
     int freed; /* streams freed since the last trim */
-    sub **part;
-    int part_cap;
-    /* A page's index of its streams by trimmed user id and by role (page_index), so a change is
-     * offered to the streams that may see it instead of every stream. */
-    struct ix_slot {
-        const char *key;
-        int kind, head;
-    } * ix;
-    size_t ix_cap;
-    struct ix_node {
-        int sub, next;
-    } * ix_nodes;
-    size_t ix_nodes_cap;
-    int *ix_mark; /* per part entry: the last change it was picked for */
-    sub **cand;
-    uint64_t idle_written; /* mv__changes_written() at the last idle_sequence */
+    /* Kept across turns, so a turn costs the changes it offers and the streams they are for,
+     * never a walk of every open stream: the streams by tenant and user id or role, which of them
+     * are at the head (their position is `head`, or their own when ahead of it) and which behind,
+     * the ones whose hang-up the loop does not watch, and every stream's next heartbeat. */
+    mv__stream_index *ix;
+    mv__sx_list at_head, behind, fresh, parked;
+    mv__sx_wheel wheel;
+    struct subv {
+        sub **v;
+        size_t n, cap;
+    } cand, touched, part; /* a change's streams; a live page's; a replay page's */
+    bool short_of_memory;  /* a page could not list its streams: it stops, and is read again */
+    atomic_size_t index_entries; /* mv__stream_index_nodes(ix), for other threads */
+    mv_change *page;             /* PAGE changes: the page being read */
+    uint64_t idle_written;       /* mv__changes_written() at the last idle_sequence */
     /* The store the hub reads and numbers the change log through: the service's (on PostgreSQL
      * a private one-connection store, mv__service_change_log). */
     mv_store *log;
@@ -149,7 +164,8 @@ static mv_user sub_user(const sub *s) {
 
 static void sub_free(sub *s) {
     if (!s) return;
-    if (s->s) mv_sse_set_loop(s->s, NULL); /* not taken after this: the loop may go first */
+    if (s->s) mv_sse_on_close(s->s, NULL, NULL); /* not told of its close after this */
+    if (s->s) mv_sse_set_loop(s->s, NULL);       /* not taken after this: the loop may go first */
     mv_sse_close(s->s);
     mv_sse_release(s->s);
     free(s->user_id);
@@ -158,6 +174,7 @@ static void sub_free(sub *s) {
     for (size_t i = 0; s->roles && i < s->nroles; i++)
         free(s->roles[i]);
     free(s->roles);
+    free(s->keys);
     json_decref(s->permissions);
     free(s);
 }
@@ -345,80 +362,73 @@ static bool may_see(const audience *a, const sub *s) {
     return false;
 }
 
-/* ---- a page's index ---------------------------------------------------------------------- */
+/* ---- which streams a change is for --------------------------------------------------------- */
 
-enum { IX_USER, IX_ROLE };
+enum { KEY_USER, KEY_ROLE };
 
-static struct ix_slot *ix_find(mv_stream_hub *hub, const char *key, int kind, bool add) {
-    size_t mask = hub->ix_cap - 1, j = key_hash(key, strlen(key)) * 2654435761u & mask;
-    for (; hub->ix[j].key; j = (j + 1) & mask)
-        if (hub->ix[j].kind == kind && strcmp(hub->ix[j].key, key) == 0) return &hub->ix[j];
-    if (!add) return NULL;
-    hub->ix[j] = (struct ix_slot){.key = key, .kind = kind, .head = -1};
-    return &hub->ix[j];
-}
-
-/* Indexes hub->part[0..np) by trimmed user id and role; false when out of memory (every stream
- * is then offered every change, as without an index). */
-static bool page_index(mv_stream_hub *hub, int np) {
-    size_t keys = 0;
-    for (int i = 0; i < np; i++)
-        keys += 1 + hub->part[i]->nroles;
-    size_t cap = 64;
-    while (cap < 2 * keys)
-        cap *= 2;
-    if (cap > hub->ix_cap) {
-        free(hub->ix);
-        hub->ix = malloc(cap * sizeof *hub->ix);
-        hub->ix_cap = hub->ix ? cap : 0;
+static bool subv_push(struct subv *a, sub *s) {
+    if (a->n == a->cap) {
+        size_t ncap = a->cap ? 2 * a->cap : 64;
+        sub **nv = realloc(a->v, ncap * sizeof *nv);
+        if (!nv) return false;
+        a->v = nv;
+        a->cap = ncap;
     }
-    if (keys > hub->ix_nodes_cap) {
-        free(hub->ix_nodes);
-        free(hub->ix_mark);
-        free(hub->cand);
-        hub->ix_nodes = malloc(keys * sizeof *hub->ix_nodes);
-        hub->ix_mark = malloc(keys * sizeof *hub->ix_mark);
-        hub->cand = malloc(keys * sizeof *hub->cand);
-        hub->ix_nodes_cap = hub->ix_nodes && hub->ix_mark && hub->cand ? keys : 0;
-    }
-    if (!hub->ix_cap || hub->ix_nodes_cap < keys) return false;
-    memset(hub->ix, 0, hub->ix_cap * sizeof *hub->ix);
-    size_t nn = 0;
-    for (int i = 0; i < np; i++) {
-        sub *s = hub->part[i];
-        hub->ix_mark[i] = -1;
-        for (size_t k = 0; k <= s->nroles; k++) {
-            struct ix_slot *slot = k == 0 ? ix_find(hub, s->uid, IX_USER, true)
-                                          : ix_find(hub, s->roles[k - 1], IX_ROLE, true);
-            hub->ix_nodes[nn] = (struct ix_node){.sub = i, .next = slot->head};
-            slot->head = (int)nn++;
-        }
-    }
+    a->v[a->n++] = s;
     return true;
 }
 
-/* Appends the part streams under key to hub->cand (each once per change `mark`). */
-static void pick(mv_stream_hub *hub, const char *key, int kind, int mark, int *nc) {
-    struct ix_slot *slot = key && *key ? ix_find(hub, key, kind, false) : NULL;
-    for (int j = slot ? slot->head : -1; j >= 0; j = hub->ix_nodes[j].next) {
-        int i = hub->ix_nodes[j].sub;
-        if (hub->ix_mark[i] == mark) continue;
-        hub->ix_mark[i] = mark;
-        hub->cand[(*nc)++] = hub->part[i];
+/* Whether s takes part in the page being read: a live page is for the streams at the head, a
+ * replay page for the ones page_pass listed. A live page's streams join it when first picked
+ * (hub->touched): a position below the head is the head's (every stream at the head has had
+ * every change up to it). */
+static bool in_page(mv_stream_hub *hub, sub *s, bool live, int64_t from) {
+    if (!live) return s->page == hub->pages;
+    if (s->place.list != &hub->at_head || !mv_sse_is_open(s->s)) return false;
+    if (s->page == hub->pages) return true;
+    if (!subv_push(&hub->touched, s)) {
+        hub->short_of_memory = true;
+        return false;
     }
+    s->page = hub->pages;
+    s->held = false;
+    if (s->cursor < from) s->cursor = from;
+    return true;
 }
 
-/* Offers change c to every stream of subs not yet past it and not held. False, with no stream
- * moved past c, when the store could not say who may see it (it is offered again on a later
- * turn): a change a stream's user may see is never passed over without being sent. Store errors
- * other than "unavailable" are not retried forever (they would wedge every stream): the change
- * is then passed over, with a warning. */
-static bool deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, int n, json_t *doc,
-                    bool loaded) {
-    /* doc: loaded once (here, or by the caller), for the visibility check of every stream */
+static void pick_one(mv_stream_hub *hub, sub *s, bool live, int64_t from) {
+    if (s->mark == hub->marks || !in_page(hub, s, live, from)) return;
+    s->mark = hub->marks;
+    if (!subv_push(&hub->cand, s)) hub->short_of_memory = true;
+}
+
+/* Adds the page's streams filed under (tenant, kind, key) to hub->cand, each once per change. */
+static void pick(mv_stream_hub *hub, const char *tenant, int kind, const char *key, bool live,
+                 int64_t from) {
+    const mv__sx_list *l = mv__stream_index_find(hub->ix, tenant, kind, key);
+    for (mv__sx_node *n = l ? l->first : NULL; n; n = n->next)
+        pick_one(hub, n->owner, live, from);
+}
+
+/* Every stream of the page (who may see the change is not known without the exact rule). */
+static void pick_all(mv_stream_hub *hub, bool live, int64_t from) {
+    if (!live) {
+        for (size_t i = 0; i < hub->part.n; i++)
+            pick_one(hub, hub->part.v[i], live, from);
+        return;
+    }
+    for (mv__sx_node *n = hub->at_head.first; n; n = n->next)
+        pick_one(hub, n->owner, live, from);
+}
+
+/* Offers change c to the streams of subs not yet past it and not held (doc: its message, loaded
+ * once for the visibility check of every stream, released here). False, with no stream moved
+ * past c, when the store could not say who may see it (it is offered again on a later turn): a
+ * change a stream's user may see is never passed over without being sent. */
+static bool deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, size_t n, json_t *doc) {
     audience aud = {0};
     if (doc) audience_of(doc, &aud);
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         sub *s = subs[i];
         if (s->held || s->cursor >= c->id) continue;
         if (strcmp(s->tenant, c->tenant) != 0) {
@@ -435,18 +445,6 @@ static bool deliver(mv_stream_hub *hub, const mv_change *c, sub **subs, int n, j
             }
             s->cursor = c->id;
             continue;
-        }
-        if (!loaded) {
-            mv_err err = {0};
-            mv_code rc = mv_message_get(hub->o.service, c->message_id, NULL, &doc, &err);
-            if (rc == MV_STORE_UNAVAILABLE) {
-                warn(hub, "stream: cannot read a message", &err);
-                return false;
-            }
-            if (rc != MV_OK && rc != MV_MESSAGE_NOT_FOUND)
-                warn(hub, "stream: a change's message cannot be read; passed over", &err);
-            loaded = true;
-            if (doc) audience_of(doc, &aud);
         }
         if (doc && may_see(&aud, s)) {
             mv_user u = sub_user(s);
@@ -469,30 +467,147 @@ static void reset_sub(sub *s, int64_t latest) {
     s->cursor = s->last_sent_id = latest;
 }
 
+/* Loads change c's message (or only who may see it): false when the store is unavailable (the
+ * change is offered again later); other errors pass it over with a warning (*out NULL). */
+static bool load(mv_stream_hub *hub, const mv_change *c, bool audience_only, json_t **out) {
+    mv_err err = {0};
+    mv_code rc = audience_only ? mv__message_audience(hub->o.service, c->message_id, out, &err)
+                               : mv_message_get(hub->o.service, c->message_id, NULL, out, &err);
+    if (rc == MV_STORE_UNAVAILABLE) {
+        warn(hub, "stream: cannot read a message", &err);
+        return false;
+    }
+    if (rc != MV_OK && rc != MV_MESSAGE_NOT_FOUND)
+        warn(hub, "stream: a change's message cannot be read; passed over", &err);
+    return true;
+}
+
+/* Offers change c to the page's streams that may see it, found through the index: the streams of
+ * its viewer, or of its message's sender, receiver and roles (the message is loaded first), in
+ * its tenant. The others are not visited: their position moves past c with the page's (a held
+ * one's stays before it, and c is looked at again for it later). Store errors other than
+ * "unavailable" are not retried forever (they would wedge every stream): the change is then
+ * passed over, with a warning. */
+static bool offer(mv_stream_hub *hub, const mv_change *c, bool live, int64_t from) {
+    hub->marks++;
+    hub->cand.n = 0;
+    json_t *doc = NULL;
+    if (c->kind == MV_CHANGE_VIEWER || c->kind == MV_CHANGE_REMINDED) {
+        mv_user v = {.id = c->viewer_id};
+        char vid[512];
+        if (mv_user_id(&v, vid, sizeof vid)) pick(hub, c->tenant, KEY_USER, vid, live, from);
+    } else {
+        /* who may see it first (a few columns); the message itself only when a stream here is
+         * for it: most changes of a busy daemon are for users with no stream open */
+        json_t *who = NULL;
+        if (!load(hub, c, true, &who)) return false;
+        if (!who) return true; /* nobody can see it */
+        audience a = {0};
+        audience_of(who, &a);
+        if (!a.roles_known) {
+            pick_all(hub, live, from);
+        } else {
+            pick(hub, c->tenant, KEY_USER, a.from, live, from);
+            pick(hub, c->tenant, KEY_USER, a.to, live, from);
+            for (size_t i = 0; i < a.nroles; i++)
+                pick(hub, c->tenant, KEY_ROLE, a.roles[i], live, from);
+        }
+        free(a.roles);
+        json_decref(who);
+        if (hub->cand.n == 0 && !hub->short_of_memory) return true;
+        if (!hub->short_of_memory && !load(hub, c, false, &doc)) return false;
+        if (!doc && !hub->short_of_memory) return true; /* removed meanwhile */
+    }
+    if (hub->short_of_memory) {
+        json_decref(doc);
+        return false;
+    }
+    return deliver(hub, c, hub->cand.v, hub->cand.n, doc);
+}
+
 /* ---- the hub's turn ------------------------------------------------------------------------ */
 
-/* Copies the open streams into an array (the hub thread alone removes streams, so the pointers
- * stay valid for the turn) and drops the closed ones. */
-static sub **snapshot(mv_stream_hub *hub, int *n) {
+/* A stream closed (on any thread, under its lock): the hub drops it on its next turn. */
+static void stream_closed(void *ctx) {
+    sub *s = ctx;
+    mv_stream_hub *hub = s->hub;
+    pthread_mutex_lock(&hub->closed_mu);
+    s->closed_next = hub->closed;
+    hub->closed = s;
+    pthread_mutex_unlock(&hub->closed_mu);
+    mv_change_waiter_wake(hub->waiter);
+}
+
+/* When s is next looked at: its heartbeat is due, or (at least every second) its credential may
+ * have expired (the hub's clock may be a test's, which jumps). */
+static int64_t next_check(mv_stream_hub *hub, sub *s, int64_t now) {
+    int64_t due = mv_sse_last_write_ms(s->s) + hub->o.heartbeat_ms;
+    if (due <= now) due = now + hub->o.heartbeat_ms;
+    if (s->expires_at && due > now + 1000) due = now + 1000;
+    return due;
+}
+
+/* A stream opened: into the index, the wheel and the hang-up watch; its place (at the head or
+ * behind) once the head is known. Out of memory it is closed (the client reconnects). */
+static void file_sub(mv_stream_hub *hub, sub *s, int64_t now) {
+    bool ok = mv__stream_index_add(hub->ix, &s->keys[0], s, s->tenant, KEY_USER, s->uid);
+    for (size_t k = 0; ok && k < s->nroles; k++)
+        ok = mv__stream_index_add(hub->ix, &s->keys[k + 1], s, s->tenant, KEY_ROLE, s->roles[k]);
+    mv__sx_list_push(&hub->fresh, &s->place, s);
+    mv__sx_list_push(&hub->parked, &s->parked, s);
+    mv__sx_wheel_add(&hub->wheel, &s->timer, s, next_check(hub, s, now));
+    if (!ok) mv_sse_close(s->s);
+}
+
+static void drop(mv_stream_hub *hub, sub *s) {
     pthread_mutex_lock(&hub->mu);
-    sub **out = hub->nsubs ? malloc((size_t)hub->nsubs * sizeof *out) : NULL;
-    *n = 0;
-    for (sub **pp = &hub->subs; *pp;) {
-        sub *s = *pp;
-        if (!mv_sse_is_open(s->s)) {
-            *pp = s->next;
-            hub->nsubs--;
-            struct held *h = held_slot(hub, s);
-            if (h && h->n > 0) h->n--;
-            sub_free(s);
-            hub->freed++;
-            continue;
-        }
-        if (out) out[(*n)++] = s;
-        pp = &s->next;
-    }
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        hub->subs = s->next;
+    if (s->next) s->next->prev = s->prev;
+    hub->nsubs--;
+    struct held *h = held_slot(hub, s);
+    if (h && h->n > 0) h->n--;
     pthread_mutex_unlock(&hub->mu);
-    return out;
+    for (size_t k = 0; k <= s->nroles; k++)
+        mv__stream_index_remove(hub->ix, &s->keys[k]);
+    mv__sx_list_remove(&s->place);
+    mv__sx_list_remove(&s->parked);
+    mv__sx_wheel_remove(&hub->wheel, &s->timer);
+    sub_free(s);
+    hub->freed++;
+}
+
+/* Files the streams opened since the last turn and drops the ones closed (both lists taken under
+ * hub->mu, so a stream closed is always one already filed or filed here first). */
+static void absorb(mv_stream_hub *hub, int64_t now) {
+    pthread_mutex_lock(&hub->mu);
+    sub *in = hub->incoming;
+    hub->incoming = NULL;
+    pthread_mutex_lock(&hub->closed_mu);
+    sub *gone = hub->closed;
+    hub->closed = NULL;
+    pthread_mutex_unlock(&hub->closed_mu);
+    pthread_mutex_unlock(&hub->mu);
+    for (sub *s = in, *next; s; s = next) {
+        next = s->in_next;
+        file_sub(hub, s, now);
+    }
+    for (sub *s = gone, *next; s; s = next) {
+        next = s->closed_next;
+        drop(hub, s);
+    }
+    atomic_store(&hub->index_entries, mv__stream_index_nodes(hub->ix));
+}
+
+/* The head is known: each stream opened since goes to the head or behind it. */
+static void place_fresh(mv_stream_hub *hub) {
+    while (hub->fresh.first) {
+        sub *s = hub->fresh.first->owner;
+        mv__sx_list_remove(&s->place);
+        mv__sx_list_push(s->cursor >= hub->head ? &hub->at_head : &hub->behind, &s->place, s);
+    }
 }
 
 /* With no stream open nobody here reads the log, but on PostgreSQL its new rows still need their
@@ -512,54 +627,61 @@ static bool idle_sequence(mv_stream_hub *hub) {
     return true;
 }
 
-/* Streams in a page from which a change is offered through the page's index. */
-#define INDEX_FROM 64
+/* A replay page: the streams behind whose position is in [from, until). */
+static bool list_part(mv_stream_hub *hub, int64_t from, int64_t until) {
+    hub->part.n = 0;
+    for (mv__sx_node *n = hub->behind.first; n; n = n->next) {
+        sub *s = n->owner;
+        if (s->cursor < from || s->cursor >= until || !mv_sse_is_open(s->s)) continue;
+        if (!subv_push(&hub->part, s)) return false;
+        s->page = hub->pages;
+        s->held = false;
+    }
+    return true;
+}
 
-/* Offers change c (the k-th of its page) to the part streams that may see it: with the index, the
- * streams of its viewer, or of its message's sender, receiver and roles (the message is loaded
- * first); without, all of them. The others are not visited: their position moves past c at the
- * end of the page (a held one's stays before it, and c is looked at again for it later). */
-static bool offer(mv_stream_hub *hub, const mv_change *c, int np, bool indexed, int k) {
-    if (!indexed) return deliver(hub, c, hub->part, np, NULL, false);
-    int nc = 0;
-    if (c->kind == MV_CHANGE_VIEWER || c->kind == MV_CHANGE_REMINDED) {
-        mv_user v = {.id = c->viewer_id};
-        char vid[512];
-        if (mv_user_id(&v, vid, sizeof vid)) pick(hub, vid, IX_USER, k, &nc);
-        return deliver(hub, c, hub->cand, nc, NULL, true);
+/* After a page that reached upto: its streams not held are there (their counts follow); a live
+ * page's held ones fall behind, a replay page's that caught up join the head. */
+static void page_done(mv_stream_hub *hub, bool live, int64_t upto) {
+    struct subv *a = live ? &hub->touched : &hub->part;
+    for (size_t i = 0; i < a->n; i++) {
+        sub *s = a->v[i];
+        if (!s->held && s->cursor < upto) s->cursor = upto;
+        if (s->counts_dirty) send_counts(hub, s, s->last_sent_id, false);
+        mv__sx_list *to = live && s->held                               ? &hub->behind
+                          : !live && !s->held && s->cursor >= hub->head ? &hub->at_head
+                                                                        : NULL;
+        if (to) {
+            mv__sx_list_remove(&s->place);
+            mv__sx_list_push(to, &s->place, s);
+        }
     }
-    json_t *doc = NULL;
-    mv_err err = {0};
-    mv_code rc = mv_message_get(hub->o.service, c->message_id, NULL, &doc, &err);
-    if (rc == MV_STORE_UNAVAILABLE) {
-        warn(hub, "stream: cannot read a message", &err);
-        return false;
+}
+
+/* Retention removed some of what the page from `from` should hold: the page's streams below
+ * pruned get a `reset`. */
+static void page_pruned(mv_stream_hub *hub, bool live, int64_t from, int64_t pruned,
+                        int64_t latest) {
+    int64_t to = latest > pruned ? latest : pruned;
+    mv__sx_node *n = live ? hub->at_head.first : NULL;
+    for (size_t i = 0; live ? n != NULL : i < hub->part.n; i++) {
+        sub *s = live ? n->owner : hub->part.v[i];
+        if (live) n = n->next;
+        int64_t at = s->cursor > from ? s->cursor : from;
+        if (at < pruned) {
+            reset_sub(s, to);
+            send_counts(hub, s, to, false);
+        }
     }
-    if (rc != MV_OK && rc != MV_MESSAGE_NOT_FOUND)
-        warn(hub, "stream: a change's message cannot be read; passed over", &err);
-    if (!doc) return true; /* nobody can see it */
-    audience a = {0};
-    audience_of(doc, &a);
-    bool ok;
-    if (!a.roles_known) {
-        ok = deliver(hub, c, hub->part, np, doc, true);
-    } else {
-        pick(hub, a.from, IX_USER, k, &nc);
-        pick(hub, a.to, IX_USER, k, &nc);
-        for (size_t i = 0; i < a.nroles; i++)
-            pick(hub, a.roles[i], IX_ROLE, k, &nc);
-        ok = deliver(hub, c, hub->cand, nc, doc, true);
-    }
-    free(a.roles);
-    return ok; /* deliver released doc */
 }
 
 /* One page of the log after `from` (changes above `until` are left for later), offered to the
- * streams of subs whose position is in [from, until): each of them has had every change up to
- * its own position, so this page is exactly what it lacks next. Returns the position every such
- * stream that was not held has now reached, or -1 when the log could not be read. */
-static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_t latest,
-                         sub **subs, int n, mv_change *page, int max) {
+ * streams at the head (live) or to the streams behind whose position is in [from, until): each
+ * of them has had every change up to its own position, so this page is exactly what it lacks
+ * next. Returns the position every such stream that was not held has now reached, or -1 when the
+ * log could not be read. */
+static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_t latest, bool live,
+                         mv_change *page, int max) {
     int got = 0;
     int64_t pruned = 0;
     mv_err err = {0};
@@ -567,27 +689,18 @@ static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_
         warn(hub, "stream: cannot read the change log", &err);
         return -1;
     }
-    int np = 0;
-    for (int i = 0; i < n; i++)
-        if (subs[i]->cursor >= from && subs[i]->cursor < until &&
-            mv_sse_is_open(subs[i]->s)) { /* a closed one is dropped on the next turn */
-            subs[i]->held = false;
-            hub->part[np++] = subs[i];
-        }
-    if (pruned > from) { /* retention removed some of what this page should hold */
-        int64_t to = latest > pruned ? latest : pruned;
-        for (int i = 0; i < np; i++)
-            if (hub->part[i]->cursor < pruned) {
-                reset_sub(hub->part[i], to);
-                send_counts(hub, hub->part[i], to, false);
-            }
+    hub->pages++;
+    hub->touched.n = 0;
+    hub->short_of_memory = false;
+    if (!live && !list_part(hub, from, until)) return -1;
+    if (pruned > from) {
+        page_pruned(hub, live, from, pruned, latest);
         return pruned;
     }
     int64_t upto = from;
     bool whole = true;
-    bool indexed = np > INDEX_FROM && page_index(hub, np);
     for (int k = 0; k < got && page[k].id <= until; k++) {
-        if (!offer(hub, &page[k], np, indexed, k)) {
+        if (!offer(hub, &page[k], live, from)) {
             whole = false;
             break;
         }
@@ -596,115 +709,128 @@ static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_
     /* A short page holds every change up to `until` that exists (ids become visible in order,
      * and until was read before the page): the ids between were rolled back. */
     if (whole && (got < max || page[got - 1].id >= until)) upto = until;
-    for (int i = 0; i < np; i++) {
-        sub *s = hub->part[i];
-        if (!s->held && s->cursor < upto) s->cursor = upto;
-        if (s->counts_dirty) send_counts(hub, s, s->last_sent_id, false);
-    }
+    page_done(hub, live, upto);
     return upto;
 }
 
 /* The streams behind the head, a page at a time in turns, for at most REPLAY_BUDGET_MS. True
  * when some stream behind could take more right now. */
-static bool replay(mv_stream_hub *hub, sub **subs, int n, int64_t latest, mv_change *page) {
+static bool replay(mv_stream_hub *hub, int64_t latest, mv_change *page) {
     int64_t started = mono_ms();
     for (;;) {
         sub *next = NULL;
-        for (int k = 0; k < n && !next; k++) {
-            sub *s = subs[(hub->replay_next + k) % n];
-            if (s->cursor >= hub->head || s->full_turn == hub->turns) continue;
+        for (size_t k = 0, n = hub->behind.n; k < n && !next && hub->behind.first; k++) {
+            sub *s = hub->behind.first->owner;
+            mv__sx_list_remove(&s->place);
+            if (s->cursor >= hub->head) { /* caught up (or opened ahead of it) */
+                s->held = false;
+                mv__sx_list_push(&hub->at_head, &s->place, s);
+                continue;
+            }
+            mv__sx_list_push(&hub->behind, &s->place, s); /* to the end: round robin */
+            if (s->full_turn == hub->turns || !mv_sse_is_open(s->s)) continue;
             if (!mv_sse_has_room(s->s, LOW_WATER, room_made, hub)) {
                 s->full_turn = hub->turns; /* a client that does not read: not again this turn */
                 continue;
             }
             next = s;
-            hub->replay_next = (hub->replay_next + k + 1) % n;
         }
         if (!next) return false;
         if (mono_ms() - started >= REPLAY_BUDGET_MS) return true;
         int64_t from = next->cursor;
-        if (page_pass(hub, from, hub->head, latest, subs, n, page, REPLAY_PAGE) <= from)
+        if (page_pass(hub, from, hub->head, latest, false, page, REPLAY_PAGE) <= from)
             return false; /* no progress (the store failed): on the next turn */
     }
 }
 
-/* One pass over the log for every open stream: 0 nothing to do, 1 it read something new (or,
- * with none open, numbered), 2 streams behind have more to replay at once. */
+/* ---- heartbeats, expiry and hang-ups ------------------------------------------------------- */
+
+typedef struct timer_ctx {
+    mv_stream_hub *hub;
+    int64_t now, wall;
+} timer_ctx;
+
+/* The wheel says s is due: its credential expired (the client authenticates again and resumes
+ * from the last id it got), or it has been quiet for a heartbeat. */
+static void timer_due(void *owner, void *ctx) {
+    sub *s = owner;
+    timer_ctx *t = ctx;
+    if (!mv_sse_is_open(s->s)) return; /* dropped on the next turn */
+    if (s->expires_at && t->wall >= s->expires_at) {
+        mv_sse_event(s->s, s->last_sent_id, "reauth", "{}");
+        mv_sse_close(s->s);
+        return;
+    }
+    if (mv_sse_queued(s->s) == 0 && t->now - mv_sse_last_write_ms(s->s) >= t->hub->o.heartbeat_ms)
+        mv_sse_write(s->s, ": ping\n\n", 8);
+    mv__sx_wheel_add(&t->hub->wheel, &s->timer, s, next_check(t->hub, s, t->now));
+}
+
+/* Streams whose socket libmicrohttpd still serves (TLS): their hang-ups are looked for here, in
+ * one poll; a stream the loop took leaves the watch (the loop notices its hang-up). */
+static void hang_ups(mv_stream_hub *hub) {
+    mv_sse_stream **streams = hub->parked.n ? malloc(hub->parked.n * sizeof *streams) : NULL;
+    int n = 0;
+    for (mv__sx_node *node = hub->parked.first, *next; node; node = next) {
+        next = node->next;
+        sub *s = node->owner;
+        if (mv_sse_is_taken(s->s))
+            mv__sx_list_remove(&s->parked);
+        else if (streams)
+            streams[n++] = s->s;
+    }
+    if (n) mv_sse_close_hung_up(streams, n);
+    free(streams);
+}
+
+/* One pass over the log for the open streams: 0 nothing to do, 1 it read something new (or, with
+ * none open, numbered), 2 streams behind have more to replay at once. */
 static int turn(mv_stream_hub *hub) {
-    int n;
-    sub **subs = snapshot(hub, &n);
     int64_t now = mono_ms();
+    absorb(hub, now);
     hub->turns++;
     if (hub->freed && now - hub->last_trim_ms >= TRIM_EVERY_MS) {
         hub->freed = 0; /* their buffers were freed all over the heap: give the pages back */
         hub->last_trim_ms = now;
         malloc_trim(0);
     }
-    if (n == 0) {
-        free(subs);
+    timer_ctx t = {hub, now, mv_clock_now(hub->o.clock)};
+    mv__sx_wheel_expire(&hub->wheel, now, timer_due, &t);
+    if (hub->parked.n && now - hub->last_hangup_ms >= HANGUP_EVERY_MS) {
+        hub->last_hangup_ms = now;
+        hang_ups(hub);
+    }
+    if (hub->at_head.n + hub->behind.n + hub->fresh.n == 0) {
         hub->head_known = false;
         return idle_sequence(hub) ? 1 : 0;
-    }
-    if (n > hub->part_cap) {
-        sub **np = realloc(hub->part, (size_t)n * sizeof *np);
-        if (!np) {
-            free(subs);
-            return 0;
-        }
-        hub->part = np;
-        hub->part_cap = n;
     }
     int64_t latest = 0;
     mv_err err = {0};
     if (mv_changes_latest(hub->log, &latest, NULL, &err) != MV_OK) {
         warn(hub, "stream: cannot read the change log", &err);
-        free(subs);
         return 0;
     }
     if (!hub->head_known) {
         hub->head = latest;
         hub->head_known = true;
     }
-    mv_change *page = malloc(PAGE * sizeof *page);
+    place_fresh(hub);
+    if (!hub->page) hub->page = malloc(PAGE * sizeof *hub->page);
+    mv_change *page = hub->page; /* kept: 110 KiB freed per turn made malloc consolidate its heap */
     int result = 0;
     bool stuck = !page; /* the store failed: wait for the next wake-up or timeout, not spin */
     /* live first: the streams at the head */
     for (int round = 0; !stuck && round < LIVE_PAGES_PER_TURN && hub->head < latest &&
                         !atomic_load(&hub->stop_now);
          round++) {
-        int64_t upto = page_pass(hub, hub->head, latest, latest, subs, n, page, PAGE);
+        int64_t before = hub->head;
+        int64_t upto = page_pass(hub, hub->head, latest, latest, true, page, PAGE);
         result = 1;
-        stuck = upto <= hub->head;
+        stuck = upto <= before;
         if (!stuck) hub->head = upto;
     }
     if (!stuck && hub->head < latest) result = 2; /* more live changes than one turn takes */
-    if (!stuck && replay(hub, subs, n, latest, page)) result = 2;
-    free(page);
-    int64_t wall = mv_clock_now(hub->o.clock);
-    /* credentials, heartbeats and hang-ups: every HANGUP_EVERY_MS, not every turn (a turn may
-     * come every few ms under a stream of commits, and this visits every stream) */
-    bool hangups = n > 0 && now - hub->last_hangup_ms >= HANGUP_EVERY_MS;
-    for (int i = 0; hangups && i < n; i++) {
-        sub *s = subs[i];
-        if (s->expires_at && wall >= s->expires_at) {
-            /* the ticket or token it was opened with has expired: the client authenticates
-             * again and resumes from the last id it got */
-            mv_sse_event(s->s, s->last_sent_id, "reauth", "{}");
-            mv_sse_close(s->s);
-        } else if (mv_sse_queued(s->s) == 0 &&
-                   now - mv_sse_last_write_ms(s->s) >= hub->o.heartbeat_ms) {
-            mv_sse_write(s->s, ": ping\n\n", 8);
-        }
-    }
-    if (hangups) {
-        hub->last_hangup_ms = now;
-        mv_sse_stream **streams = malloc((size_t)n * sizeof *streams);
-        for (int i = 0; streams && i < n; i++)
-            streams[i] = subs[i]->s;
-        if (streams) mv_sse_close_hung_up(streams, n);
-        free(streams);
-    }
-    free(subs);
+    if (!stuck && replay(hub, latest, page)) result = 2;
     return result;
 }
 
@@ -712,13 +838,14 @@ static int turn(mv_stream_hub *hub) {
  * one turn take many changes at once (a page read instead of one per commit). After a turn that
  * found nothing new the pause is shorter: on PostgreSQL the hub's own sequencer commit wakes it
  * once more for such a turn, and a change committed just after it began should not wait out the
- * whole pause again. With replay still to do it does not wait for a wake-up at all. */
+ * whole pause again. With replay still to do it does not wait for a wake-up at all. A turn no
+ * longer visits every open stream, so the pause does not grow with them. */
 #define MIN_TURN_MS 5
-#define STREAMS_PER_TURN_MS 1000
 #define MIN_EMPTY_TURN_MS 2
 
 static void *run(void *arg) {
     mv_stream_hub *hub = arg;
+    pthread_setname_np(pthread_self(), "mv-stream-hub"); /* top -H, perf */
     for (;;) {
         pthread_mutex_lock(&hub->mu);
         bool stop = hub->stopping;
@@ -732,17 +859,12 @@ static void *run(void *arg) {
             if (since < 1) mv_sleep_ms(1);
             continue;
         }
-        /* open streams: every HANGUP_EVERY_MS at least, to notice clients that hung up */
+        /* open streams: every HANGUP_EVERY_MS at least, for heartbeats and hang-ups */
         int wait =
             hub->head_known && hub->o.poll_ms > HANGUP_EVERY_MS ? HANGUP_EVERY_MS : hub->o.poll_ms;
         mv_change_waiter_wait(hub->waiter, wait);
         since = mono_ms() - started;
         int pause = r ? MIN_TURN_MS : MIN_EMPTY_TURN_MS;
-        /* a turn visits every stream: with many open, fewer turns that each take more changes
-         * (20,000 streams: one turn per 20 ms at most), so the hub's share of the CPU stays small
-         * next to the requests it would otherwise compete with */
-        int streams = mv_stream_hub_connections(hub);
-        if (r && streams / STREAMS_PER_TURN_MS > pause) pause = streams / STREAMS_PER_TURN_MS;
         if (since < pause) mv_sleep_ms(pause - since);
     }
     return NULL;
@@ -773,7 +895,11 @@ mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out
         rc = mv_random_bytes(hub->secret, 32, err);
     }
     pthread_mutex_init(&hub->mu, NULL);
+    pthread_mutex_init(&hub->closed_mu, NULL);
+    mv__sx_wheel_init(&hub->wheel, mono_ms());
     hub->log = mv__service_change_log(opts->service);
+    if (rc == MV_OK && !(hub->ix = mv__stream_index_new()))
+        rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     if (rc == MV_OK && !(hub->loop = mv_sse_loop_new()))
         rc = mv_err_set(err, MV_NO_MEMORY, "cannot start the stream thread");
     if (rc == MV_OK) rc = mv_change_waiter_new(hub->o.store, &hub->waiter, err);
@@ -782,7 +908,9 @@ mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out
     if (rc != MV_OK) {
         mv_change_waiter_free(hub->waiter);
         mv_sse_loop_free(hub->loop);
+        mv__stream_index_free(hub->ix);
         pthread_mutex_destroy(&hub->mu);
+        pthread_mutex_destroy(&hub->closed_mu);
         free(hub);
         return rc;
     }
@@ -808,6 +936,7 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     atomic_store(&hub->stop_now, true);
     mv_change_waiter_wake(hub->waiter);
     pthread_join(hub->thread, NULL);
+    mv__stream_index_free(hub->ix); /* first: it lets go of the streams' nodes */
     for (sub *s = hub->subs, *next; s; s = next) {
         next = s->next;
         sub_free(s);
@@ -817,14 +946,16 @@ void mv_stream_hub_free(mv_stream_hub *hub) {
     mv_sse_reserve_descriptors(-hub->o.max_connections);
     held_free(hub);
     pthread_mutex_destroy(&hub->mu);
-    free(hub->part);
-    free(hub->ix);
-    free(hub->ix_nodes);
-    free(hub->ix_mark);
-    free(hub->cand);
+    pthread_mutex_destroy(&hub->closed_mu);
+    free(hub->cand.v);
+    free(hub->touched.v);
+    free(hub->part.v);
+    free(hub->page);
     memset(hub->secret, 0, sizeof hub->secret);
     free(hub);
 }
+
+size_t mv_stream_hub_index_entries(mv_stream_hub *hub) { return atomic_load(&hub->index_entries); }
 
 int mv_stream_hub_connections(mv_stream_hub *hub) {
     pthread_mutex_lock(&hub->mu);
@@ -835,85 +966,19 @@ int mv_stream_hub_connections(mv_stream_hub *hub) {
 
 /* ---- tickets ------------------------------------------------------------------------------- */
 
-static void ticket_mac(const mv_stream_hub *hub, const char *signed_part, size_t n, char out[44]) {
-    unsigned char mac[32];
-    mv_hmac_sha256(hub->secret, hub->secret_len, signed_part, n, mac);
-    mv_b64url_encode(mac, 32, out);
-}
-
-static char *ticket_new(const mv_stream_hub *hub, const mv_principal *p, const char *locale,
-                        int64_t expires_at) {
-    json_t *claims =
-        json_pack("{s:s,s:o,s:O,s:s,s:I,s:s,s:s?}", "sub", p->user_id, "roles",
-                  mv_principal_roles_json(p), "perms", p->permissions, "tenant", p->tenant, "exp",
-                  (json_int_t)expires_at, "use", "stream", "locale", locale);
-    char *text = claims ? json_dumps(claims, JSON_COMPACT) : NULL;
-    json_decref(claims);
-    if (!text) return NULL;
-    size_t tn = strlen(text), bn = mv_b64url_len(tn);
-    char *out = malloc(3 + bn + 1 + 44 + 1);
-    if (out) {
-        memcpy(out, "v1.", 3);
-        mv_b64url_encode(text, tn, out + 3);
-        char mac[44];
-        ticket_mac(hub, out, 3 + bn, mac);
-        out[3 + bn] = '.';
-        strcpy(out + 3 + bn + 1, mac);
-    }
-    free(text);
-    return out;
-}
-
-static mv_code bad_ticket(mv_err *err, const char *why) {
-    return mv_err_set(err, MV_UNAUTHENTICATED, "stream ticket %s", why);
-}
-
 static mv_code ticket_auth(void *ctx, mv_http_request *req, const char *ticket, mv_principal *p,
                            mv_err *err) {
     mv_stream_hub *hub = ctx;
-    size_t len = strlen(ticket);
-    const char *dot =
-        len > 3 && len < 8192 && strncmp(ticket, "v1.", 3) == 0 ? strrchr(ticket, '.') : NULL;
-    if (!dot || dot < ticket + 3) return bad_ticket(err, "is malformed");
-    char mac[44];
-    ticket_mac(hub, ticket, (size_t)(dot - ticket), mac);
-    if (!mv_ct_equal(mac, strlen(mac), dot + 1, strlen(dot + 1)))
-        return bad_ticket(err, "is not valid");
-    size_t bn = (size_t)(dot - ticket - 3);
-    unsigned char *raw = mv_arena_alloc(req->arena, bn * 3 / 4 + 2);
-    size_t rn = 0;
-    if (!raw || !mv_b64url_decode(ticket + 3, bn, raw, &rn)) return bad_ticket(err, "is malformed");
-    json_t *claims = mv_arena_json(req->arena, json_loadb((const char *)raw, rn, 0, NULL));
-    json_t *exp = json_object_get(claims, "exp"), *roles = json_object_get(claims, "roles");
-    const char *use = mv_json_str(claims, "use"), *user = mv_json_str(claims, "sub"),
-               *tenant = mv_json_str(claims, "tenant");
-    if (!claims || !use || strcmp(use, "stream") != 0 || !user || !tenant ||
-        !json_is_integer(exp) || !json_is_array(roles))
-        return bad_ticket(err, "is malformed");
-    if (json_integer_value(exp) <= mv_clock_now(hub->o.clock))
-        return bad_ticket(err, "has expired");
-    *p = (mv_principal){.user_id = mv_arena_strdup(req->arena, user),
-                        .tenant = mv_arena_strdup(req->arena, tenant)};
-    p->roles = mv_arena_alloc(req->arena, (json_array_size(roles) + 1) * sizeof *p->roles);
-    if (!p->roles) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    size_t i;
-    json_t *r;
-    json_array_foreach(roles, i, r) {
-        if (json_is_string(r))
-            p->roles[p->nroles++] = mv_arena_strdup(req->arena, json_string_value(r));
-    }
-    json_t *perms = json_object_get(claims, "perms");
-    p->permissions = json_is_object(perms) ? perms : mv_arena_json(req->arena, json_object());
-    p->identity = claims;
-    return MV_OK;
+    return mv__stream_ticket_check(hub->secret, hub->secret_len, mv_clock_now(hub->o.clock), req,
+                                   ticket, p, err);
 }
 
 static void create_ticket(mv_http_request *req, mv_http_response *res, void *app) {
     (void)app;
     mv_stream_hub *hub = req->route_ctx;
     int64_t expires = mv_clock_now(hub->o.clock) + hub->o.ticket_ttl_ms;
-    char *t =
-        ticket_new(hub, req->principal, mv_http_reader_locale(req, hub->o.locale_claim), expires);
+    char *t = mv__stream_ticket_new(hub->secret, hub->secret_len, req->principal,
+                                    mv_http_reader_locale(req, hub->o.locale_claim), expires);
     if (!t) {
         mv_http_errorf(res, MV_NO_MEMORY, "out of memory");
         return;
@@ -958,10 +1023,12 @@ static sub *sub_new(mv_stream_hub *hub, const mv_principal *p) {
     s->user_id = strdup(p->user_id);
     s->tenant = strdup(p->tenant ? p->tenant : "default");
     s->roles = calloc(p->nroles + 1, sizeof *s->roles);
+    s->keys = calloc(p->nroles + 1, sizeof *s->keys);
+    s->hub = hub;
     mv_user u = {.id = p->user_id};
     if (!mv_user_id(&u, s->uid, sizeof s->uid)) s->uid[0] = '\0';
     s->permissions = json_deep_copy(p->permissions ? p->permissions : json_object());
-    bool ok = s->user_id && s->tenant && s->roles && s->permissions;
+    bool ok = s->user_id && s->tenant && s->roles && s->keys && s->permissions;
     for (size_t i = 0; ok && i < p->nroles; i++)
         ok = (s->roles[s->nroles++] = strdup(p->roles[i]));
     s->s = ok ? mv_sse_stream_new(0) : NULL;
@@ -1000,10 +1067,16 @@ static mv_code attach(mv_stream_hub *hub, sub *s, mv_err *err) {
         rc = mv_err_set(err, MV_STREAM_CAPACITY, "too many open streams for this user (at most %d)",
                         hub->o.max_per_user);
     if (rc == MV_OK) {
+        s->prev = NULL;
         s->next = hub->subs;
+        if (hub->subs) hub->subs->prev = s;
         hub->subs = s;
         hub->nsubs++;
         h->n++;
+        s->in_next = hub->incoming;
+        hub->incoming = s;
+        /* under hub->mu: the hub thread files the stream before it hears of its close */
+        mv_sse_on_close(s->s, stream_closed, s);
     }
     pthread_mutex_unlock(&hub->mu);
     return rc;

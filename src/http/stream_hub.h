@@ -41,6 +41,9 @@ void mv_stream_hub_drain(mv_stream_hub *hub);
 void mv_stream_hub_free(mv_stream_hub *hub);
 /* Open streams. */
 int mv_stream_hub_connections(mv_stream_hub *hub);
+/* Entries of the hub's index of open streams by user and role (one per stream under its user id,
+ * one per role it holds), as of the hub's last turn: 0 once every stream is closed and dropped. */
+size_t mv_stream_hub_index_entries(mv_stream_hub *hub);
 
 /* Registers GET /messages/stream and POST /stream-tickets, and the router's ticket check. */
 mv_code mv_stream_routes_add(mv_router *router, mv_stream_hub *hub, mv_err *err);

@@ -668,6 +668,49 @@ mv_code mv_message_get_text(mv_service *svc, const char *id, const mv_user *user
     return *json ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
 }
 
+/* ---- who may see a message --------------------------------------------------------------- */
+
+/* At the positions mv__doc_audience_from_row reads (3, 4, 5 and 16), and nothing else of the row.
+ */
+static const char SQL_AUDIENCE[] =
+    "SELECT NULL, NULL, NULL, from_user, to_user, to_roles, NULL, NULL, NULL, NULL, NULL, NULL, "
+    "NULL, NULL, NULL, NULL, action_state FROM messages WHERE id = ?";
+
+typedef struct {
+    const char *id;
+    json_t *who;
+} audience_arg;
+
+static mv_code audience_tx(mv_db *db, void *ctx, mv_err *err) {
+    audience_arg *a = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_row(db, SQL_AUDIENCE, &st, err, "s", a->id);
+    if (rc != MV_OK || !st) {
+        mv_stmt_done(st);
+        return rc;
+    }
+    json_decref(a->who); /* a retried transaction */
+    a->who = mv__doc_audience_from_row(st);
+    mv_stmt_done(st);
+    return a->who ? MV_OK : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+}
+
+mv_code mv__message_audience(mv_service *svc, const char *id, json_t **who, mv_err *err) {
+    *who = NULL;
+    if (!mv_valid_message_id(id))
+        return mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id ? id : "");
+    audience_arg a = {id, NULL};
+    mv_code rc = mv_store_read(svc->o.store, audience_tx, &a, err);
+    if (rc == MV_OK && !a.who)
+        rc = mv_err_set(err, MV_MESSAGE_NOT_FOUND, "message \"%s\" not found", id);
+    if (rc != MV_OK) {
+        json_decref(a.who);
+        return rc;
+    }
+    *who = a.who;
+    return MV_OK;
+}
+
 /* ---- getActions ------------------------------------------------------------------------- */
 
 /* The action's "resultTemplate" (a Mustache string the inbox renders over the handler's result) is

@@ -131,6 +131,10 @@ bool mv__doc_write_row(mv_strbuf *b, mv_stmt *st, mv_stmt *viewer, int viewer_co
 /* Only what visibility needs of the row: {"fromUser", "toUser", "toRoles", "actionState"} as
  * mv__doc_from_row. */
 json_t *mv__doc_audience_from_row(mv_stmt *st);
+/* That much of message id (any tenant), read without building the message: whether a user may
+ * see it is mv_user_is_sender / _receiver on it. *who is the caller's; MV_MESSAGE_NOT_FOUND when
+ * there is no such message. */
+mv_code mv__message_audience(mv_service *svc, const char *id, json_t **who, mv_err *err);
 /* Inserts a message document (as built by create/notification) and its role rows in tenant
  * (NULL = "default"). owner_id and item_index (< 0 = none) are the client request's, stored but
  * not part of the JSON shape. */

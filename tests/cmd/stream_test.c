@@ -252,11 +252,163 @@ POSTGRES_TEST(three_daemons_on_one_postgres_and_a_kill_9_lose_nothing) {
     CHECK_INT(test_daemon_stop(pid[2]), 0);
 }
 
+/* ---- the index of streams by user and role ----------------------------------------------- */
+
+/* One series' value from GET /metrics (a raw HTTP/1.0 request), -1 when absent. */
+static double metric(int port, const char *series) {
+    static char text[1 << 17];
+    size_t len = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const char *req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        write(fd, req, strlen(req)) == (ssize_t)strlen(req))
+        for (ssize_t r;
+             len < sizeof text - 1 && (r = read(fd, text + len, sizeof text - 1 - len)) > 0;)
+            len += (size_t)r;
+    if (fd >= 0) close(fd);
+    text[len] = '\0';
+    size_t n = strlen(series);
+    for (const char *p = text; (p = strstr(p, series)) != NULL; p += n)
+        if (p > text && p[-1] == '\n' && p[n] == ' ') return strtod(p + n + 1, NULL);
+    return -1;
+}
+
+/* Waits up to 3 s for the hub to have dropped closed streams: both gauges at the values. */
+static bool hub_holds(int port, double streams, double entries) {
+    for (int64_t end = sse_now_ms() + 3000; sse_now_ms() < end; usleep(20 * 1000))
+        if (metric(port, "missive_stream_connections") == streams &&
+            metric(port, "missive_stream_index_entries") == entries)
+            return true;
+    return false;
+}
+
+static const char *send_as(int port, const char *tenant, const char *tmpl, const char *to, int n) {
+    static char id[25];
+    char path[64], hdr[96], body[96];
+    snprintf(path, sizeof path, "/messages/new/%s", tmpl);
+    snprintf(hdr, sizeof hdr, "X-User-Id: ana\nX-Tenant-Id: %s\n", tenant);
+    snprintf(body, sizeof body, "{\"to\": \"%s\", \"n\": %d}", to, n);
+    test_reply r = test_http(port, "POST", path, hdr, body);
+    const char *got =
+        r.status == 201 ? mv_json_str(json_array_get(json_object_get(r.json, "messages"), 0), "id")
+                        : NULL;
+    snprintf(id, sizeof id, "%s", got ? got : "");
+    test_reply_free(&r);
+    return id;
+}
+
+typedef struct watcher {
+    const char *tenant, *user, *roles;
+    sse *c;
+    int want[6]; /* indexes into the ids sent, -1 ends */
+} watcher;
+
+/* Every message.created event the stream gets within 1.5 s is one of want, each once. */
+static bool got_exactly(watcher *w, char ids[][25]) {
+    int expected = 0, seen[6] = {0}, stray = 0;
+    while (expected < 6 && w->want[expected] >= 0)
+        expected++;
+    sse_event ev;
+    for (int64_t end = sse_now_ms() + 1500; sse_now_ms() < end;) {
+        if (!sse_next(w->c, 100, &ev) || strcmp(ev.name, "message.created") != 0) continue;
+        bool mine = false;
+        for (int k = 0; k < expected; k++)
+            if (sse_data_has_id(&ev, ids[w->want[k]])) {
+                seen[k]++;
+                mine = true;
+            }
+        stray += !mine;
+    }
+    bool ok = stray == 0;
+    for (int k = 0; k < expected; k++)
+        ok = ok && seen[k] == 1;
+    if (!ok) fprintf(stderr, "  %s/%s: %d stray events\n", w->tenant, w->user, stray);
+    return ok;
+}
+
+STORE_TEST(each_change_reaches_exactly_its_subscribers_and_closed_streams_leave_the_index) {
+    sse_env e;
+    REQUIRE(sse_env_init(&e, kind, "stream_index", NULL, NULL));
+    char path[700];
+    snprintf(path, sizeof path, "%s/templates/finance.json", e.dir);
+    REQUIRE(test_write_file(path, "{\"templateCd\": \"finance\", \"type\": \"info\","
+                                  " \"receiverContent\": {\"title\": \"F {{n}}\"},"
+                                  " \"prepare\": {\"toRoles\": [\"finance\"]}, \"actions\": []}"));
+    snprintf(path, sizeof path, "%s/templates/ops.json", e.dir);
+    REQUIRE(test_write_file(path, "{\"templateCd\": \"ops\", \"type\": \"info\","
+                                  " \"receiverContent\": {\"title\": \"O {{n}}\"},"
+                                  " \"prepare\": {\"toRoles\": [\"ops\"]}, \"actions\": []}"));
+    int port;
+    pid_t pid = sse_env_start(&e, &port);
+    REQUIRE(pid > 0);
+    /* 40 streams of 20 users come and go (closed by the client, abruptly), half after one event */
+    sse *churn[40];
+    for (int i = 0; i < 40; i++) {
+        char hdr[96];
+        snprintf(hdr, sizeof hdr, "X-User-Id: gone-%d\r\nX-User-Roles: finance,ops\r\n", i % 20);
+        churn[i] = sse_open(port, "/messages/stream", hdr);
+        CHECK_INT(churn[i]->status, 200);
+    }
+    CHECK(hub_holds(port, 40, 120));
+    sse_send_note(port, "gone-1", 0);
+    sse_event ev;
+    for (int i = 0; i < 40; i++) {
+        if (i % 2) CHECK(sse_wait(churn[i], "counts", 2000, &ev));
+        sse_close(churn[i]);
+    }
+    CHECK(hub_holds(port, 0, 0));
+    /* ids: 0 note to u1, 1 finance, 2 ops, 3 note to u5 (no stream), 4 t2: note to u1 */
+    watcher w[] = {
+        {"default", "ana", NULL, NULL, {0, 1, 2, 3, -1}},
+        {"default", "u0", "finance", NULL, {1, -1}},
+        {"default", "u0", "finance", NULL, {1, -1}}, /* a second device */
+        {"default", "u1", "finance", NULL, {0, 1, -1}},
+        {"default", "u2", "ops", NULL, {2, -1}},
+        {"default", "u3", "ops,finance,ops", NULL, {1, 2, -1}},
+        {"default", "u4", "sales", NULL, {-1}},
+        {"t2", "ana", NULL, NULL, {4, -1}},
+        {"t2", "u1", "finance", NULL, {4, -1}},
+        {"t2", "u2", "ops", NULL, {-1}},
+    };
+    int nw = (int)(sizeof w / sizeof w[0]), entries = 0;
+    for (int i = 0; i < nw; i++) {
+        char hdr[160];
+        int n = snprintf(hdr, sizeof hdr, "X-User-Id: %s\r\nX-Tenant-Id: %s\r\n", w[i].user,
+                         w[i].tenant);
+        if (w[i].roles)
+            snprintf(hdr + n, sizeof hdr - (size_t)n, "X-User-Roles: %s\r\n", w[i].roles);
+        w[i].c = sse_open(port, "/messages/stream", hdr);
+        CHECK_INT(w[i].c->status, 200);
+        entries += 1;
+        for (const char *r = w[i].roles; r && *r; r++)
+            entries += r == w[i].roles || r[-1] == ',';
+    }
+    CHECK(hub_holds(port, nw, entries));
+    char ids[5][25];
+    snprintf(ids[0], 25, "%s", send_as(port, "default", "note", "u1", 1));
+    snprintf(ids[1], 25, "%s", send_as(port, "default", "finance", "", 2));
+    snprintf(ids[2], 25, "%s", send_as(port, "default", "ops", "", 3));
+    snprintf(ids[3], 25, "%s", send_as(port, "default", "note", "u5", 4));
+    snprintf(ids[4], 25, "%s", send_as(port, "t2", "note", "u1", 5));
+    for (int i = 0; i < 5; i++)
+        CHECK(ids[i][0] != '\0');
+    for (int i = 0; i < nw; i++)
+        CHECK(got_exactly(&w[i], ids));
+    for (int i = 0; i < nw; i++)
+        sse_close(w[i].c);
+    CHECK(hub_holds(port, 0, 0)); /* nothing of them is left in the index */
+    CHECK_INT(test_daemon_stop(pid), 0);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
-    return RUN_TESTS(a_stream_gets_every_change_its_user_may_see_once_and_in_order,
-                     a_client_killed_mid_stream_resumes_with_last_event_id_and_loses_nothing,
-                     tickets_authenticate_the_stream_only_and_bad_input_is_refused,
-                     two_daemons_on_one_sqlite_file_see_each_others_changes_within_a_second,
-                     three_daemons_on_one_postgres_and_a_kill_9_lose_nothing);
+    return RUN_TESTS(
+        a_stream_gets_every_change_its_user_may_see_once_and_in_order,
+        a_client_killed_mid_stream_resumes_with_last_event_id_and_loses_nothing,
+        tickets_authenticate_the_stream_only_and_bad_input_is_refused,
+        two_daemons_on_one_sqlite_file_see_each_others_changes_within_a_second,
+        three_daemons_on_one_postgres_and_a_kill_9_lose_nothing,
+        each_change_reaches_exactly_its_subscribers_and_closed_streams_leave_the_index);
 }
