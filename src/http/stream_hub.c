@@ -47,6 +47,7 @@
 #include "http/stream_ticket.h"
 #include "message/inbox_internal.h"
 #include "message/service.h"
+#include "store/changes_sql.h"
 #include "store/listen.h"
 
 /* Replay (a stream whose position is behind the live head: it resumed, or its client read
@@ -618,7 +619,7 @@ static void place_fresh(mv_stream_hub *hub) {
  * whatever is left. True when it looked. */
 static bool idle_sequence(mv_stream_hub *hub) {
     uint64_t written = mv__changes_written();
-    if (mv_store_kind_of(hub->o.store) != MV_STORE_POSTGRES || written == hub->idle_written)
+    if (!mv__changes_numbered_after_commit(hub->o.store) || written == hub->idle_written)
         return false;
     hub->idle_written = written;
     mv_err err = {0};
@@ -882,8 +883,7 @@ mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out
     if (hub->o.max_connections <= 0) hub->o.max_connections = 20000;
     if (hub->o.max_per_user <= 0) hub->o.max_per_user = 16;
     if (hub->o.heartbeat_ms <= 0) hub->o.heartbeat_ms = 15000;
-    if (hub->o.poll_ms <= 0)
-        hub->o.poll_ms = mv_store_kind_of(hub->o.store) == MV_STORE_POSTGRES ? 500 : 100;
+    if (hub->o.poll_ms <= 0) hub->o.poll_ms = mv__store_notifies(hub->o.store) ? 500 : 100;
     if (hub->o.ticket_ttl_ms <= 0) hub->o.ticket_ttl_ms = 60000;
     mv_code rc = MV_OK;
     if (opts->secret && opts->secret_len) {

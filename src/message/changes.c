@@ -21,15 +21,15 @@
  *   this process's reader directly (mv__store_on_commit).
  * - A *sequencer* step numbers committed rows that have none, in id order, continuing above every
  *   seq ever handed out (and above what retention removed). It is one short transaction that first
- *   takes a transaction-scoped advisory lock with pg_try_advisory_xact_lock: one sequencer at a
- *   time across every daemon; one that finds the lock taken tries again a few times, 2 ms apart,
- *   then leaves it (the holder's commit wakes the readers; the caller's next turn retries). When
- *   it numbered rows it sends the NOTIFY that wakes the readers of every other process. Readers
- *   run it — the stream hub on its turns (with no stream open, only after this process wrote
- *   changes), mv_changes_read, mv_changes_latest and retention — whenever
- *   a cheap check (the seq index's NULL entries) says there is something to number. A process
- *   that writes changes but runs no stream hub (a library user, the CLI) wakes nobody: a daemon
- *   with streams open finds its changes on its timer (every 500 ms on PostgreSQL).
+ *   takes a transaction-scoped advisory lock with pg_advisory_xact_lock: one sequencer at a
+ *   time across every daemon; one that finds the lock taken waits for it on the server (the
+ *   holder's short transaction commits first) and then numbers what is left. When it numbered
+ *   rows it sends the NOTIFY that wakes the readers of every other process. Readers run it — the
+ * stream hub on its turns (with no stream open, only after this process wrote changes),
+ * mv_changes_read, mv_changes_latest and retention — whenever a cheap check (the seq index's NULL
+ * entries) says there is something to number. A process that writes changes but runs no stream hub
+ * (a library user, the CLI) wakes nobody: a daemon with streams open finds its changes on its timer
+ * (every 500 ms where commits notify).
  * - Readers page by seq. Sequencer transactions commit one after another (the lock is released
  *   only after the commit is visible), and each hands out numbers above all earlier ones, so the
  *   visible seqs always form a prefix of what will ever exist: a reader that saw N will never see
@@ -55,43 +55,22 @@
 #include <string.h>
 
 #include "message/inbox_internal.h"
+#include "store/changes_sql.h"
 #include "store/listen.h"
 
 #define CHANGE_CHANNEL "missive_changes"
 
 /* The most rows one sequencer transaction numbers; a larger backlog takes several. */
 #define SEQUENCE_BATCH 5000
-/* How often a sequencer that found the lock taken tries again (2 ms apart) before leaving it. */
-#define SEQUENCE_BUSY_RETRIES 3
 
 static const char SQL_PG_NOTIFY[] = "SELECT pg_notify('" CHANGE_CHANNEL "', '')";
 static const char SQL_INSERT_CHANGE[] =
     "INSERT INTO stream_events (tenant_id, message_id, kind, viewer_id, created_at) "
     "VALUES (?, ?, ?, ?, ?)";
 
-/* The event id is `seq` on PostgreSQL and the row id on SQLite: one statement text per dialect,
- * the same code around it. */
-#define READ_CHANGES(ev)                                                                           \
-    "SELECT " ev ", tenant_id, message_id, kind, viewer_id, created_at FROM stream_events "        \
-    "WHERE " ev " > ? ORDER BY " ev " LIMIT ?"
-static const char SQL_READ_CHANGES_SQLITE[] = READ_CHANGES("id");
-static const char SQL_READ_CHANGES_PG[] = READ_CHANGES("seq");
-/* Newest event id, retention's watermark, and (PostgreSQL) whether committed rows await a seq. */
-static const char SQL_LATEST_CHANGE_SQLITE[] =
-    "SELECT (SELECT COALESCE(MAX(id), 0) FROM stream_events), "
-    "(SELECT upto FROM stream_events_pruned WHERE one = 1), 0";
-static const char SQL_LATEST_CHANGE_PG[] =
-    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM stream_events), "
-    "(SELECT upto FROM stream_events_pruned WHERE one = 1), "
-    "CASE WHEN EXISTS (SELECT 1 FROM stream_events WHERE seq IS NULL) THEN 1 ELSE 0 END";
+/* The statements that differ between the dialects (the event id column) are the store's:
+ * store/changes_sql.h. */
 static const char SQL_PRUNED[] = "SELECT upto FROM stream_events_pruned WHERE one = 1";
-static const char SQL_PG_UNSEQUENCED[] =
-    "SELECT CASE WHEN EXISTS (SELECT 1 FROM stream_events WHERE seq IS NULL) THEN 1 ELSE 0 END";
-#define GC_MAX(ev) "SELECT COALESCE(MAX(" ev "), 0) FROM stream_events WHERE created_at <= ?"
-static const char SQL_GC_MAX_SQLITE[] = GC_MAX("id");
-static const char SQL_GC_MAX_PG[] = GC_MAX("seq"); /* MAX skips the unsequenced (NULL) rows */
-static const char SQL_GC_CHANGES_SQLITE[] = "DELETE FROM stream_events WHERE id <= ?";
-static const char SQL_GC_CHANGES_PG[] = "DELETE FROM stream_events WHERE seq <= ?";
 static const char SQL_GC_MARK[] =
     "UPDATE stream_events_pruned SET upto = ? WHERE one = 1 AND upto < ?";
 
@@ -99,8 +78,7 @@ static const char SQL_GC_MARK[] =
  * before 9, which no longer exists. set_config(…, true) is SET LOCAL: this commit is durable before
  * it is visible even where the database runs with synchronous_commit off. */
 static const char SQL_PG_SEQUENCER_LOCK[] =
-    "SELECT set_config('synchronous_commit', 'on', true), "
-    "CASE WHEN pg_try_advisory_xact_lock(7052465) THEN 1 ELSE 0 END";
+    "SELECT set_config('synchronous_commit', 'on', true), pg_advisory_xact_lock(7052465)";
 /* Numbers the oldest unsequenced committed rows (at most ?) in id order, above every seq handed
  * out before: the highest one still in the log, or the highest retention removed. The statement's
  * snapshot is taken after the lock, so it sees every earlier sequencer's commit. The rows to number
@@ -119,8 +97,6 @@ static const char SQL_PG_SEQUENCE[] =
     " WHERE e.id = todo.id";
 
 static const char *const KIND_NAMES[] = {"created", "updated", "viewer", "reminded"};
-
-static bool is_pg(mv_db *db) { return mv_db_kind(db) == MV_STORE_POSTGRES; }
 
 static atomic_uint_fast64_t changes_written;
 
@@ -169,50 +145,41 @@ static mv_code latest_tx(mv_db *db, void *ctx, mv_err *err);
 
 typedef struct {
     int64_t numbered;
-    bool busy;     /* another sequencer holds the lock */
     read_arg *out; /* the newest id and the watermark, read after numbering */
 } sequence_arg;
 
+/* The lock is waited for on the server: a holder's transaction is a few statements and one
+ * flush, and its commit is visible before the lock is released, so the statements after the lock
+ * see every earlier sequencer's numbers (and every row that committed before the holder's
+ * snapshot or since). Nothing else is locked before it, and the holder locks only unsequenced
+ * rows of the log, so the wait cannot be part of a deadlock. */
 static mv_code sequence_tx(mv_db *db, void *ctx, mv_err *err) {
     sequence_arg *a = ctx;
-    mv_stmt *st;
-    mv_code rc = mv_db_row(db, SQL_PG_SEQUENCER_LOCK, &st, err, "");
-    a->busy = !st || mv_stmt_int64(st, 1) != 1;
-    mv_stmt_done(st);
-    if (rc == MV_OK && !a->busy &&
+    mv_code rc = mv_db_execf(db, SQL_PG_SEQUENCER_LOCK, NULL, err, "");
+    if (rc == MV_OK &&
         (rc = mv_db_execf(db, SQL_PG_SEQUENCE, &a->numbered, err, "i", (int64_t)SEQUENCE_BATCH)) ==
             MV_OK &&
         a->numbered > 0)
         /* Wakes the readers of every other process (delivered after this commit). */
         rc = mv_db_execf(db, SQL_PG_NOTIFY, NULL, err, "");
-    /* Busy or not, what this transaction sees is a prefix: every earlier sequencer committed. */
     return rc == MV_OK ? latest_tx(db, a->out, err) : rc;
 }
 
-/* Numbers every committed unsequenced row, batch after batch, unless another sequencer keeps the
- * lock through the retries (its commit wakes the readers, or the caller's next turn retries), and
- * leaves the newest id in *out. Only called when a read found such rows: its commit wakes this
- * process's waiter, which must not turn into a loop of empty transactions. */
+/* Numbers every committed unsequenced row, batch after batch, and leaves the newest id in *out.
+ * Only called when a read found such rows: its commit wakes this process's waiter, which must not
+ * turn into a loop of empty transactions. */
 static mv_code sequence(mv_store *store, read_arg *out, mv_err *err) {
-    for (int busy = 0;;) {
+    for (;;) {
         sequence_arg a = {.out = out};
         mv_code rc = mv_store_write(store, sequence_tx, &a, err);
-        if (rc != MV_OK) return rc;
-        /* The holder may have taken its snapshot before our rows committed: try again shortly
-         * (its transaction is a few statements and one flush), a few times. */
-        if (a.busy && ++busy <= SEQUENCE_BUSY_RETRIES) {
-            mv_sleep_ms(2);
-            continue;
-        }
-        if (a.busy || a.numbered < SEQUENCE_BATCH) return MV_OK;
+        if (rc != MV_OK || a.numbered < SEQUENCE_BATCH) return rc;
     }
 }
 
 static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
     read_arg *a = ctx;
     mv_stmt *st;
-    mv_code rc =
-        mv_db_prepare(db, is_pg(db) ? SQL_READ_CHANGES_PG : SQL_READ_CHANGES_SQLITE, &st, err);
+    mv_code rc = mv_db_prepare(db, mv__changes_sql(db, MV__CHANGES_READ), &st, err);
     if (rc != MV_OK) return rc;
     mv_stmt_bindf(st, "ii", a->after, (int64_t)(a->max - a->n));
     int r = 0;
@@ -233,9 +200,10 @@ static mv_code read_tx(mv_db *db, void *ctx, mv_err *err) {
     if (st && mv_stmt_int64(st, 0) > a->pruned) a->pruned = mv_stmt_int64(st, 0);
     mv_stmt_done(st);
     a->unsequenced = false;
-    if (!is_pg(db) || a->n == a->max) return MV_OK;
+    const char *unsequenced = mv__changes_sql(db, MV__CHANGES_UNSEQUENCED);
+    if (!unsequenced || a->n == a->max) return MV_OK;
     /* A short page: are there committed changes the sequencer has not numbered yet? */
-    if ((rc = mv_db_row(db, SQL_PG_UNSEQUENCED, &st, err, "")) == MV_OK && st)
+    if ((rc = mv_db_row(db, unsequenced, &st, err, "")) == MV_OK && st)
         a->unsequenced = mv_stmt_int64(st, 0) == 1;
     mv_stmt_done(st);
     return rc;
@@ -270,8 +238,7 @@ mv_code mv_changes_read(mv_store *store, int64_t after, mv_change *out, int max,
 static mv_code latest_tx(mv_db *db, void *ctx, mv_err *err) {
     read_arg *a = ctx;
     mv_stmt *st;
-    mv_code rc =
-        mv_db_row(db, is_pg(db) ? SQL_LATEST_CHANGE_PG : SQL_LATEST_CHANGE_SQLITE, &st, err, "");
+    mv_code rc = mv_db_row(db, mv__changes_sql(db, MV__CHANGES_LATEST), &st, err, "");
     if (st) {
         a->latest = mv_stmt_int64(st, 0);
         a->pruned = mv_stmt_int64(st, 1);
@@ -300,15 +267,15 @@ static mv_code gc_tx(mv_db *db, void *ctx, mv_err *err) {
     gc_arg *a = ctx;
     mv_stmt *st;
     mv_code rc =
-        mv_db_row(db, is_pg(db) ? SQL_GC_MAX_PG : SQL_GC_MAX_SQLITE, &st, err, "i", a->older_than);
+        mv_db_row(db, mv__changes_sql(db, MV__CHANGES_GC_MAX), &st, err, "i", a->older_than);
     int64_t upto = st ? mv_stmt_int64(st, 0) : 0;
     mv_stmt_done(st);
     if (rc != MV_OK || upto == 0) return rc;
     /* Event ids grow with time, so "up to the newest expired id" removes the expired prefix; the
      * watermark tells resuming clients what they can no longer get (and keeps the sequencer's
      * numbers above it when the log is empty). */
-    if ((rc = mv_db_execf(db, is_pg(db) ? SQL_GC_CHANGES_PG : SQL_GC_CHANGES_SQLITE, &a->removed,
-                          err, "i", upto)) != MV_OK)
+    if ((rc = mv_db_execf(db, mv__changes_sql(db, MV__CHANGES_GC_DELETE), &a->removed, err, "i",
+                          upto)) != MV_OK)
         return rc;
     return mv_db_execf(db, SQL_GC_MARK, NULL, err, "ii", upto, upto);
 }

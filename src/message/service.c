@@ -6,6 +6,7 @@
 
 #include "message/service.h"
 #include "store/listen.h"
+#include "store/write_async.h"
 
 int64_t mv__svc_now(const mv_service *svc) { return mv_clock_now(svc->o.clock); }
 
@@ -150,7 +151,7 @@ mv_store *mv__service_change_log(mv_service *svc) {
         mv_store_options lo = {.pool_size = 1};
         mv_store *own = NULL;
         mv_err e = {0};
-        if (mv_store_kind_of(svc->o.store) == MV_STORE_POSTGRES &&
+        if (!mv__store_reads_locally(svc->o.store) &&
             mv_store_open(mv__store_url(svc->o.store), &lo, &own, &e) == MV_OK) {
             svc->change_log = own;
             svc->own_change_log = true;
