@@ -429,9 +429,8 @@ static mv_code persist_tx(mv_db *db, void *ctx, mv_err *err) {
     create_job *job = ctx;
     mv_code rc = insert_docs_tx(db, job, err);
     if (rc == MV_OK && job->crid[0])
-        rc = mv__request_complete_tx(db, &job->scope, job->lease_owner,
-                                     (int64_t)json_array_size(job->docs), mv__svc_now(job->svc),
-                                     err);
+        rc = mv__request_complete_tx(db, &job->scope, job->lease_owner, job->docs,
+                                     mv__svc_now(job->svc), err);
     return rc == MV_OK ? log_created_tx(db, job, err) : rc;
 }
 
@@ -780,11 +779,10 @@ static mv_code fresh_key_tx(mv_db *db, void *ctx, mv_err *err) {
     if (o->built != MV_OK) { /* definitive (one_shot_build): recorded as the key's failure */
         char text[sizeof o->failure.message];
         failure_text(&o->failure, text, sizeof text);
-        return mv__request_record_tx(db, &job->scope, job->lease_owner, 0, text, now, err);
+        return mv__request_record_tx(db, &job->scope, job->lease_owner, NULL, text, now, err);
     }
-    if ((rc = mv__request_record_tx(db, &job->scope, job->lease_owner,
-                                    (int64_t)json_array_size(job->docs), NULL, now, err)) !=
-            MV_OK ||
+    if ((rc = mv__request_record_tx(db, &job->scope, job->lease_owner, job->docs, NULL, now,
+                                    err)) != MV_OK ||
         (rc = insert_docs_tx(db, job, err)) != MV_OK ||
         (rc = log_created_tx(db, job, err)) != MV_OK)
         return rc;

@@ -21,26 +21,32 @@ static const char SQL_RESERVE[] =
 static const char SQL_RECORD[] =
     "INSERT INTO message_requests (tenant_id, client_request_owner_id, template_cd, "
     "client_request_id, state, fingerprint, item_count, lease_owner_id, lease_expires_at, "
-    "completed_at, failed_at, failure_message, created_at, updated_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)";
+    "completed_at, failed_at, failure_message, created_at, updated_at, first_message_id, "
+    "last_message_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)";
 static const char SQL_TAKEOVER[] =
     "UPDATE message_requests SET lease_owner_id = ?, lease_expires_at = ?, updated_at = ? "
     "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
     "AND client_request_id = ? "
     "AND state = 'pending' AND fingerprint = ? AND lease_expires_at <= ?";
 static const char SQL_FIND[] =
-    "SELECT state, fingerprint, item_count, failure_message, lease_expires_at "
+    "SELECT state, fingerprint, item_count, failure_message, lease_expires_at, first_message_id, "
+    "last_message_id "
     "FROM message_requests "
     "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
     "AND client_request_id = ?";
+/* The reservation's messages: the primary-key range of their ids (migration 24), each row matched
+ * on the whole key (the range may hold other creates' messages written meanwhile). The tenant is
+ * compared through COALESCE (it is never NULL) so that SQLite's planner, which has no statistics,
+ * does not take a list index for its leading tenant_id over the id range. */
 static const char SQL_FIND_MESSAGES[] =
     "SELECT " MESSAGE_COLUMNS " FROM messages "
-    "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
-    "AND client_request_id = ? "
+    "WHERE id >= ? AND id <= ? AND COALESCE(tenant_id, '') = ? AND client_request_owner_id = ? "
+    "AND template_cd = ? AND client_request_id = ? "
     "ORDER BY client_request_item_index, id";
 static const char SQL_COMPLETE[] =
     "UPDATE message_requests SET state = 'completed', item_count = ?, completed_at = ?, "
-    "lease_expires_at = NULL, updated_at = ? "
+    "lease_expires_at = NULL, updated_at = ?, first_message_id = ?, last_message_id = ? "
     "WHERE tenant_id = ? AND client_request_owner_id = ? AND template_cd = ? "
     "AND client_request_id = ? "
     "AND state = 'pending' AND lease_owner_id = ?";
@@ -55,14 +61,21 @@ static const char SQL_FAIL[] =
  * cleared), so the key's next use is a new request that creates fresh messages. Detach first,
  * then delete, in one transaction. */
 /* Both read message_requests_completed_by_time (completed_at) WHERE completed (migration 11); the
- * detach matches the whole key, tenant first, so it seeks messages_by_client_request per removed
- * reservation (and never touches another tenant's messages with the same key). */
+ * detach reads each removed reservation's id range of messages (migration 24) and matches the
+ * whole key, tenant first, on each row (never another tenant's messages with the same key). The
+ * key's columns are compared through COALESCE so that only the id range is indexable: SQLite would
+ * otherwise build an automatic index over every message for the join (a NULL owner, a message
+ * already detached, never equals a reservation's owner). CROSS JOIN makes SQLite read the removed
+ * reservations first; PostgreSQL treats it as a plain join. */
 static const char SQL_GC_DETACH[] =
     "UPDATE messages SET client_request_owner_id = NULL, client_request_item_index = NULL "
-    "WHERE client_request_id IS NOT NULL "
-    "AND (tenant_id, client_request_owner_id, template_cd, client_request_id) IN "
-    "(SELECT tenant_id, client_request_owner_id, template_cd, client_request_id "
-    "FROM message_requests WHERE state = 'completed' AND completed_at <= ?)";
+    "WHERE id IN (SELECT m.id FROM message_requests r CROSS JOIN messages m "
+    "WHERE m.id >= r.first_message_id AND m.id <= r.last_message_id "
+    "AND COALESCE(m.tenant_id, '') = r.tenant_id "
+    "AND COALESCE(m.client_request_owner_id, '') = r.client_request_owner_id "
+    "AND COALESCE(m.template_cd, '') = r.template_cd "
+    "AND COALESCE(m.client_request_id, '') = r.client_request_id "
+    "AND r.state = 'completed' AND r.completed_at <= ?)";
 static const char SQL_GC[] =
     "DELETE FROM message_requests WHERE state = 'completed' AND completed_at <= ?";
 
@@ -84,6 +97,7 @@ mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay
     char state[16] = "", fingerprint[65] = "", failure[400] = "";
     bool count_null = true;
     int64_t count = 0, lease = 0;
+    char first[MV_MAX_ID_BYTES + 1] = "", last[MV_MAX_ID_BYTES + 1] = "";
     if (found) {
         mv_strlcpy(state, mv_stmt_text(st, 0), sizeof state);
         mv_strlcpy(fingerprint, mv_stmt_text(st, 1), sizeof fingerprint);
@@ -91,14 +105,19 @@ mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay
         count = mv_stmt_int64(st, 2);
         mv_strlcpy(failure, mv_stmt_text(st, 3), sizeof failure);
         lease = mv_stmt_int64(st, 4);
+        if (!mv_stmt_is_null(st, 5) && !mv_stmt_is_null(st, 6)) {
+            mv_strlcpy(first, mv_stmt_text(st, 5), sizeof first);
+            mv_strlcpy(last, mv_stmt_text(st, 6), sizeof last);
+        }
     }
     mv_stmt_done(st);
     if (lease_left) *lease_left = lease > now ? lease - now : 0;
 
     json_t *docs = json_array();
     json_t *indexes = json_array();
+    if (!first[0]) goto found_all; /* no messages (none yet, or a reservation without any) */
     if ((rc = mv_db_prepare(db, SQL_FIND_MESSAGES, &st, err)) != MV_OK) goto fail;
-    mv_stmt_bindf(st, "ssss", s->tenant, s->owner, s->template_cd, s->id);
+    mv_stmt_bindf(st, "ssssss", first, last, s->tenant, s->owner, s->template_cd, s->id);
     while ((r = mv_stmt_step(st, err)) == 1) {
         json_array_append_new(docs, mv__doc_from_row(st));
         json_array_append_new(
@@ -109,11 +128,10 @@ mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay
         rc = err ? err->code : MV_INTERNAL;
         goto fail;
     }
-
+found_all:
     if (!found) {
-        rc = json_array_size(docs) ? inconsistent(s, err, "messages exist without a reservation")
-                                   : MV_OK;
-        goto fail; /* nothing to replay either way */
+        rc = MV_OK;
+        goto fail; /* nothing to replay */
     }
     if (strcmp(fingerprint, s->fingerprint) != 0) {
         rc = mv_err_set(err, MV_CLIENT_REQUEST_MISMATCH,
@@ -175,11 +193,26 @@ mv_code mv__request_acquire_tx(mv_db *db, const request_scope *s, const char *le
     return rc;
 }
 
+void mv__request_id_range(const json_t *docs, const char **first, const char **last) {
+    *first = *last = NULL;
+    size_t i;
+    const json_t *doc;
+    json_array_foreach(docs, i, doc) {
+        const char *id = mv_json_str(doc, "id");
+        if (!id) continue;
+        if (!*first || strcmp(id, *first) < 0) *first = id;
+        if (!*last || strcmp(id, *last) > 0) *last = id;
+    }
+}
+
 mv_code mv__request_complete_tx(mv_db *db, const request_scope *s, const char *lease_owner,
-                                int64_t item_count, int64_t now, mv_err *err) {
+                                const json_t *docs, int64_t now, mv_err *err) {
     int64_t changes = 0;
-    mv_code rc = mv_db_execf(db, SQL_COMPLETE, &changes, err, "iiisssss", item_count, now, now,
-                             s->tenant, s->owner, s->template_cd, s->id, lease_owner);
+    const char *first, *last;
+    mv__request_id_range(docs, &first, &last);
+    mv_code rc =
+        mv_db_execf(db, SQL_COMPLETE, &changes, err, "iiisssssss", (int64_t)json_array_size(docs),
+                    now, now, first, last, s->tenant, s->owner, s->template_cd, s->id, lease_owner);
     if (rc == MV_OK && changes != 1)
         rc = mv_err_set(err, MV_CLIENT_REQUEST_PENDING,
                         "clientRequestId \"%s\" is still pending; retry after the current "
@@ -196,14 +229,17 @@ mv_code mv__request_fail_tx(mv_db *db, const request_scope *s, const char *lease
 }
 
 mv_code mv__request_record_tx(mv_db *db, const request_scope *s, const char *lease_owner,
-                              int64_t item_count, const char *failure, int64_t now, mv_err *err) {
+                              const json_t *docs, const char *failure, int64_t now, mv_err *err) {
     if (failure)
-        return mv_db_execf_later_unique(db, SQL_RECORD, MV__REQUEST_KEY_TAKEN, err, "ssssssnsnisii",
-                                        s->tenant, s->owner, s->template_cd, s->id, "failed",
-                                        s->fingerprint, lease_owner, now, failure, now, now);
-    return mv_db_execf_later_unique(db, SQL_RECORD, MV__REQUEST_KEY_TAKEN, err, "ssssssisinnii",
+        return mv_db_execf_later_unique(
+            db, SQL_RECORD, MV__REQUEST_KEY_TAKEN, err, "ssssssnsnisiinn", s->tenant, s->owner,
+            s->template_cd, s->id, "failed", s->fingerprint, lease_owner, now, failure, now, now);
+    const char *first, *last;
+    mv__request_id_range(docs, &first, &last);
+    return mv_db_execf_later_unique(db, SQL_RECORD, MV__REQUEST_KEY_TAKEN, err, "ssssssisinniiss",
                                     s->tenant, s->owner, s->template_cd, s->id, "completed",
-                                    s->fingerprint, item_count, lease_owner, now, now, now);
+                                    s->fingerprint, (int64_t)json_array_size(docs), lease_owner,
+                                    now, now, now, first, last);
 }
 
 mv_code mv__request_gc_tx(mv_db *db, int64_t completed_before, int64_t *removed, mv_err *err) {
@@ -234,7 +270,7 @@ static const char SQL_STATS[] =
     "UNION ALL SELECT 'completed', COUNT(*) FROM message_requests WHERE state = 'completed' "
     "UNION ALL SELECT 'failed', COUNT(*) FROM message_requests WHERE state = 'failed'";
 /* The statements, for the plan tests. */
-const char *const mv__request_gc_sql[] = {SQL_GC_DETACH, SQL_GC, SQL_STATS};
+const char *const mv__request_gc_sql[] = {SQL_GC_DETACH, SQL_GC, SQL_STATS, SQL_FIND_MESSAGES};
 
 static mv_code stats_tx(mv_db *db, void *ctx, mv_err *err) {
     int64_t *counts = ctx;

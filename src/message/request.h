@@ -20,9 +20,14 @@ mv_code mv__request_replay_tx(mv_db *db, const request_scope *s, json_t **replay
 /* Creates the pending reservation, or takes over one whose lease expired. */
 mv_code mv__request_acquire_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                                int64_t lease_ms, int64_t now, bool *acquired, mv_err *err);
-/* pending → completed, only while lease_owner still holds it (else MV_CLIENT_REQUEST_PENDING). */
+/* The smallest and largest "id" of the documents docs (NULL, NULL for none): the range a
+ * reservation keeps to find its messages (migration 24). The strings are the documents'. Byte
+ * order, which both stores' text order agrees with for message ids (hexadecimal, one length). */
+void mv__request_id_range(const json_t *docs, const char **first, const char **last);
+/* pending → completed with the messages docs, only while lease_owner still holds it (else
+ * MV_CLIENT_REQUEST_PENDING). */
 mv_code mv__request_complete_tx(mv_db *db, const request_scope *s, const char *lease_owner,
-                                int64_t item_count, int64_t now, mv_err *err);
+                                const json_t *docs, int64_t now, mv_err *err);
 /* pending → failed with the reason, only while lease_owner holds it. */
 mv_code mv__request_fail_tx(mv_db *db, const request_scope *s, const char *lease_owner,
                             const char *failure, int64_t now, mv_err *err);
@@ -30,11 +35,11 @@ mv_code mv__request_fail_tx(mv_db *db, const request_scope *s, const char *lease
  * state): the caller rolls back and takes the reservation path (acquire, replay or wait). */
 #define MV__REQUEST_KEY_TAKEN MV_CLIENT_REQUEST_PENDING
 /* The one-shot create's blind write: the reservation inserted directly in its final state —
- * completed with item_count messages (failure NULL) or failed with the reason — held by
+ * completed with the messages docs (failure NULL) or failed with the reason — held by
  * lease_owner. Deferred (store/db.h): a key that exists fails the transaction, at the latest at
  * its commit, with MV__REQUEST_KEY_TAKEN. */
 mv_code mv__request_record_tx(mv_db *db, const request_scope *s, const char *lease_owner,
-                              int64_t item_count, const char *failure, int64_t now, mv_err *err);
+                              const json_t *docs, const char *failure, int64_t now, mv_err *err);
 /* Deletes completed reservations completed at or before the bound. */
 mv_code mv__request_gc_tx(mv_db *db, int64_t completed_before, int64_t *removed, mv_err *err);
 

@@ -35,7 +35,7 @@
     "CREATE INDEX outbox_due ON outbox (state, next_attempt_at);"
 
 const mv_migration mv_migration_outbox_checks = {
-    .version = 26,
+    .version = 25,
     .name = "outbox_checks",
     .sqlite_sql = OUTBOX_CHECKS_SQLITE,
     .postgres_sql = "SELECT 1", /* nothing to change: see above */

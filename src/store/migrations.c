@@ -21,6 +21,7 @@ extern const mv_migration mv_migration_reminders;
 extern const mv_migration mv_migration_send_at;
 extern const mv_migration mv_migration_saga_wake;
 extern const mv_migration mv_migration_digest;
+extern const mv_migration mv_migration_request_ids;
 extern const mv_migration mv_migration_outbox_checks;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
@@ -45,6 +46,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_send_at,
     &mv_migration_saga_wake,
     &mv_migration_digest,
+    &mv_migration_request_ids,
     &mv_migration_outbox_checks,
     NULL,
 };

@@ -19,6 +19,7 @@
 static const char SQL_SCHEMA_VERSION[] = "SELECT COALESCE(MAX(version), 0) FROM schema_version";
 static const char SQL_HAS_MESSAGES[] =
     "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'";
+static const char SQL_PAGE_SIZE[] = "PRAGMA page_size";
 static const char SQL_SELF_CONTAINED[] = "PRAGMA journal_mode=DELETE";
 
 #define BUSY_RETRY_MS 5
@@ -92,6 +93,38 @@ static bool query_int(sqlite3 *db, const char *sql, int64_t *out) {
     return ok;
 }
 
+/* Switches db to the journal mode named (lower case); false when it stays in another. */
+static bool journal_mode(sqlite3 *db, const char *mode) {
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA journal_mode=%s", mode);
+    sqlite3_stmt *st = NULL;
+    bool ok = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+              sqlite3_step(st) == SQLITE_ROW &&
+              strcmp((const char *)sqlite3_column_text(st, 0), mode) == 0;
+    sqlite3_finalize(st);
+    return ok;
+}
+
+/* Copies src over the store's database conn. A WAL database cannot take a copy of another page
+ * size (a store made before new stores got 1 KiB pages, or a backup of one), so then the store
+ * leaves WAL for the copy, which gives it the file's page size, and returns to WAL after: that
+ * needs no other connection to the store (a running daemon), and says so when there is one. */
+static mv_code copy_into_store(sqlite3 *conn, sqlite3 *src, const char *path, mv_err *err) {
+    int64_t dest_page = 0, src_page = 0;
+    bool same = query_int(conn, SQL_PAGE_SIZE, &dest_page) &&
+                query_int(src, SQL_PAGE_SIZE, &src_page) && dest_page == src_page;
+    if (!same && !journal_mode(conn, "delete"))
+        return mv_err_set(err, MV_STORE_UNAVAILABLE,
+                          "cannot restore %s (page size %lld) over a store of page size %lld while "
+                          "another connection has the store open; stop the daemons using it",
+                          path, (long long)src_page, (long long)dest_page);
+    int rc = copy_all(conn, src);
+    if (!same && !journal_mode(conn, "wal") && rc == SQLITE_OK) rc = SQLITE_ERROR;
+    if (rc != SQLITE_OK)
+        return mv_err_set(err, MV_IO, "cannot restore %s: %s", path, sqlite3_errstr(rc));
+    return MV_OK;
+}
+
 mv_code mv__sqlite_restore(void *conn, const char *path, int max_version, mv_err *err) {
     if (access(path, R_OK) != 0)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "cannot read %s: %s", path, strerror(errno));
@@ -107,8 +140,7 @@ mv_code mv__sqlite_restore(void *conn, const char *path, int max_version, mv_err
         code = mv_err_set(err, MV_INVALID_ARGUMENT,
                           "%s holds schema version %lld; this missive knows versions 1 to %d", path,
                           (long long)version, max_version);
-    if (code == MV_OK && (rc = copy_all(conn, src)) != SQLITE_OK)
-        code = mv_err_set(err, MV_IO, "cannot restore %s: %s", path, sqlite3_errstr(rc));
+    if (code == MV_OK) code = copy_into_store(conn, src, path, err);
     sqlite3_close(src);
     return code;
 }

@@ -469,6 +469,91 @@ TEST(a_backup_taken_under_16_writers_restores_every_acknowledged_message_intact)
     free(w.ids);
 }
 
+/* The page size of the SQLite file at path (0 when it cannot be read). */
+static int page_size_of(const char *path) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int size = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        size = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return size;
+}
+
+/* A store made before new stores got 1 KiB pages: the file fixed at 4 KiB pages in WAL mode. */
+static void make_old_file(const char *path) {
+    sqlite3 *db = NULL;
+    REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "PRAGMA page_size=4096; PRAGMA journal_mode=WAL", NULL, NULL, NULL) ==
+            SQLITE_OK);
+    sqlite3_close(db);
+}
+
+TEST(stores_of_either_page_size_back_up_and_restore_into_each_other) {
+    char old_path[600], new_path[600], old_url[700], new_url[700], bak_old[600], bak_new[600];
+    mv_strlcpy(old_path, test_tmp_path("pages-old.db"), sizeof old_path);
+    mv_strlcpy(new_path, test_tmp_path("pages-new.db"), sizeof new_path);
+    mv_strlcpy(bak_old, test_tmp_path("pages-old.bak"), sizeof bak_old);
+    mv_strlcpy(bak_new, test_tmp_path("pages-new.bak"), sizeof bak_new);
+    snprintf(old_url, sizeof old_url, "sqlite:%s", old_path);
+    snprintf(new_url, sizeof new_url, "sqlite:%s", new_path);
+    make_old_file(old_path);
+    fixture f;
+    char old_id[64], new_id[64];
+    REQUIRE(fixture_open(&f, old_url));
+    REQUIRE(create(&f, "t1", "old", old_id) == MV_OK);
+    fixture_close(&f);
+    CHECK_INT(page_size_of(old_path), 4096); /* an existing store keeps its pages */
+    REQUIRE(fixture_open(&f, new_url));
+    REQUIRE(create(&f, "t1", "new", new_id) == MV_OK);
+
+    /* while the new store is open elsewhere its page size cannot change: refused, untouched */
+    run_out *r = missive("backup --store %s --to %s", old_url, bak_old);
+    REQUIRE(r->status == 0);
+    r = missive("restore --from %s --store %s --force", bak_old, new_url);
+    CHECK_INT(r->status, 1);
+    CHECK(strstr(r->err, "another connection has the store open") != NULL);
+    fixture_close(&f);
+    json_t *ids = check_file(new_path);
+    CHECK(ids && json_array_size(ids) == 1 &&
+          strcmp(json_string_value(json_array_get(ids, 0)), new_id) == 0);
+    json_decref(ids);
+    CHECK_INT(page_size_of(new_path), 1024);
+
+    /* with nobody else on it, the 4 KiB backup replaces the 1 KiB store, and the reverse */
+    r = missive("backup --store %s --to %s", new_url, bak_new);
+    REQUIRE(r->status == 0);
+    r = missive("restore --from %s --store %s --force", bak_old, new_url);
+    CHECK_INT(r->status, 0);
+    CHECK_INT(page_size_of(new_path), 4096);
+    ids = check_file(new_path);
+    CHECK(ids && json_array_size(ids) == 1 &&
+          strcmp(json_string_value(json_array_get(ids, 0)), old_id) == 0);
+    json_decref(ids);
+    r = missive("restore --from %s --store %s --force", bak_new, old_url);
+    CHECK_INT(r->status, 0);
+    CHECK_INT(page_size_of(old_path), 1024);
+    ids = check_file(old_path);
+    CHECK(ids && json_array_size(ids) == 1 &&
+          strcmp(json_string_value(json_array_get(ids, 0)), new_id) == 0);
+    json_decref(ids);
+    /* both are still WAL stores a daemon opens and writes */
+    REQUIRE(fixture_open(&f, old_url));
+    CHECK(create(&f, "t1", "after", NULL) == MV_OK);
+    fixture_close(&f);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    REQUIRE(sqlite3_open(old_path, &db) == SQLITE_OK);
+    REQUIRE(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ROW &&
+          strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 POSTGRES_TEST(backup_and_restore_of_a_postgresql_store_point_to_its_own_tools) {
     fixture f;
     REQUIRE(fixture_open(&f, test_store_url(kind, "pgbackup")));
@@ -488,5 +573,6 @@ POSTGRES_TEST(backup_and_restore_of_a_postgresql_store_point_to_its_own_tools) {
 int main(void) {
     return RUN_TESTS(the_admin_listings_filter_and_page_like_the_http_lists,
                      a_backup_taken_under_16_writers_restores_every_acknowledged_message_intact,
+                     stores_of_either_page_size_back_up_and_restore_into_each_other,
                      backup_and_restore_of_a_postgresql_store_point_to_its_own_tools);
 }

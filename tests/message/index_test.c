@@ -16,7 +16,7 @@
 
 /* The statements under test (message/reconcile.c, message/request.c). */
 extern const char *const mv__reconcile_sql[]; /* expired actions, stale actions, expired requests */
-extern const char *const mv__request_gc_sql[]; /* detach, delete, per-state counts */
+extern const char *const mv__request_gc_sql[]; /* detach, delete, per-state counts, replay */
 
 /* ---- plans --------------------------------------------------------------------------------- */
 
@@ -83,15 +83,21 @@ static void check_plans(mv_store *s, const char *kind) {
         {mv__reconcile_sql[0], "iisi", {"messages_processing_by_lease"}, true},
         {mv__reconcile_sql[1], "iisi", {"messages_retryable_by_update"}, true},
         {mv__reconcile_sql[2], "iissssi", {"message_requests_pending_by_lease"}, true},
-        /* the messages to detach are found by their whole key; which index PostgreSQL takes
-         * for that depends on its statistics of the moment (any but a table scan will do) */
+        /* the messages to detach are read by each removed reservation's id range (migration
+         * 24); which index PostgreSQL takes for that depends on its statistics of the moment
+         * (any but a table scan will do) */
         {mv__request_gc_sql[0],
          "i",
          {"message_requests_completed_by_time"},
          false,
-         "messages_by_client_request (tenant_id=? AND client_request_owner_id=? AND template_cd=? "
-         "AND client_request_id=?)"},
+         "sqlite_autoindex_messages_1 (id>? AND id<?)"},
         {mv__request_gc_sql[1], "i", {"message_requests_completed_by_time"}, false},
+        /* a replay reads its messages by their id range, not by an index of the key */
+        {mv__request_gc_sql[3],
+         "ssssss",
+         {NULL},
+         false,
+         "sqlite_autoindex_messages_1 (id>? AND id<?)"},
         {mv__request_gc_sql[2],
          "",
          {"message_requests_pending_by_lease", "message_requests_completed_by_time",
@@ -137,6 +143,11 @@ static const char SQL_PUT_REQUEST[] =
     "client_request_id, state, fingerprint, item_count, lease_owner_id, lease_expires_at, "
     "completed_at, failed_at, created_at, updated_at) "
     "VALUES (?, 'u1', 'tpl', ?, ?, 'fp', ?, 'owner', ?, ?, ?, 1, 10)";
+/* What a create's completion writes (migration 24): the reservation's range of message ids; the
+ * default tenant's range also holds tenant b's message with the same key. */
+static const char SQL_PUT_RANGES[] =
+    "UPDATE message_requests SET first_message_id = 'm-old', last_message_id = "
+    "CASE tenant_id WHEN 'b' THEN 'm-old-b' ELSE 'm-old-c' END WHERE client_request_id = 'k-old'";
 static const char SQL_OWNER_OF[] = "SELECT client_request_owner_id FROM messages WHERE id = ?";
 
 typedef struct {
@@ -209,6 +220,11 @@ static mv_code put_rows_tx(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
+static mv_code put_ranges_tx(mv_db *db, void *ctx, mv_err *err) {
+    (void)ctx;
+    return mv_db_exec(db, SQL_PUT_RANGES, err);
+}
+
 typedef struct {
     const char *id;
     char owner[16]; /* "" = NULL */
@@ -275,6 +291,7 @@ STORE_TEST(retention_detaches_only_the_removed_reservations_messages_not_another
     REQUIRE(s);
     mv_err err = {0};
     CHECK_CODE(mv_store_write(s, put_rows_tx, NULL, &err), MV_OK, &err);
+    CHECK_CODE(mv_store_write(s, put_ranges_tx, NULL, &err), MV_OK, &err);
     check_every_state(s);
     mv_store_close(s);
 }

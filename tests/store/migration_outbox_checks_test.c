@@ -1,4 +1,4 @@
-/* migration_outbox_checks_test.c — schema version 26 on a store that version 23 left with
+/* migration_outbox_checks_test.c — schema version 25 on a store that version 23 left with
  * outbox rows: every row keeps every column, new rows and state changes are written as before,
  * the constraints still refuse an unknown kind or state, and on SQLite the rebuilt table's
  * constraints have no IN list (which cost a temporary b-tree per write) while its index is back. */
@@ -87,8 +87,8 @@ static mv_code bad_state_tx(mv_db *db, void *ctx, mv_err *err) {
     return mv_db_exec(db, (const char *)ctx, err);
 }
 
-STORE_TEST(version_26_keeps_every_outbox_row_and_its_constraints_without_in_lists) {
-    const char *url = test_store_url(kind, "mig26");
+STORE_TEST(version_25_keeps_every_outbox_row_and_its_constraints_without_in_lists) {
+    const char *url = test_store_url(kind, "mig25");
     REQUIRE(url);
     mv_store *s = NULL;
     mv_err err = {0};
@@ -98,7 +98,7 @@ STORE_TEST(version_26_keeps_every_outbox_row_and_its_constraints_without_in_list
     CHECK_CODE(mv_store_migrate(s, NULL, &err), MV_OK, &err);
     int v = 0;
     CHECK_CODE(mv_store_schema_version(s, &v, &err), MV_OK, &err);
-    CHECK(v >= 26);
+    CHECK(v >= 25);
     probe p = {.pg = !strcmp(kind, "postgres")};
     CHECK_CODE(mv_store_read(s, read_tx, &p, &err), MV_OK, &err);
     CHECK_INT(p.n, 2);
@@ -132,5 +132,5 @@ STORE_TEST(version_26_keeps_every_outbox_row_and_its_constraints_without_in_list
 }
 
 int main(void) {
-    return RUN_TESTS(version_26_keeps_every_outbox_row_and_its_constraints_without_in_lists);
+    return RUN_TESTS(version_25_keeps_every_outbox_row_and_its_constraints_without_in_lists);
 }
