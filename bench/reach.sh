@@ -34,6 +34,8 @@ reach_bench_all() {
     out=$(run_load --mode create --template bench-reach --threads "$CLIENTS" --seconds "$SHORT" --label create-reach)
     cpu=$(us_per_op $(( $(cpu_ticks "$DPID") - t0 )) "$(field "$out" ops)")
     stop_daemon
+    # the daemons started after this one have no channels: a template naming them would stop them
+    rm -f "$DATA/templates/bench-reach.json"
     local rate
     rate=$(field "$out" rate)
     log "outbox drain: 10000 deliveries"
