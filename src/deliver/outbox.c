@@ -863,10 +863,10 @@ static void worker_wait(mv_outbox_worker *w, int64_t ms) {
 
 /* A full batch means more rows are due at once. Then the worker goes on right away — unless
  * requests wrote to the store during the pass (creates queue deliveries, and they share the
- * store's one writer and the machine's cores with the outbox): then it first waits as long as
- * the pass took, so that a backlog is drained at up to half of the worker's full speed while the
- * requests go on, in batches as large as before (two commits each), and at full speed once they
- * stop. Rows are never lost or delayed beyond that: they stay pending and due. */
+ * store's one writer and the machine's cores with the outbox): then it first waits YIELD_FACTOR
+ * times as long as the pass took, so that a backlog is drained at a quarter or more of the
+ * worker's full speed while the requests go on, in batches as large as before (two commits each),
+ * and at full speed once they stop. Rows are never lost: they stay pending and due. */
 static void *worker_main(void *arg) {
     mv_outbox_worker *w = arg;
     for (;;) {
