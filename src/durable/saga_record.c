@@ -178,7 +178,8 @@ mv__saga_record *mv__saga_record_copy(const mv__saga_record *rec) {
     *out = *rec;
     out->steps = NULL;
     out->cap = 0;
-    if (!reserve_steps(out, rec->nsteps + 1)) { /* + 1: the step a save may append */
+    /* + 1: the step a save may append (so the steps are never NULL, even with none) */
+    if (!reserve_steps(out, rec->nsteps + 1) || !out->steps) {
         free(out);
         return NULL;
     }

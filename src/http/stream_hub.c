@@ -510,7 +510,7 @@ static bool offer(mv_stream_hub *hub, const mv_change *c, bool live, int64_t fro
         } else {
             pick(hub, c->tenant, KEY_USER, a.from, live, from);
             pick(hub, c->tenant, KEY_USER, a.to, live, from);
-            for (size_t i = 0; i < a.nroles; i++)
+            for (size_t i = 0; a.roles && i < a.nroles; i++)
                 pick(hub, c->tenant, KEY_ROLE, a.roles[i], live, from);
         }
         free(a.roles);
