@@ -10,6 +10,7 @@
 
 #include "fixture.h"
 #include "support/http_sink.h"
+#include "support/victim.h"
 
 static const char *LOOP_TEMPLATE =
     "{\"templateCd\": \"looped\", \"type\": \"request\","
@@ -291,26 +292,18 @@ STORE_TEST(a_loop_shutting_down_leaves_the_attempt_retryable_with_the_same_key) 
     http_sink_stop(sink);
 }
 
-/* The victim: a second server in its own process, forked before the test starts any thread
- * (a child forked from a threaded parent may inherit a lock some other thread held — under a
- * sanitizer that hangs it). It reads the store URL, the sink URL and the message id from the
- * pipe, then presses; the test kills it while the handler is running. */
-static void victim_main(int in, const mv_webhook_config *wh) {
-    char buf[4096];
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof buf - 1 && (r = read(in, buf + n, sizeof buf - 1 - n)) > 0)
-        n += (size_t)r;
-    buf[n] = '\0';
-    char *store_url = strtok(buf, "\n"), *sink_url = strtok(NULL, "\n"), *id = strtok(NULL, "\n");
-    if (!store_url || !sink_url || !id) _exit(2);
+/* The victim: a second server in its own process on the test's store (lines: store URL, sink
+ * URL, message id); the test kills it while the handler is running. */
+static void loop_victim(char **lines, int n, void *arg) {
+    const mv_webhook_config *wh = arg;
+    if (n != 3) _exit(2);
     mv_loop *cl = NULL;
     mv_store *store = NULL;
     if (mv_loop_new(NULL, &cl, NULL) != MV_OK) _exit(3);
-    if (mv_store_open(store_url, NULL, &store, NULL) != MV_OK) _exit(4);
+    if (mv_store_open(lines[0], NULL, &store, NULL) != MV_OK) _exit(4);
     mv_registry *registry = mv_registry_new();
     char tpl[2048];
-    snprintf(tpl, sizeof tpl, LOOP_TEMPLATE, sink_url);
+    snprintf(tpl, sizeof tpl, LOOP_TEMPLATE, lines[1]);
     json_t *t = json_loads(tpl, 0, NULL);
     if (!t || mv_registry_register(registry, t, "<looped>", NULL) != MV_OK) _exit(5);
     mv_service_options o = {
@@ -318,36 +311,13 @@ static void victim_main(int in, const mv_webhook_config *wh) {
     mv_service *svc = NULL;
     if (mv_service_new(&o, &svc, NULL) != MV_OK) _exit(6);
     mv_err e = {0};
-    press(svc, id, &e);
-    _exit(0);
-}
-
-/* Waits for the sink's first request, failing fast (with the victim's exit status) if the
- * victim dies before it gets there. */
-static bool victim_reached_the_handler(http_sink *sink, pid_t victim, int timeout_ms) {
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-        if (http_sink_wait(sink, 1, 50)) return true;
-        int status;
-        if (waitpid(victim, &status, WNOHANG) == victim) {
-            fprintf(stderr, "the victim exited before the handler ran (status %d)\n",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
-            return false;
-        }
-    }
-    return false;
+    press(svc, lines[2], &e);
 }
 
 STORE_TEST(a_server_on_the_loop_killed_mid_handler_is_completed_by_another_after_the_lease) {
     mv_webhook_config wh = {.timeout_ms = 20000};
-    int pipefd[2];
-    REQUIRE(pipe(pipefd) == 0);
-    pid_t victim = fork();
-    REQUIRE(victim >= 0);
-    if (victim == 0) {
-        close(pipefd[1]);
-        victim_main(pipefd[0], &wh);
-    }
-    close(pipefd[0]);
+    victim victim;
+    REQUIRE(victim_fork(&victim, loop_victim, &wh));
     http_sink *sink = http_sink_start();
     REQUIRE(sink);
     http_sink_push(sink, &(http_sink_response){.status = 200, .delay_ms = 20000});
@@ -357,19 +327,13 @@ STORE_TEST(a_server_on_the_loop_killed_mid_handler_is_completed_by_another_after
     REQUIRE(open_looped(&f, kind, "kill.db", sink, loop, &wh, 600));
     char *id = create_looped(f.svc);
     REQUIRE(id);
-    char job[4096];
-    int len = snprintf(job, sizeof job, "%s\n%s\n%s\n", f.url, http_sink_url(sink), id);
-    REQUIRE(len > 0 && len < (int)sizeof job && write(pipefd[1], job, (size_t)len) == len);
-    close(pipefd[1]);
+    REQUIRE(victim_send(&victim, (const char *[]){f.url, http_sink_url(sink), id}, 3));
     /* the victim opens its own store and loop first: slow under a sanitizer beside other tests */
-    REQUIRE(victim_reached_the_handler(sink, victim, 60000));
+    REQUIRE(victim_reached(&victim, sink, 60000));
     mv_sleep_ms(700); /* the victim's timer has extended the lease meanwhile */
     mv_err err = {0};
     CHECK_CODE(press(f.svc, id, &err), MV_ACTION_CONFLICT, &err);
-    kill(victim, SIGKILL);
-    int status;
-    waitpid(victim, &status, 0);
-    CHECK(WIFSIGNALED(status));
+    CHECK(victim_kill(&victim));
     mv_sleep_ms(700);
     CHECK_CODE(press(f.svc, id, &err), MV_OK, &err);
     http_sink_request a, b;

@@ -6,6 +6,7 @@
 
 #include "fixture.h"
 #include "support/http_sink.h"
+#include "support/victim.h"
 
 static const char SECRET[] = "webhook-secret-for-tests";
 
@@ -18,15 +19,19 @@ static const char *WEBHOOK_TEMPLATE =
     "   \"receiver\": true, \"handler\": {\"webhook\": \"%s/hooks/accept\"},"
     "   \"senderNotification\": \"accepted\"}]}";
 
-static int register_hooked(mv_registry *registry, http_sink *sink) {
+static int register_hooked_at(mv_registry *registry, const char *sink_url) {
     char buf[2048];
-    snprintf(buf, sizeof buf, WEBHOOK_TEMPLATE, http_sink_url(sink));
+    snprintf(buf, sizeof buf, WEBHOOK_TEMPLATE, sink_url);
     json_t *t = json_loads(buf, 0, NULL);
     mv_err err = {0};
     int ok = mv_registry_register(registry, t, "<hooked>", &err) == MV_OK;
     if (!ok) fprintf(stderr, "%s\n", err.message);
     json_decref(t);
     return ok;
+}
+
+static int register_hooked(mv_registry *registry, http_sink *sink) {
+    return register_hooked_at(registry, http_sink_url(sink));
 }
 
 static int open_hooked(fixture *f, const char *kind, const char *name, http_sink *sink,
@@ -122,7 +127,26 @@ STORE_TEST(a_failing_webhook_is_retryable_and_the_retry_sends_the_same_key) {
     http_sink_stop(sink);
 }
 
+/* The victim: another server on the parent's store (lines: store URL, sink URL, message id). */
+static void hook_victim(char **lines, int n, void *arg) {
+    (void)arg;
+    if (n != 3) _exit(2);
+    fixture cf;
+    memset(&cf, 0, sizeof cf);
+    if (mv_store_open(lines[0], NULL, &cf.store, NULL) != MV_OK) _exit(3);
+    cf.registry = mv_registry_new();
+    if (!register_hooked_at(cf.registry, lines[1])) _exit(3);
+    mv_webhook_config wh = {.secret = SECRET, .secret_len = sizeof SECRET - 1, .timeout_ms = 20000};
+    mv_service_options o = {
+        .store = cf.store, .registry = cf.registry, .webhook = &wh, .action_lease_ms = 600};
+    mv_service_new(&o, &cf.svc, NULL);
+    mv_err e = {0};
+    press_accept(&cf, lines[2], NULL, &e);
+}
+
 STORE_TEST(a_server_killed_mid_handler_is_completed_by_another_after_the_lease) {
+    victim victim;
+    REQUIRE(victim_fork(&victim, hook_victim, NULL));
     http_sink *sink = http_sink_start();
     REQUIRE(sink);
     /* the first call hangs (the victim is killed meanwhile); later calls answer at once */
@@ -131,28 +155,9 @@ STORE_TEST(a_server_killed_mid_handler_is_completed_by_another_after_the_lease) 
     REQUIRE(open_hooked(&f, kind, "kill.db", sink, 600, true));
     char *id = create_hooked(&f);
     REQUIRE(id);
-    pid_t victim = fork();
-    if (victim == 0) {
-        /* the child is another server on the parent's store */
-        fixture cf;
-        memset(&cf, 0, sizeof cf);
-        if (mv_store_open(f.url, NULL, &cf.store, NULL) != MV_OK) _exit(3);
-        cf.registry = mv_registry_new();
-        if (!register_hooked(cf.registry, sink)) _exit(3);
-        mv_webhook_config wh = {
-            .secret = SECRET, .secret_len = sizeof SECRET - 1, .timeout_ms = 20000};
-        mv_service_options o = {
-            .store = cf.store, .registry = cf.registry, .webhook = &wh, .action_lease_ms = 600};
-        mv_service_new(&o, &cf.svc, NULL);
-        mv_err e = {0};
-        press_accept(&cf, id, NULL, &e);
-        _exit(0);
-    }
-    REQUIRE(http_sink_wait(sink, 1, 10000));
-    kill(victim, SIGKILL);
-    int status;
-    waitpid(victim, &status, 0);
-    CHECK(WIFSIGNALED(status));
+    REQUIRE(victim_send(&victim, (const char *[]){f.url, http_sink_url(sink), id}, 3));
+    REQUIRE(victim_reached(&victim, sink, 60000));
+    CHECK(victim_kill(&victim));
     mv_err err = {0};
     CHECK_CODE(press_accept(&f, id, NULL, &err), MV_ACTION_CONFLICT, &err); /* lease still live */
     mv_sleep_ms(700);
