@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/mono.h"
 #include "deliver/transport.h"
 #include "missive/deliver.h"
 
@@ -60,12 +61,6 @@ struct mv_loop {
     xfer *wire; /* on the wire (added to the multi handle) */
     int on_wire;
 };
-
-static int64_t mono_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static struct timespec mono_at(int64_t ms) {
     return (struct timespec){.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
@@ -121,7 +116,7 @@ static void *run_loop(void *arg) {
     mv_loop *loop = arg;
     pthread_mutex_lock(&loop->mu);
     for (;;) {
-        bool past_deadline = loop->has_deadline && mono_ms() >= loop->deadline_ms;
+        bool past_deadline = loop->has_deadline && mv__mono_ms() >= loop->deadline_ms;
         if (loop->closing || past_deadline) abandon_all(loop);
         if (loop->closing && !loop->in_head && !loop->wire) break;
         /* admit waiting calls while there is room on the wire */
@@ -140,7 +135,7 @@ static void *run_loop(void *arg) {
         }
         int64_t wait = IDLE_POLL_MS;
         if (loop->has_deadline && !past_deadline) {
-            int64_t left = loop->deadline_ms - mono_ms();
+            int64_t left = loop->deadline_ms - mv__mono_ms();
             if (left < wait) wait = left > 0 ? left : 0;
         }
         pthread_mutex_unlock(&loop->mu);
@@ -200,7 +195,7 @@ static mv_code post_async(mv_loop *loop, const mv_webhook_config *cfg, const cha
     x->done = done;
     x->ctx = ctx;
     pthread_mutex_lock(&loop->mu);
-    if (loop->closing || (loop->has_deadline && mono_ms() >= loop->deadline_ms)) {
+    if (loop->closing || (loop->has_deadline && mv__mono_ms() >= loop->deadline_ms)) {
         pthread_mutex_unlock(&loop->mu);
         mv__webhook_call_cleanup(&x->w);
         free(x);
@@ -237,7 +232,7 @@ static void *run_timers(void *arg) {
             pthread_cond_wait(&loop->timer_cv, &loop->mu);
             continue;
         }
-        int64_t now = mono_ms();
+        int64_t now = mv__mono_ms();
         if (next->due_ms > now) {
             struct timespec at = mono_at(next->due_ms);
             pthread_cond_timedwait(&loop->timer_cv, &loop->mu, &at);
@@ -248,7 +243,7 @@ static void *run_timers(void *arg) {
         bool again = next->fn(next->ctx);
         pthread_mutex_lock(&loop->mu);
         next->running = false;
-        next->due_ms = mono_ms() + next->period_ms;
+        next->due_ms = mv__mono_ms() + next->period_ms;
         if (!again) next->repeating = false;
         pthread_cond_broadcast(&loop->timer_cv); /* a cancel may be waiting for this run */
     }
@@ -263,7 +258,7 @@ mv_loop_timer *mv_loop_every(mv_loop *loop, int64_t period_ms, bool (*fn)(void *
                          .fn = fn,
                          .ctx = ctx,
                          .period_ms = period_ms > 0 ? period_ms : 1,
-                         .due_ms = mono_ms() + (period_ms > 0 ? period_ms : 1),
+                         .due_ms = mv__mono_ms() + (period_ms > 0 ? period_ms : 1),
                          .repeating = true};
     pthread_mutex_lock(&loop->mu);
     if (loop->timers_stop) {
@@ -331,7 +326,7 @@ mv_code mv_loop_new(const mv_loop_options *opts, mv_loop **out, mv_err *err) {
 void mv_loop_stop_after(mv_loop *loop, int64_t ms) {
     if (!loop) return;
     pthread_mutex_lock(&loop->mu);
-    int64_t at = mono_ms() + (ms > 0 ? ms : 0);
+    int64_t at = mv__mono_ms() + (ms > 0 ? ms : 0);
     if (!loop->has_deadline || at < loop->deadline_ms) loop->deadline_ms = at;
     loop->has_deadline = true;
     pthread_mutex_unlock(&loop->mu);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "base/callctx.h"
+#include "base/mono.h"
 #include "deliver/outbox_text.h"
 #include "deliver/transport.h"
 #include "missive/deliver.h"
@@ -839,12 +840,6 @@ struct mv_outbox_worker {
     bool stop, wake;
 };
 
-static int64_t monotonic_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits ms (or until woken or stopped). */
 static void worker_wait(mv_outbox_worker *w, int64_t ms) {
     struct timespec until;
@@ -878,13 +873,13 @@ static void *worker_main(void *arg) {
         int claimed = 0;
         mv_err err = {0};
         uint64_t writes = mv__store_async_writes(w->store);
-        int64_t t0 = monotonic_ms();
+        int64_t t0 = mv__mono_ms();
         /* A store error is retried on the next poll; the rows themselves are safe. */
         mv_code rc = run_due(w->store, &w->cfg, WORKER_BATCH, &claimed, NULL, &err);
         int64_t wait_ms = w->poll_ms;
         if (rc == MV_OK && claimed == WORKER_BATCH) {
             if (mv__store_async_writes(w->store) == writes) continue; /* more may be due now */
-            int64_t took = monotonic_ms() - t0;
+            int64_t took = mv__mono_ms() - t0;
             int64_t pause = took * YIELD_FACTOR;
             wait_ms = pause < 1 ? 1 : pause < w->poll_ms ? pause : w->poll_ms;
         }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/mono.h"
 #include "deliver/transport.h"
 #include "http/jwks.h"
 #include "http/request.h"
@@ -31,12 +32,6 @@ struct mv_jwks_source {
     bool want, stop, thread_started;
     pthread_t thread;
 };
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void wait_until(mv_jwks_source *s, int64_t deadline_ms) {
     struct timespec ts = {.tv_sec = deadline_ms / 1000, .tv_nsec = (deadline_ms % 1000) * 1000000};
@@ -104,7 +99,7 @@ static void *refresher(void *arg) {
             s->current ? s->refresh_ms
                        : (s->kid_interval_ms < s->refresh_ms ? s->kid_interval_ms : s->refresh_ms);
         int64_t deadline = s->last_fetch + every;
-        while (!s->stop && !s->want && mono_ms() < deadline)
+        while (!s->stop && !s->want && mv__mono_ms() < deadline)
             wait_until(s, deadline);
         if (s->stop) break;
         s->want = false;
@@ -116,7 +111,7 @@ static void *refresher(void *arg) {
             mv_jwks_release(s->current);
             s->current = set;
         }
-        s->last_fetch = mono_ms();
+        s->last_fetch = mv__mono_ms();
         s->generation++;
         pthread_cond_broadcast(&s->cv);
         if (!s->stop) wake_waiters(s);
@@ -153,7 +148,7 @@ mv_code mv_jwks_source_open(const mv_jwks_source_options *o, mv_jwks_source **ou
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");
     } else {
         s->current = fetch(s);
-        s->last_fetch = mono_ms();
+        s->last_fetch = mv__mono_ms();
         s->started = s->generation = 1;
         rc = pthread_create(&s->thread, NULL, refresher, s) == 0
                  ? MV_OK
@@ -208,11 +203,11 @@ static unsigned long kid_refresh_locked(mv_jwks_source *s, int64_t now) {
 
 mv_jwks *mv_jwks_source_refresh(mv_jwks_source *s) {
     pthread_mutex_lock(&s->mu);
-    int64_t now = mono_ms();
+    int64_t now = mv__mono_ms();
     unsigned long target = kid_refresh_locked(s, now);
     int timeout = s->http.timeout_ms > 0 ? s->http.timeout_ms : 10000;
     int64_t deadline = now + 2 * (int64_t)timeout + 1000;
-    while (!s->stop && s->generation < target && mono_ms() < deadline)
+    while (!s->stop && s->generation < target && mv__mono_ms() < deadline)
         wait_until(s, deadline);
     mv_jwks *set = mv_jwks_retain(s->current);
     pthread_mutex_unlock(&s->mu);
@@ -221,7 +216,7 @@ mv_jwks *mv_jwks_source_refresh(mv_jwks_source *s) {
 
 unsigned long mv_jwks_source_request(mv_jwks_source *s) {
     pthread_mutex_lock(&s->mu);
-    unsigned long target = kid_refresh_locked(s, mono_ms());
+    unsigned long target = kid_refresh_locked(s, mv__mono_ms());
     pthread_mutex_unlock(&s->mu);
     return target;
 }

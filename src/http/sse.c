@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/mono.h"
 #include "http/http_server.h"
 #include "http/sse.h"
 
@@ -70,12 +71,6 @@ struct mv_sse_stream {
     void *close_ctx;
 };
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 mv_sse_stream *mv_sse_stream_new(size_t max_queued) {
     mv_sse_stream *s = calloc(1, sizeof *s);
     if (!s) return NULL;
@@ -83,7 +78,7 @@ mv_sse_stream *mv_sse_stream_new(size_t max_queued) {
     s->max = max_queued ? max_queued : 1024 * 1024;
     s->refs = 1;
     s->fd = -1;
-    s->last_write_ms = mono_ms();
+    s->last_write_ms = mv__mono_ms();
     return s;
 }
 
@@ -177,7 +172,7 @@ bool mv_sse_write(mv_sse_stream *s, const char *data, size_t n) {
     if (ok) {
         memcpy(s->buf + s->len, data, n);
         s->len += n;
-        s->last_write_ms = mono_ms();
+        s->last_write_ms = mv__mono_ms();
     }
     wake(s);
     flush(s);

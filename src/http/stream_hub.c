@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/mono.h"
 #include "http/auth.h"
 #include "http/request.h"
 #include "http/routes_messages.h"
@@ -149,12 +150,6 @@ struct mv_stream_hub {
     mv_sse_loop *loop;
 };
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static mv_user sub_user(const sub *s) {
     return (mv_user){.id = s->user_id,
                      .roles = (const char *const *)s->roles,
@@ -181,7 +176,7 @@ static void sub_free(sub *s) {
 }
 
 static void warn(mv_stream_hub *hub, const char *what, const mv_err *err) {
-    int64_t now = mono_ms();
+    int64_t now = mv__mono_ms();
     if (hub->last_warn_ms && now - hub->last_warn_ms < WARN_EVERY_MS) return;
     hub->last_warn_ms = now;
     mv_log("warn", what, json_pack("{s:s}", "error", err->message));
@@ -717,7 +712,7 @@ static int64_t page_pass(mv_stream_hub *hub, int64_t from, int64_t until, int64_
 /* The streams behind the head, a page at a time in turns, for at most REPLAY_BUDGET_MS. True
  * when some stream behind could take more right now. */
 static bool replay(mv_stream_hub *hub, int64_t latest, mv_change *page) {
-    int64_t started = mono_ms();
+    int64_t started = mv__mono_ms();
     for (;;) {
         sub *next = NULL;
         for (size_t k = 0, n = hub->behind.n; k < n && !next && hub->behind.first; k++) {
@@ -737,7 +732,7 @@ static bool replay(mv_stream_hub *hub, int64_t latest, mv_change *page) {
             next = s;
         }
         if (!next) return false;
-        if (mono_ms() - started >= REPLAY_BUDGET_MS) return true;
+        if (mv__mono_ms() - started >= REPLAY_BUDGET_MS) return true;
         int64_t from = next->cursor;
         if (page_pass(hub, from, hub->head, latest, false, page, REPLAY_PAGE) <= from)
             return false; /* no progress (the store failed): on the next turn */
@@ -787,7 +782,7 @@ static void hang_ups(mv_stream_hub *hub) {
 /* One pass over the log for the open streams: 0 nothing to do, 1 it read something new (or, with
  * none open, numbered), 2 streams behind have more to replay at once. */
 static int turn(mv_stream_hub *hub) {
-    int64_t now = mono_ms();
+    int64_t now = mv__mono_ms();
     absorb(hub, now);
     hub->turns++;
     if (hub->freed && now - hub->last_trim_ms >= TRIM_EVERY_MS) {
@@ -852,9 +847,9 @@ static void *run(void *arg) {
         bool stop = hub->stopping;
         pthread_mutex_unlock(&hub->mu);
         if (stop) break;
-        int64_t started = mono_ms();
+        int64_t started = mv__mono_ms();
         int r = turn(hub);
-        int64_t since = mono_ms() - started;
+        int64_t since = mv__mono_ms() - started;
         if (r == 2) {
             mv_change_waiter_wait(hub->waiter, 0); /* consumes a pending wake-up */
             if (since < 1) mv_sleep_ms(1);
@@ -864,7 +859,7 @@ static void *run(void *arg) {
         int wait =
             hub->head_known && hub->o.poll_ms > HANGUP_EVERY_MS ? HANGUP_EVERY_MS : hub->o.poll_ms;
         mv_change_waiter_wait(hub->waiter, wait);
-        since = mono_ms() - started;
+        since = mv__mono_ms() - started;
         int pause = r ? MIN_TURN_MS : MIN_EMPTY_TURN_MS;
         if (since < pause) mv_sleep_ms(pause - since);
     }
@@ -896,7 +891,7 @@ mv_code mv_stream_hub_new(const mv_stream_hub_options *opts, mv_stream_hub **out
     }
     pthread_mutex_init(&hub->mu, NULL);
     pthread_mutex_init(&hub->closed_mu, NULL);
-    mv__sx_wheel_init(&hub->wheel, mono_ms());
+    mv__sx_wheel_init(&hub->wheel, mv__mono_ms());
     hub->log = mv__service_change_log(opts->service);
     if (rc == MV_OK && !(hub->ix = mv__stream_index_new()))
         rc = mv_err_set(err, MV_NO_MEMORY, "out of memory");

@@ -1,5 +1,6 @@
 /* op_wait.c — blocking calls that wait on their asynchronous operation (op_wait.h). */
 #include "message/op_wait.h"
+#include "base/mono.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +10,6 @@
 #include "message/action_async.h"
 #include "message/create_async.h"
 #include "message/service.h"
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void mv__waiter_init(mv__waiter *w) {
     memset(w, 0, sizeof *w);
@@ -31,7 +26,7 @@ void mv__waiter_after(void *p, int64_t ms, void (*fn)(void *arg), void *arg) {
     pthread_mutex_lock(&w->mu);
     w->fn = fn;
     w->arg = arg;
-    w->at = mono_ms() + (ms > 0 ? ms : 0);
+    w->at = mv__mono_ms() + (ms > 0 ? ms : 0);
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
@@ -54,7 +49,7 @@ void mv__waiter_run(mv__waiter *w) {
             pthread_cond_wait(&w->cv, &w->mu);
             continue;
         }
-        int64_t now = mono_ms();
+        int64_t now = mv__mono_ms();
         if (w->at > now) {
             struct timespec ts = {.tv_sec = (time_t)(w->at / 1000),
                                   .tv_nsec = (long)(w->at % 1000) * 1000000};
