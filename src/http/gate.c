@@ -27,6 +27,7 @@
 
 #define CLOSE_LINGER_MS 1000 /* after an error answer: wait this long for the client's FIN */
 #define STOP_HEAD_MS 1000    /* once no longer accepting: time left for heads still arriving */
+#define STOP_SETTLE_MS 50    /* new connections refused: time for handshakes already under way */
 #define IP_BUCKETS 4096
 
 typedef enum { CONN_HEAD, CONN_CLOSING } conn_state;
@@ -57,7 +58,8 @@ struct mv__gate {
     pthread_t thread;
     bool thread_started;
     atomic_bool quit, stop_accepting;
-    bool accepting_stopped; /* guarded by mu */
+    bool accepting_stopped;  /* guarded by mu */
+    int64_t settle_until_ms; /* gate thread: when the listener closes, once refusing */
     pthread_cond_t stopped;
     pthread_mutex_t mu; /* guards ips, open */
     ip_count *ips[IP_BUCKETS];
@@ -438,11 +440,26 @@ static void expire(mv__gate *g) {
  * "refused" once the socket is closed, before it sent anything), then the connections the kernel
  * has already completed are accepted like any other, and only then is the socket closed. Heads
  * still arriving get a short deadline. */
+/* Stopping happens in two steps so that no client is reset after the kernel completed its
+ * handshake: first the listener drops new SYNs (a filter on the TCP flags; the client sees a
+ * refused connection once the listener is gone), while connections whose handshake is under way
+ * still complete and are accepted; STOP_SETTLE_MS later the listener closes. Sockets accepted
+ * meanwhile inherit the filter, which drops only SYNs — never seen on an open connection. */
+static void refuse_new_connections(mv__gate *g) {
+    struct sock_filter drop_syn[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13), /* the TCP header's flags byte */
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x02, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),
+    };
+    struct sock_fprog prog = {.len = sizeof drop_syn / sizeof drop_syn[0], .filter = drop_syn};
+    setsockopt(g->o.listen_fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
+    accept_all(g);
+    g->settle_until_ms = now_ms() + STOP_SETTLE_MS;
+}
+
 static void do_stop_accepting(mv__gate *g) {
     if (g->o.listen_fd >= 0) {
-        struct sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
-        struct sock_fprog prog = {.len = 1, .filter = &drop_all};
-        setsockopt(g->o.listen_fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
         accept_all(g);
         close(g->o.listen_fd);
         g->o.listen_fd = -1;
@@ -460,7 +477,7 @@ static void *gate_main(void *arg) {
     mv__gate *g = arg;
     struct epoll_event evs[64];
     while (!atomic_load(&g->quit)) {
-        int n = epoll_wait(g->ep, evs, 64, 100);
+        int n = epoll_wait(g->ep, evs, 64, g->settle_until_ms ? 5 : 100);
         for (int i = 0; i < n; i++) {
             void *ptr = evs[i].data.ptr;
             if (ptr == &g->o.listen_fd) {
@@ -473,7 +490,12 @@ static void *gate_main(void *arg) {
                 on_readable(g, ptr);
             }
         }
-        if (atomic_load(&g->stop_accepting) && g->o.listen_fd >= 0) do_stop_accepting(g);
+        if (atomic_load(&g->stop_accepting) && g->o.listen_fd >= 0) {
+            if (!g->settle_until_ms)
+                refuse_new_connections(g);
+            else if (now_ms() >= g->settle_until_ms)
+                do_stop_accepting(g);
+        }
         expire(g);
     }
     if (g->o.listen_fd >= 0 || !g->accepting_stopped) do_stop_accepting(g);
