@@ -30,6 +30,7 @@ struct mv_jwk {
 
 struct mv_jwks {
     atomic_int refs;
+    uint64_t serial; /* unique per parsed set, never 0 */
     size_t n;
     mv_jwk keys[];
 };
@@ -174,6 +175,8 @@ mv_code mv_jwks_parse(const json_t *doc, mv_jwks **out, mv_err *err) {
     mv_jwks *set = calloc(1, sizeof *set + n * sizeof set->keys[0]);
     if (!set) return mv_err_set(err, MV_NO_MEMORY, "out of memory");
     atomic_init(&set->refs, 1);
+    static atomic_uint_fast64_t serials;
+    set->serial = (uint64_t)atomic_fetch_add(&serials, 1) + 1;
     for (size_t i = 0; i < n; i++)
         if (load_key(json_array_get(keys, i), &set->keys[set->n])) set->n++;
     if (set->n == 0) {
@@ -199,6 +202,8 @@ void mv_jwks_release(mv_jwks *set) {
     }
     free(set);
 }
+
+uint64_t mv_jwks_serial(const mv_jwks *set) { return set ? set->serial : 0; }
 
 size_t mv_jwks_count(const mv_jwks *set) { return set ? set->n : 0; }
 

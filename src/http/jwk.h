@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "missive/error.h"
 
@@ -36,6 +37,9 @@ mv_code mv_jwks_parse(const json_t *doc, mv_jwks **out, mv_err *err);
 mv_jwks *mv_jwks_retain(mv_jwks *set);
 void mv_jwks_release(mv_jwks *set);
 /* Number of usable keys. */
+/* A number no other set parsed by this process has (0 for NULL): a set is immutable, so two
+ * lookups that see the same serial see the same keys. */
+uint64_t mv_jwks_serial(const mv_jwks *set);
 size_t mv_jwks_count(const mv_jwks *set);
 
 /* The key for a token: with kid, the key of that kid; without, the only key of the set (NULL

@@ -54,6 +54,9 @@ mv_code mv_jwt_verify(mv_jwt_verifier *v, const char *token, size_t len, json_t 
  * mv_jwt_when_refreshed; the caller may try again once it is done. */
 mv_code mv_jwt_verify_nowait(mv_jwt_verifier *v, const char *token, size_t len, json_t **claims,
                              unsigned long *refresh, mv_err *err);
+/* How many verifications found their token's signature verified before against the same key
+ * set (the verifier keeps the last 1,024 such tokens; the claims are checked every time). */
+unsigned long mv_jwt_cache_hits(mv_jwt_verifier *v);
 /* Queues w (its generation from mv_jwt_verify_nowait) to be called when that refresh is done;
  * false when it is done already (try again now) or there is nothing to wait for. */
 bool mv_jwt_when_refreshed(mv_jwt_verifier *v, mv_jwks_waiter *w);

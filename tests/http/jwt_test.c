@@ -474,6 +474,58 @@ TEST(unusable_key_sets_and_options_without_key_material_are_refused) {
     CHECK(strstr(err.message, "need a JWKS") != NULL);
 }
 
+static int64_t test_now_ms;
+static int64_t test_now(void *ctx) {
+    (void)ctx;
+    return test_now_ms;
+}
+
+static mv_code verify_named(mv_jwt_verifier *v, const char *name, mv_err *err) {
+    const char *tok = jwt_fixture_token(name);
+    json_t *claims = NULL;
+    mv_code rc = mv_jwt_verify(v, tok, strlen(tok), &claims, err);
+    json_decref(claims);
+    return rc;
+}
+
+TEST(a_token_sent_again_skips_the_signature_check_but_not_its_claims_or_its_bytes) {
+    REQUIRE(fixtures());
+    mv_clock clock = {.now = test_now};
+    test_now_ms = mv_now_ms();
+    mv_jwt_options jo = {.algorithms = ALL_ALGS & ~ALG(MV_JWT_HS256),
+                         .jwks_file = jwt_fixture_path("jwks-a.json"),
+                         .leeway_s = 0,
+                         .clock = &clock};
+    mv_jwt_verifier *v = NULL;
+    mv_err err = {0};
+    REQUIRE(mv_jwt_verifier_new(&jo, &v, &err) == MV_OK);
+    CHECK_CODE(verify_named(v, "rs256", &err), MV_OK, &err);
+    CHECK_INT((long)mv_jwt_cache_hits(v), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_CODE(verify_named(v, "rs256", &err), MV_OK, &err);
+    CHECK_INT((long)mv_jwt_cache_hits(v), 3);
+    CHECK_CODE(verify_named(v, "es256", &err), MV_OK, &err); /* another token: verified anew */
+    CHECK_INT((long)mv_jwt_cache_hits(v), 3);
+
+    /* a token that differs in its last byte only is not the cached one */
+    const char *good = jwt_fixture_token("rs256");
+    size_t n = strlen(good);
+    char *bent = strdup(good);
+    REQUIRE(bent);
+    bent[n - 1] = bent[n - 1] == 'A' ? 'B' : 'A';
+    json_t *claims = NULL;
+    CHECK_CODE(mv_jwt_verify(v, bent, n, &claims, &err), MV_UNAUTHENTICATED, &err);
+    CHECK(claims == NULL);
+    CHECK_INT((long)mv_jwt_cache_hits(v), 3);
+    free(bent);
+
+    /* the cached token still expires: exp is checked on every request (fixture exp: now + 600) */
+    test_now_ms += 700 * 1000;
+    CHECK_CODE(verify_named(v, "rs256", &err), MV_UNAUTHENTICATED, &err);
+    CHECK(strstr(err.message, "expired") != NULL);
+    mv_jwt_verifier_free(v);
+}
+
 int main(void) {
     mv_log_set_fd(-1);
     int rc = RUN_TESTS(
@@ -489,7 +541,8 @@ int main(void) {
         a_jwks_url_rotates_on_unknown_kid_at_most_every_interval_and_keeps_keys_through_garbage_and_hangs,
         a_jwks_url_down_at_start_refuses_tokens_until_a_refresh_succeeds,
         a_burst_of_tokens_with_a_new_kid_waits_for_one_refresh_and_all_verify,
-        unusable_key_sets_and_options_without_key_material_are_refused);
+        unusable_key_sets_and_options_without_key_material_are_refused,
+        a_token_sent_again_skips_the_signature_check_but_not_its_claims_or_its_bytes);
     jwt_fixtures_free();
     return rc;
 }
