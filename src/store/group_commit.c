@@ -156,6 +156,10 @@ static void lead(mv_gc *g, bool writer) {
 
         pthread_mutex_lock(&g->mu);
         mv_gc_job *next = g->head;
+        /* the lead goes to a synchronous writer: its job stays on its stack until it has taken
+         * the post below; an asynchronous next job may be run and freed by another leader as soon
+         * as the lock is let go, so nothing of it is read after that */
+        sem_t *hand_to = NULL;
         bool keep = false, wake_writer = false;
         if (!next)
             drop_lead(g);
@@ -164,11 +168,11 @@ static void lead(mv_gc *g, bool writer) {
         else if (next->on_done)
             wake_writer = true, g->writer_leads++;
         else
-            next->leads++;
+            next->leads++, hand_to = &next->wake;
         for (mv_gc_job *j = batch; j; j = j->next)
             j->done = true;
         pthread_mutex_unlock(&g->mu);
-        if (next && !next->on_done) sem_post(&next->wake);
+        if (hand_to) sem_post(hand_to);
         if (wake_writer) sem_post(&g->writer_wake);
         finish_batch(batch);
         if (!keep) return;
