@@ -82,9 +82,14 @@ static mv_code hold(mv_service *svc, mv_db *db, const mv_template *t, const json
     json_t *item = json_pack("{s:s,s:s,s:s,s:o,s:o}", "messageId", mv_json_str(doc, "id"),
                              "templateCd", t->template_cd, "category", t->category, "content",
                              content, "links", links ? links : json_object());
-    mv_code rc = item ? mv__digest_hold_tx(svc, db, tenant, to, channel, every,
-                                           mv__schedule_due(svc, doc), item, err)
-                      : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    /* the window of the message's send (its deliveries may be decided a little later) */
+    const json_t *at = json_object_get(doc, "sendAt");
+    if (!json_is_integer(at)) at = json_object_get(doc, "createdAt");
+    mv_code rc =
+        item ? mv__digest_hold_tx(svc, db, tenant, to, channel, every,
+                                  json_is_integer(at) ? json_integer_value(at) : mv__svc_now(svc),
+                                  item, err)
+             : mv_err_set(err, MV_NO_MEMORY, "out of memory");
     json_decref(item);
     return rc;
 }
@@ -232,18 +237,21 @@ static mv_code queue_email(mv_service *svc, mv_db *db, const mv_template *t, con
     return rc;
 }
 
-mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
-                        const mv_template *t, const json_t *data, const json_t *localized,
-                        mv_err *err) {
-    mv_code lrc = mv__locales_insert_tx(db, mv_json_str(doc, "id"), localized, err);
-    if (lrc != MV_OK) return lrc;
+/* Whether any of t's channels renders content of its own (from the create's template data). */
+static bool overrides(const mv_template *t) {
+    for (size_t i = 0; i < t->nchannels; i++) {
+        const mv_content_tpl *c = &t->channels[i].content;
+        if (c->title || c->short_text || c->long_text) return true;
+    }
+    return false;
+}
+
+/* Every delivery of doc but the inbox, decided now: its recipient's preferences and locale, the
+ * template's channels, digests. */
+static mv_code deliver_tx(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
+                          const mv_template *t, const json_t *data, const json_t *localized,
+                          bool email, size_t named, mv_err *err) {
     const char *to = mv_json_str(doc, "toUser");
-    if (!to || !*to) return MV_OK; /* roles only: the inbox (see the top of this file) */
-    bool email = svc->o.email && (!t || !t->has_channels || lists(t, "email"));
-    size_t named = 0;
-    for (size_t i = 0; t && i < t->nchannels; i++)
-        named += mv_reach_webhook(mv_service_reach(svc), t->channels[i].name) != NULL;
-    if (!email && !named) return MV_OK;
     json_t *prefs = NULL;
     bool critical = t && t->critical;
     const char *category = t ? t->category : mv_json_str(doc, "templateCd");
@@ -276,6 +284,70 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
     json_decref(prefs);
     json_decref(in_locale);
     return rc;
+}
+
+/* The deliveries a message's channels make when it is new. With named webhook channels they are
+ * decided after the create commits: one plan row (message id, tenant, and the template data when a
+ * channel renders its own content) that the next outbox run turns into the rows — so the create's
+ * transaction, on the store's one writer, neither reads the preferences nor renders and writes a
+ * row per channel (docs/channels.md). Email alone is queued here as it always was. */
+mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
+                        const mv_template *t, const json_t *data, const json_t *localized,
+                        mv_err *err) {
+    mv_code rc = mv__locales_insert_tx(db, mv_json_str(doc, "id"), localized, err);
+    if (rc != MV_OK) return rc;
+    const char *to = mv_json_str(doc, "toUser");
+    if (!to || !*to) return MV_OK; /* roles only: the inbox (see the top of this file) */
+    bool email = svc->o.email && (!t || !t->has_channels || lists(t, "email"));
+    size_t named = 0;
+    for (size_t i = 0; t && i < t->nchannels; i++)
+        named += mv_reach_webhook(mv_service_reach(svc), t->channels[i].name) != NULL;
+    if (!email && !named) return MV_OK;
+    if (!named) return deliver_tx(svc, db, doc, tenant, t, data, localized, email, named, err);
+    mv_strbuf b = {0};
+    bool ok =
+        put_str(&b, "{\"messageId\":", mv_json_str(doc, "id")) &&
+        (!tenant || put_str(&b, ",\"tenant\":", tenant)) &&
+        (!data || !overrides(t) || (mv_strbuf_adds(&b, ",\"data\":") && mv_json_write(&b, data))) &&
+        mv_strbuf_adds(&b, "}");
+    char *text = mv_strbuf_take(&b, NULL);
+    rc = ok && text ? mv__outbox_add_plan_tx(db, text, mv__schedule_due(svc, doc), err)
+                    : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    free(text);
+    return rc;
+}
+
+/* The planner the outbox runs for a plan row (deliver/outbox_text.h): the message as stored, its
+ * template as loaded now (a template removed since: nothing is delivered), its rendered locales. */
+static mv_code plan_tx(void *ctx, mv_db *db, const json_t *payload, int64_t now, mv_err *err) {
+    (void)now;
+    mv_service *svc = ctx;
+    const char *tenant = mv_json_str(payload, "tenant");
+    json_t *doc = NULL, *localized = NULL;
+    mv_code rc = mv__doc_load(db, mv_json_str(payload, "messageId"), tenant, &doc, err);
+    const mv_template *t =
+        doc ? mv_registry_find(svc->o.registry, mv_json_str(doc, "templateCd")) : NULL;
+    if (rc != MV_OK || !t) {
+        json_decref(doc);
+        return rc;
+    }
+    const char *to = mv_json_str(doc, "toUser");
+    bool email = svc->o.email && (!t->has_channels || lists(t, "email"));
+    size_t named = 0;
+    for (size_t i = 0; i < t->nchannels; i++)
+        named += mv_reach_webhook(mv_service_reach(svc), t->channels[i].name) != NULL;
+    if (to && *to && (email || named))
+        rc = mv__locales_load_tx(db, mv_json_str(doc, "id"), &localized, err);
+    if (rc == MV_OK && to && *to && (email || named))
+        rc = deliver_tx(svc, db, doc, tenant, t, json_object_get(payload, "data"), localized, email,
+                        named, err);
+    json_decref(localized);
+    json_decref(doc);
+    return rc;
+}
+
+void mv__channels_attach(mv_service *svc, bool attach) {
+    mv__outbox_set_planner(svc->o.store, attach ? plan_tx : NULL, svc);
 }
 
 mv_code mv__doc_remind(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,

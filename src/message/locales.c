@@ -169,6 +169,14 @@ static mv_code load_tx(mv_db *db, void *ctx, mv_err *err) {
     return rc;
 }
 
+mv_code mv__locales_load_tx(mv_db *db, const char *message_id, json_t **out, mv_err *err) {
+    load_arg a = {message_id, NULL};
+    mv_code rc = load_tx(db, &a, err);
+    *out = rc == MV_OK ? a.rendered : NULL;
+    if (rc != MV_OK) json_decref(a.rendered);
+    return rc;
+}
+
 /* Puts msg into the tag of rendered that accept picks ("locale": null when none). */
 static void apply(json_t *msg, const json_t *rendered, const char *accept) {
     const char *tag = mv__locale_pick(rendered, accept);

@@ -43,6 +43,10 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
                         const mv_template *t, const json_t *data, const json_t *localized,
                         mv_err *err);
 
+/* Registers (attach) or removes the service as the planner of its store's outbox plan rows
+ * (deliver/outbox_text.h): mv_service_new and mv_service_free. */
+void mv__channels_attach(mv_service *svc, bool attach);
+
 /* A reminder of doc to user `to` (docs/time.md) on every channel of t but the inbox that the
  * user's preferences allow, as for a new message: its content is the receiver's with the
  * reminder's title, its kind "reminder". Inside the reminder's transaction. */
@@ -75,6 +79,8 @@ mv_code mv__locales_render(const mv_template *t, const json_t *data, const json_
                            json_t **out, mv_err *err);
 /* What limits.messageBytes counts of a rendering: its strings' lengths. */
 int64_t mv__locales_bytes(const json_t *rendered);
+/* The rendering stored beside a message (*out NULL when none), inside a transaction. */
+mv_code mv__locales_load_tx(mv_db *db, const char *message_id, json_t **out, mv_err *err);
 /* Stores a rendering beside its message (deferred; rendered NULL: nothing). */
 mv_code mv__locales_insert_tx(mv_db *db, const char *message_id, const json_t *rendered,
                               mv_err *err);

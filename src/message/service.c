@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "message/reach_internal.h"
 #include "message/service.h"
 #include "store/listen.h"
 #include "store/write_async.h"
@@ -128,6 +129,7 @@ mv_code mv_service_new(const mv_service_options *opts, mv_service **out, mv_err 
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->page_mu, NULL);
     pthread_cond_init(&s->page_cv, NULL);
+    mv__channels_attach(s, true);
     *out = s;
     return MV_OK;
 }
@@ -164,6 +166,7 @@ mv_store *mv__service_change_log(mv_service *svc) {
 
 void mv_service_free(mv_service *svc) {
     if (!svc) return;
+    mv__channels_attach(svc, false);
     if (svc->own_change_log) mv_store_close(svc->change_log);
     for (size_t i = 0; i < svc->nadmin_roles; i++)
         free(svc->admin_roles[i]);

@@ -7,7 +7,9 @@
  * template naming an unconfigured channel is refused. */
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <pthread.h>
 
+#include "deliver/outbox_text.h"
 #include "durable/timer.h"
 #include "fixture.h"
 #include "message/timers.h"
@@ -122,7 +124,12 @@ static mv_code rows_tx(mv_db *db, void *ctx, mv_err *err) {
     mv_stmt_done(st);
     return rc;
 }
+/* The delivery rows of a kind, once the creates' deliveries are planned (as the outbox's next run
+ * does first). */
 static int64_t rows(world *w, const char *kind) {
+    mv_err err = {0};
+    if (mv__outbox_plan_due(w->f.store, &w->oc, 100, &err) != MV_OK)
+        fprintf(stderr, "plan: %s\n", err.message);
     rows_arg a = {kind, -1};
     mv_store_read(w->f.store, rows_tx, &a, NULL);
     return a.n;
@@ -189,13 +196,53 @@ STORE_TEST(a_channel_receiver_gets_each_delivery_once_with_the_documented_body_a
     world_close(&w);
 }
 
+static int64_t stored(world *w, const char *kind) { /* as committed: nothing planned first */
+    rows_arg a = {kind, -1};
+    mv_store_read(w->f.store, rows_tx, &a, NULL);
+    return a.n;
+}
+
+static void *plan_thread(void *arg) {
+    world *w = arg;
+    mv_err err = {0};
+    for (int i = 0; i < 3; i++)
+        if (mv__outbox_plan_due(w->f.store, &w->oc, 4, &err) != MV_OK)
+            fprintf(stderr, "plan: %s\n", err.message);
+    return NULL;
+}
+
+/* A create with named channels commits one plan row and no delivery: the deliveries are decided by
+ * the outbox afterwards, each plan once, with two workers deciding at the same time. */
+STORE_TEST(a_create_commits_one_plan_that_two_workers_at_once_decide_once) {
+    world w;
+    REQUIRE(world_open(&w, kind, "ch_plan", NULL));
+    for (int i = 0; i < 10; i++)
+        REQUIRE(create(&w, "booking", NULL, "bob") == MV_OK);
+    REQUIRE(create(&w, "plain", NULL, "bob") == MV_OK); /* email only: queued at once */
+    CHECK_INT(stored(&w, "plan"), 10);
+    CHECK_INT(stored(&w, "webhook"), 0);
+    CHECK_INT(stored(&w, "email"), 1);
+    pthread_t a, b;
+    pthread_create(&a, NULL, plan_thread, &w);
+    pthread_create(&b, NULL, plan_thread, &w);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    CHECK_INT(stored(&w, "webhook"), 10); /* one sms per message, not two */
+    CHECK_INT(stored(&w, "email"), 11);
+    CHECK_INT(run_outbox(&w), 10);
+    CHECK_INT(run_outbox(&w), 0);
+    CHECK_INT(http_sink_count(w.sink), 10);
+    world_close(&w);
+}
+
 typedef struct payloads_arg {
     json_t *rows; /* [[kind, payload text], …] */
 } payloads_arg;
 static mv_code payloads_tx(mv_db *db, void *ctx, mv_err *err) {
     payloads_arg *a = ctx;
     mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, "SELECT kind, payload FROM outbox ORDER BY kind", &st, err);
+    mv_code rc = mv_db_prepare(
+        db, "SELECT kind, payload FROM outbox WHERE kind <> 'plan' ORDER BY kind", &st, err);
     if (rc != MV_OK) return rc;
     while (mv_stmt_step(st, err) == 1)
         json_array_append_new(a->rows,
@@ -212,6 +259,7 @@ STORE_TEST(queued_payloads_are_compact_json_with_escaped_strings) {
     const char *guest = "An\"n\\ \u00e9\u2603\n\t/<x>";
     REQUIRE(create_for(&w, "booking", NULL, "bob", guest) == MV_OK);
     payloads_arg a = {json_array()};
+    rows(&w, "webhook"); /* planned */
     REQUIRE(mv_store_read(w.f.store, payloads_tx, &a, NULL) == MV_OK);
     REQUIRE(json_array_size(a.rows) == 2);
     char want[200];
@@ -407,6 +455,7 @@ TEST(a_template_naming_an_unconfigured_channel_is_refused_naming_it) {
 int main(void) {
     return RUN_TESTS(
         a_channel_receiver_gets_each_delivery_once_with_the_documented_body_and_signature,
+        a_create_commits_one_plan_that_two_workers_at_once_decide_once,
         queued_payloads_are_compact_json_with_escaped_strings,
         a_receiver_answering_500_is_retried_with_the_same_delivery_id,
         preferences_turn_a_channel_off_for_one_category_but_not_for_a_critical_template,

@@ -3,6 +3,7 @@
  * de-AT → de → default fallback and a "locale" field (also through GET /messages/{id} and the
  * GET /messages list), channel
  * deliveries in the recipient's stored locale, and bad locales refused at load naming the tag. */
+#include "deliver/outbox_text.h"
 #include "fixture.h"
 #include "http/auth.h"
 #include "http/routes_messages.h"
@@ -233,6 +234,7 @@ STORE_TEST(a_channel_delivery_is_in_the_recipients_stored_locale) {
     char *id = create(&e, "6E", &rc);
     REQUIRE(id);
     json_t *row = NULL;
+    CHECK_CODE(mv__outbox_plan_due(e.f.store, NULL, 10, &err), MV_OK, &err); /* decided now */
     mv_store_read(e.f.store, last_delivery_tx, &row, NULL);
     CHECK_STR(mv_json_str(json_object_get(json_object_get(row, "body"), "content"), "title"),
               "Wohnung 6E für Sie");
