@@ -244,10 +244,7 @@ const char *mv_email_body(const char *long_text, const char *short_text);
 
 /* ---- outbox ------------------------------------------------------------------------------ */
 
-/* MV_OUTBOX_PLAN: a message whose channel deliveries are still to be decided — written by the
- * message service at create and turned into its email and webhook rows by the next outbox run on
- * the same store (never sent itself; see docs/channels.md). */
-typedef enum mv_outbox_kind { MV_OUTBOX_EMAIL, MV_OUTBOX_WEBHOOK, MV_OUTBOX_PLAN } mv_outbox_kind;
+typedef enum mv_outbox_kind { MV_OUTBOX_EMAIL, MV_OUTBOX_WEBHOOK } mv_outbox_kind;
 
 /* Adds a pending row, due now. MUST be called inside the caller's mv_store_write() callback;
  * the row exists only if that transaction commits. Payloads:

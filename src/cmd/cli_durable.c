@@ -137,11 +137,9 @@ static void print_outbox_row(void *p, const mv_outbox_row *row) {
     outbox_ctx *c = p;
     bool failed = strcmp(row->state, "failed") == 0;
     json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:s?, s:s?}", "id", row->id, "outboxKind",
-                          row->kind == MV_OUTBOX_EMAIL  ? "email"
-                          : row->kind == MV_OUTBOX_PLAN ? "plan"
-                                                        : "webhook",
-                          "state", row->state, "attempts", row->attempts, "lastError",
-                          row->last_error, "failureStage", row->failure_stage);
+                          row->kind == MV_OUTBOX_EMAIL ? "email" : "webhook", "state", row->state,
+                          "attempts", row->attempts, "lastError", row->last_error, "failureStage",
+                          row->failure_stage);
     if (f && !failed) json_object_set_new(f, "leaseExpiresAt", json_integer(row->lease_expires_at));
     if (f) {
         json_object_set_new(f, "updatedAt", json_integer(row->updated_at));

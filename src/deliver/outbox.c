@@ -67,13 +67,11 @@ static const char SQL_SCAN[] =
     "ORDER BY id LIMIT ?";
 
 static const char *kind_name(mv_outbox_kind k) {
-    return k == MV_OUTBOX_EMAIL ? "email" : k == MV_OUTBOX_PLAN ? "plan" : "webhook";
+    return k == MV_OUTBOX_EMAIL ? "email" : "webhook";
 }
 
 static mv_outbox_kind kind_of(const char *name) {
-    return name && strcmp(name, "email") == 0  ? MV_OUTBOX_EMAIL
-           : name && strcmp(name, "plan") == 0 ? MV_OUTBOX_PLAN
-                                               : MV_OUTBOX_WEBHOOK;
+    return name && strcmp(name, "email") == 0 ? MV_OUTBOX_EMAIL : MV_OUTBOX_WEBHOOK;
 }
 
 /* ---- adding rows ------------------------------------------------------------------------- */
@@ -143,10 +141,6 @@ mv_code mv_outbox_add_tx(mv_db *db, mv_outbox_kind kind, const json_t *payload, 
     return mv_outbox_add_tx_id(db, kind, payload, now, NULL, err);
 }
 
-mv_code mv__outbox_add_plan_tx(mv_db *db, const char *payload, int64_t due, mv_err *err) {
-    return insert_row(db, MV_OUTBOX_PLAN, payload, due, NULL, err);
-}
-
 /* ---- planning (outbox_text.h) ------------------------------------------------------------ */
 
 #define MAX_PLANNERS 16
@@ -192,102 +186,12 @@ static bool planner_of(mv_store *store, mv__outbox_planner *fn, void **ctx) {
     return found;
 }
 
-static const char SQL_DUE_PLANS[] = "SELECT id, payload FROM outbox WHERE state = 'pending' AND "
-                                    "next_attempt_at <= ? AND kind = 'plan' "
-                                    "ORDER BY next_attempt_at LIMIT ?";
-/* A plan is taken once: the update that marks it done succeeds for one transaction only. */
-static const char SQL_TAKE_PLAN[] =
-    "UPDATE outbox SET state = 'sent', attempts = attempts + 1, updated_at = ? "
-    "WHERE id = ? AND state = 'pending' AND kind = 'plan'";
-static const char SQL_FAIL_PLAN[] =
-    "UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = ?, "
-    "failure_stage = 'plan', updated_at = ? WHERE id = ? AND state = 'pending' AND kind = 'plan'";
-
-typedef struct plan_ctx {
-    int64_t now;
-    int limit, n, from, to; /* found rows; the write plans rows [from, to) */
-    char (*ids)[37];
-    json_t **payloads;
-    mv__outbox_planner fn;
-    void *fn_ctx;
-    int planned;
-    const char *fail_error; /* fail_plan: the error to record */
-} plan_ctx;
-
-static mv_code find_plans(mv_db *db, void *ctx, mv_err *err) {
-    plan_ctx *c = ctx;
-    mv_stmt *st;
-    mv_code rc = mv_db_prepare(db, SQL_DUE_PLANS, &st, err);
-    if (rc) return rc;
-    mv_stmt_bindf(st, "ii", c->now, (int64_t)c->limit);
-    int r = 0;
-    while (c->n < c->limit && (r = mv_stmt_step(st, err)) == 1) {
-        const char *payload = mv_stmt_text(st, 1);
-        mv_strlcpy(c->ids[c->n], mv_stmt_text(st, 0), 37);
-        c->payloads[c->n++] = payload ? json_loads(payload, 0, NULL) : NULL;
-    }
-    mv_stmt_done(st);
-    return r < 0 ? err->code : MV_OK;
-}
-
-static mv_code take_plans(mv_db *db, void *ctx, mv_err *err) {
-    plan_ctx *c = ctx;
-    c->planned = 0;
-    for (int i = c->from; i < c->to; i++) {
-        int64_t changes = 0;
-        mv_code rc = mv_db_execf(db, SQL_TAKE_PLAN, &changes, err, "is", c->now, c->ids[i]);
-        if (rc != MV_OK) return rc;
-        if (changes != 1) continue; /* planned meanwhile by another worker */
-        if (!json_is_object(c->payloads[i]))
-            return mv_err_set(err, MV_INTERNAL, "outbox plan %s has an unreadable payload",
-                              c->ids[i]);
-        if ((rc = c->fn(c->fn_ctx, db, c->payloads[i], c->now, err)) != MV_OK) return rc;
-        c->planned++;
-    }
-    return MV_OK;
-}
-
-static mv_code fail_plan(mv_db *db, void *ctx, mv_err *err) {
-    plan_ctx *c = ctx;
-    return mv_db_execf(db, SQL_FAIL_PLAN, NULL, err, "sis", c->fail_error, c->now, c->ids[c->from]);
-}
-
-static bool store_failure(mv_code rc) {
-    return rc == MV_STORE_UNAVAILABLE || rc == MV_IO || rc == MV_NO_MEMORY;
-}
-
-/* Turns up to max due plans of store into their delivery rows: one transaction for all; when it
- * fails for a reason of a plan's own, each plan alone, and one that still fails is recorded
- * failed. Returns only store failures. */
+/* Lets store's planner decide up to max due plans. Returns only store failures. */
 static mv_code plan_due(mv_store *store, const mv_outbox_config *cfg, int max, mv_err *err) {
     mv__outbox_planner fn;
     void *fn_ctx;
     if (!planner_of(store, &fn, &fn_ctx)) return MV_OK;
-    plan_ctx c = {.now = mv_clock_now(cfg->clock), .limit = max, .fn = fn, .fn_ctx = fn_ctx};
-    c.ids = calloc((size_t)max, sizeof *c.ids);
-    c.payloads = calloc((size_t)max, sizeof *c.payloads);
-    mv_code rc = c.ids && c.payloads ? mv_store_read(store, find_plans, &c, err)
-                                     : mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    if (rc == MV_OK && c.n > 0) {
-        c.from = 0;
-        c.to = c.n;
-        rc = mv_store_write(store, take_plans, &c, err);
-        for (int i = 0; rc != MV_OK && !store_failure(rc) && i < c.n; i++) {
-            c.from = i;
-            c.to = i + 1;
-            mv_err one = {0};
-            mv_code r1 = mv_store_write(store, take_plans, &c, &one);
-            if (r1 == MV_OK || store_failure(r1)) continue;
-            c.fail_error = one.message;
-            mv_store_write(store, fail_plan, &c, &one);
-        }
-        if (rc != MV_OK && !store_failure(rc)) rc = MV_OK; /* recorded on the plans */
-    }
-    for (int i = 0; c.payloads && i < c.n; i++)
-        json_decref(c.payloads[i]);
-    free(c.ids);
-    free(c.payloads);
-    return rc;
+    return fn(fn_ctx, store, mv_clock_now(cfg->clock), max, err);
 }
 
 /* ---- claiming ---------------------------------------------------------------------------- */

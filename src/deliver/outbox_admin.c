@@ -52,8 +52,7 @@ static mv_code tenant_fn(mv_db *db, void *ctx, mv_err *err) {
     json_array_foreach(t->batch, i, row) {
         const char *mid = message_of(row);
         t->ours[i] = false;
-        const char *kind = json_string_value(json_object_get(row, "kind"));
-        if (!mid || (kind && strcmp(kind, "plan") == 0)) continue; /* a plan is no delivery */
+        if (!mid) continue;
         mv_stmt *st;
         mv_code rc = mv_db_row(db, SQL_MESSAGE_TENANT, &st, err, "ss", mid, t->tenant);
         if (rc) return rc;

@@ -75,12 +75,12 @@ static mv_code list_fn(mv_db *db, void *ctx, mv_err *err) {
 static mv_code check_query(const mv_outbox_list_query *q, mv_err *err) {
     static const char *const STATES[] = {"pending", "delivering", "sent",
                                          "skipped", "failed",     NULL};
-    static const char *const KINDS[] = {"email", "webhook", "plan", NULL};
+    static const char *const KINDS[] = {"email", "webhook", NULL};
     if (q->state && !one_of(q->state, STATES))
         return mv_err_set(err, MV_INVALID_ARGUMENT,
                           "state must be pending, delivering, sent, skipped or failed");
     if (q->kind && !one_of(q->kind, KINDS))
-        return mv_err_set(err, MV_INVALID_ARGUMENT, "kind must be email, webhook or plan");
+        return mv_err_set(err, MV_INVALID_ARGUMENT, "kind must be email or webhook");
     if (q->limit < 1 || q->limit > 1000)
         return mv_err_set(err, MV_INVALID_ARGUMENT, "limit must be between 1 and 1000");
     return MV_OK;

@@ -12,24 +12,20 @@ mv_code mv__outbox_add_text_tx(mv_db *db, mv_outbox_kind kind, const char *paylo
                                mv_err *err);
 
 /* ---- plans: a message's deliveries decided after its commit ----------------------------------
- * A create whose message goes out on channels writes one `plan` row (payload: compact JSON naming
- * the message) instead of rendering every delivery inside its own transaction, on the store's one
- * writer. Each outbox run on the store first turns the due plans into their delivery rows — one
- * transaction for all of them, each plan taken by a conditional update so that two workers never
- * plan one message twice — and then delivers those rows with the rest. The planner is the message
- * service's (message/channels.c), registered per store because the outbox sits below it. */
+ * A create whose message goes out on channels does not render its deliveries inside its own
+ * transaction, on the store's one writer: it marks the message (message/channels.c), and each
+ * outbox run on the store first lets the store's planner turn the due marks into delivery rows,
+ * then delivers those rows with the rest. The planner is the message service's, registered per
+ * store because the outbox sits below it. */
 
-/* Plans one message inside the outbox's transaction: adds its delivery rows (or nothing). Returns
- * an error only when its work cannot be done; the transaction is then retried plan by plan and a
- * plan that fails alone is recorded failed with the error. */
-typedef mv_code (*mv__outbox_planner)(void *ctx, mv_db *db, const json_t *payload, int64_t now,
+/* Decides up to max plans due at now (each once, whatever runs beside it). Returns an error only
+ * when the store fails. */
+typedef mv_code (*mv__outbox_planner)(void *ctx, mv_store *store, int64_t now, int max,
                                       mv_err *err);
 /* Registers (fn non-NULL) or removes (fn NULL, for that ctx) store's planner. */
 void mv__outbox_set_planner(mv_store *store, mv__outbox_planner fn, void *ctx);
 /* Only the planning part of mv_outbox_run_due: up to max due plans of store turned into their
  * delivery rows, none of them sent (cfg: its clock; NULL: the real one). */
 mv_code mv__outbox_plan_due(mv_store *store, const mv_outbox_config *cfg, int max, mv_err *err);
-/* Adds a plan row (payload: compact JSON text), due at `due`. */
-mv_code mv__outbox_add_plan_tx(mv_db *db, const char *payload, int64_t due, mv_err *err);
 
 #endif

@@ -286,11 +286,35 @@ static mv_code deliver_tx(mv_service *svc, mv_db *db, const json_t *doc, const c
     return rc;
 }
 
-/* The deliveries a message's channels make when it is new. With named webhook channels they are
- * decided after the create commits: one plan row (message id, tenant, and the template data when a
- * channel renders its own content) that the next outbox run turns into the rows — so the create's
- * transaction, on the store's one writer, neither reads the preferences nor renders and writes a
- * row per channel (docs/channels.md). Email alone is queued here as it always was. */
+/* The channels of doc that are named webhooks (configured now), and whether it gets an email. */
+static size_t named_channels(mv_service *svc, const mv_template *t, bool *email) {
+    *email = svc->o.email && (!t || !t->has_channels || lists(t, "email"));
+    size_t named = 0;
+    for (size_t i = 0; t && i < t->nchannels; i++)
+        named += mv_reach_webhook(mv_service_reach(svc), t->channels[i].name) != NULL;
+    return named;
+}
+
+mv_code mv__doc_plan(mv_service *svc, const json_t *doc, const mv_template *t, const json_t *data,
+                     char **plan, mv_err *err) {
+    *plan = NULL;
+    const char *to = mv_json_str(doc, "toUser");
+    bool email;
+    if (!to || !*to || !named_channels(svc, t, &email)) return MV_OK;
+    mv_strbuf b = {0};
+    bool ok =
+        mv_strbuf_adds(&b, "{") &&
+        (!data || !overrides(t) || (mv_strbuf_adds(&b, "\"data\":") && mv_json_write(&b, data))) &&
+        mv_strbuf_adds(&b, "}");
+    char *text = mv_strbuf_take(&b, NULL);
+    if (ok && text) {
+        *plan = text;
+        return MV_OK;
+    }
+    free(text);
+    return mv_err_set(err, MV_NO_MEMORY, "out of memory");
+}
+
 mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
                         const mv_template *t, const json_t *data, const json_t *localized,
                         mv_err *err) {
@@ -298,56 +322,128 @@ mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const cha
     if (rc != MV_OK) return rc;
     const char *to = mv_json_str(doc, "toUser");
     if (!to || !*to) return MV_OK; /* roles only: the inbox (see the top of this file) */
-    bool email = svc->o.email && (!t || !t->has_channels || lists(t, "email"));
-    size_t named = 0;
-    for (size_t i = 0; t && i < t->nchannels; i++)
-        named += mv_reach_webhook(mv_service_reach(svc), t->channels[i].name) != NULL;
-    if (!email && !named) return MV_OK;
-    if (!named) return deliver_tx(svc, db, doc, tenant, t, data, localized, email, named, err);
-    mv_strbuf b = {0};
-    bool ok =
-        put_str(&b, "{\"messageId\":", mv_json_str(doc, "id")) &&
-        (!tenant || put_str(&b, ",\"tenant\":", tenant)) &&
-        (!data || !overrides(t) || (mv_strbuf_adds(&b, ",\"data\":") && mv_json_write(&b, data))) &&
-        mv_strbuf_adds(&b, "}");
-    char *text = mv_strbuf_take(&b, NULL);
-    rc = ok && text ? mv__outbox_add_plan_tx(db, text, mv__schedule_due(svc, doc), err)
-                    : mv_err_set(err, MV_NO_MEMORY, "out of memory");
-    free(text);
-    return rc;
+    bool email;
+    size_t named = named_channels(svc, t, &email);
+    if (named) return MV_OK; /* planned: the message row carries its plan (mv__doc_plan) */
+    return email ? deliver_tx(svc, db, doc, tenant, t, data, localized, email, 0, err) : MV_OK;
 }
 
-/* The planner the outbox runs for a plan row (deliver/outbox_text.h): the message as stored, its
- * template as loaded now (a template removed since: nothing is delivered), its rendered locales. */
-static mv_code plan_tx(void *ctx, mv_db *db, const json_t *payload, int64_t now, mv_err *err) {
-    (void)now;
-    mv_service *svc = ctx;
-    const char *tenant = mv_json_str(payload, "tenant");
+/* ---- plans (deliver/outbox_text.h) -------------------------------------------------------
+ * A message with named channels is stored with deliver_at (when its deliveries are due: its
+ * creation, or its sendAt) and deliver_data (the template data its channels render, when one
+ * renders content of its own). Each outbox run first decides the due ones: found through the
+ * partial index messages_deliveries_due, each taken by a conditional UPDATE that clears the two
+ * columns — so two runs never decide one message twice — and planned in the same transaction from
+ * the message as stored, its template as loaded now (a template removed since: nothing is
+ * delivered) and its rendered locales. When that transaction fails for a reason of one plan's
+ * own, each is tried alone, and one that still fails is put off by PLAN_RETRY_MS. */
+
+#define PLAN_RETRY_MS 60000
+
+static const char SQL_DUE_PLANS[] =
+    "SELECT id, tenant_id, deliver_data FROM messages WHERE deliver_at IS NOT NULL AND "
+    "deliver_at <= ? ORDER BY deliver_at LIMIT ?";
+static const char SQL_TAKE_PLAN[] = "UPDATE messages SET deliver_at = NULL, deliver_data = NULL "
+                                    "WHERE id = ? AND deliver_at IS NOT NULL";
+static const char SQL_PUT_OFF_PLAN[] =
+    "UPDATE messages SET deliver_at = ? WHERE id = ? AND deliver_at IS NOT NULL";
+
+typedef struct plan_row {
+    char id[MV_MAX_ID_BYTES + 1], tenant[MV_MAX_ID_BYTES + 1];
+    json_t *data; /* NULL: none */
+} plan_row;
+
+typedef struct plans_ctx {
+    mv_service *svc;
+    int64_t now;
+    int limit, n, from, to;
+    plan_row *rows;
+} plans_ctx;
+
+static mv_code find_plans(mv_db *db, void *ctx, mv_err *err) {
+    plans_ctx *c = ctx;
+    mv_stmt *st;
+    mv_code rc = mv_db_prepare(db, SQL_DUE_PLANS, &st, err);
+    if (rc != MV_OK) return rc;
+    mv_stmt_bindf(st, "ii", c->now, (int64_t)c->limit);
+    int r = 0;
+    while (c->n < c->limit && (r = mv_stmt_step(st, err)) == 1) {
+        plan_row *p = &c->rows[c->n++];
+        mv_strlcpy(p->id, mv_stmt_text(st, 0), sizeof p->id);
+        mv_strlcpy(p->tenant, mv_stmt_text(st, 1), sizeof p->tenant);
+        const char *data = mv_stmt_text(st, 2);
+        json_t *d = data ? json_loads(data, 0, NULL) : NULL;
+        p->data = json_incref(json_object_get(d, "data"));
+        json_decref(d);
+    }
+    mv_stmt_done(st);
+    return r < 0 ? err->code : MV_OK;
+}
+
+static mv_code plan_one(mv_service *svc, mv_db *db, const plan_row *p, mv_err *err) {
     json_t *doc = NULL, *localized = NULL;
-    mv_code rc = mv__doc_load(db, mv_json_str(payload, "messageId"), tenant, &doc, err);
+    mv_code rc = mv__doc_load(db, p->id, p->tenant, &doc, err);
     const mv_template *t =
         doc ? mv_registry_find(svc->o.registry, mv_json_str(doc, "templateCd")) : NULL;
-    if (rc != MV_OK || !t) {
-        json_decref(doc);
-        return rc;
-    }
     const char *to = mv_json_str(doc, "toUser");
-    bool email = svc->o.email && (!t->has_channels || lists(t, "email"));
-    size_t named = 0;
-    for (size_t i = 0; i < t->nchannels; i++)
-        named += mv_reach_webhook(mv_service_reach(svc), t->channels[i].name) != NULL;
-    if (to && *to && (email || named))
-        rc = mv__locales_load_tx(db, mv_json_str(doc, "id"), &localized, err);
-    if (rc == MV_OK && to && *to && (email || named))
-        rc = deliver_tx(svc, db, doc, tenant, t, json_object_get(payload, "data"), localized, email,
-                        named, err);
+    bool email = false;
+    size_t named = t ? named_channels(svc, t, &email) : 0;
+    if (rc == MV_OK && t && to && *to && (email || named))
+        rc = mv__locales_load_tx(db, p->id, &localized, err);
+    if (rc == MV_OK && t && to && *to && (email || named))
+        rc = deliver_tx(svc, db, doc, p->tenant, t, p->data, localized, email, named, err);
     json_decref(localized);
     json_decref(doc);
     return rc;
 }
 
+static mv_code take_plans(mv_db *db, void *ctx, mv_err *err) {
+    plans_ctx *c = ctx;
+    for (int i = c->from; i < c->to; i++) {
+        int64_t changes = 0;
+        mv_code rc = mv_db_execf(db, SQL_TAKE_PLAN, &changes, err, "s", c->rows[i].id);
+        if (rc == MV_OK && changes == 1) rc = plan_one(c->svc, db, &c->rows[i], err);
+        if (rc != MV_OK) return rc;
+    }
+    return MV_OK;
+}
+
+static mv_code put_off(mv_db *db, void *ctx, mv_err *err) {
+    plans_ctx *c = ctx;
+    return mv_db_execf(db, SQL_PUT_OFF_PLAN, NULL, err, "is", c->now + PLAN_RETRY_MS,
+                       c->rows[c->from].id);
+}
+
+static bool store_failure(mv_code rc) {
+    return rc == MV_STORE_UNAVAILABLE || rc == MV_IO || rc == MV_NO_MEMORY;
+}
+
+static mv_code plans_run(void *ctx, mv_store *store, int64_t now, int max, mv_err *err) {
+    plans_ctx c = {.svc = ctx, .now = now, .limit = max};
+    c.rows = calloc((size_t)max, sizeof *c.rows);
+    mv_code rc = c.rows ? mv_store_read(store, find_plans, &c, err)
+                        : mv_err_set(err, MV_NO_MEMORY, "out of memory");
+    if (rc == MV_OK && c.n > 0) {
+        c.from = 0;
+        c.to = c.n;
+        rc = mv_store_write(store, take_plans, &c, err);
+        for (int i = 0; rc != MV_OK && !store_failure(rc) && i < c.n; i++) {
+            c.from = i;
+            c.to = i + 1;
+            mv_err one = {0};
+            mv_code r1 = mv_store_write(store, take_plans, &c, &one);
+            if (r1 != MV_OK && !store_failure(r1)) mv_store_write(store, put_off, &c, &one);
+        }
+        if (rc != MV_OK && !store_failure(rc)) rc = MV_OK; /* put off, one by one */
+    }
+    for (int i = 0; c.rows && i < c.n; i++)
+        json_decref(c.rows[i].data);
+    free(c.rows);
+    return rc;
+}
+
 void mv__channels_attach(mv_service *svc, bool attach) {
-    mv__outbox_set_planner(svc->o.store, attach ? plan_tx : NULL, svc);
+    mv__outbox_set_planner(svc->o.store, attach ? plans_run : NULL, svc);
 }
 
 mv_code mv__doc_remind(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,

@@ -395,16 +395,21 @@ static mv_code insert_docs_tx(mv_db *db, create_job *job, mv_err *err) {
     size_t i;
     json_t *doc;
     json_array_foreach(job->docs, i, doc) {
-        mv_code rc = mv__doc_insert(db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
-                                    job->crid[0] ? (int64_t)i : -1, err);
+        const json_t *data = json_object_get(job->datas, mv_json_str(doc, "id"));
+        char *plan = NULL;
+        mv_code rc = mv__doc_plan(job->svc, doc, job->tpl, data, &plan, err);
+        if (rc == MV_OK)
+            rc = mv__doc_insert_planned(
+                db, doc, job->scope.tenant, job->crid[0] ? job->user_id : NULL,
+                job->crid[0] ? (int64_t)i : -1, plan, mv__schedule_due(job->svc, doc), err);
+        free(plan);
         if (rc == MV_OK && !mv__schedule_unsent(doc)) /* a scheduled one: at its send */
             rc = mv__message_time_schedule_tx(
                 db, job->scope.tenant ? job->scope.tenant : MV_DEFAULT_TENANT, job->tpl,
                 mv_json_str(doc, "id"), json_integer_value(json_object_get(doc, "createdAt")),
                 mv__svc_now(job->svc), err);
         if (rc == MV_OK)
-            rc = mv__doc_deliver(job->svc, db, doc, job->scope.tenant, job->tpl,
-                                 json_object_get(job->datas, mv_json_str(doc, "id")),
+            rc = mv__doc_deliver(job->svc, db, doc, job->scope.tenant, job->tpl, data,
                                  json_object_get(job->localized, mv_json_str(doc, "id")), err);
         if (rc != MV_OK) return rc;
     }

@@ -274,9 +274,9 @@ json_t *mv__doc_new_bare(const char *type, const char *template_cd, int64_t now)
     "INSERT INTO messages (id, type, template_cd, from_user, to_user, to_roles, sender_content, "  \
     "receiver_content, documents, payment_session, payment_cd, payload, display, "                 \
     "client_request_id, client_request_owner_id, client_request_item_index, action_state, "        \
-    "archived, created_at, updated_at, tenant_id, expires_at, send_at) "                           \
+    "archived, created_at, updated_at, tenant_id, expires_at, send_at, deliver_at, deliver_data) " \
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " state ", " archived                 \
-    ", ?, ?, ?, ?, ?)"
+    ", ?, ?, ?, ?, ?, ?, ?)"
 static const char SQL_INSERT_MESSAGE[] = INSERT_MESSAGE("'active'", "0");
 static const char SQL_INSERT_SCHEDULED[] = INSERT_MESSAGE("'scheduled'", "2");
 static const char SQL_INSERT_ROLE[] =
@@ -285,6 +285,12 @@ static const char SQL_INSERT_ROLE[] =
 
 mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
                        int64_t item_index, mv_err *err) {
+    return mv__doc_insert_planned(db, doc, tenant, owner_id, item_index, NULL, 0, err);
+}
+
+mv_code mv__doc_insert_planned(mv_db *db, const json_t *doc, const char *tenant,
+                               const char *owner_id, int64_t item_index, const char *plan,
+                               int64_t plan_at, mv_err *err) {
     mv_stmt *st;
     const json_t *send_at = json_object_get(doc, "sendAt");
     bool scheduled = json_is_integer(send_at);
@@ -335,6 +341,13 @@ mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const c
         mv_stmt_bind_int64(st, 21, json_integer_value(send_at));
     else
         mv_stmt_bind_null(st, 21);
+    if (plan) {
+        mv_stmt_bind_int64(st, 22, plan_at);
+        mv_stmt_bind_text(st, 23, plan);
+    } else {
+        mv_stmt_bind_null(st, 22);
+        mv_stmt_bind_null(st, 23);
+    }
     rc = mv_stmt_exec_later(st, err); /* deferred: store/db.h */
     free(b.data);
     if (rc != MV_OK) return rc;

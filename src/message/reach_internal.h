@@ -34,16 +34,22 @@ mv_code mv__template_read_reach(const json_t *json, const char *source, mv_templ
 /* Frees what mv__template_read_reach allocated (NULL-safe members). */
 void mv__template_free_reach(mv_template *t);
 
-/* Every delivery of doc in tenant (NULL = "default"): its email (as before, unless the template's
- * channels or the recipient's preferences say otherwise) and one outbox row per named channel
- * the recipient receives. t: the message's template (NULL for notifications: email only). data: the
- * message's template data (NULL for notifications: the channel overrides then render with {}).
+/* The plan a new message's row carries when its deliveries are decided after the create (named
+ * webhook channels: see the top of channels.c's plans); *plan NULL when it needs none, else JSON
+ * text for mv__doc_insert_planned (malloc'd). */
+mv_code mv__doc_plan(mv_service *svc, const json_t *doc, const mv_template *t, const json_t *data,
+                     char **plan, mv_err *err);
+/* The deliveries of new message doc in tenant (NULL = "default") that are not planned: its
+ * rendered locales, and its email when the template names no webhook channel (as before, unless
+ * the template's channels or the recipient's preferences say otherwise); with named channels the
+ * row carries a plan (mv__doc_plan) and every delivery is decided by the outbox's next run. t:
+ * the message's template (NULL for notifications: email only). data: the message's template data.
  * Inside the create's (or claim's) transaction. */
 mv_code mv__doc_deliver(mv_service *svc, mv_db *db, const json_t *doc, const char *tenant,
                         const mv_template *t, const json_t *data, const json_t *localized,
                         mv_err *err);
 
-/* Registers (attach) or removes the service as the planner of its store's outbox plan rows
+/* Registers (attach) or removes the service as the planner of its store's outbox
  * (deliver/outbox_text.h): mv_service_new and mv_service_free. */
 void mv__channels_attach(mv_service *svc, bool attach);
 

@@ -22,7 +22,8 @@ static const char SQL_SEND_ROLES[] =
     "UPDATE message_roles SET archived = 0 WHERE message_id = ? AND archived = 2";
 static const char SQL_CANCEL[] =
     "UPDATE messages SET action_state = 'cancelled', archived = 3, archived_by = ?, "
-    "archived_at = ?, updated_at = ? WHERE id = ? AND tenant_id = ? AND action_state = 'scheduled' "
+    "archived_at = ?, updated_at = ?, deliver_at = NULL, deliver_data = NULL "
+    "WHERE id = ? AND tenant_id = ? AND action_state = 'scheduled' "
     "AND send_at > ?";
 static const char SQL_CANCEL_ROLES[] =
     "UPDATE message_roles SET archived = 3 WHERE message_id = ? AND archived = 2";

@@ -140,6 +140,11 @@ mv_code mv__message_audience(mv_service *svc, const char *id, json_t **who, mv_e
  * not part of the JSON shape. */
 mv_code mv__doc_insert(mv_db *db, const json_t *doc, const char *tenant, const char *owner_id,
                        int64_t item_index, mv_err *err);
+/* The same with its channel deliveries' plan (reach_internal.h: mv__doc_plan; NULL: none), due at
+ * plan_at. */
+mv_code mv__doc_insert_planned(mv_db *db, const json_t *doc, const char *tenant,
+                               const char *owner_id, int64_t item_index, const char *plan,
+                               int64_t plan_at, mv_err *err);
 /* Loads one message by id inside a transaction; *doc NULL when absent or (tenant non-NULL) when
  * it belongs to another tenant. tenant NULL: any tenant (operators, internal). */
 mv_code mv__doc_load(mv_db *db, const char *id, const char *tenant, json_t **doc, mv_err *err);

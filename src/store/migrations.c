@@ -23,7 +23,7 @@ extern const mv_migration mv_migration_saga_wake;
 extern const mv_migration mv_migration_digest;
 extern const mv_migration mv_migration_request_ids;
 extern const mv_migration mv_migration_outbox_checks;
-extern const mv_migration mv_migration_outbox_plans;
+extern const mv_migration mv_migration_deliveries;
 
 /* One per line, in version order, so that a new migration is a one-line change. */
 /* clang-format off */
@@ -49,7 +49,7 @@ const mv_migration *const mv_migrations[] = {
     &mv_migration_digest,
     &mv_migration_request_ids,
     &mv_migration_outbox_checks,
-    &mv_migration_outbox_plans,
+    &mv_migration_deliveries,
     NULL,
 };
 /* clang-format on */

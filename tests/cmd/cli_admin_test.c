@@ -287,7 +287,7 @@ STORE_TEST(the_admin_listings_filter_and_page_like_the_http_lists) {
     CHECK(strstr(r->out, "next cursor: ") != NULL);
     r = missive("outbox list --store '%s' --kind fax", url);
     CHECK_INT(r->status, 1);
-    CHECK(strstr(r->err, "kind must be email, webhook or plan") != NULL);
+    CHECK(strstr(r->err, "kind must be email or webhook") != NULL);
     r = missive("outbox list --store '%s' --colour red", url);
     CHECK_INT(r->status, 2);
 
