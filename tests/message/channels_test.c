@@ -13,6 +13,7 @@
 #include "durable/timer.h"
 #include "fixture.h"
 #include "message/timers.h"
+#include "missive/inbox.h"
 #include "missive/reach.h"
 #include "support/http_sink.h"
 
@@ -251,6 +252,40 @@ STORE_TEST(a_create_commits_a_plan_that_two_workers_at_once_decide_once) {
     world_close(&w);
 }
 
+/* A scheduled message's plan waits for its sendAt, and a cancel before then takes it away. */
+STORE_TEST(a_scheduled_message_is_planned_at_its_send_and_a_cancelled_one_never) {
+    world w;
+    REQUIRE(world_open(&w, kind, "ch_sched", NULL));
+    mv_user alice = {.id = "alice"};
+    json_t *payload = json_pack("{s:s,s:s,s:I}", "to", "bob", "guest", "Ann", "sendAt",
+                                (json_int_t)(w.f.now + 60000));
+    mv_create_request req = {.template_cd = "booking", .user = &alice, .payload = payload};
+    json_t *msgs = NULL, *c = NULL;
+    mv_err err = {0};
+    REQUIRE(mv_message_create(w.f.svc, &req, &msgs, NULL, &err) == MV_OK);
+    char *keep = strdup(mv_json_str(json_array_get(msgs, 0), "id"));
+    json_decref(msgs);
+    msgs = NULL;
+    REQUIRE(mv_message_create(w.f.svc, &req, &msgs, NULL, &err) == MV_OK);
+    char *gone = strdup(mv_json_str(json_array_get(msgs, 0), "id"));
+    json_decref(msgs);
+    json_decref(payload);
+    CHECK_INT(planned(&w), 2);
+    CHECK_INT(run_outbox(&w), 0); /* not due before its sendAt */
+    CHECK_INT(planned(&w), 2);
+    CHECK_CODE(mv_message_cancel(w.f.svc, gone, &alice, &c, &err), MV_OK, &err);
+    json_decref(c);
+    CHECK_INT(planned(&w), 1);
+    w.f.now += 120000;
+    CHECK_INT(run_outbox(&w), 1); /* the one kept: its sms */
+    CHECK_INT(planned(&w), 0);
+    CHECK_INT(stored(&w, "webhook"), 1);
+    CHECK_INT(http_sink_count(w.sink), 1);
+    free(keep);
+    free(gone);
+    world_close(&w);
+}
+
 typedef struct payloads_arg {
     json_t *rows; /* [[kind, payload text], …] */
 } payloads_arg;
@@ -471,6 +506,7 @@ int main(void) {
     return RUN_TESTS(
         a_channel_receiver_gets_each_delivery_once_with_the_documented_body_and_signature,
         a_create_commits_a_plan_that_two_workers_at_once_decide_once,
+        a_scheduled_message_is_planned_at_its_send_and_a_cancelled_one_never,
         queued_payloads_are_compact_json_with_escaped_strings,
         a_receiver_answering_500_is_retried_with_the_same_delivery_id,
         preferences_turn_a_channel_off_for_one_category_but_not_for_a_critical_template,
