@@ -383,8 +383,7 @@ static mv_code find_plans(mv_db *db, void *ctx, mv_err *err) {
 static mv_code plan_one(mv_service *svc, mv_db *db, const plan_row *p, mv_err *err) {
     json_t *doc = NULL, *localized = NULL;
     mv_code rc = mv__doc_load(db, p->id, p->tenant, &doc, err);
-    const mv_template *t =
-        doc ? mv_registry_find(svc->o.registry, mv_json_str(doc, "templateCd")) : NULL;
+    mv_template *t = doc ? mv_registry_find(svc->o.registry, mv_json_str(doc, "templateCd")) : NULL;
     const char *to = mv_json_str(doc, "toUser");
     bool email = false;
     size_t named = t ? named_channels(svc, t, &email) : 0;
@@ -392,6 +391,7 @@ static mv_code plan_one(mv_service *svc, mv_db *db, const plan_row *p, mv_err *e
         rc = mv__locales_load_tx(db, p->id, &localized, err);
     if (rc == MV_OK && t && to && *to && (email || named))
         rc = deliver_tx(svc, db, doc, p->tenant, t, p->data, localized, email, named, err);
+    mv_template_release(t);
     json_decref(localized);
     json_decref(doc);
     return rc;
