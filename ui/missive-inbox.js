@@ -713,6 +713,7 @@ export class MissiveInbox extends MissiveBase {
   constructor() {
     super();
     this._items = new Map(); // id → {m, el, actions, busy, outcome, pending}
+    this._left = new Set(); // ids this view took out (dismissed, snoozed): events about them are checked with the daemon
     this._order = []; // ids, newest first
     this._cursor = null;
     this._done = false;
@@ -1329,6 +1330,7 @@ export class MissiveInbox extends MissiveBase {
   /** Takes a row out of the view (dismissed or snoozed), moves focus on, offers undo. */
   _leave(it, text, undo) {
     const id = it.m.id;
+    this._left.add(id);
     const idx = this._order.indexOf(id);
     this._open = null;
     this._remove(id);
@@ -1341,6 +1343,7 @@ export class MissiveInbox extends MissiveBase {
 
   /** Puts a message back in the view after an undo and focuses it. */
   _back(m, text) {
+    this._left.delete(m.id);
     this._upsert(m, 'top');
     this._say(text);
     const it = this._items.get(m.id);
@@ -1687,6 +1690,10 @@ export class MissiveInbox extends MissiveBase {
           if (it.m.actionState !== m.actionState) it.actions = null;
           this._upsert(m, 'keep');
           if (this._open === m.id && !it.actions && m.actionState !== 'archived') this._loadActions(it);
+        } else if (this._left.has(m.id)) {
+          // an event sent before this view's dismiss or snooze reached the daemon can arrive after
+          // it: ask for the message as it is now instead of bringing the row back
+          this.api.message(m.id).then((now) => this._upsert(now, 'top'), () => {});
         } else {
           this._upsert(m, 'top');
         }
