@@ -960,11 +960,18 @@ export class MissiveInbox extends MissiveBase {
       const page = await this.api.listMessages(this._query(null));
       if (gen !== this._listGeneration) return;
       const t0 = performance.now();
+      const open = this._open; // a reload (a stream's reset, a tab) keeps an open message open
       this._items.clear();
       this._order = [];
       this._open = null;
       this._list.replaceChildren();
       this._absorbPage(page);
+      const again = open && this._items.get(open);
+      if (again) {
+        this._open = open;
+        this._renderItem(again);
+        if (again.m.actionState !== 'archived') this._loadActions(again);
+      }
       this._lastRenderMs = performance.now() - t0;
       if (this._toast.classList.contains('error')) this._say('');
       this.setAttribute('data-ready', '');
