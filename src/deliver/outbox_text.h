@@ -1,6 +1,8 @@
-/* deliver/outbox_text.h — adding an outbox row whose payload the caller already wrote as compact
- * JSON text (message/channels.c, message/document.c build it straight into a buffer inside the
- * create's transaction, without a jansson tree to build, dump and free per delivery). */
+/* deliver/outbox_text.h — what the message layer needs of the outbox beyond missive/deliver.h:
+ * adding a row whose payload the caller already wrote as compact JSON text (message/channels.c,
+ * message/document.c build it straight into a buffer inside the create's transaction, without a
+ * jansson tree to build, dump and free per delivery), and the planner each outbox run calls first
+ * (below). */
 #ifndef MISSIVE_DELIVER_OUTBOX_TEXT_H
 #define MISSIVE_DELIVER_OUTBOX_TEXT_H
 
